@@ -1,0 +1,324 @@
+# shellcheck shell=bash
+# hpc_cluster.bash: the embedded two-node SLURM cluster behind local_cluster.sh.
+# One folder holds everything; daemons are started as daemons with pid files in that folder, and
+# stopped only through those pids (after checking the pid still runs the program we started).
+
+hpc_cluster_nodes=(n1 n2)
+
+# hpc_cluster_init DIR PORT_BASE: sets the hpc_cluster_* paths and ports for the cluster in DIR.
+hpc_cluster_init() {
+  hpc_cluster_dir=$1
+  hpc_cluster_port_base=$2
+  hpc_cluster_conf=$1/etc/slurm.conf
+  hpc_cluster_munge_socket=$1/munge/munge.socket
+  hpc_cluster_mode_file=$1/etc/tmpdir_mode
+  export SLURM_CONF=$hpc_cluster_conf
+}
+
+# hpc_cluster_pidfile DAEMON [NODE]: the pid file of munged, slurmctld or the slurmd of NODE.
+hpc_cluster_pidfile() {
+  case $1 in
+    munged) printf '%s\n' "$hpc_cluster_dir/run/munged.pid" ;;
+    slurmctld) printf '%s\n' "$hpc_cluster_dir/run/slurmctld.pid" ;;
+    slurmd) printf '%s\n' "$hpc_cluster_dir/run/slurmd-$2.pid" ;;
+  esac
+}
+
+# hpc_cluster_pid DAEMON [NODE]: prints the pid of that daemon if it runs (its pid file names a
+# live process whose program is DAEMON); returns 1 otherwise.
+hpc_cluster_pid() {
+  local file pid comm
+  file=$(hpc_cluster_pidfile "$@")
+  [[ -r $file ]] || return 1
+  read -r pid <"$file" || return 1
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
+  [[ $comm == "$1" ]] || return 1
+  printf '%s\n' "$pid"
+}
+
+# hpc_cluster_install_packages: installs slurm-wlm and munge when missing (root), or says what
+# to run (not root).
+hpc_cluster_install_packages() {
+  local missing=() cmd
+  for cmd in slurmctld slurmd munged sbatch; do
+    command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  if ((EUID != 0)); then
+    hpc_die "missing ${missing[*]}; run as root: apt-get install -y slurm-wlm munge"
+  fi
+  hpc_say "installing slurm-wlm and munge (missing: ${missing[*]})"
+  if ! DEBIAN_FRONTEND=noninteractive apt-get update -qq ||
+    ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; then
+    hpc_die "apt-get could not install slurm-wlm and munge"
+  fi
+}
+
+# hpc_cluster_ensure_hosts: makes the node names resolve (to loopback), adding them to /etc/hosts.
+hpc_cluster_ensure_hosts() {
+  local node missing=()
+  for node in "${hpc_cluster_nodes[@]}"; do
+    getent hosts "$node" >/dev/null 2>&1 || missing+=("$node")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  if [[ -w /etc/hosts ]]; then
+    printf '127.0.0.1 %s # added by hpc_files/local_cluster.sh\n' "${missing[*]}" >>/etc/hosts
+    hpc_say "added '127.0.0.1 ${missing[*]}' to /etc/hosts so the node names resolve"
+  else
+    hpc_die "node names ${missing[*]} do not resolve; add '127.0.0.1 ${missing[*]}' to /etc/hosts"
+  fi
+}
+
+# hpc_cluster_write_files: writes slurm.conf, gres.conf, the prolog scripts, the munge key and
+# the fake GPU devices. Only called while no daemon of this cluster runs.
+hpc_cluster_write_files() {
+  local d=$hpc_cluster_dir node i port
+  mkdir -p "$d"/{etc,munge,run,log,state,dev} "$d/spool/n1" "$d/spool/n2"
+  chmod 755 "$d/munge"
+  if [[ ! -s $d/munge/munge.key ]]; then
+    (umask 077 && head -c 1024 /dev/urandom >"$d/munge/munge.key")
+  fi
+  chmod 600 "$d/munge/munge.key"
+
+  for node in "${hpc_cluster_nodes[@]}"; do
+    mkdir -p "$d/scratch/$node"
+    chmod 1777 "$d/scratch/$node"
+    for i in 0 1; do
+      # Slurm's gres plugin needs the File= entries to be character devices; 1,3 is /dev/null's.
+      [[ -c $d/dev/$node-gpu$i ]] || { rm -f "$d/dev/$node-gpu$i" && mknod "$d/dev/$node-gpu$i" c 1 3; }
+    done
+  done
+
+  {
+    printf '# Written by hpc_files/local_cluster.sh; rewritten by every "up" while the cluster is down.\n'
+    printf 'ClusterName=hpclocal\n'
+    printf 'SlurmctldHost=%s(127.0.0.1)\n' "$(hostname -s)"
+    printf 'SlurmctldPort=%s\n' "$hpc_cluster_port_base"
+    printf 'SlurmdPort=%s\n' "$((hpc_cluster_port_base + 1))"
+    printf 'AuthType=auth/munge\nCredType=cred/munge\n'
+    printf 'AuthInfo=socket=%s\n' "$hpc_cluster_munge_socket"
+    printf 'SlurmUser=root\nSlurmdUser=root\n'
+    printf 'StateSaveLocation=%s/state\n' "$d"
+    printf 'SlurmdSpoolDir=%s/spool/%%n\n' "$d"
+    printf 'SlurmctldPidFile=%s/run/slurmctld.pid\n' "$d"
+    printf 'SlurmdPidFile=%s/run/slurmd-%%n.pid\n' "$d"
+    printf 'SlurmctldLogFile=%s/log/slurmctld.log\n' "$d"
+    printf 'SlurmdLogFile=%s/log/slurmd-%%n.log\n' "$d"
+    printf 'SlurmctldDebug=info\nSlurmdDebug=info\n'
+    # No cgroups in a container: track processes by parent pid, bind nothing.
+    printf 'ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n'
+    printf 'MpiDefault=none\nSwitchType=switch/none\n'
+    # No database here: one line per finished job in a text file, and scontrol until MinJobAge.
+    printf 'JobCompType=jobcomp/filetxt\nJobCompLoc=%s/log/jobcomp.log\n' "$d"
+    printf 'AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none\n'
+    printf 'DefMemPerCPU=500\n'
+    printf 'MinJobAge=600\nKillWait=10\nInactiveLimit=0\nReturnToService=2\nMaxArraySize=1001\n'
+    # Start trivial jobs within about a second of submission.
+    printf 'SchedulerType=sched/builtin\n'
+    printf 'SchedulerParameters=sched_interval=2,batch_sched_delay=0,sched_min_interval=0\n'
+    printf 'SelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\n'
+    printf 'GresTypes=gpu\n'
+    # Nodes advertise more CPUs and memory than this host has.
+    printf 'SlurmdParameters=config_overrides\n'
+    printf 'PrologFlags=Alloc\n'
+    printf 'Prolog=%s/etc/prolog.sh\nEpilog=%s/etc/epilog.sh\nTaskProlog=%s/etc/task_prolog.sh\n' "$d" "$d" "$d"
+    port=$((hpc_cluster_port_base + 1))
+    for node in "${hpc_cluster_nodes[@]}"; do
+      printf 'NodeName=%s NodeAddr=127.0.0.1 NodeHostname=%s Port=%s CPUs=4 RealMemory=8000 Gres=gpu:2 State=UNKNOWN\n' \
+        "$node" "$(hostname -s)" "$port"
+      port=$((port + 1))
+    done
+    printf 'PartitionName=debug Nodes=%s Default=YES MaxTime=INFINITE State=UP\n' "$(
+      IFS=,
+      printf '%s' "${hpc_cluster_nodes[*]}"
+    )"
+  } >"$d/etc/slurm.conf"
+
+  {
+    printf '# Fake GPUs: character devices, one per GPU, per node.\n'
+    for node in "${hpc_cluster_nodes[@]}"; do
+      printf 'NodeName=%s Name=gpu File=%s/dev/%s-gpu[0-1]\n' "$node" "$d" "$node"
+    done
+  } >"$d/etc/gres.conf"
+  hpc_cluster_write_prologs
+}
+
+# hpc_cluster_write_prologs: the Prolog/Epilog (root, every node of a job) and TaskProlog (the
+# job's user, every task) that give jobs SLURM_TMPDIR in 'provided' mode, as Alliance clusters do.
+hpc_cluster_write_prologs() {
+  local d=$hpc_cluster_dir
+  cat >"$d/etc/prolog.sh" <<EOF
+#!/bin/bash
+# Prolog of the local cluster: in 'provided' mode, make this job's SLURM_TMPDIR on this node.
+mode=\$(cat '$d/etc/tmpdir_mode' 2>/dev/null) || mode=provided
+[[ \$mode == provided ]] || exit 0
+tmpdir='$d/scratch/'"\$SLURMD_NODENAME/slurm_tmpdir/job\$SLURM_JOB_ID"
+mkdir -p "\$tmpdir" && chown "\$SLURM_JOB_UID" "\$tmpdir" && chmod 700 "\$tmpdir"
+EOF
+  cat >"$d/etc/epilog.sh" <<EOF
+#!/bin/bash
+# Epilog of the local cluster: remove the SLURM_TMPDIR the Prolog made, whatever the mode is now.
+tmpdir='$d/scratch/'"\$SLURMD_NODENAME/slurm_tmpdir/job\${SLURM_JOB_ID:?}"
+[[ -d \$tmpdir && ! -L \$tmpdir ]] && rm -rf -- "\${tmpdir:?}"
+exit 0
+EOF
+  cat >"$d/etc/task_prolog.sh" <<EOF
+#!/bin/bash
+# TaskProlog of the local cluster: what it prints as 'export X=Y' enters the task's environment.
+# (taken literally, quotes and all: the folder has no whitespace, so none are needed)
+echo "export HPC_LOCAL_SCRATCH=$d/scratch/\$SLURMD_NODENAME"
+tmpdir='$d/scratch/'"\$SLURMD_NODENAME/slurm_tmpdir/job\$SLURM_JOB_ID"
+[[ -d \$tmpdir ]] && echo "export SLURM_TMPDIR=\$tmpdir"
+exit 0
+EOF
+  chmod 755 "$d/etc/prolog.sh" "$d/etc/epilog.sh" "$d/etc/task_prolog.sh"
+}
+
+# hpc_cluster_log_tail FILE: the last lines of a daemon's log, for failure messages.
+hpc_cluster_log_tail() {
+  [[ -r $1 ]] || return 0
+  printf -- '--- last lines of %s ---\n' "$1" >&2
+  tail -n 15 -- "$1" >&2
+}
+
+# hpc_cluster_wait_pid DAEMON [NODE]: waits up to 15 s for the daemon's pid file to name a live
+# process; on failure dies with its log tail.
+hpc_cluster_wait_pid() {
+  local i log
+  for ((i = 0; i < 150; i++)); do
+    hpc_cluster_pid "$@" >/dev/null && return 0
+    sleep 0.1
+  done
+  case $1 in
+    munged) log=$hpc_cluster_dir/log/munged.log ;;
+    slurmctld) log=$hpc_cluster_dir/log/slurmctld.log ;;
+    slurmd) log=$hpc_cluster_dir/log/slurmd-$2.log ;;
+  esac
+  hpc_cluster_log_tail "$log"
+  hpc_die "$1${2:+ $2} did not start"
+}
+
+# hpc_cluster_start_daemons: starts whichever of munged, slurmctld and the slurmds is not running.
+hpc_cluster_start_daemons() {
+  local d=$hpc_cluster_dir node
+  if ! hpc_cluster_pid munged >/dev/null; then
+    munged --force --socket="$hpc_cluster_munge_socket" --key-file="$d/munge/munge.key" \
+      --pid-file="$(hpc_cluster_pidfile munged)" --log-file="$d/log/munged.log" \
+      --seed-file="$d/munge/munged.seed" || true
+    hpc_cluster_wait_pid munged
+  fi
+  if ! hpc_cluster_pid slurmctld >/dev/null; then
+    slurmctld -f "$hpc_cluster_conf" || true
+    hpc_cluster_wait_pid slurmctld
+  fi
+  for node in "${hpc_cluster_nodes[@]}"; do
+    if ! hpc_cluster_pid slurmd "$node" >/dev/null; then
+      slurmd -f "$hpc_cluster_conf" -N "$node" || true
+      hpc_cluster_wait_pid slurmd "$node"
+    fi
+  done
+}
+
+# hpc_cluster_wait_idle: waits up to 30 s until every node is idle, resuming drained or down ones.
+hpc_cluster_wait_idle() {
+  local i node state ready
+  for ((i = 0; i < 300; i++)); do
+    ready=1
+    for node in "${hpc_cluster_nodes[@]}"; do
+      state=$(sinfo -h -N -n "$node" -o '%T' 2>/dev/null | head -n 1) || state=
+      case $state in
+        idle | mixed | allocated | completing) ;;
+        *drain* | down* | fail*)
+          ready=0
+          scontrol update nodename="$node" state=resume >/dev/null 2>&1 || true
+          ;;
+        *) ready=0 ;;
+      esac
+    done
+    ((ready)) && return 0
+    sleep 0.1
+  done
+  sinfo -N >&2 || true
+  hpc_cluster_log_tail "$hpc_cluster_dir/log/slurmctld.log"
+  for node in "${hpc_cluster_nodes[@]}"; do
+    hpc_cluster_log_tail "$hpc_cluster_dir/log/slurmd-$node.log"
+  done
+  hpc_die "the nodes did not become idle within 30 s"
+}
+
+# hpc_cluster_up MODE: brings the cluster up (idempotent); MODE (provided|emulated|'') sets how
+# jobs get SLURM_TMPDIR, '' keeps the current mode.
+hpc_cluster_up() {
+  local mode=$1 current
+  if ((EUID != 0)); then
+    hpc_die "up needs root: slurmd starts jobs as their users and the fake GPUs are device files; run it with sudo"
+  fi
+  hpc_cluster_install_packages
+  hpc_cluster_ensure_hosts
+  if ! hpc_cluster_pid slurmctld >/dev/null; then
+    hpc_cluster_write_files
+  else
+    # Read at every job: keeping them current needs no restart.
+    hpc_cluster_write_prologs
+  fi
+  current=$(cat "$hpc_cluster_mode_file" 2>/dev/null) || current=
+  mode=${mode:-${current:-provided}}
+  if [[ $mode != "$current" ]]; then
+    printf '%s\n' "$mode" >"$hpc_cluster_mode_file"
+    hpc_say "SLURM_TMPDIR mode: $mode"
+  fi
+  hpc_cluster_start_daemons
+  hpc_cluster_wait_idle
+  printf 'export SLURM_CONF=%q\n' "$hpc_cluster_conf"
+}
+
+# hpc_cluster_down: stops this cluster's daemons by pid (slurmds, slurmctld, then munged) and waits
+# for them to exit; running jobs are killed with their slurmd.
+hpc_cluster_down() {
+  local name node pid pids=() i
+  for node in "${hpc_cluster_nodes[@]}"; do
+    pid=$(hpc_cluster_pid slurmd "$node") && pids+=("$pid")
+  done
+  pid=$(hpc_cluster_pid slurmctld) && pids+=("$pid")
+  if ((${#pids[@]})); then
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+      kill -0 "${pids[@]}" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "${pids[@]}" 2>/dev/null || true
+  fi
+  # Job steps outlive a killed slurmd (slurmstepd is its own process): end those of this cluster.
+  for pid in $(pgrep -f "^slurmstepd: \[" 2>/dev/null); do
+    grep -qF "$hpc_cluster_dir" "/proc/$pid/environ" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+  done
+  if pid=$(hpc_cluster_pid munged); then
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+  fi
+  for name in slurmctld munged; do
+    if hpc_cluster_pid "$name" >/dev/null; then hpc_die "$name is still running"; fi
+  done
+  for node in "${hpc_cluster_nodes[@]}"; do
+    if hpc_cluster_pid slurmd "$node" >/dev/null; then hpc_die "slurmd $node is still running"; fi
+  done
+  hpc_say "stopped the cluster in $hpc_cluster_dir"
+}
+
+# hpc_cluster_status: sinfo of the cluster and one line per daemon; returns 1 when any is down.
+hpc_cluster_status() {
+  local node pid rc=0 mode
+  mode=$(cat "$hpc_cluster_mode_file" 2>/dev/null) || mode=unknown
+  printf 'cluster folder: %s (SLURM_TMPDIR mode: %s)\n' "$hpc_cluster_dir" "$mode"
+  if pid=$(hpc_cluster_pid munged); then echo "munged: running (pid $pid)"; else echo "munged: stopped" && rc=1; fi
+  if pid=$(hpc_cluster_pid slurmctld); then echo "slurmctld: running (pid $pid)"; else echo "slurmctld: stopped" && rc=1; fi
+  for node in "${hpc_cluster_nodes[@]}"; do
+    if pid=$(hpc_cluster_pid slurmd "$node"); then echo "slurmd $node: running (pid $pid)"; else echo "slurmd $node: stopped" && rc=1; fi
+  done
+  if hpc_cluster_pid slurmctld >/dev/null; then sinfo -N -o '%N %P %T %c %m %G' || rc=1; fi
+  return "$rc"
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Usage: bash hpc_files/local_cluster.sh [options] up|down|status|env
+#
+# A real two-node SLURM cluster on this machine, for trying the toolkit and for its tests.
+# Nodes n1 and n2 (slurmd -N) each advertise 4 CPUs, 8000 MB and gpu:2 (fake GPUs: character
+# devices), in one default partition 'debug'. Every file it writes (config, munge key and
+# socket, state, spool, logs, pids, devices, node-local scratch) lives under one folder.
+#
+# Commands:
+#   up       start munged, slurmctld and both slurmd (installing slurm-wlm and munge with
+#            apt-get when run as root and they are missing); wait until both nodes are idle;
+#            print the line to use:  export SLURM_CONF=...   A second 'up' changes nothing
+#            but the SLURM_TMPDIR mode, and prints the line again.
+#   down     stop the daemons this folder's cluster started, by their pids.
+#   status   sinfo of the cluster and whether each daemon runs.
+#   env      print the export line only.
+#
+# Options (or the variables in brackets):
+#   --dir DIR          the cluster's folder [HPC_CLUSTER_DIR]; default: .local_cluster in the
+#                      repository. No whitespace (slurm.conf cannot quote it).
+#   --port-base N      slurmctld listens on N, n1 on N+1, n2 on N+2 [HPC_CLUSTER_PORT_BASE];
+#                      default 17817.
+#   --tmpdir MODE      provided: the cluster gives each job SLURM_TMPDIR (a TaskProlog exports
+#                      a per-job folder that the Prolog makes and the Epilog removes), as on
+#                      Alliance clusters; emulated: it does not, as on the PLAI cluster, and the
+#                      toolkit must make it [HPC_CLUSTER_TMPDIR]; default provided.
+#                      Either way jobs see HPC_LOCAL_SCRATCH, their node's local scratch root.
+#   -h, --help         this text.
+#
+# The node names n1 and n2 must resolve: 'up' adds '127.0.0.1 n1 n2' to /etc/hosts when they
+# do not. All nodes share this host's name and ports: tell them apart by SLURMD_NODENAME.
+set -euo pipefail
+
+hpc_files_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=hpc_files/lib/hpc_common.bash
+source "$hpc_files_dir/lib/hpc_common.bash"
+# shellcheck source=hpc_files/lib/hpc_cluster.bash
+source "$hpc_files_dir/lib/hpc_cluster.bash"
+
+cluster_dir=${HPC_CLUSTER_DIR:-$(dirname "$hpc_files_dir")/.local_cluster}
+port_base=${HPC_CLUSTER_PORT_BASE:-17817}
+tmpdir_mode=${HPC_CLUSTER_TMPDIR:-}
+command=
+
+while (($#)); do
+  case $1 in
+    --dir | --port-base | --tmpdir)
+      (($# >= 2)) || hpc_die_usage "$1" "needs a value"
+      case $1 in
+        --dir) cluster_dir=$2 ;;
+        --port-base) port_base=$2 ;;
+        --tmpdir) tmpdir_mode=$2 ;;
+      esac
+      shift 2
+      ;;
+    -h | --help)
+      hpc_usage "${BASH_SOURCE[0]}"
+      exit 0
+      ;;
+    up | down | status | env)
+      [[ -z $command ]] || hpc_die_usage "$1" "only one command at a time (already: $command)"
+      command=$1
+      shift
+      ;;
+    *) hpc_die_usage "$1" "unknown; accepted: up, down, status, env, --dir, --port-base, --tmpdir, --help" ;;
+  esac
+done
+
+[[ -n $command ]] || hpc_die_usage "command" "missing; accepted: up, down, status, env"
+if ! [[ $port_base =~ ^[0-9]+$ ]] || ((port_base < 1024 || port_base > 65000)); then
+  hpc_die_usage "--port-base" "'$port_base' is not a port number between 1024 and 65000"
+fi
+[[ -z $tmpdir_mode || $tmpdir_mode == provided || $tmpdir_mode == emulated ]] ||
+  hpc_die_usage "--tmpdir" "'$tmpdir_mode' is not accepted; accepted: provided, emulated"
+[[ $cluster_dir != *[[:space:]]* ]] ||
+  hpc_die_usage "--dir" "'$cluster_dir' contains whitespace, which slurm.conf cannot hold"
+if [[ $command == up ]]; then
+  mkdir -p -- "$cluster_dir" || hpc_die "cannot create the cluster folder $cluster_dir"
+fi
+[[ -d $cluster_dir ]] && cluster_dir=$(cd "$cluster_dir" && pwd)
+
+hpc_cluster_init "$cluster_dir" "$port_base"
+case $command in
+  up) hpc_cluster_up "${tmpdir_mode:-}" ;;
+  down) hpc_cluster_down ;;
+  status) hpc_cluster_status ;;
+  env) printf 'export SLURM_CONF=%q\n' "$hpc_cluster_conf" ;;
+esac

@@ -1,0 +1,63 @@
+# shellcheck shell=bash
+# Helpers for integration tests on the local cluster (hpc_files/local_cluster.sh): submit, wait
+# for the end with a timeout that fails the test, read the final state and exit code.
+# tests/run.sh brings the cluster up; a test file that runs alone calls hpc_cluster_require.
+
+HPC_CLUSTER_DIR=${HPC_CLUSTER_DIR:-$HPC_ROOT/.local_cluster}
+export SLURM_CONF=$HPC_CLUSTER_DIR/etc/slurm.conf
+
+# hpc_cluster_require: fails the test file when the local cluster is not up.
+hpc_cluster_require() {
+  sinfo -h >/dev/null 2>&1 ||
+    fail "the local cluster is not up: run 'bash hpc_files/local_cluster.sh up' (or tests/run.sh)"
+}
+
+# hpc_cluster_mode MODE: sets how the running cluster gives jobs SLURM_TMPDIR (provided|emulated).
+hpc_cluster_mode() {
+  bash "$HPC_ROOT/hpc_files/local_cluster.sh" --tmpdir "$1" up >/dev/null
+}
+
+# hpc_job_field ID FIELD: one field of `scontrol show job ID` (e.g. JobState, ExitCode, NumTasks).
+hpc_job_field() {
+  scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
+}
+
+# hpc_wait_job ID [TIMEOUT_S]: waits until job ID (every task of an array) has ended; on timeout
+# cancels it and fails the test. Polls scontrol itself: sbatch --wait polls only every 2-8 s.
+hpc_wait_job() {
+  local id=$1 timeout=${2:-120} start=$SECONDS states
+  while :; do
+    states=$(squeue -h -j "$id" -o '%T' 2>/dev/null) || states=
+    if [[ -z $states ]]; then
+      # squeue forgets finished jobs at once; scontrol keeps them for MinJobAge.
+      states=$(scontrol show job "$id" 2>/dev/null | grep -oE 'JobState=(PENDING|RUNNING|COMPLETING|CONFIGURING|SUSPENDED|REQUEUED)' || true)
+      [[ -z $states ]] && return 0
+    fi
+    if ((SECONDS - start > timeout)); then
+      scancel "$id" 2>/dev/null || true
+      fail "job $id did not end within ${timeout}s (states: ${states//$'\n'/ })"
+    fi
+    sleep 0.2
+  done
+}
+
+# hpc_job_state ID: prints "STATE EXIT:SIGNAL" of a finished job, from scontrol, else from the
+# jobcomp text file (one line per finished job, kept after MinJobAge).
+hpc_job_state() {
+  local state exit_code line
+  state=$(hpc_job_field "$1" JobState)
+  exit_code=$(hpc_job_field "$1" ExitCode)
+  if [[ -z $state ]]; then
+    line=$(grep -E "^JobId=$1 " "$HPC_CLUSTER_DIR/log/jobcomp.log" | tail -n 1)
+    state=$(tr ' ' '\n' <<<"$line" | sed -n 's/^JobState=//p')
+    exit_code=$(tr ' ' '\n' <<<"$line" | sed -n 's/^ExitCode=//p')
+  fi
+  printf '%s %s\n' "$state" "$exit_code"
+}
+
+# hpc_sbatch ARGS...: sbatch --parsable; prints the job id (fails the test when sbatch fails).
+hpc_sbatch() {
+  local out
+  out=$(sbatch --parsable "$@") || fail "sbatch $* failed: $out"
+  printf '%s\n' "${out%%;*}"
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bats
+# local_cluster.sh's command line: bad input is exit 2 with one line, and creates nothing.
+
+setup() {
+  load '../helpers/common'
+  work=$(hpc_test_tmp)
+}
+
+@test "--help prints the usage comment" {
+  run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --help
+  assert_success
+  assert_line --index 0 "Usage: bash hpc_files/local_cluster.sh [options] up|down|status|env"
+  assert_line --partial "--tmpdir MODE"
+}
+
+@test "bad input: <args> -> exit 2 and <message>" {
+  while IFS='|' read -r args message; do
+    # shellcheck disable=SC2086 # the table's arguments are words
+    run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir "$work/c" $args
+    assert_equal "$status" 2
+    assert_equal "$output" "local_cluster.sh: $message"
+  done <<'EOT'
+|command: missing; accepted: up, down, status, env
+start|start: unknown; accepted: up, down, status, env, --dir, --port-base, --tmpdir, --help
+up down|down: only one command at a time (already: up)
+--tmpdir fast up|--tmpdir: 'fast' is not accepted; accepted: provided, emulated
+--port-base 80 up|--port-base: '80' is not a port number between 1024 and 65000
+--port-base x up|--port-base: 'x' is not a port number between 1024 and 65000
+up --tmpdir|--tmpdir: needs a value
+EOT
+  [ ! -e "$work/c" ]
+}
+
+@test "a folder with whitespace is refused before anything is made" {
+  run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir "$work/c" up
+  assert_equal "$status" 2
+  assert_output "local_cluster.sh: --dir: '$work/c' contains whitespace, which slurm.conf cannot hold"
+  [ ! -e "$work/c" ]
+}
+
+@test "env prints the SLURM_CONF line for the folder" {
+  run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir /tmp/somewhere env
+  assert_success
+  assert_output "export SLURM_CONF=/tmp/somewhere/etc/slurm.conf"
+}
