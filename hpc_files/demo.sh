@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Usage: bash hpc_files/demo.sh [--keep]
+#
+# The main job, on the embedded cluster: brings the local cluster up, installs the toolkit into a
+# small demo project (demo_project/ in the repository, with a tiny PyTorch DDP program), submits
+# it with  -W torchrun --gpus 2 --num-nodes 2 -y,  waits for it and prints every rank's line and
+# the all-reduced result (0+1+2+3 = 6). The first run also builds the project's virtual
+# environment with an install job. SCRATCH is demo_project/scratch.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hpc_files/lib/hpc_common.bash
+source "$repo/hpc_files/lib/hpc_common.bash"
+[[ ${1-} != -h && ${1-} != --help ]] || {
+  hpc_usage "${BASH_SOURCE[0]}"
+  exit 0
+}
+
+bash "$repo/hpc_files/local_cluster.sh" up
+export SLURM_CONF=$repo/.local_cluster/etc/slurm.conf HPC_CLUSTER=local
+project=$repo/demo_project
+mkdir -p "$project/scratch"
+cp "$repo/tests/fixtures/demo_project/"{ddp_demo.py,requirements.txt} "$project/"
+bash "$repo/hpc_files/install.sh" "$project" >/dev/null
+cp "$repo/tests/fixtures/demo_project/experiment_configurations.txt" "$project/hpc_files/"
+export SCRATCH=$project/scratch
+
+out=$(bash "$project/hpc_files/job_submitter.sh" -W torchrun --gpus 2 --num-nodes 2 --exp-name demo -y)
+printf '%s\n' "$out"
+id=$(sed -n 's/^Submitted job \([0-9]*\).*/\1/p' <<<"$out")
+log=$(sed -n 's/^Output: *//p' <<<"$out")
+state=
+for ((i = 0; i < 600; i++)); do
+  state=$(scontrol show job "$id" | grep -oE 'JobState=[A-Z_]+' | cut -d= -f2)
+  case $state in PENDING | RUNNING | COMPLETING | CONFIGURING) sleep 0.2 ;; *) break ;; esac
+done
+echo "== job $id: $state; its output ($log):"
+cat "$log"
+echo "== every rank's line:"
+grep '^rank ' "$log" | sort
+[[ $state == COMPLETED ]] || hpc_die "the demo job ended $state"
+[[ $(grep -c 'all-reduce of ranks = 6' "$log") == 4 ]] || hpc_die "not every rank got 6"
+echo "== demo: 4 ranks on 2 nodes, all-reduce = 6 on every rank"

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Usage: bash hpc_files/install.sh PROJECT_DIR
+#
+# Installs the toolkit into a project: makes PROJECT_DIR/hpc_files/ with the submitter, its
+# library, the cluster profiles, the venv and Singularity job scripts and the Python helpers, so
+# that the project needs nothing else:  cd PROJECT_DIR/hpc_files && bash job_submitter.sh --help
+# The templates experiment_configurations.txt and sweeper.yml are copied only when the project
+# has none: running it again updates the toolkit's own files and never your configuration.
+set -euo pipefail
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(dirname "$src")
+# shellcheck source=hpc_files/lib/hpc_common.bash
+source "$src/lib/hpc_common.bash"
+
+case ${1-} in
+  -h | --help)
+    hpc_usage "${BASH_SOURCE[0]}"
+    exit 0
+    ;;
+  '') hpc_die_usage "PROJECT_DIR" "missing; usage: bash hpc_files/install.sh PROJECT_DIR" ;;
+esac
+(($# == 1)) || hpc_die_usage "$2" "unexpected word; usage: bash hpc_files/install.sh PROJECT_DIR"
+[[ -d $1 ]] || hpc_die_usage "PROJECT_DIR" "'$1' is not a folder"
+project=$(cd "$1" && pwd)
+dest=$project/hpc_files
+[[ $dest != "$src" ]] || hpc_die_usage "PROJECT_DIR" "'$1' is the toolkit itself"
+
+# copy_tree FROM TO: replaces TO with a copy of the toolkit folder FROM (no caches).
+copy_tree() {
+  local tmp
+  tmp=$(mktemp -d "$dest/.install.XXXXXX")
+  cp -R -- "$1/." "$tmp/"
+  find "$tmp" \( -name __pycache__ -o -name '*.egg-info' -o -name .cache \) -prune -exec rm -rf -- {} +
+  rm -rf -- "${2:?}"
+  mv -- "$tmp" "$2"
+}
+
+mkdir -p -- "$dest"
+for file in job_submitter.sh job_step.sh; do
+  cp -- "$src/$file" "$dest/$file"
+done
+copy_tree "$src/lib" "$dest/lib"
+copy_tree "$src/clusters" "$dest/clusters"
+copy_tree "$repo/virtual_env_hpc_files" "$dest/virtual_env_hpc_files"
+[[ ! -d $repo/singularity_hpc_files ]] || copy_tree "$repo/singularity_hpc_files" "$dest/singularity_hpc_files"
+mkdir -p -- "$dest/python_helpers"
+copy_tree "$repo/python_helpers/src" "$dest/python_helpers/src"
+cp -- "$repo/python_helpers/pyproject.toml" "$dest/python_helpers/pyproject.toml"
+echo "installed the toolkit in $dest (job_submitter.sh, lib/, clusters/, virtual_env_hpc_files/, python_helpers/)"
+for file in experiment_configurations.txt sweeper.yml; do
+  [[ -f $src/$file ]] || continue
+  if [[ -e $dest/$file ]]; then
+    echo "kept your $dest/$file"
+  else
+    cp -- "$src/$file" "$dest/$file"
+    echo "added the template $dest/$file: edit it"
+  fi
+done

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Usage: bash job_step.sh guard | task -- TEMPLATE...
+#
+# The per-node part of a job, started by srun from the job script (hpc_files/lib/hpc_job.bash);
+# not for users. guard: make this node's SLURM_TMPDIR and remove it at the end; task: one
+# program process in the runner's environment.
+set -euo pipefail
+# shellcheck source=hpc_files/lib/hpc_job.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib/hpc_job.bash"
+case ${1-} in
+  guard) hpc_job_guard ;;
+  task)
+    shift
+    [[ ${1-} != -- ]] || shift
+    hpc_job_task "$@"
+    ;;
+  *) hpc_die_usage "${1-(nothing)}" "accepted: guard, task" ;;
+esac

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Usage: bash job_submitter.sh [options]
+#
+# Submits the command of experiment_configurations.txt (beside this script) as a SLURM job that
+# runs in the project's virtual environment (${source_dir}/virtual_env, built first by an install
+# job when missing or when Pipfile / requirements.txt changed). The project (source_dir) is the
+# folder that holds this hpc_files/ folder, wherever you run the command from.
+#
+# Resources:
+#   -g, --gpus N               GPUs per node, 0 or more. Default: the cluster's (1).
+#   -c, --cpus N               CPUs for each GPU process (for each process when --gpus is 0):
+#                              no launcher: the job's one task gets N x max(GPUs, 1) CPUs;
+#                              lightning: each task (one per GPU) gets N CPUs;
+#                              torchrun: each node's task gets N x GPUs CPUs for its GPU processes.
+#                              Also --cpu. Default: the cluster's (2).
+#   -n, --num-nodes N          Nodes, 1 or more; more than 1 needs -W. Also --num_nodes. Default: 1.
+#   -m, --mem-per-gpu AMOUNT   Memory per GPU, with a unit: 10G, 512M. The job asks for
+#                              AMOUNT x GPUs per node. Default: the cluster's.
+#   -t, --time TIME            Time limit, dd-HH:MM:SS or HH:MM:SS. Default: the cluster's.
+#   -G, --gpu-type TYPE        GPU type, one of the cluster's (e.g. v100l on Cedar).
+#   -a, --account NAME         SLURM account, one of the cluster's. Default: the cluster's.
+#   -p, --partition NAME       SLURM partition. Default: the cluster's.
+#
+# How the program is started:
+#   -W, --which-distributed L  lightning: one SLURM task per GPU, started by srun (Lightning reads
+#                              SLURM's variables); torchrun: one torchrun per node, which starts
+#                              one process per GPU (c10d rendezvous on the first node, port
+#                              derived from the job id); 'script' is the old name of torchrun.
+#                              Without -W: one process on one node.
+#                              With -W the command must start with python.
+#   -C, --configs FILE         The file holding the command. Default: experiment_configurations.txt.
+#                              $NAME, ${NAME} and ${NAME:-default} in it are expanded in the job,
+#                              on each node, from the job's environment; nothing else is
+#                              interpreted. A name the job does not define fails the job.
+#
+# Names and places:
+#   -e, --exp-name NAME        The experiment: ${scratch_dir}/NAME/checkpoints is made for it,
+#                              and its output files are named after it. Default: default.
+#   --cluster NAME             The cluster profile (hpc_files/clusters/NAME.yaml). Default: the
+#                              one whose hostname_pattern matches this host, else generic; the
+#                              variable HPC_CLUSTER sets it too.
+#
+# Submitting:
+#   --dry-run                  Print the sbatch invocation, the job script, the program's
+#                              environment and a summary; ask SLURM to validate the request
+#                              (sbatch --test-only). Submits and creates nothing.
+#   -y, --yes                  Do not ask before submitting (never asked without a terminal).
+#   -h, --help                 This text.
+#
+# Not in this version (they parse, and are refused): -d/--data, -w/--wandb-sweepid,
+# -s/--singularity-container.
+#
+# The job's program sees source_dir, project_name, scratch_dir=${SCRATCH}/${project_name},
+# exp_name, num_nodes, gpus_per_node and SLURM_TMPDIR (on every node). SCRATCH must be set.
+# Output: ${scratch_dir}/hpc_outputs/EXP_KIND_JOBID.out, with the job script beside it (.sh).
+# Exit status: 0 submitted (or dry run accepted), 1 refused or failed, 2 bad input.
+set -euo pipefail
+
+hpc_submitter=${BASH_SOURCE[0]}
+hpc_files_dir=$(cd "$(dirname "$hpc_submitter")" && pwd)
+for hpc_lib in hpc_common hpc_options hpc_profile hpc_configs hpc_plan hpc_submit; do
+  # shellcheck source=/dev/null
+  source "$hpc_files_dir/lib/$hpc_lib.bash"
+done
+unset hpc_lib
+hpc_submit_locate
+# shellcheck source=virtual_env_hpc_files/venv_runner.bash disable=SC2154 # hpc_venv_dir: hpc_submit_locate
+source "$hpc_venv_dir/venv_runner.bash"
+
+hpc_submit_main "$@"

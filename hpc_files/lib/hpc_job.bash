@@ -1,0 +1,268 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154 # reads the plan the generated job script assigns (hpc_job_*, hpc_command, num_nodes, gpus_per_node)
+# hpc_job.bash: what a job does on the compute nodes. Sourced by the generated job script (the
+# batch shell, on the job's first node) and by job_step.sh (the tasks SLURM starts on every node).
+#
+# The batch shell (hpc_job_main):
+#   phase 1  when the cluster gives jobs no SLURM_TMPDIR, one 'guard' task per node (one srun
+#            step, --overlap) makes this job's folder there and stays until the end: after
+#            scancel or the time limit no new step can start, so cleanup must come from a step
+#            that is already running (it gets SIGTERM then, or SIGUSR2 from us at a normal end);
+#   phase 2  the program: runner (venv) x launcher (none, lightning, torchrun), started in the
+#            background and waited for, so that signal traps run at once and are forwarded;
+#   phase 3  the guards remove what phase 1 made; the job exits with the program's status.
+
+# shellcheck source=hpc_files/lib/hpc_common.bash
+source "$(dirname "${BASH_SOURCE[0]}")/hpc_common.bash"
+# shellcheck source=hpc_files/lib/hpc_configs.bash
+source "$(dirname "${BASH_SOURCE[0]}")/hpc_configs.bash"
+
+# hpc_job_log MESSAGE...: one line to the job's output, marked as the toolkit's.
+hpc_job_log() {
+  printf '[hpc %s] %s\n' "${SLURMD_NODENAME:-$(hostname)}" "$*" >&2
+}
+
+# hpc_job_fail STEP MESSAGE...: the toolkit's step STEP failed: says so and exits 1, so the job
+# ends FAILED before (or instead of) the program.
+hpc_job_fail() {
+  local step=$1
+  shift
+  hpc_job_log "FAILED at step '$step': $*"
+  exit 1
+}
+
+# hpc_job_elapsed: seconds since the batch script started (HPC_JOB_T0), e.g. 0.042.
+hpc_job_elapsed() {
+  local now=${EPOCHREALTIME/[.,]/} start=${HPC_JOB_T0/[.,]/}
+  local us=$((now - start))
+  printf '%d.%03d\n' "$((us / 1000000))" "$(((us % 1000000) / 1000))"
+}
+
+# hpc_job_tmpdir_path: prints this node's emulated SLURM_TMPDIR: the profile's root (expanded
+# here, from this node's environment) / hpc_tmpdir.<user>.<job id>. The name holds the job id
+# (an array task has its own) so that cleanup tools can ask SLURM whether its job still runs.
+hpc_job_tmpdir_path() {
+  hpc_configs_expand "$HPC_JOB_TMPDIR_ROOT" || return 1
+  local root=${hpc_configs_argv[0]}
+  [[ $root == /* ]] || {
+    hpc_job_log "the local scratch root '$root' is not an absolute path"
+    return 1
+  }
+  printf '%s/hpc_tmpdir.%s.%s\n' "${root%/}" "${USER:-$(id -un)}" "${SLURM_JOB_ID:?}"
+}
+
+# hpc_job_tmpdir_make PATH: makes PATH mode 0700, or reuses it when it is this job's own folder
+# (a requeued job); never follows or reuses something planted with the same name.
+hpc_job_tmpdir_make() {
+  local path=$1
+  mkdir -p -- "$(dirname -- "$path")" 2>/dev/null || true
+  if mkdir -m 700 -- "$path" 2>/dev/null; then
+    printf '%s\n' "$SLURM_JOB_ID" >"$path/.hpc_tmpdir"
+    return 0
+  fi
+  if [[ -d $path && ! -L $path && -O $path && -f $path/.hpc_tmpdir && ! -L $path/.hpc_tmpdir ]] &&
+    [[ $(<"$path/.hpc_tmpdir") == "$SLURM_JOB_ID" ]]; then
+    return 0
+  fi
+  hpc_job_log "cannot make SLURM_TMPDIR $path: something else already has that name"
+  return 1
+}
+
+# hpc_job_tmpdir_remove PATH: removes this job's emulated SLURM_TMPDIR: only a real folder (not
+# a symlink) that holds this job's record, without crossing into other file systems.
+hpc_job_tmpdir_remove() {
+  local path=${1:?}
+  [[ -d $path && ! -L $path && -f $path/.hpc_tmpdir ]] || return 0
+  [[ $(<"$path/.hpc_tmpdir") == "$SLURM_JOB_ID" ]] || return 0
+  rm -rf --one-file-system -- "${path:?}"
+}
+
+# hpc_job_guard: the phase-1 task of one node (job_step.sh guard). Makes the node's SLURM_TMPDIR,
+# prints 'ready NODE' (or 'failed NODE'), then waits for SIGUSR2 (normal end) or SIGTERM
+# (scancel, time limit) and removes what it made.
+hpc_job_guard() {
+  local path sleeper
+  if ! path=$(hpc_job_tmpdir_path) || ! hpc_job_tmpdir_make "$path"; then
+    printf 'failed %s\n' "$SLURMD_NODENAME"
+    exit 1
+  fi
+  # shellcheck disable=SC2317,SC2329 # invoked by the traps below
+  hpc_job_guard_end() {
+    trap '' TERM USR2 INT
+    [[ -z ${sleeper:-} ]] || kill "$sleeper" 2>/dev/null || true
+    hpc_job_tmpdir_remove "$path" || hpc_job_log "could not remove $path"
+    exit 0
+  }
+  trap hpc_job_guard_end TERM USR2 INT
+  printf 'ready %s\n' "$SLURMD_NODENAME"
+  sleep infinity &
+  sleeper=$!
+  while :; do wait "$sleeper" || true; done
+}
+
+# hpc_job_start_guards: phase 1. Starts one guard per node and waits until each is ready.
+hpc_job_start_guards() {
+  local line ready=0
+  hpc_job_guard_pid=
+  # A coprocess: its output (the guards' 'ready' lines) comes back on a pipe, no file needed.
+  coproc hpc_job_guards {
+    exec srun --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --overlap --cpus-per-task=1 \
+      --mem=0 --kill-on-bad-exit=0 bash "$hpc_job_toolkit_dir/job_step.sh" guard
+  }
+  hpc_job_guard_pid=$hpc_job_guards_PID
+  while ((ready < SLURM_JOB_NUM_NODES)); do
+    if ! IFS= read -r -t 120 line <&"${hpc_job_guards[0]}"; then
+      hpc_job_fail "tmpdir" "not every node made its SLURM_TMPDIR within 120 s"
+    fi
+    case $line in
+      ready\ *) ready=$((ready + 1)) ;;
+      failed\ *) hpc_job_fail "tmpdir" "node ${line#failed } could not make its SLURM_TMPDIR (see above)" ;;
+    esac
+  done
+}
+
+# hpc_job_stop_guards: phase 3. Tells every guard to clean up and waits for them.
+hpc_job_stop_guards() {
+  [[ -n ${hpc_job_guard_pid:-} ]] || return 0
+  # srun forwards SIGUSR2 to its tasks (SIGTERM to srun itself would SIGKILL them).
+  kill -USR2 "$hpc_job_guard_pid" 2>/dev/null || true
+  wait "$hpc_job_guard_pid" 2>/dev/null || true
+  hpc_job_guard_pid=
+}
+
+# hpc_job_master: exports MASTER_ADDR (this, the first node) and MASTER_PORT (a preset one wins,
+# else derived from the job id by the Python helpers' rule and checked free here).
+hpc_job_master() {
+  export MASTER_ADDR=${MASTER_ADDR:-$SLURMD_NODENAME}
+  if [[ -z ${MASTER_PORT:-} ]]; then
+    MASTER_PORT=$(PYTHONPATH="$hpc_job_python_helpers" "$hpc_job_venv/bin/python" -m hpc_helpers port \
+      --job-id "$SLURM_JOB_ID" --check-free) || hpc_job_fail "port" "no free port for the rendezvous"
+    export MASTER_PORT
+  fi
+}
+
+# hpc_job_load_modules: loads the profile's environment modules, if any.
+hpc_job_load_modules() {
+  ((${#hpc_job_modules[@]})) || return 0
+  if ! declare -F module >/dev/null && [[ -r /etc/profile.d/modules.sh ]]; then
+    # shellcheck source=/dev/null
+    source /etc/profile.d/modules.sh
+  fi
+  declare -F module >/dev/null || command -v module >/dev/null ||
+    hpc_job_fail "modules" "the cluster profile lists modules (${hpc_job_modules[*]}) but there is no 'module' command"
+  module load "${hpc_job_modules[@]}" || hpc_job_fail "modules" "module load ${hpc_job_modules[*]} failed"
+}
+
+# hpc_job_forward SIGNAL: the batch shell's trap: passes SIGNAL on to the program.
+hpc_job_forward() {
+  hpc_job_log "received SIG$1; passing it to the program"
+  [[ -z ${hpc_job_program_pid:-} ]] || kill -"$1" "$hpc_job_program_pid" 2>/dev/null || true
+}
+
+# hpc_job_run_program: phase 2. Starts the program with its launcher in the background and
+# waits for it; sets hpc_job_status to its exit status.
+hpc_job_run_program() {
+  local step=(bash "$hpc_job_toolkit_dir/job_step.sh" task --)
+  case $hpc_job_launcher in
+    none) "${step[@]}" "${hpc_command[@]}" & ;;
+    lightning) srun --kill-on-bad-exit=1 "${step[@]}" "${hpc_command[@]}" & ;;
+    torchrun)
+      srun --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --kill-on-bad-exit=1 \
+        "${step[@]}" "${hpc_command[@]}" &
+      ;;
+  esac
+  hpc_job_program_pid=$!
+  hpc_job_status=0
+  while :; do
+    wait "$hpc_job_program_pid" || hpc_job_status=$?
+    # A trapped signal interrupts wait; the program may still be running.
+    kill -0 "$hpc_job_program_pid" 2>/dev/null || break
+    hpc_job_status=0
+  done
+}
+
+# hpc_job_main: the batch shell's whole job (the generated script's last line).
+hpc_job_main() {
+  export HPC_JOB_T0=$EPOCHREALTIME
+  export HPC_JOB_LAUNCHER=$hpc_job_launcher HPC_JOB_RUNNER=$hpc_job_runner HPC_JOB_VENV=$hpc_job_venv
+  export HPC_JOB_PYTHON_HELPERS=$hpc_job_python_helpers
+  export HPC_JOB_TMPDIR_ROOT=$hpc_job_tmpdir_root
+  hpc_job_log "job ${SLURM_JOB_ID} ($hpc_job_runner, launcher $hpc_job_launcher) on ${SLURM_JOB_NODELIST}: $num_nodes node(s) x $gpus_per_node GPU(s)"
+  hpc_job_load_modules
+
+  # SLURM_TMPDIR: the cluster's, or one this job makes on every node.
+  case $hpc_job_tmpdir_provided in
+    true) [[ -d ${SLURM_TMPDIR:-} ]] || hpc_job_fail "tmpdir" "the cluster profile says SLURM_TMPDIR is provided, but this job has none" ;;
+    auto) ;;
+  esac
+  if [[ $hpc_job_tmpdir_provided != true && ! -d ${SLURM_TMPDIR:-} ]]; then
+    export HPC_JOB_TMPDIR_MODE=emulated
+    unset SLURM_TMPDIR
+    trap 'hpc_job_forward TERM' TERM
+    # However the batch shell ends, the guards are told to clean up.
+    trap hpc_job_stop_guards EXIT
+    hpc_job_start_guards
+  else
+    export HPC_JOB_TMPDIR_MODE=provided
+  fi
+
+  if [[ $hpc_job_launcher != none ]]; then
+    hpc_job_master
+    hpc_job_log "rendezvous at $MASTER_ADDR:$MASTER_PORT"
+  fi
+
+  trap 'hpc_job_forward TERM' TERM
+  trap 'hpc_job_forward INT' INT
+  trap 'hpc_job_forward USR1' USR1
+  hpc_job_run_program
+  trap - TERM INT USR1
+  hpc_job_stop_guards
+  if ((hpc_job_status == 0)); then
+    hpc_job_log "the program finished successfully after $(hpc_job_elapsed) s"
+  else
+    hpc_job_log "the program failed with exit status $hpc_job_status after $(hpc_job_elapsed) s"
+  fi
+  exit "$hpc_job_status"
+}
+
+# hpc_job_task ARGV_TEMPLATES...: one program process of the job (job_step.sh task): enters the
+# runner's environment, expands the command and becomes it (torchrun in front of it, if so).
+hpc_job_task() {
+  local path py
+  if [[ ${HPC_JOB_TMPDIR_MODE:-provided} == emulated ]]; then
+    path=$(hpc_job_tmpdir_path) || hpc_job_fail "tmpdir" "cannot work out SLURM_TMPDIR"
+    [[ -d $path && ! -L $path ]] || hpc_job_fail "tmpdir" "SLURM_TMPDIR $path is missing on this node"
+    export SLURM_TMPDIR=$path
+  fi
+
+  case $HPC_JOB_RUNNER in
+    venv)
+      [[ -r $HPC_JOB_VENV/bin/activate ]] || hpc_job_fail "venv" "no virtual environment at $HPC_JOB_VENV"
+      # shellcheck source=/dev/null
+      source "$HPC_JOB_VENV/bin/activate" || hpc_job_fail "venv" "activating $HPC_JOB_VENV failed"
+      ;;
+  esac
+  # The toolkit's helpers (hpc_helpers) are importable by the program without installing them.
+  export PYTHONPATH=$HPC_JOB_PYTHON_HELPERS${PYTHONPATH:+:$PYTHONPATH}
+
+  hpc_configs_expand "$@" || hpc_job_fail "command" "the configs file refers to a variable this job does not define"
+  local argv=("${hpc_configs_argv[@]}")
+
+  if [[ $HPC_JOB_LAUNCHER == torchrun ]]; then
+    py=${argv[0]}
+    local rdzv=(--standalone)
+    if ((SLURM_JOB_NUM_NODES > 1)); then
+      # All nodes may share one address (as on the local cluster): say which agent hosts the
+      # c10d store, or both try to.
+      rdzv=(--rdzv_backend=c10d --rdzv_endpoint="$MASTER_ADDR:$MASTER_PORT" --rdzv_id="$SLURM_JOB_ID"
+        --rdzv_conf="is_host=$((SLURM_NODEID == 0 ? 1 : 0))")
+    fi
+    # --no-python: torchrun runs the user's command as written, python and all its arguments.
+    argv=("$py" -m torch.distributed.run --nnodes="$SLURM_JOB_NUM_NODES" --nproc_per_node="$gpus_per_node"
+      "${rdzv[@]}" --no-python "${argv[@]}")
+  fi
+  if [[ ${SLURM_PROCID:-0} == 0 ]]; then
+    hpc_job_log "starting after $(hpc_job_elapsed) s: $(printf '%q ' "${argv[@]}")"
+  fi
+  exec "${argv[@]}"
+}

@@ -1,0 +1,162 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # the hpc_opt_* globals are this library's output, read by hpc_plan.bash
+# hpc_options.bash: job_submitter.sh's command line. Pure: reads its arguments, sets hpc_opt_*
+# globals, and on bad input prints one line naming the option and what it accepts, then exits 2.
+# Checks that need the cluster profile (accounts, GPU types, GPUs per node) are in hpc_plan.bash.
+
+# hpc_opt_defaults: sets every hpc_opt_* global to "not given" (empty) or its fixed default.
+hpc_opt_defaults() {
+  hpc_opt_account='' hpc_opt_gpus='' hpc_opt_cpus='' hpc_opt_launcher=none hpc_opt_time=''
+  hpc_opt_mem_per_gpu='' hpc_opt_gpu_type='' hpc_opt_exp_name='' hpc_opt_num_nodes=1
+  hpc_opt_configs='' hpc_opt_partition='' hpc_opt_cluster=${HPC_CLUSTER:-} hpc_opt_dry_run=0
+  hpc_opt_yes=0 hpc_opt_wandb_sweepid='' hpc_opt_singularity='' hpc_opt_help=0
+  hpc_opt_data=()
+}
+
+# hpc_opt_is_count VALUE MIN: true when VALUE is a decimal integer >= MIN (no sign, no spaces).
+hpc_opt_is_count() {
+  [[ $1 =~ ^[0-9]{1,6}$ ]] && ((10#$1 >= $2))
+}
+
+# hpc_opt_check_time VALUE: true for dd-HH:MM:SS or HH:MM:SS with hours < 24, minutes and
+# seconds < 60, and not all zero.
+hpc_opt_check_time() {
+  local re='^(([0-9]{1,3})-)?([0-9]{2}):([0-9]{2}):([0-9]{2})$'
+  [[ $1 =~ $re ]] || return 1
+  local d=${BASH_REMATCH[2]:-0} h=${BASH_REMATCH[3]} m=${BASH_REMATCH[4]} s=${BASH_REMATCH[5]}
+  ((10#$h < 24 && 10#$m < 60 && 10#$s < 60)) || return 1
+  ((10#$d + 10#$h + 10#$m + 10#$s > 0))
+}
+
+# hpc_opt_check_mem VALUE: true for a positive whole amount with a unit: 512M, 10G, 1T (K too).
+hpc_opt_check_mem() {
+  [[ $1 =~ ^[0-9]{1,7}[KMGT]$ ]] && ((10#${1%?} > 0))
+}
+
+# hpc_opt_parse ARGS...: parses job_submitter.sh's options into hpc_opt_* (after hpc_opt_defaults).
+hpc_opt_parse() {
+  local opt name value have_value
+  while (($#)); do
+    opt=$1
+    shift
+    have_value=0
+    # --name=value is the same as --name value.
+    if [[ $opt == --*=* ]]; then
+      value=${opt#*=}
+      opt=${opt%%=*}
+      have_value=1
+    fi
+    case $opt in
+      -a | --account) name=-a/--account ;;
+      -g | --gpus) name=-g/--gpus ;;
+      -c | --cpus | --cpu) name=-c/--cpus ;;
+      -W | --which-distributed) name=-W/--which-distributed ;;
+      -t | --time) name=-t/--time ;;
+      -m | --mem-per-gpu) name=-m/--mem-per-gpu ;;
+      -G | --gpu-type) name=-G/--gpu-type ;;
+      -e | --exp-name) name=-e/--exp-name ;;
+      -n | --num-nodes | --num_nodes) name=-n/--num-nodes ;;
+      -C | --configs) name=-C/--configs ;;
+      -p | --partition) name=-p/--partition ;;
+      --cluster) name=--cluster ;;
+      -w | --wandb-sweepid) name=-w/--wandb-sweepid ;;
+      -s | --singularity-container) name=-s/--singularity-container ;;
+      -d | --data) name=-d/--data ;;
+      --dry-run | -y | --yes | -h | --help)
+        ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
+        case $opt in
+          --dry-run) hpc_opt_dry_run=1 ;;
+          -y | --yes) hpc_opt_yes=1 ;;
+          -h | --help) hpc_opt_help=1 ;;
+        esac
+        continue
+        ;;
+      -*) hpc_die_usage "$opt" "unknown option; see 'bash job_submitter.sh --help'" ;;
+      *) hpc_die_usage "$opt" "unexpected word (every value belongs to an option; see --help)" ;;
+    esac
+
+    if [[ $name == -d/--data ]]; then
+      # The values of --data run until the next option.
+      ((have_value)) && hpc_opt_data+=("$value")
+      while (($#)) && [[ $1 != -* ]]; do
+        hpc_opt_data+=("$1")
+        shift
+      done
+      ((${#hpc_opt_data[@]})) || hpc_die_usage "$name" "needs at least one path relative to \${SCRATCH}/\${project_name}"
+      continue
+    fi
+
+    if ((have_value == 0)); then
+      # A missing value, also as the last word: never take the next option as the value.
+      if (($# == 0)) || [[ $1 == -?* ]]; then hpc_die_usage "$name" "needs a value"; fi
+      value=$1
+      shift
+    fi
+    hpc_opt_set "$name" "$value"
+  done
+}
+
+# hpc_opt_set NAME VALUE: checks one option's value and stores it.
+hpc_opt_set() {
+  local name=$1 value=$2
+  case $name in
+    -a/--account)
+      [[ $value =~ ^[A-Za-z0-9_.-]+$ ]] || hpc_die_usage "$name" "'$value' is not an account name (letters, digits, _ . -)"
+      hpc_opt_account=$value
+      ;;
+    -g/--gpus)
+      hpc_opt_is_count "$value" 0 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of GPUs per node, 0 or more"
+      hpc_opt_gpus=$((10#$value))
+      ;;
+    -c/--cpus)
+      hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of CPUs per GPU process, 1 or more"
+      hpc_opt_cpus=$((10#$value))
+      ;;
+    -W/--which-distributed)
+      case $value in
+        lightning | torchrun | none) hpc_opt_launcher=$value ;;
+        script)
+          hpc_say "note: -W script is the old name of -W torchrun (torch.distributed.launch became torchrun)"
+          hpc_opt_launcher=torchrun
+          ;;
+        *) hpc_die_usage "$name" "'$value' is not accepted; accepted: lightning, torchrun (alias: script), none" ;;
+      esac
+      ;;
+    -t/--time)
+      hpc_opt_check_time "$value" || hpc_die_usage "$name" "'$value' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00"
+      hpc_opt_time=$value
+      ;;
+    -m/--mem-per-gpu)
+      hpc_opt_check_mem "$value" || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole amount with a unit K, M, G or T, e.g. 10G or 512M"
+      hpc_opt_mem_per_gpu=$value
+      ;;
+    -G/--gpu-type)
+      [[ $value =~ ^[A-Za-z0-9_.-]+$ ]] || hpc_die_usage "$name" "'$value' is not a GPU type name"
+      hpc_opt_gpu_type=$value
+      ;;
+    -e/--exp-name)
+      [[ $value =~ ^[A-Za-z0-9_.+-]+$ && $value != .* ]] ||
+        hpc_die_usage "$name" "'$value' is not accepted; accepted: letters, digits and _ . + - (it names folders and files), not starting with '.'"
+      hpc_opt_exp_name=$value
+      ;;
+    -n/--num-nodes)
+      hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of nodes, 1 or more"
+      hpc_opt_num_nodes=$((10#$value))
+      ;;
+    -C/--configs) hpc_opt_configs=$value ;;
+    -p/--partition)
+      [[ $value =~ ^[A-Za-z0-9_.,-]+$ ]] || hpc_die_usage "$name" "'$value' is not a partition name"
+      hpc_opt_partition=$value
+      ;;
+    --cluster) hpc_opt_cluster=$value ;;
+    -w/--wandb-sweepid) hpc_opt_wandb_sweepid=$value ;;
+    -s/--singularity-container) hpc_opt_singularity=$value ;;
+  esac
+}
+
+# hpc_opt_refuse_unbuilt: options that parse but whose feature this version does not have yet.
+hpc_opt_refuse_unbuilt() {
+  ((${#hpc_opt_data[@]} == 0)) || hpc_die_usage "-d/--data" "data staging is not available in this version of the toolkit"
+  [[ -z $hpc_opt_wandb_sweepid ]] || hpc_die_usage "-w/--wandb-sweepid" "W&B sweeps are not available in this version of the toolkit"
+  [[ -z $hpc_opt_singularity ]] || hpc_die_usage "-s/--singularity-container" "container jobs are not available in this version of the toolkit"
+}

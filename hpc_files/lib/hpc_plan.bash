@@ -1,0 +1,170 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154 # reads hpc_opt_*, hpc_profile_* (a compiled profile), hpc_configs_words and the hpc_*_dir paths
+# shellcheck disable=SC2034 # the hpc_plan_* globals are this library's output, read by hpc_submit.bash and venv_runner.bash
+# hpc_plan.bash: the plan of a submission, a pure function of the options (hpc_opt_*), the
+# cluster profile (hpc_profile_*), the project's location and the configs file's command
+# (hpc_configs_words). It fills hpc_plan_* and the sbatch arguments; hpc_plan_render_script
+# writes the job script from it. Nothing here touches the file system or SLURM.
+
+# hpc_plan_in_list VALUE ITEM...: true when VALUE is one of the ITEMs.
+hpc_plan_in_list() {
+  local value=$1 item
+  shift
+  for item in "$@"; do [[ $item == "$value" ]] && return 0; done
+  return 1
+}
+
+# hpc_plan_mem_times AMOUNT FACTOR: AMOUNT (e.g. 10G) times FACTOR, same unit (20G).
+hpc_plan_mem_times() {
+  printf '%s%s\n' "$((10#${1%?} * $2))" "${1: -1}"
+}
+
+# hpc_plan_is_python WORD: true for python, python3, python3.11, or such a name with a path.
+hpc_plan_is_python() {
+  [[ ${1##*/} =~ ^python([0-9]+(\.[0-9]+)?)?$ ]]
+}
+
+# hpc_plan_make: resolves every value of the job into hpc_plan_*; exit 2 on input that the
+# profile or the launcher does not accept.
+hpc_plan_make() {
+  local name
+  hpc_plan_launcher=$hpc_opt_launcher
+  hpc_plan_runner=venv
+  hpc_plan_cluster=$hpc_profile_name
+  hpc_plan_nodes=$hpc_opt_num_nodes
+  hpc_plan_gpus=${hpc_opt_gpus:-$hpc_profile_defaults_gpus}
+  hpc_plan_cpus=${hpc_opt_cpus:-$hpc_profile_defaults_cpus}
+  hpc_plan_time=${hpc_opt_time:-$hpc_profile_defaults_time}
+  hpc_plan_partition=${hpc_opt_partition:-$hpc_profile_partition}
+
+  # Account: the profile's list, when it has one, is what the cluster accepts.
+  hpc_plan_account=${hpc_opt_account:-$hpc_profile_account_default}
+  if [[ -n $hpc_opt_account && ${#hpc_profile_account_allowed[@]} -gt 0 ]] &&
+    ! hpc_plan_in_list "$hpc_opt_account" "${hpc_profile_account_allowed[@]}"; then
+    hpc_die_usage "-a/--account" "'$hpc_opt_account' is not an account of cluster $hpc_profile_name; accepted: ${hpc_profile_account_allowed[*]}"
+  fi
+
+  # GPU type: the profile's list, when it has one.
+  hpc_plan_gpu_type=${hpc_opt_gpu_type:-$hpc_profile_gpu_default_type}
+  if [[ -n $hpc_opt_gpu_type && ${#hpc_profile_gpu_types[@]} -gt 0 ]] &&
+    ! hpc_plan_in_list "$hpc_opt_gpu_type" "${hpc_profile_gpu_types[@]}"; then
+    hpc_die_usage "-G/--gpu-type" "'$hpc_opt_gpu_type' is not a GPU type of cluster $hpc_profile_name; accepted: ${hpc_profile_gpu_types[*]}"
+  fi
+  if [[ -n $hpc_profile_gpu_max_per_node ]] && ((hpc_plan_gpus > hpc_profile_gpu_max_per_node)); then
+    hpc_die_usage "-g/--gpus" "$hpc_plan_gpus GPUs per node is more than a node of cluster $hpc_profile_name has ($hpc_profile_gpu_max_per_node)"
+  fi
+
+  # The ratios. -c/--cpus is the number of CPUs of each GPU process (each process when G = 0).
+  case $hpc_plan_launcher in
+    none)
+      ((hpc_plan_nodes == 1)) || hpc_die_usage "-n/--num-nodes" "$hpc_plan_nodes nodes need a launcher; accepted with -W lightning or -W torchrun, else 1"
+      hpc_plan_ntasks_per_node=1
+      hpc_plan_cpus_per_task=$((hpc_plan_cpus * (hpc_plan_gpus > 1 ? hpc_plan_gpus : 1)))
+      ;;
+    lightning | torchrun)
+      ((hpc_plan_gpus > 0)) || hpc_die_usage "-g/--gpus" "0 GPUs cannot be used with -W $hpc_plan_launcher, which starts one process per GPU; accepted: 1 or more, or no -W"
+      if [[ $hpc_plan_launcher == lightning ]]; then
+        # Lightning: one SLURM task per GPU; Lightning reads SLURM's variables.
+        hpc_plan_ntasks_per_node=$hpc_plan_gpus
+        hpc_plan_cpus_per_task=$hpc_plan_cpus
+      else
+        # torchrun: one task per node, which starts one process per GPU.
+        hpc_plan_ntasks_per_node=1
+        hpc_plan_cpus_per_task=$((hpc_plan_cpus * hpc_plan_gpus))
+      fi
+      hpc_plan_is_python "${hpc_configs_words[0]}" ||
+        hpc_die_usage "-W/--which-distributed" "with -W $hpc_plan_launcher the command must start with python; the configs file's starts with '${hpc_configs_words[0]}'"
+      ;;
+  esac
+
+  if ((hpc_plan_gpus > 0)); then
+    hpc_plan_mem_per_gpu=${hpc_opt_mem_per_gpu:-$hpc_profile_defaults_mem_per_gpu}
+    hpc_plan_mem=$(hpc_plan_mem_times "$hpc_plan_mem_per_gpu" "$hpc_plan_gpus")
+    hpc_plan_gres=$hpc_profile_gpu_gres_name:${hpc_plan_gpu_type:+$hpc_plan_gpu_type:}$hpc_plan_gpus
+  else
+    [[ -z $hpc_opt_mem_per_gpu ]] || hpc_say "note: -m/--mem-per-gpu is ignored without GPUs; the job gets $hpc_profile_defaults_mem_no_gpu"
+    hpc_plan_mem_per_gpu=
+    hpc_plan_mem=$hpc_profile_defaults_mem_no_gpu
+    hpc_plan_gres=
+  fi
+
+  # Folders and names.
+  hpc_plan_source_dir=$hpc_source_dir
+  hpc_plan_project_name=${hpc_source_dir##*/}
+  [[ -n ${SCRATCH:-} ]] || hpc_die_usage "SCRATCH" "is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/\$USER in ~/.bashrc"
+  [[ $SCRATCH == /* ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is not an absolute path"
+  hpc_plan_scratch_dir=${SCRATCH%/}/$hpc_plan_project_name
+  for name in "$hpc_plan_source_dir" "$hpc_plan_scratch_dir"; do
+    # #SBATCH lines quote paths with double quotes, which cannot hold these.
+    [[ $name != *[\"$'\n']* ]] || hpc_die_usage "paths" "'$name' contains a double quote or a newline, which SLURM's job options cannot hold"
+  done
+  hpc_plan_exp_name=${hpc_opt_exp_name:-default}
+  hpc_plan_outputs_dir=$hpc_plan_scratch_dir/hpc_outputs
+  hpc_plan_checkpoints_dir=$hpc_plan_scratch_dir/$hpc_plan_exp_name/checkpoints
+  hpc_plan_kind=$hpc_plan_runner-$hpc_plan_launcher
+  hpc_plan_job_name=$hpc_plan_project_name-$hpc_plan_exp_name
+  hpc_plan_output=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_%j.out
+  hpc_plan_venv=$hpc_plan_source_dir/virtual_env
+
+  hpc_plan_sbatch_args=(
+    --job-name="$hpc_plan_job_name"
+    --nodes="$hpc_plan_nodes"
+    --ntasks-per-node="$hpc_plan_ntasks_per_node"
+    --cpus-per-task="$hpc_plan_cpus_per_task"
+    --mem="$hpc_plan_mem"
+    --time="$hpc_plan_time"
+    --output="$hpc_plan_output"
+    --chdir="$hpc_plan_source_dir"
+  )
+  [[ -z $hpc_plan_gres ]] || hpc_plan_sbatch_args+=(--gres="$hpc_plan_gres")
+  [[ -z $hpc_plan_account ]] || hpc_plan_sbatch_args+=(--account="$hpc_plan_account")
+  [[ -z $hpc_plan_partition ]] || hpc_plan_sbatch_args+=(--partition="$hpc_plan_partition")
+}
+
+# hpc_plan_summary: the one-line summary of the plan.
+hpc_plan_summary() {
+  local gpu_text=
+  ((hpc_plan_gpus == 0)) || gpu_text=" x ${hpc_plan_gpus} GPU${hpc_plan_gpu_type:+ $hpc_plan_gpu_type}"
+  printf '%s job on %s: %s node(s) x %s task(s) x %s CPU(s)%s per node, memory %s per node, time %s, output %s\n' \
+    "$hpc_plan_kind" "$hpc_plan_cluster" "$hpc_plan_nodes" "$hpc_plan_ntasks_per_node" \
+    "$hpc_plan_cpus_per_task" "$gpu_text" "$hpc_plan_mem" "$hpc_plan_time" "$hpc_plan_output"
+}
+
+# hpc_plan_render_script: prints the job script: #SBATCH lines, then plain assignments of the
+# plan, then one call into the job library. Every value is quoted with printf %q.
+hpc_plan_render_script() {
+  local arg
+  printf '#!/bin/bash\n'
+  for arg in "${hpc_plan_sbatch_args[@]}"; do
+    # sbatch reads #SBATCH values in double quotes, so paths with spaces stay whole.
+    printf '#SBATCH %s="%s"\n' "${arg%%=*}" "${arg#*=}"
+  done
+  printf '#\n# Generated by hpc_files/job_submitter.sh on %(%Y-%m-%d %H:%M:%S)T for %s\n' -1 "${USER:-$(id -un)}"
+  printf '# %s\n' "$(hpc_plan_summary)"
+  printf '# To change the job, change the options or the configs file and submit again.\n'
+  printf 'set -euo pipefail\n\n'
+  printf 'source %q\n\n' "$hpc_files_dir/lib/hpc_job.bash"
+  printf '# What the job runs: the configs file command, expanded on each node just before it starts.\n'
+  printf 'hpc_command=('
+  printf ' %q' "${hpc_configs_words[@]}"
+  printf ' )\n\n'
+  printf '# The plan.\n'
+  printf 'hpc_job_runner=%q\n' "$hpc_plan_runner"
+  printf 'hpc_job_launcher=%q\n' "$hpc_plan_launcher"
+  printf 'hpc_job_venv=%q\n' "$hpc_plan_venv"
+  printf 'hpc_job_toolkit_dir=%q\n' "$hpc_files_dir"
+  printf 'hpc_job_python_helpers=%q\n' "$hpc_python_helpers_dir/src"
+  printf 'hpc_job_tmpdir_provided=%q\n' "$hpc_profile_tmpdir_provided"
+  printf 'hpc_job_tmpdir_root=%q\n' "$hpc_profile_tmpdir_root"
+  printf 'hpc_job_modules=('
+  ((${#hpc_profile_modules[@]} == 0)) || printf ' %q' "${hpc_profile_modules[@]}"
+  printf ' )\n\n'
+  printf '# What the program sees.\n'
+  printf 'export source_dir=%q\n' "$hpc_plan_source_dir"
+  printf 'export project_name=%q\n' "$hpc_plan_project_name"
+  printf 'export scratch_dir=%q\n' "$hpc_plan_scratch_dir"
+  printf 'export exp_name=%q\n' "$hpc_plan_exp_name"
+  printf 'export num_nodes=%q\n' "$hpc_plan_nodes"
+  printf 'export gpus_per_node=%q\n\n' "$hpc_plan_gpus"
+  printf 'hpc_job_main\n'
+}

@@ -1,0 +1,84 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154 # reads hpc_files_dir and hpc_python_helpers_dir (hpc_submit_locate) and the compiled profile's hpc_profile_*
+# hpc_profile.bash: cluster profiles (hpc_files/clusters/*.yaml) as shell variables.
+# YAML is read by the Python helpers (python -m hpc_helpers profile FILE) only when a profile is
+# new or changed: the result is cached as a shell file named by the profile's checksum, so an
+# ordinary submission runs no Python at all.
+
+# hpc_profile_cache_dir: where compiled profiles are kept (HPC_CACHE_DIR overrides).
+hpc_profile_cache_dir() {
+  printf '%s\n' "${HPC_CACHE_DIR:-$hpc_files_dir/.cache}/profiles"
+}
+
+# hpc_python_for_helpers: prints a Python 3 that can import yaml, preparing one when needed (a
+# small venv inside the toolkit, made once); dies with the reason when there is no Python 3.
+hpc_python_for_helpers() {
+  local py venv
+  venv=${HPC_CACHE_DIR:-$hpc_files_dir/.cache}/helpers-venv
+  for py in "${HPC_PYTHON:-}" python3 "$venv/bin/python"; do
+    if [[ -z $py ]] || ! command -v "$py" >/dev/null 2>&1; then continue; fi
+    if "$py" -c 'import sys, yaml; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
+      printf '%s\n' "$py"
+      return 0
+    fi
+  done
+  command -v python3 >/dev/null 2>&1 || hpc_die "no python3 found: the toolkit needs Python 3.9 or newer on the login node (e.g. 'module load python')"
+  hpc_say "preparing a Python with PyYAML for the toolkit's helpers in $venv (once)"
+  if ! python3 -m venv "$venv" >&2 || ! "$venv/bin/python" -m pip install -q PyYAML >&2; then
+    hpc_die "could not prepare $venv (python3 -m venv, then pip install PyYAML); install PyYAML for python3 or set HPC_PYTHON"
+  fi
+  printf '%s\n' "$venv/bin/python"
+}
+
+# hpc_helpers_cli ARGS...: runs `python -m hpc_helpers ARGS...` with the toolkit's copy of the package.
+hpc_helpers_cli() {
+  local py
+  py=$(hpc_python_for_helpers) || return 1
+  PYTHONPATH="$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}" "$py" -m hpc_helpers "$@"
+}
+
+# hpc_profile_compiled FILE SUM: prints the cached shell file for profile FILE whose checksum is
+# SUM, compiling it first when missing. Exit 2 (with the helper's message) on a bad profile.
+hpc_profile_compiled() {
+  local file=$1 sum=$2 dir name cache tmp
+  dir=$(hpc_profile_cache_dir)
+  name=$(basename -- "$file" .yaml)
+  cache=$dir/$name.$sum.sh
+  if [[ ! -f $cache ]]; then
+    mkdir -p -- "$dir"
+    tmp=$(mktemp "$dir/.$name.XXXXXX")
+    if ! hpc_helpers_cli profile "$file" >"$tmp"; then
+      rm -f -- "${tmp:?}"
+      hpc_die_usage "--cluster" "the profile $file is not valid (see above)"
+    fi
+    # Renamed into place when complete: a concurrent submission never reads half a file.
+    mv -f -- "$tmp" "$cache"
+  fi
+  printf '%s\n' "$cache"
+}
+
+# hpc_profile_load [NAME]: loads profile NAME (or, when empty, the first whose hostname_pattern
+# matches this host, else 'generic') into hpc_profile_* variables.
+hpc_profile_load() {
+  local want=$1 dir=$hpc_files_dir/clusters sums line sum file name names=() host
+  [[ -z $want || -f $dir/$want.yaml ]] || {
+    for file in "$dir"/*.yaml; do names+=("$(basename -- "$file" .yaml)"); done
+    hpc_die_usage "--cluster" "'$want' is not a known cluster; accepted: ${names[*]}"
+  }
+  # One cksum for every profile: the cache key of each.
+  sums=$(cksum -- "$dir"/*.yaml) || hpc_die "cannot read the cluster profiles in $dir"
+  host=${HPC_HOSTNAME:-${HOSTNAME:-$(hostname)}}
+  while read -r sum _ file; do
+    name=$(basename -- "$file" .yaml)
+    [[ -z $want || $name == "$want" ]] || continue
+    [[ -n $want || $name != generic ]] || continue
+    # shellcheck source=/dev/null
+    source "$(hpc_profile_compiled "$file" "$sum")"
+    if [[ -n $want ]] || { [[ -n $hpc_profile_hostname_pattern ]] && [[ $host =~ $hpc_profile_hostname_pattern ]]; }; then
+      return 0
+    fi
+  done <<<"$sums"
+  line=$(grep -F "$dir/generic.yaml" <<<"$sums") || hpc_die "no profile matches host '$host' and $dir/generic.yaml is missing"
+  # shellcheck source=/dev/null
+  source "$(hpc_profile_compiled "$dir/generic.yaml" "${line%% *}")"
+}

@@ -1,0 +1,140 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154 # reads hpc_opt_*, hpc_plan_*, hpc_profile_* and hpc_configs_words of the other libraries
+# hpc_submit.bash: job_submitter.sh's steps in order: options, profile, configs file, plan, then
+# --dry-run, or the confirmation, folders, venv, job script and sbatch.
+
+# hpc_submit_locate: sets hpc_files_dir (the running submitter's folder), hpc_source_dir (its
+# parent: the project), and the folders of the runners and Python helpers, which sit beside
+# hpc_files/ in the toolkit's repository and inside it in an installed project.
+hpc_submit_locate() {
+  local toolkit
+  hpc_source_dir=$(cd "$hpc_files_dir/.." && pwd)
+  toolkit=$hpc_source_dir
+  [[ -d $hpc_files_dir/virtual_env_hpc_files ]] && toolkit=$hpc_files_dir
+  # shellcheck disable=SC2034 # read by venv_runner.bash
+  hpc_venv_dir=$toolkit/virtual_env_hpc_files
+  hpc_python_helpers_dir=$toolkit/python_helpers
+}
+
+# hpc_submit_configs: reads the configs file (-C, else experiment_configurations.txt beside the
+# submitter) into hpc_configs_words; exit 2 when it is missing or malformed.
+hpc_submit_configs() {
+  hpc_submit_configs_file=${hpc_opt_configs:-$hpc_files_dir/experiment_configurations.txt}
+  local rc=0
+  hpc_configs_read "$hpc_submit_configs_file" || rc=$?
+  ((rc == 0)) || exit 2
+}
+
+# hpc_submit_environment: prints the environment the job's program gets, and flags references of
+# the configs file that nothing will define in the job.
+hpc_submit_environment() {
+  local name value required defined
+  printf 'source_dir=%s\nproject_name=%s\nscratch_dir=%s\nexp_name=%s\nnum_nodes=%s\ngpus_per_node=%s\n' \
+    "$hpc_plan_source_dir" "$hpc_plan_project_name" "$hpc_plan_scratch_dir" "$hpc_plan_exp_name" \
+    "$hpc_plan_nodes" "$hpc_plan_gpus"
+  case $hpc_profile_tmpdir_provided in
+    true) printf 'SLURM_TMPDIR=(made by the cluster on every node)\n' ;;
+    false) printf 'SLURM_TMPDIR=(made by the toolkit on every node under %s, removed at the end)\n' "$hpc_profile_tmpdir_root" ;;
+    *) printf "SLURM_TMPDIR=(the cluster's when it has one, else made by the toolkit under %s)\n" "$hpc_profile_tmpdir_root" ;;
+  esac
+  [[ $hpc_plan_launcher == none ]] ||
+    printf 'MASTER_ADDR=(the first node)\nMASTER_PORT=%s\n' "${MASTER_PORT:-(derived from the job id, checked free)}"
+  printf 'PYTHONPATH=%s (the toolkit'"'"'s hpc_helpers) and the venv %s\n' "$hpc_python_helpers_dir/src" "$hpc_plan_venv"
+  printf 'and the rest of this shell'"'"'s environment, as sbatch passes it on.\n'
+  while IFS= read -r name; do
+    required=1
+    [[ $name == *:- ]] && required=0 && name=${name%:-}
+    case $name in
+      source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) defined="defined by the job" ;;
+      *)
+        if [[ -n ${!name+x} ]]; then
+          value=${!name}
+          [[ $name != *KEY* && $name != *TOKEN* && $name != *SECRET* && $name != *PASSWORD* ]] || value='(masked)'
+          defined="from this shell: $value"
+        elif ((required)); then
+          defined="NOT DEFINED: the job will fail before the program starts"
+        else
+          defined="not defined: its default is used"
+        fi
+        ;;
+    esac
+    printf 'configs file uses $%s: %s\n' "$name" "$defined"
+  done < <(hpc_configs_references "${hpc_configs_words[@]}")
+}
+
+# hpc_submit_dry_run: prints what would be submitted, asks SLURM to validate it when sbatch is
+# here (sbatch --test-only, reading the script from stdin), submits and creates nothing.
+# Returns 1 when SLURM refuses the request.
+hpc_submit_dry_run() {
+  local script answer rc=0
+  script=$(hpc_plan_render_script)
+  printf '== sbatch invocation\nsbatch'
+  printf ' %q' "${hpc_plan_sbatch_args[@]}"
+  printf ' JOB_SCRIPT\n\n== job script\n%s\n\n== environment of the program\n' "$script"
+  hpc_submit_environment
+  printf '\n== summary\n%s\n' "$(hpc_plan_summary)"
+  if ! hpc_venv_is_ready "$hpc_plan_venv" "$(hpc_venv_stamp "$(hpc_venv_deps_file "$hpc_plan_source_dir")")"; then
+    printf 'The virtual environment %s would be built first by an install job.\n' "$hpc_plan_venv"
+  fi
+  if command -v sbatch >/dev/null 2>&1; then
+    # --output names a folder that may not exist yet: validate with the output left to SLURM.
+    answer=$(sbatch --test-only "${hpc_plan_sbatch_args[@]/#--output=*/--output=/dev/null}" <<<"$script" 2>&1) || rc=$?
+    printf '\n== SLURM says (sbatch --test-only)\n%s\n' "$answer"
+  else
+    printf '\n(sbatch is not here: SLURM was not asked to validate the request)\n'
+  fi
+  printf '\nDry run: nothing was submitted or created.\n'
+  return "$((rc == 0 ? 0 : 1))"
+}
+
+# hpc_submit_confirm: on a terminal without -y, shows the summary and asks; false means no.
+hpc_submit_confirm() {
+  local answer
+  ((hpc_opt_yes == 0)) && [[ -t 0 ]] || return 0
+  printf '%s\nSubmit? [y/N] ' "$(hpc_plan_summary)" >&2
+  read -r answer || answer=
+  [[ $answer == [yY] || $answer == [yY][eE][sS] ]]
+}
+
+# hpc_submit_main ARGS...: the whole submission.
+hpc_submit_main() {
+  local script final id out
+  hpc_opt_defaults
+  hpc_opt_parse "$@"
+  if ((hpc_opt_help)); then
+    hpc_usage "$hpc_submitter"
+    exit 0
+  fi
+  hpc_opt_refuse_unbuilt
+  hpc_submit_locate
+  hpc_profile_load "$hpc_opt_cluster"
+  hpc_submit_configs
+  hpc_plan_make
+
+  if ((hpc_opt_dry_run)); then
+    hpc_submit_dry_run
+    exit $?
+  fi
+  if ! hpc_submit_confirm; then
+    hpc_say "not submitted"
+    exit 1
+  fi
+
+  mkdir -p -- "$hpc_plan_outputs_dir" "$hpc_plan_checkpoints_dir" ||
+    hpc_die "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir"
+  hpc_venv_ensure
+
+  script=$(mktemp "$hpc_plan_outputs_dir/.${hpc_plan_exp_name}_${hpc_plan_kind}.XXXXXX")
+  hpc_plan_render_script >"$script"
+  if ! out=$(sbatch --parsable "${hpc_plan_sbatch_args[@]}" "$script" 2>&1); then
+    rm -f -- "${script:?}"
+    hpc_die "sbatch refused the job: $out"
+  fi
+  id=${out##*$'\n'}
+  id=${id%%;*}
+  # Kept beside the job's output, named like it (SLURM keeps its own copy of what it runs).
+  final=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_$id.sh
+  mv -f -- "$script" "$final"
+  printf 'Submitted job %s (%s)\n' "$id" "$(hpc_plan_summary)"
+  printf 'Job script: %s\nOutput:     %s\nFollow it:  tail -F %q\n' "$final" "${hpc_plan_output//%j/$id}" "${hpc_plan_output//%j/$id}"
+}
