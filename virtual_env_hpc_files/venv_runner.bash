@@ -51,7 +51,7 @@ hpc_venv_ensure() {
   [[ -z $hpc_plan_account ]] || sbatch_args+=(--account="$hpc_plan_account")
   [[ -z $hpc_plan_partition ]] || sbatch_args+=(--partition="$hpc_plan_partition")
   id=$(sbatch "${sbatch_args[@]}" "$hpc_venv_dir/install_venv.sh" "$hpc_plan_venv" "$deps" "$stamp" \
-    "${hpc_profile_venv_system_site_packages:-false}") || hpc_die "sbatch refused the virtual environment's install job"
+    "$hpc_profile_venv_system_site_packages") || hpc_die "sbatch refused the virtual environment's install job"
   id=${id%%;*}
   log=${log//%j/$id}
   hpc_say "install job $id submitted; its log: $log"

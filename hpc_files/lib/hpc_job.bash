@@ -162,13 +162,22 @@ hpc_job_forward() {
 # hpc_job_run_program: phase 2. Starts the program with its launcher in the background and
 # waits for it; sets hpc_job_status to its exit status.
 hpc_job_run_program() {
-  local step=(bash "$hpc_job_toolkit_dir/job_step.sh" task --)
+  local step=(bash "$hpc_job_toolkit_dir/job_step.sh" task --) first_failure
+  # srun returns the highest exit status of its tasks, and the tasks it stopped after the first
+  # failure (--kill-on-bad-exit) count as 128+SIGTERM. The program's own status is the first
+  # task's that "Exited with exit code N": srun says which on its stderr, which passes through
+  # tee (to the job's output) and a grep that keeps that first line.
+  first_failure=$(mktemp "${TMPDIR:-/tmp}/hpc_first_failure.XXXXXX")
   case $hpc_job_launcher in
     none) "${step[@]}" "${hpc_command[@]}" & ;;
-    lightning) srun --kill-on-bad-exit=1 "${step[@]}" "${hpc_command[@]}" & ;;
+    lightning)
+      srun --kill-on-bad-exit=1 "${step[@]}" "${hpc_command[@]}" \
+        2> >(tee -p >(grep -m 1 -oE ': tasks? [0-9,-]+: Exited with exit code [0-9]+$' >"$first_failure") >&2) &
+      ;;
     torchrun)
       srun --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --kill-on-bad-exit=1 \
-        "${step[@]}" "${hpc_command[@]}" &
+        "${step[@]}" "${hpc_command[@]}" \
+        2> >(tee -p >(grep -m 1 -oE ': tasks? [0-9,-]+: Exited with exit code [0-9]+$' >"$first_failure") >&2) &
       ;;
   esac
   hpc_job_program_pid=$!
@@ -179,6 +188,20 @@ hpc_job_run_program() {
     kill -0 "$hpc_job_program_pid" 2>/dev/null || break
     hpc_job_status=0
   done
+  if ((hpc_job_status != 0)) && [[ $hpc_job_launcher != none ]]; then
+    local i line
+    # The pipeline may still be draining srun's last lines.
+    for ((i = 0; i < 20; i++)); do
+      [[ -s $first_failure ]] && break
+      sleep 0.1
+    done
+    line=$(<"$first_failure")
+    if [[ $line =~ Exited\ with\ exit\ code\ ([0-9]+)$ ]] && ((BASH_REMATCH[1] != hpc_job_status)); then
+      hpc_job_log "srun exited with $hpc_job_status; the first task that failed${line%%: Exited*} exited with ${BASH_REMATCH[1]}: that is the job's status"
+      hpc_job_status=${BASH_REMATCH[1]}
+    fi
+  fi
+  rm -f -- "${first_failure:?}"
 }
 
 # hpc_job_main: the batch shell's whole job (the generated script's last line).
@@ -261,7 +284,7 @@ hpc_job_task() {
     argv=("$py" -m torch.distributed.run --nnodes="$SLURM_JOB_NUM_NODES" --nproc_per_node="$gpus_per_node"
       "${rdzv[@]}" --no-python "${argv[@]}")
   fi
-  if [[ ${SLURM_PROCID:-0} == 0 ]]; then
+  if [[ ${SLURM_LOCALID:-0} == 0 ]]; then
     hpc_job_log "starting after $(hpc_job_elapsed) s: $(printf '%q ' "${argv[@]}")"
   fi
   exec "${argv[@]}"

@@ -61,3 +61,37 @@ hpc_sbatch() {
   out=$(sbatch --parsable "$@") || fail "sbatch $* failed: $out"
   printf '%s\n' "${out%%;*}"
 }
+
+# hpc_project_make DIR: a project at DIR (made, toolkit installed) with the test programs of
+# tests/fixtures/project; SCRATCH must be set by the caller.
+hpc_project_make() {
+  mkdir -p "$1"
+  bash "$HPC_ROOT/hpc_files/install.sh" "$1" >/dev/null
+  cp "$HPC_ROOT/tests/fixtures/project/"{probe.py,lightning_train.py,requirements.txt} "$1/"
+}
+
+# hpc_configs PROJECT LINE...: writes the project's experiment_configurations.txt.
+hpc_configs() {
+  local project=$1
+  shift
+  printf '%s\n' "$@" >"$project/hpc_files/experiment_configurations.txt"
+}
+
+# hpc_submit_job PROJECT ARGS...: runs the project's job_submitter.sh -y ARGS and sets job_id
+# and job_out (the output file); fails the test when it does not submit.
+hpc_submit_job() {
+  local project=$1 out
+  shift
+  out=$(bash "$project/hpc_files/job_submitter.sh" -y "$@" 2>&1) || fail "job_submitter.sh $* failed: $out"
+  job_id=$(sed -n 's/^Submitted job \([0-9][0-9]*\).*/\1/p' <<<"$out")
+  job_out=$(sed -n 's/^Output: *//p' <<<"$out")
+  [[ -n $job_id && -n $job_out ]] || fail "no job id in: $out"
+}
+
+# hpc_run_job PROJECT ARGS...: hpc_submit_job, then waits for the end (timeout 180 s) and sets
+# job_state ("STATE EXIT:SIGNAL").
+hpc_run_job() {
+  hpc_submit_job "$@"
+  hpc_wait_job "$job_id" 180
+  job_state=$(hpc_job_state "$job_id")
+}

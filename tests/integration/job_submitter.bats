@@ -1,0 +1,194 @@
+#!/usr/bin/env bats
+# job_submitter.sh end to end on the local cluster: launchers, resources, the program's
+# environment and arguments, exit status, concurrent jobs, the venv, both SLURM_TMPDIR modes.
+
+setup_file() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+  hpc_cluster_require
+  export HPC_CLUSTER=local
+  export SCRATCH="$BATS_FILE_TMPDIR/scratch dir"
+  export PROJECT="$BATS_FILE_TMPDIR/my project"
+  mkdir -p "$SCRATCH"
+  hpc_project_make "$PROJECT"
+  # The first submission builds the venv with an install job; later ones reuse it.
+  hpc_configs "$PROJECT" 'python probe.py env'
+  hpc_run_job "$PROJECT" -g 0
+  [[ $job_state == "COMPLETED 0:0" ]] || fail "warm-up job: $job_state: $(cat "$job_out")"
+}
+
+setup() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+}
+
+teardown() {
+  hpc_cluster_mode provided
+}
+
+# probe_lines: the PROBE lines of the job's output, JSON only.
+probe_lines() {
+  sed -n 's/^PROBE //p' "$job_out"
+}
+
+@test "torchrun, 2 nodes x 2 GPUs: 4 ranks, world 4, all-reduce 6 everywhere, one torchrun per node" {
+  hpc_configs "$PROJECT" 'python probe.py ddp'
+  hpc_run_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 -e tr
+  assert_equal "$job_state" "COMPLETED 0:0"
+  run sed -n 's/^DDP \(rank=[0-9] world=4 sum=6\) .*source=torchrun.*/\1/p' "$job_out"
+  assert_equal "$(sort <<<"$output")" "rank=0 world=4 sum=6
+rank=1 world=4 sum=6
+rank=2 world=4 sum=6
+rank=3 world=4 sum=6"
+  # Two ranks on each node.
+  assert_equal "$(grep -c '^DDP .*node=n1 ' "$job_out")" 2
+  assert_equal "$(grep -c '^DDP .*node=n2 ' "$job_out")" 2
+  # One torchrun agent per node: each task of the step logs its start once.
+  assert_equal "$(grep -c '^\[hpc n1\] starting .*torch.distributed.run' "$job_out")" 1
+  assert_equal "$(grep -c '^\[hpc n2\] starting .*torch.distributed.run' "$job_out")" 1
+  assert_equal "$(hpc_job_field "$job_id" NumTasks)" 2
+}
+
+@test "lightning, 2 nodes x 2 GPUs: srun starts 4 tasks and a real Trainer trains with world size 4" {
+  hpc_configs "$PROJECT" 'python lightning_train.py --num_nodes ${num_nodes} --devices ${gpus_per_node} \' \
+    '  --steps 3 --run-name "my run"'
+  hpc_run_job "$PROJECT" -W lightning --gpus 2 --num-nodes 2 -e lt
+  assert_equal "$job_state" "COMPLETED 0:0"
+  run sed -n 's/^LIGHTNING //p' "$job_out"
+  assert_equal "${#lines[@]}" 4
+  for rank in 0 1 2 3; do
+    line=$(grep "\"global_rank\": $rank," <<<"$output")
+    [[ $line == *'"world_size": 4'* && $line == *'"ntasks": "4"'* && $line == *'"steps": 3'* ]] ||
+      fail "rank $rank: $line"
+    [[ $line == *'"args": {"devices": 2, "num_nodes": 2, "run_name": "my run", "steps": 3}'* ]] ||
+      fail "arguments changed: $line"
+  done
+  assert_equal "$(grep -c '"node": "n1"' <<<"$output")" 2
+  assert_equal "$(grep -c '"node": "n2"' <<<"$output")" 2
+}
+
+@test "a standard job gets one task and the CPUs, memory and GRES it should" {
+  hpc_configs "$PROJECT" 'python probe.py env'
+  hpc_run_job "$PROJECT" --gpus 2 --cpus 2 --mem-per-gpu 512M -e std
+  assert_equal "$job_state" "COMPLETED 0:0"
+  assert_equal "$(hpc_job_field "$job_id" NumNodes)" 1
+  assert_equal "$(hpc_job_field "$job_id" NumTasks)" 1
+  assert_equal "$(hpc_job_field "$job_id" NumCPUs)" 4
+  assert_equal "$(hpc_job_field "$job_id" MinMemoryNode)" 1G
+  assert_equal "$(hpc_job_field "$job_id" TresPerNode)" "gres:gpu:2"
+}
+
+@test "the program sees the folders, num_nodes, gpus_per_node and its arguments expanded and whole" {
+  hpc_configs "$PROJECT" \
+    'python probe.py env "${SLURM_TMPDIR}/data" --exp=${exp_name} "my run" '"'"'$(touch pwned)'"'"' $(touch pwned2) *.py ${UNSET_BUT_DEFAULT:-dflt}'
+  hpc_run_job "$PROJECT" -g 0 -e envcheck
+  assert_equal "$job_state" "COMPLETED 0:0"
+  run probe_lines
+  assert_equal "${#lines[@]}" 1
+  json=${lines[0]}
+  run python3 -c '
+import json, sys
+seen = json.loads(sys.argv[1])
+project, scratch = sys.argv[2], sys.argv[3]
+assert seen["source_dir"] == project, seen
+assert seen["project_name"] == "my project", seen
+assert seen["scratch_dir"] == scratch + "/my project", seen
+assert seen["exp_name"] == "envcheck", seen
+assert seen["num_nodes"] == "1" and seen["gpus_per_node"] == "0", seen
+assert seen["tmpdir_is_dir"], seen
+assert seen["VIRTUAL_ENV"] == project + "/virtual_env", seen
+tmp = seen["SLURM_TMPDIR"]
+assert seen["argv"] == [tmp + "/data", "--exp=envcheck", "my run", "$(touch pwned)", "$(touch pwned2)", "*.py", "dflt"], seen["argv"]
+print("ok")' "$json" "$PROJECT" "$SCRATCH"
+  assert_output ok
+  [ ! -e "$PROJECT/pwned" ] && [ ! -e "$PROJECT/pwned2" ] && [ ! -e pwned ]
+  [ -d "$SCRATCH/my project/hpc_outputs" ]
+  [ -d "$SCRATCH/my project/envcheck/checkpoints" ]
+}
+
+@test "a variable the job does not define fails the job, naming it, before the program starts" {
+  hpc_configs "$PROJECT" 'python probe.py env ${NOPE}'
+  hpc_run_job "$PROJECT" -g 0 -e nope
+  assert_equal "$job_state" "FAILED 1:0"
+  run cat "$job_out"
+  assert_output --partial "variable NOPE is not set in the job"
+  refute_output --partial "PROBE"
+}
+
+@test "exit status 3 of the program: FAILED 3 for a standard job and under Lightning's srun" {
+  hpc_configs "$PROJECT" 'python probe.py exit 3'
+  hpc_run_job "$PROJECT" -g 0 -e exit3
+  assert_equal "$job_state" "FAILED 3:0"
+  hpc_configs "$PROJECT" 'python probe.py exit 3 1'
+  hpc_run_job "$PROJECT" -W lightning --gpus 2 --num-nodes 2 -e exit3l
+  assert_equal "$job_state" "FAILED 3:0"
+  run grep -c '^EXIT rank=1 code=3' "$job_out"
+  assert_output 1
+}
+
+@test "a 2-node torchrun job where one rank fails ends FAILED with a non-zero code" {
+  hpc_configs "$PROJECT" 'python probe.py exit 3 2'
+  hpc_run_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 -e exit3t
+  [[ $job_state == FAILED* && $job_state != "FAILED 0:0" ]] || fail "state: $job_state"
+  run grep -c '^EXIT rank=2 code=3' "$job_out"
+  assert_output 1
+}
+
+@test "two torchrun jobs at once on the same two nodes both finish with all their ranks" {
+  hpc_configs "$PROJECT" 'python probe.py ddp'
+  hpc_submit_job "$PROJECT" -W torchrun --gpus 1 --num-nodes 2 -e twin1
+  first_id=$job_id first_out=$job_out
+  hpc_submit_job "$PROJECT" -W torchrun --gpus 1 --num-nodes 2 -e twin2
+  second_id=$job_id second_out=$job_out
+  hpc_wait_job "$first_id" 180
+  hpc_wait_job "$second_id" 180
+  assert_equal "$(hpc_job_state "$first_id")" "COMPLETED 0:0"
+  assert_equal "$(hpc_job_state "$second_id")" "COMPLETED 0:0"
+  assert_equal "$(grep -c '^DDP .*world=2 sum=1 ' "$first_out")" 2
+  assert_equal "$(grep -c '^DDP .*world=2 sum=1 ' "$second_out")" 2
+  # They overlapped in time, on different ports.
+  first_port=$(sed -n 's/^DDP .*port=\([0-9]*\).*/\1/p' "$first_out" | head -n 1)
+  second_port=$(sed -n 's/^DDP .*port=\([0-9]*\).*/\1/p' "$second_out" | head -n 1)
+  [ "$first_port" != "$second_port" ]
+}
+
+@test "the venv is built once, reused, and rebuilt after requirements.txt changes" {
+  hpc_configs "$PROJECT" 'python probe.py env'
+  stamp_before=$(cat "$PROJECT/virtual_env/.hpc_deps")
+  run bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 -e reuse
+  assert_success
+  refute_output --partial "install job"
+  printf '# changed\ntorch==2.13.0\n' >"$PROJECT/requirements.txt"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 -e rebuilt
+  assert_success
+  assert_output --partial "requirements.txt changed since"
+  assert_output --partial "the virtual environment is ready"
+  [ "$(cat "$PROJECT/virtual_env/.hpc_deps")" != "$stamp_before" ]
+  cp "$HPC_ROOT/tests/fixtures/project/requirements.txt" "$PROJECT/requirements.txt"
+}
+
+@test "a venv whose install fails stops the submission, with the install log's path" {
+  other="$BATS_TEST_TMPDIR/broken project"
+  hpc_project_make "$other"
+  printf 'this-package-does-not-exist-anywhere==0.0.0\n' >"$other/requirements.txt"
+  hpc_configs "$other" 'python probe.py env'
+  run bash "$other/hpc_files/job_submitter.sh" -y -g 0 -e broken
+  assert_failure 1
+  assert_output --partial "install job"
+  assert_line --regexp "failed; nothing was submitted. Its log: .*/venv_install_[0-9]+\.out$"
+}
+
+@test "emulated SLURM_TMPDIR: made on both nodes for the job and removed afterwards" {
+  hpc_cluster_mode emulated
+  hpc_configs "$PROJECT" 'python probe.py env'
+  hpc_run_job "$PROJECT" -W lightning --gpus 1 --num-nodes 2 -e emul
+  assert_equal "$job_state" "COMPLETED 0:0"
+  run probe_lines
+  assert_equal "${#lines[@]}" 2
+  for node in n1 n2; do
+    line=$(grep "\"SLURMD_NODENAME\": \"$node\"" <<<"$output")
+    expected="$HPC_CLUSTER_DIR/scratch/$node/hpc_tmpdir.$(id -un).$job_id"
+    [[ $line == *"\"SLURM_TMPDIR\": \"$expected\""* && $line == *'"tmpdir_is_dir": true'* ]] || fail "$node: $line"
+    [ ! -e "$expected" ]
+  done
+}
