@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# Usage: sbatch install_venv.sh VENV DEPS_FILE STAMP SYSTEM_SITE  (job_submitter.sh submits it)
+# Usage: sbatch install_venv.sh RUNNER_LIB VENV SYSTEM_SITE  (job_submitter.sh submits it)
 #
 # The install job of a virtual-environment project: on a compute node (where jobs will run, with
-# the cluster's modules), makes VENV with python3 -m venv and installs DEPS_FILE into it
-# (a Pipfile with pipenv, a requirements.txt with pip, nothing when DEPS_FILE is empty). It writes
-# VENV/.hpc_deps = STAMP last, only when everything succeeded: the submitter reads that file to
-# know the venv is ready and matches the dependency file. SYSTEM_SITE (true|false) gives the venv
-# the system's packages too (--system-site-packages), as the cluster profile says.
+# the cluster's modules), makes VENV with python3 -m venv and installs the project's dependency
+# file into it (a Pipfile with pipenv, else a requirements.txt with pip, else nothing). It writes
+# VENV/.hpc_deps last, only when everything succeeded: the dependency file's name and content as
+# read when the job started (hpc_venv_expect of RUNNER_LIB, venv_runner.bash: SLURM runs a copy
+# of this script, so its own folder is not known here); the submitter compares it to the file.
+# SYSTEM_SITE (true|false) gives the venv the system's packages too (--system-site-packages), as
+# the cluster profile says.
 set -euo pipefail
-venv=${1:?} deps=${2-} stamp=${3:?} system_site=${4:-false}
+runner_lib=${1:?} venv=${2:?} system_site=${3:-false}
+# shellcheck source=virtual_env_hpc_files/venv_runner.bash
+source "$runner_lib"
+# The project is the venv's folder; its dependency file as it is now is what gets installed.
+hpc_venv_expect "$(dirname -- "$venv")"
+deps=$hpc_venv_deps
 
 fail() {
   echo "[hpc venv] FAILED: $*" >&2
@@ -41,5 +48,5 @@ case ${deps##*/} in
     ;;
   *) python -m pip install -r "$deps" || fail "pip install -r $deps" ;;
 esac
-printf '%s\n' "$stamp" >"$venv/.hpc_deps.tmp" && mv -f -- "$venv/.hpc_deps.tmp" "$venv/.hpc_deps"
+printf '%s\n' "$hpc_venv_stamp" >"$venv/.hpc_deps.tmp" && mv -f -- "$venv/.hpc_deps.tmp" "$venv/.hpc_deps"
 echo "[hpc venv] ready"

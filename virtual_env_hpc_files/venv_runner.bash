@@ -5,37 +5,64 @@
 # node (virtual_env_hpc_files/install_venv.sh), waited for with its progress shown.
 # On the nodes the runner is hpc_job_task's 'venv' case (hpc_files/lib/hpc_job.bash).
 
-# hpc_venv_deps_file SOURCE_DIR: prints the dependency file (Pipfile wins over requirements.txt),
-# or nothing when there is none.
-hpc_venv_deps_file() {
-  local f
-  for f in "$1/Pipfile" "$1/requirements.txt"; do
-    [[ -f $f ]] && printf '%s\n' "$f" && return 0
-  done
-  return 0
+# hpc_venv_read FILE: sets hpc_venv_text to FILE's content without its trailing newlines, as
+# $(cat FILE) would, but without starting a process.
+hpc_venv_read() {
+  hpc_venv_text=''
+  IFS= read -r -d '' hpc_venv_text <"$1" || true
+  while [[ $hpc_venv_text == *$'\n' ]]; do hpc_venv_text=${hpc_venv_text%$'\n'}; done
 }
 
-# hpc_venv_stamp DEPS_FILE: what .hpc_deps must hold for a venv built from DEPS_FILE now.
+# hpc_venv_expect SOURCE_DIR: sets hpc_venv_deps, the dependency file (Pipfile wins over
+# requirements.txt; empty when there is neither), and hpc_venv_stamp, what VENV/.hpc_deps holds
+# when the venv was built from that file as it is now: its name and content ('none' without one).
+# Starts no process: it runs on every submission.
+hpc_venv_expect() {
+  local f
+  hpc_venv_deps=''
+  for f in "$1/Pipfile" "$1/requirements.txt"; do
+    if [[ -f $f ]]; then
+      hpc_venv_deps=$f
+      break
+    fi
+  done
+  hpc_venv_stamp=none
+  if [[ -n $hpc_venv_deps ]]; then
+    hpc_venv_read "$hpc_venv_deps"
+    hpc_venv_stamp=${hpc_venv_deps##*/}$'\n'$hpc_venv_text
+  fi
+}
+
+# hpc_venv_deps_file SOURCE_DIR: prints the dependency file, or nothing (see hpc_venv_expect).
+hpc_venv_deps_file() {
+  hpc_venv_expect "$1"
+  [[ -z $hpc_venv_deps ]] || printf '%s\n' "$hpc_venv_deps"
+}
+
+# hpc_venv_stamp DEPS_FILE: prints what .hpc_deps holds for a venv built from DEPS_FILE now.
 hpc_venv_stamp() {
-  if [[ -n $1 ]]; then
-    printf '%s %s\n' "$(cksum <"$1")" "${1##*/}"
-  else
+  if [[ -z $1 ]]; then
     printf 'none\n'
+  else
+    hpc_venv_read "$1"
+    printf '%s\n%s\n' "${1##*/}" "$hpc_venv_text"
   fi
 }
 
 # hpc_venv_is_ready VENV STAMP: true when VENV was built for exactly STAMP.
 hpc_venv_is_ready() {
-  [[ -r $1/bin/activate && -r $1/.hpc_deps && $(<"$1/.hpc_deps") == "$2" ]]
+  [[ -r $1/bin/activate && -r $1/.hpc_deps ]] || return 1
+  hpc_venv_read "$1/.hpc_deps"
+  [[ $hpc_venv_text == "$2" ]]
 }
 
 # hpc_venv_ensure: makes sure the plan's venv is ready, else submits the install job and waits;
 # dies with the install log's path when the install fails.
 hpc_venv_ensure() {
-  local deps stamp id log state last='' start=$SECONDS sbatch_args=()
-  deps=$(hpc_venv_deps_file "$hpc_plan_source_dir")
-  stamp=$(hpc_venv_stamp "$deps")
-  hpc_venv_is_ready "$hpc_plan_venv" "$stamp" && return 0
+  local deps id log state last='' start=$SECONDS sbatch_args=()
+  hpc_venv_expect "$hpc_plan_source_dir"
+  deps=$hpc_venv_deps
+  hpc_venv_is_ready "$hpc_plan_venv" "$hpc_venv_stamp" && return 0
 
   if [[ -z $deps ]]; then
     hpc_say "no Pipfile or requirements.txt in $hpc_plan_source_dir: the virtual environment will be empty"
@@ -50,8 +77,8 @@ hpc_venv_ensure() {
     --output="$log" --chdir="$hpc_plan_source_dir")
   [[ -z $hpc_plan_account ]] || sbatch_args+=(--account="$hpc_plan_account")
   [[ -z $hpc_plan_partition ]] || sbatch_args+=(--partition="$hpc_plan_partition")
-  id=$(sbatch "${sbatch_args[@]}" "$hpc_venv_dir/install_venv.sh" "$hpc_plan_venv" "$deps" "$stamp" \
-    "$hpc_profile_venv_system_site_packages") || hpc_die "sbatch refused the virtual environment's install job"
+  id=$(sbatch "${sbatch_args[@]}" "$hpc_venv_dir/install_venv.sh" "$hpc_venv_dir/venv_runner.bash" \
+    "$hpc_plan_venv" "$hpc_profile_venv_system_site_packages") || hpc_die "sbatch refused the virtual environment's install job"
   id=${id%%;*}
   log=${log//%j/$id}
   hpc_say "install job $id submitted; its log: $log"
@@ -64,7 +91,7 @@ hpc_venv_ensure() {
     fi
     sleep 1
   done
-  hpc_venv_is_ready "$hpc_plan_venv" "$stamp" ||
+  hpc_venv_is_ready "$hpc_plan_venv" "$hpc_venv_stamp" ||
     hpc_die "the virtual environment's install job $id failed; nothing was submitted. Its log: $log"
   hpc_say "install job $id: the virtual environment is ready ($((SECONDS - start)) s)"
 }

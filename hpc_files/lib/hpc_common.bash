@@ -3,7 +3,7 @@
 # Functions here are prefixed hpc_ and never exit the caller's shell unless their name says so.
 
 # hpc_program: the name of the running command, used as the prefix of every message.
-hpc_program=${hpc_program:-$(basename -- "${0:-hpc}")}
+hpc_program=${hpc_program:-${0##*/}}
 
 # hpc_say MESSAGE...: prints one line to stderr, prefixed with the program's name.
 hpc_say() {

@@ -206,7 +206,7 @@ hpc_job_run_program() {
 
 # hpc_job_main: the batch shell's whole job (the generated script's last line).
 hpc_job_main() {
-  export HPC_JOB_T0=$EPOCHREALTIME
+  export HPC_JOB_T0=${HPC_JOB_T0:-$EPOCHREALTIME}
   export HPC_JOB_LAUNCHER=$hpc_job_launcher HPC_JOB_RUNNER=$hpc_job_runner HPC_JOB_VENV=$hpc_job_venv
   export HPC_JOB_PYTHON_HELPERS=$hpc_job_python_helpers
   export HPC_JOB_TMPDIR_ROOT=$hpc_job_tmpdir_root

@@ -5,11 +5,6 @@
 # new or changed: the result is cached as a shell file named by the profile's checksum, so an
 # ordinary submission runs no Python at all.
 
-# hpc_profile_cache_dir: where compiled profiles are kept (HPC_CACHE_DIR overrides).
-hpc_profile_cache_dir() {
-  printf '%s\n' "${HPC_CACHE_DIR:-$hpc_files_dir/.cache}/profiles"
-}
-
 # hpc_python_for_helpers: prints a Python 3 that can import yaml, preparing one when needed (a
 # small venv inside the toolkit, made once); dies with the reason when there is no Python 3.
 hpc_python_for_helpers() {
@@ -37,48 +32,64 @@ hpc_helpers_cli() {
   PYTHONPATH="$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}" "$py" -m hpc_helpers "$@"
 }
 
-# hpc_profile_compiled FILE SUM: prints the cached shell file for profile FILE whose checksum is
-# SUM, compiling it first when missing. Exit 2 (with the helper's message) on a bad profile.
-hpc_profile_compiled() {
-  local file=$1 sum=$2 dir name cache tmp
-  dir=$(hpc_profile_cache_dir)
-  name=$(basename -- "$file" .yaml)
-  cache=$dir/$name.$sum.sh
-  if [[ ! -f $cache ]]; then
-    mkdir -p -- "$dir"
-    tmp=$(mktemp "$dir/.$name.XXXXXX")
-    if ! hpc_helpers_cli profile "$file" >"$tmp"; then
-      rm -f -- "${tmp:?}"
-      hpc_die_usage "--cluster" "the profile $file is not valid (see above)"
-    fi
-    # Renamed into place when complete: a concurrent submission never reads half a file.
-    mv -f -- "$tmp" "$cache"
+# hpc_profile_read_file FILE: sets hpc_profile_text to FILE's content (no subshell, no fork).
+hpc_profile_read_file() {
+  hpc_profile_text=''
+  IFS= read -r -d '' hpc_profile_text <"$1" || true
+}
+
+# hpc_profile_source FILE: loads profile FILE into hpc_profile_* from its compiled shell file,
+# compiling it first when missing or made from other content. The compiled file records the YAML
+# it was made from (hpc_profile_source_text), so checking it costs no process. Exit 2 on a bad
+# profile, with the helpers' message.
+hpc_profile_source() {
+  # Compiled profiles live in HPC_CACHE_DIR (default: hpc_files/.cache).
+  local file=$1 dir=${HPC_CACHE_DIR:-$hpc_files_dir/.cache}/profiles name cache tmp
+  name=${file##*/}
+  name=${name%.yaml}
+  cache=$dir/$name.sh
+  hpc_profile_read_file "$file"
+  hpc_profile_source_text=
+  # shellcheck source=/dev/null
+  [[ -f $cache ]] && source "$cache"
+  [[ $hpc_profile_source_text != "$hpc_profile_text" || -z $hpc_profile_text ]] || return 0
+
+  mkdir -p -- "$dir"
+  tmp=$(mktemp "$dir/.$name.XXXXXX")
+  if ! hpc_helpers_cli profile "$file" >"$tmp"; then
+    rm -f -- "${tmp:?}"
+    hpc_die_usage "--cluster" "the profile $file is not valid (see above)"
   fi
-  printf '%s\n' "$cache"
+  printf 'hpc_profile_source_text=%q\n' "$hpc_profile_text" >>"$tmp"
+  # Renamed into place when complete: a concurrent submission never reads half a file.
+  mv -f -- "$tmp" "$cache"
+  # shellcheck source=/dev/null
+  source "$cache"
 }
 
 # hpc_profile_load [NAME]: loads profile NAME (or, when empty, the first whose hostname_pattern
 # matches this host, else 'generic') into hpc_profile_* variables.
 hpc_profile_load() {
-  local want=$1 dir=$hpc_files_dir/clusters sums line sum file name names=() host
-  [[ -z $want || -f $dir/$want.yaml ]] || {
-    for file in "$dir"/*.yaml; do names+=("$(basename -- "$file" .yaml)"); done
-    hpc_die_usage "--cluster" "'$want' is not a known cluster; accepted: ${names[*]}"
-  }
-  # One cksum for every profile: the cache key of each.
-  sums=$(cksum -- "$dir"/*.yaml) || hpc_die "cannot read the cluster profiles in $dir"
+  local want=$1 dir=$hpc_files_dir/clusters file name names=() host
+  if [[ -n $want ]]; then
+    if [[ ! -f $dir/$want.yaml ]]; then
+      for file in "$dir"/*.yaml; do
+        name=${file##*/}
+        names+=("${name%.yaml}")
+      done
+      hpc_die_usage "--cluster" "'$want' is not a known cluster; accepted: ${names[*]}"
+    fi
+    hpc_profile_source "$dir/$want.yaml"
+    return 0
+  fi
   host=${HPC_HOSTNAME:-${HOSTNAME:-$(hostname)}}
-  while read -r sum _ file; do
-    name=$(basename -- "$file" .yaml)
-    [[ -z $want || $name == "$want" ]] || continue
-    [[ -n $want || $name != generic ]] || continue
-    # shellcheck source=/dev/null
-    source "$(hpc_profile_compiled "$file" "$sum")"
-    if [[ -n $want ]] || { [[ -n $hpc_profile_hostname_pattern ]] && [[ $host =~ $hpc_profile_hostname_pattern ]]; }; then
+  for file in "$dir"/*.yaml; do
+    [[ ${file##*/} != generic.yaml ]] || continue
+    hpc_profile_source "$file"
+    if [[ -n $hpc_profile_hostname_pattern && $host =~ $hpc_profile_hostname_pattern ]]; then
       return 0
     fi
-  done <<<"$sums"
-  line=$(grep -F "$dir/generic.yaml" <<<"$sums") || hpc_die "no profile matches host '$host' and $dir/generic.yaml is missing"
-  # shellcheck source=/dev/null
-  source "$(hpc_profile_compiled "$dir/generic.yaml" "${line%% *}")"
+  done
+  [[ -f $dir/generic.yaml ]] || hpc_die "no profile matches host '$host' and $dir/generic.yaml is missing"
+  hpc_profile_source "$dir/generic.yaml"
 }
