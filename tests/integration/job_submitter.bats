@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # job_submitter.sh end to end on the local cluster: launchers, resources, the program's
 # environment and arguments, exit status, concurrent jobs, the venv, both SLURM_TMPDIR modes.
+# shellcheck disable=SC2154,SC2016 # job_id, job_out and job_state come from hpc_run_job (helpers/cluster.bash); configs lines are single-quoted on purpose: the job expands them
 
 setup_file() {
   load '../helpers/common'
@@ -50,7 +51,7 @@ rank=3 world=4 sum=6"
 }
 
 @test "lightning, 2 nodes x 2 GPUs: srun starts 4 tasks and a real Trainer trains with world size 4" {
-  hpc_configs "$PROJECT" 'python lightning_train.py --num_nodes ${num_nodes} --devices ${gpus_per_node} \' \
+  hpc_configs "$PROJECT" "python lightning_train.py --num_nodes \${num_nodes} --devices \${gpus_per_node} \\" \
     '  --steps 3 --run-name "my run"'
   hpc_run_job "$PROJECT" -W lightning --gpus 2 --num-nodes 2 -e lt
   assert_equal "$job_state" "COMPLETED 0:0"

@@ -1,0 +1,328 @@
+"""distributed.resolve (torchrun, SLURM, single) and init (2 local processes with gloo)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+
+from hpc_helpers import ports
+from hpc_helpers.distributed import DistEnv, resolve
+
+TORCHRUN = {
+    "RANK": "5",
+    "LOCAL_RANK": "1",
+    "WORLD_SIZE": "8",
+    "LOCAL_WORLD_SIZE": "4",
+    "GROUP_RANK": "1",
+    "MASTER_ADDR": "node-a",
+    "MASTER_PORT": "29400",
+}
+
+SLURM_STEP = {
+    "SLURM_JOB_ID": "123456",
+    "SLURM_STEP_ID": "0",
+    "SLURM_PROCID": "5",
+    "SLURM_LOCALID": "1",
+    "SLURM_NTASKS": "8",
+    "SLURM_NODEID": "1",
+    "SLURM_STEP_TASKS_PER_NODE": "4(x2)",
+    "SLURM_TASKS_PER_NODE": "4(x3)",
+    "SLURM_STEP_NODELIST": "gpu[07-08]",
+    "SLURM_JOB_NODELIST": "gpu[06-08]",
+    "SLURMD_NODENAME": "gpu08",
+}
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        pytest.param(
+            TORCHRUN,
+            DistEnv(5, 1, 8, 4, 1, "node-a", 29400, "torchrun"),
+            id="torchrun-full",
+        ),
+        pytest.param(
+            {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "h", "MASTER_PORT": "1234"},
+            DistEnv(0, 0, 1, 1, 0, "h", 1234, "torchrun"),
+            id="torchrun-minimal",
+        ),
+        pytest.param(
+            {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "SLURM_JOB_ID": "42"},
+            DistEnv(3, 1, 4, 2, 1, "127.0.0.1", 20042, "torchrun"),
+            id="torchrun-defaults-port-from-job",
+        ),
+        pytest.param(
+            {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"},
+            DistEnv(1, 1, 2, 2, 0, "127.0.0.1", 29500, "torchrun"),
+            id="torchrun-no-job",
+        ),
+        pytest.param(
+            {**SLURM_STEP, **TORCHRUN},
+            DistEnv(5, 1, 8, 4, 1, "node-a", 29400, "torchrun"),
+            id="torchrun-wins-over-slurm",
+        ),
+        pytest.param(
+            SLURM_STEP,
+            DistEnv(5, 1, 8, 4, 1, "gpu07", 23456, "slurm"),
+            id="slurm-step",
+        ),
+        pytest.param(
+            {**SLURM_STEP, "MASTER_PORT": "31000", "MASTER_ADDR": "gpu07-ib"},
+            DistEnv(5, 1, 8, 4, 1, "gpu07-ib", 31000, "slurm"),
+            id="slurm-preset-master",
+        ),
+        pytest.param(
+            {
+                "SLURM_JOB_ID": "7",
+                "SLURM_PROCID": "6",
+                "SLURM_LOCALID": "0",
+                "SLURM_NTASKS": "7",
+                "SLURM_NODEID": "3",
+                "SLURM_TASKS_PER_NODE": "2(x3),1",
+                "SLURM_JOB_NODELIST": "n[1-4]",
+            },
+            DistEnv(6, 0, 7, 1, 3, "n1", 20007, "slurm"),
+            id="slurm-uneven-job-level",
+        ),
+        pytest.param(
+            {
+                "SLURM_JOB_ID": "20001",
+                "SLURM_PROCID": "3",
+                "SLURM_LOCALID": "1",
+                "SLURM_NPROCS": "4",
+                "SLURM_NODEID": "1",
+                "SLURM_NTASKS_PER_NODE": "2",
+                "SLURM_NNODES": "2",
+                "SLURM_NODELIST": "n2,n1",
+            },
+            DistEnv(3, 1, 4, 2, 1, "n2", 20001, "slurm"),
+            id="slurm-ntasks-per-node",
+        ),
+        pytest.param(
+            {
+                "SLURM_JOB_ID": "99",
+                "SLURM_PROCID": "1",
+                "SLURM_LOCALID": "1",
+                "SLURM_NTASKS": "2",
+                "SLURM_NODEID": "0",
+            },
+            DistEnv(1, 1, 2, 2, 0, "127.0.0.1", 20099, "slurm"),
+            id="slurm-single-node-no-nodelist",
+        ),
+        pytest.param(
+            {"SLURM_JOB_ID": "5", "SLURM_PROCID": "0", "SLURM_NODEID": "0"},
+            None,
+            id="batch-shell-without-ntasks-is-single",
+        ),
+        pytest.param(
+            {**SLURM_STEP, "HPC_DIST_SOURCE": "single", "MASTER_PORT": "29999"},
+            DistEnv(0, 0, 1, 1, 0, "127.0.0.1", 29999, "single"),
+            id="forced-single",
+        ),
+        pytest.param(
+            {"MASTER_PORT": "29501", "MASTER_ADDR": "10.0.0.1"},
+            DistEnv(0, 0, 1, 1, 0, "10.0.0.1", 29501, "single"),
+            id="single-preset",
+        ),
+    ],
+)
+def test_resolve(env: Mapping[str, str], expected: DistEnv | None) -> None:
+    got = resolve(env)
+    if expected is None:
+        assert got.source == "single"
+        assert (got.rank, got.world_size) == (0, 1)
+    else:
+        assert got == expected
+
+
+def test_single_picks_a_free_port() -> None:
+    d = resolve({})
+    assert d.source == "single"
+    assert d.master_addr == "127.0.0.1"
+    assert 1 <= d.master_port <= 65535
+    assert not d.is_distributed
+    assert d.is_main
+
+
+def test_resolve_reads_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in SLURM_STEP.items():
+        monkeypatch.setenv(name, value)
+    assert resolve() == DistEnv(5, 1, 8, 4, 1, "gpu07", 23456, "slurm")
+
+
+def test_array_tasks_differ_in_port() -> None:
+    base = {"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_JOB_NODELIST": "n1"}
+    a = resolve({**base, "SLURM_JOB_ID": "500", "SLURM_ARRAY_TASK_ID": "0"})
+    b = resolve({**base, "SLURM_JOB_ID": "501", "SLURM_ARRAY_TASK_ID": "1"})
+    assert a.master_port != b.master_port
+
+
+@pytest.mark.parametrize(
+    ("env", "words"),
+    [
+        ({"RANK": "0"}, "RANK is set but WORLD_SIZE is not"),
+        ({"WORLD_SIZE": "2"}, "WORLD_SIZE is set but RANK is not"),
+        ({"RANK": "2", "WORLD_SIZE": "2"}, "rank 2 is not below the world size 2"),
+        ({"RANK": "x", "WORLD_SIZE": "2"}, "RANK must be an integer >= 0, got 'x'"),
+        ({"RANK": "0", "WORLD_SIZE": "0"}, "WORLD_SIZE must be an integer >= 1, got '0'"),
+        ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "http"}, "got 'http'"),
+        (
+            {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "2"},
+            "local rank 2 is not below the local world size 2",
+        ),
+        ({"HPC_DIST_SOURCE": "mpi"}, "HPC_DIST_SOURCE must be one of torchrun, slurm, single"),
+        ({"HPC_DIST_SOURCE": "torchrun"}, "RANK is not set"),
+        (
+            {"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "n[1-2]"},
+            "set SLURM_JOB_ID or MASTER_PORT",
+        ),
+        (
+            {"SLURM_JOB_ID": "1", "SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_NNODES": "2"},
+            "set SLURM_JOB_NODELIST or MASTER_ADDR",
+        ),
+        (
+            {"SLURM_JOB_ID": "1", "SLURM_PROCID": "0", "SLURM_NTASKS": "3", "SLURM_NNODES": "2"},
+            "cannot tell the tasks on this node",
+        ),
+        (
+            {
+                "SLURM_JOB_ID": "1",
+                "SLURM_PROCID": "0",
+                "SLURM_NTASKS": "2",
+                "SLURM_NODEID": "2",
+                "SLURM_TASKS_PER_NODE": "1(x2)",
+            },
+            "SLURM_NODEID 2 is beyond the tasks-per-node list [1, 1]",
+        ),
+        (
+            {
+                "SLURM_JOB_ID": "1",
+                "SLURM_PROCID": "0",
+                "SLURM_NTASKS": "2",
+                "SLURM_JOB_NODELIST": "n[2-1]",
+            },
+            "SLURM_JOB_NODELIST: invalid hostlist 'n[2-1]'",
+        ),
+        ({"SLURM_PROCID": "a", "SLURM_NTASKS": "2"}, "SLURM_PROCID must be an integer >= 0"),
+    ],
+)
+def test_resolve_errors(env: Mapping[str, str], words: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(words)):
+        resolve(env)
+
+
+def test_as_env_round_trips() -> None:
+    d = resolve(SLURM_STEP)
+    again = resolve(d.as_env())
+    assert again == DistEnv(5, 1, 8, 4, 1, "gpu07", 23456, "torchrun")
+
+
+# --- init: real process groups -------------------------------------------------------------
+
+needs_torch = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="torch is not installed"
+)
+
+WORKER = """
+import os, sys
+import torch
+import torch.distributed as dist
+from hpc_helpers.distributed import cleanup, init
+
+force = sys.argv[1] == "force"
+d = init(timeout_s=60, force_init=force)
+if dist.is_initialized():
+    t = torch.tensor([float(d.rank + 1)])
+    dist.all_reduce(t)
+    total, backend = t.item(), dist.get_backend()
+else:
+    total, backend = None, None
+print(d.source, d.rank, d.world_size, d.local_rank, total, backend,
+      os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"], os.environ["RANK"],
+      os.environ["WORLD_SIZE"], os.environ["LOCAL_RANK"])
+cleanup()
+"""
+
+
+def _run_group(
+    tmp_path: Path,
+    child_env: Callable[[Mapping[str, str] | None], dict[str, str]],
+    envs: list[dict[str, str]],
+    mode: str = "plain",
+) -> list[list[str]]:
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), mode],
+            env=child_env(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for env in envs
+    ]
+    lines = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        lines.append(out.split())
+    return lines
+
+
+def _free_job_id() -> int:
+    for job_id in range(4321, 20000, 131):
+        if ports.is_free(ports.derive_port(job_id)):
+            return job_id
+    pytest.skip("no free derived port")
+
+
+@needs_torch
+def test_init_two_slurm_tasks_all_reduce(
+    tmp_path: Path, child_env: Callable[[Mapping[str, str] | None], dict[str, str]]
+) -> None:
+    job_id = _free_job_id()
+    port = str(ports.derive_port(job_id))
+    common = {
+        "SLURM_JOB_ID": str(job_id),
+        "SLURM_NTASKS": "2",
+        "SLURM_NODEID": "0",
+        "SLURM_STEP_TASKS_PER_NODE": "2",
+        "SLURM_STEP_NODELIST": "localhost",
+    }
+    envs = [{**common, "SLURM_PROCID": str(r), "SLURM_LOCALID": str(r)} for r in range(2)]
+    lines = _run_group(tmp_path, child_env, envs)
+    assert lines == [
+        ["slurm", "0", "2", "0", "3.0", "gloo", "localhost", port, "0", "2", "0"],
+        ["slurm", "1", "2", "1", "3.0", "gloo", "localhost", port, "1", "2", "1"],
+    ]
+
+
+@needs_torch
+def test_init_two_torchrun_processes_all_reduce(
+    tmp_path: Path, child_env: Callable[[Mapping[str, str] | None], dict[str, str]]
+) -> None:
+    port = str(ports.ephemeral_port())
+    common = {"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+    envs = [{**common, "RANK": str(r), "LOCAL_RANK": str(r)} for r in range(2)]
+    lines = _run_group(tmp_path, child_env, envs)
+    assert [line[:6] for line in lines] == [
+        ["torchrun", "0", "2", "0", "3.0", "gloo"],
+        ["torchrun", "1", "2", "1", "3.0", "gloo"],
+    ]
+
+
+@needs_torch
+def test_init_single_process_skips_unless_forced(
+    tmp_path: Path, child_env: Callable[[Mapping[str, str] | None], dict[str, str]]
+) -> None:
+    (plain,) = _run_group(tmp_path, child_env, [{}])
+    assert plain[:6] == ["single", "0", "1", "0", "None", "None"]
+    (forced,) = _run_group(tmp_path, child_env, [{}], mode="force")
+    assert forced[:6] == ["single", "0", "1", "0", "1.0", "gloo"]
