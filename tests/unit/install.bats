@@ -1,0 +1,49 @@
+#!/usr/bin/env bats
+# hpc_files/install.sh: a self-contained hpc_files/ in a project; templates never overwritten.
+
+setup() {
+  load '../helpers/common'
+  project="$(hpc_test_tmp)/my project"
+}
+
+@test "installs the submitter, its library, profiles, runner and helpers; says what it did" {
+  mkdir -p "$project"
+  run bash "$HPC_ROOT/hpc_files/install.sh" "$project"
+  assert_success
+  assert_line "installed the toolkit in $project/hpc_files (job_submitter.sh, lib/, clusters/, virtual_env_hpc_files/, python_helpers/)"
+  assert_line "added the template $project/hpc_files/experiment_configurations.txt: edit it"
+  for f in job_submitter.sh job_step.sh lib/hpc_job.bash lib/hpc_configs.bash clusters/local.yaml \
+    virtual_env_hpc_files/install_venv.sh python_helpers/src/hpc_helpers/__init__.py; do
+    [ -f "$project/hpc_files/$f" ] || fail "missing $f"
+  done
+  run bash "$project/hpc_files/job_submitter.sh" --help
+  assert_success
+  assert_line --index 0 "Usage: bash job_submitter.sh [options]"
+}
+
+@test "a second run updates the toolkit's files and keeps the user's configuration" {
+  mkdir -p "$project"
+  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
+  printf 'python mine.py\n' >"$project/hpc_files/experiment_configurations.txt"
+  printf 'stale\n' >"$project/hpc_files/lib/hpc_job.bash"
+  run bash "$HPC_ROOT/hpc_files/install.sh" "$project"
+  assert_success
+  assert_line "kept your $project/hpc_files/experiment_configurations.txt"
+  assert_equal "$(cat "$project/hpc_files/experiment_configurations.txt")" "python mine.py"
+  cmp "$HPC_ROOT/hpc_files/lib/hpc_job.bash" "$project/hpc_files/lib/hpc_job.bash"
+}
+
+@test "bad input: no folder, a missing folder, two words: exit 2, nothing made" {
+  run bash "$HPC_ROOT/hpc_files/install.sh"
+  assert_equal "$status" 2
+  assert_output "install.sh: PROJECT_DIR: missing; usage: bash hpc_files/install.sh PROJECT_DIR"
+  run bash "$HPC_ROOT/hpc_files/install.sh" "$project"
+  assert_equal "$status" 2
+  assert_output "install.sh: PROJECT_DIR: '$project' is not a folder"
+  [ ! -e "$project" ]
+  mkdir -p "$project"
+  run bash "$HPC_ROOT/hpc_files/install.sh" "$project" extra
+  assert_equal "$status" 2
+  assert_output "install.sh: extra: unexpected word; usage: bash hpc_files/install.sh PROJECT_DIR"
+  [ ! -e "$project/hpc_files" ]
+}
