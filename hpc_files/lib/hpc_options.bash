@@ -87,8 +87,9 @@ hpc_opt_parse() {
     fi
 
     if ((have_value == 0)); then
-      # A missing value, also as the last word: never take the next option as the value.
-      if (($# == 0)) || [[ $1 == -?* ]]; then hpc_die_usage "$name" "needs a value"; fi
+      # A missing value, also as the last word: never take the next option as the value. A
+      # negative number is a value, so that the option's own check says what it accepts.
+      if (($# == 0)) || [[ $1 == -?* && ! $1 =~ ^-[0-9] ]]; then hpc_die_usage "$name" "needs a value"; fi
       value=$1
       shift
     fi
@@ -143,14 +144,26 @@ hpc_opt_set() {
       hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of nodes, 1 or more"
       hpc_opt_num_nodes=$((10#$value))
       ;;
-    -C/--configs) hpc_opt_configs=$value ;;
+    -C/--configs)
+      # Empty would silently mean the default file.
+      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: the path of a configs file"
+      hpc_opt_configs=$value
+      ;;
     -p/--partition)
       [[ $value =~ ^[A-Za-z0-9_.,-]+$ ]] || hpc_die_usage "$name" "'$value' is not a partition name"
       hpc_opt_partition=$value
       ;;
-    --cluster) hpc_opt_cluster=$value ;;
-    -w/--wandb-sweepid) hpc_opt_wandb_sweepid=$value ;;
-    -s/--singularity-container) hpc_opt_singularity=$value ;;
+    --cluster)
+      # A profile's name, never a path (empty would silently mean "match the hostname").
+      [[ $value =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ ]] ||
+        hpc_die_usage "$name" "'$value' is not accepted; accepted: the name of a profile in hpc_files/clusters/"
+      hpc_opt_cluster=$value
+      ;;
+    -w/--wandb-sweepid | -s/--singularity-container)
+      # Empty would silently mean "not given".
+      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value"
+      if [[ $name == -w/* ]]; then hpc_opt_wandb_sweepid=$value; else hpc_opt_singularity=$value; fi
+      ;;
   esac
 }
 

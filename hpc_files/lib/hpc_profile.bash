@@ -29,7 +29,8 @@ hpc_python_for_helpers() {
 hpc_helpers_cli() {
   local py
   py=$(hpc_python_for_helpers) || return 1
-  PYTHONPATH="$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}" "$py" -m hpc_helpers "$@"
+  # No __pycache__ in the toolkit's folder: a --dry-run creates nothing.
+  PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}" "$py" -m hpc_helpers "$@"
 }
 
 # hpc_profile_read_file FILE: sets hpc_profile_text to FILE's content (no subshell, no fork).

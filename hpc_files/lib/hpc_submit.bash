@@ -8,7 +8,8 @@
 # hpc_files/ in the toolkit's repository and inside it in an installed project.
 hpc_submit_locate() {
   local toolkit
-  hpc_source_dir=$(cd "$hpc_files_dir/.." && pwd)
+  hpc_source_dir=${hpc_files_dir%/*}
+  hpc_source_dir=${hpc_source_dir:-/}
   toolkit=$hpc_source_dir
   [[ -d $hpc_files_dir/virtual_env_hpc_files ]] && toolkit=$hpc_files_dir
   # shellcheck disable=SC2034 # read by venv_runner.bash
@@ -28,7 +29,8 @@ hpc_submit_configs() {
 # hpc_submit_environment: prints the environment the job's program gets, and flags references of
 # the configs file that nothing will define in the job.
 hpc_submit_environment() {
-  local name value required defined
+  # Locals named so that no configs file uses them: ${!_hpc_env_name} must see only the caller's variables.
+  local _hpc_env_name _hpc_env_value _hpc_env_required _hpc_env_defined
   printf 'source_dir=%s\nproject_name=%s\nscratch_dir=%s\nexp_name=%s\nnum_nodes=%s\ngpus_per_node=%s\n' \
     "$hpc_plan_source_dir" "$hpc_plan_project_name" "$hpc_plan_scratch_dir" "$hpc_plan_exp_name" \
     "$hpc_plan_nodes" "$hpc_plan_gpus"
@@ -41,24 +43,25 @@ hpc_submit_environment() {
     printf 'MASTER_ADDR=(the first node)\nMASTER_PORT=%s\n' "${MASTER_PORT:-(derived from the job id, checked free)}"
   printf 'PYTHONPATH=%s (the toolkit'"'"'s hpc_helpers) and the venv %s\n' "$hpc_python_helpers_dir/src" "$hpc_plan_venv"
   printf 'and the rest of this shell'"'"'s environment, as sbatch passes it on.\n'
-  while IFS= read -r name; do
-    required=1
-    [[ $name == *:- ]] && required=0 && name=${name%:-}
-    case $name in
-      source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) defined="defined by the job" ;;
+  while IFS= read -r _hpc_env_name; do
+    _hpc_env_required=1
+    [[ $_hpc_env_name == *:- ]] && _hpc_env_required=0 && _hpc_env_name=${_hpc_env_name%:-}
+    case $_hpc_env_name in
+      source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) _hpc_env_defined="defined by the job" ;;
       *)
-        if [[ -n ${!name+x} ]]; then
-          value=${!name}
-          [[ $name != *KEY* && $name != *TOKEN* && $name != *SECRET* && $name != *PASSWORD* ]] || value='(masked)'
-          defined="from this shell: $value"
-        elif ((required)); then
-          defined="NOT DEFINED: the job will fail before the program starts"
+        if [[ -n ${!_hpc_env_name+x} ]]; then
+          _hpc_env_value=${!_hpc_env_name}
+          # Secrets by name, in any case (wandb_api_key too).
+          case ${_hpc_env_name^^} in *KEY* | *TOKEN* | *SECRET* | *PASSWORD*) _hpc_env_value='(masked)' ;; esac
+          _hpc_env_defined="from this shell: $_hpc_env_value"
+        elif ((_hpc_env_required)); then
+          _hpc_env_defined="NOT DEFINED: the job will fail before the program starts"
         else
-          defined="not defined: its default is used"
+          _hpc_env_defined="not defined: its default is used"
         fi
         ;;
     esac
-    printf 'configs file uses $%s: %s\n' "$name" "$defined"
+    printf 'configs file uses $%s: %s\n' "$_hpc_env_name" "$_hpc_env_defined"
   done < <(hpc_configs_references "${hpc_configs_words[@]}")
 }
 
@@ -73,7 +76,8 @@ hpc_submit_dry_run() {
   printf ' JOB_SCRIPT\n\n== job script\n%s\n\n== environment of the program\n' "$script"
   hpc_submit_environment
   printf '\n== summary\n%s\n' "$(hpc_plan_summary)"
-  if ! hpc_venv_is_ready "$hpc_plan_venv" "$(hpc_venv_stamp "$(hpc_venv_deps_file "$hpc_plan_source_dir")")"; then
+  hpc_venv_expect "$hpc_plan_source_dir"
+  if ! hpc_venv_is_ready "$hpc_plan_venv" "$hpc_venv_stamp"; then
     printf 'The virtual environment %s would be built first by an install job.\n' "$hpc_plan_venv"
   fi
   if command -v sbatch >/dev/null 2>&1; then
@@ -98,7 +102,7 @@ hpc_submit_confirm() {
 
 # hpc_submit_main ARGS...: the whole submission.
 hpc_submit_main() {
-  local script final id out
+  local final id out
   hpc_opt_defaults
   hpc_opt_parse "$@"
   if ((hpc_opt_help)); then
@@ -120,21 +124,22 @@ hpc_submit_main() {
     exit 1
   fi
 
-  mkdir -p -- "$hpc_plan_outputs_dir" "$hpc_plan_checkpoints_dir" ||
-    hpc_die "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir"
+  if [[ ! -d $hpc_plan_outputs_dir || ! -d $hpc_plan_checkpoints_dir ]]; then
+    mkdir -p -- "$hpc_plan_outputs_dir" "$hpc_plan_checkpoints_dir" ||
+      hpc_die "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir"
+  fi
   hpc_venv_ensure
 
-  script=$(mktemp "$hpc_plan_outputs_dir/.${hpc_plan_exp_name}_${hpc_plan_kind}.XXXXXX")
-  hpc_plan_render_script >"$script"
-  if ! out=$(sbatch --parsable "${hpc_plan_sbatch_args[@]}" "$script" 2>&1); then
-    rm -f -- "${script:?}"
+  # sbatch reads the script from its standard input; the file is written once the job id is
+  # known, beside the job's output and named like it (SLURM keeps its own copy of what it runs).
+  hpc_plan_render
+  if ! out=$(sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
     hpc_die "sbatch refused the job: $out"
   fi
   id=${out##*$'\n'}
   id=${id%%;*}
-  # Kept beside the job's output, named like it (SLURM keeps its own copy of what it runs).
   final=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_$id.sh
-  mv -f -- "$script" "$final"
-  printf 'Submitted job %s (%s)\n' "$id" "$(hpc_plan_summary)"
+  printf '%s' "$hpc_plan_script" >"$final" || hpc_say "job $id was submitted, but its script could not be kept as $final"
+  printf 'Submitted job %s (%s)\n' "$id" "$hpc_plan_summary"
   printf 'Job script: %s\nOutput:     %s\nFollow it:  tail -F %q\n' "$final" "${hpc_plan_output//%j/$id}" "${hpc_plan_output//%j/$id}"
 }
