@@ -43,10 +43,11 @@ copy_tree "$src/lib" "$dest/lib"
 copy_tree "$src/clusters" "$dest/clusters"
 copy_tree "$repo/virtual_env_hpc_files" "$dest/virtual_env_hpc_files"
 [[ ! -d $repo/singularity_hpc_files ]] || copy_tree "$repo/singularity_hpc_files" "$dest/singularity_hpc_files"
+copy_tree "$repo/plai_cleanups" "$dest/plai_cleanups"
 mkdir -p -- "$dest/python_helpers"
 copy_tree "$repo/python_helpers/src" "$dest/python_helpers/src"
 cp -- "$repo/python_helpers/pyproject.toml" "$dest/python_helpers/pyproject.toml"
-echo "installed the toolkit in $dest (job_submitter.sh, lib/, clusters/, virtual_env_hpc_files/, python_helpers/)"
+echo "installed the toolkit in $dest (job_submitter.sh, lib/, clusters/, virtual_env_hpc_files/, plai_cleanups/, python_helpers/)"
 for file in experiment_configurations.txt sweeper.yml; do
   [[ -f $src/$file ]] || continue
   if [[ -e $dest/$file ]]; then

@@ -77,23 +77,77 @@ hpc_job_tmpdir_remove() {
   rm -rf --one-file-system -- "${path:?}"
 }
 
-# hpc_job_guard: the phase-1 task of one node (job_step.sh guard). Makes the node's SLURM_TMPDIR,
-# prints 'ready NODE' (or 'failed NODE'), then waits for SIGUSR2 (normal end) or SIGTERM
-# (scancel, time limit) and removes what it made.
+# hpc_job_node_tmpdir: sets hpc_job_node_tmpdir to this node's SLURM_TMPDIR: the cluster's, or the
+# one this job makes (emulated mode).
+hpc_job_node_tmpdir() {
+  if [[ ${HPC_JOB_TMPDIR_MODE:-provided} == emulated ]]; then
+    hpc_job_node_tmpdir=$(hpc_job_tmpdir_path) || return 1
+  else
+    hpc_job_node_tmpdir=${SLURM_TMPDIR:?}
+  fi
+}
+
+# hpc_job_copy_back TMPDIR: copies the --copy-back paths (relative to TMPDIR) to
+# ${scratch_dir}/${exp_name}/; returns 1 when any copy fails (nothing is removed then).
+hpc_job_copy_back() {
+  local tmpdir=$1 rel dest=${scratch_dir:?}/${exp_name:?} rc=0
+  [[ -n ${HPC_JOB_COPY_BACK:-} ]] || return 0
+  local -a paths
+  mapfile -t paths <<<"$HPC_JOB_COPY_BACK"
+  mkdir -p -- "$dest" || return 1
+  for rel in "${paths[@]}"; do
+    [[ -n $rel ]] || continue
+    if [[ ! -e $tmpdir/$rel ]]; then
+      hpc_job_log "copy-back: $rel is not in SLURM_TMPDIR; nothing to copy"
+      continue
+    fi
+    if ! mkdir -p -- "$dest/$(dirname -- "$rel")" || ! cp -a -- "$tmpdir/$rel" "$dest/$(dirname -- "$rel")/"; then
+      hpc_job_log "copy-back of $rel to $dest FAILED"
+      rc=1
+    fi
+  done
+  ((rc)) || hpc_job_log "copied back to $dest: $(printf '%s ' "${paths[@]}")"
+  return "$rc"
+}
+
+# hpc_job_guard: the phase-1 task of one node (job_step.sh guard). Makes the node's SLURM_TMPDIR
+# (emulated mode), unpacks the data archive into it, prints 'ready NODE' (or 'failed NODE'), then
+# waits for SIGUSR2 (normal end) or SIGTERM (scancel, time limit), copies back (first node) and
+# removes what it made, only after the copy succeeded.
 hpc_job_guard() {
-  local path sleeper
-  if ! path=$(hpc_job_tmpdir_path) || ! hpc_job_tmpdir_make "$path"; then
+  local path sleeper made=0
+  if ! hpc_job_node_tmpdir; then
     printf 'failed %s\n' "$SLURMD_NODENAME"
     exit 1
   fi
+  path=$hpc_job_node_tmpdir
+  if [[ $HPC_JOB_TMPDIR_MODE == emulated ]]; then
+    if ! hpc_job_tmpdir_make "$path"; then
+      printf 'failed %s\n' "$SLURMD_NODENAME"
+      exit 1
+    fi
+    made=1
+  fi
   # shellcheck disable=SC2317,SC2329 # invoked by the traps below
   hpc_job_guard_end() {
+    local rc=0
     trap '' TERM USR2 INT
     [[ -z ${sleeper:-} ]] || kill "$sleeper" 2>/dev/null || true
-    hpc_job_tmpdir_remove "$path" || hpc_job_log "could not remove $path"
-    exit 0
+    if [[ ${SLURM_NODEID:-0} == 0 ]] && ! hpc_job_copy_back "$path"; then
+      hpc_job_log "copy-back failed: $path is kept"
+      exit 1
+    fi
+    if ((made)); then
+      hpc_job_tmpdir_remove "$path" || { hpc_job_log "could not remove $path" && rc=1; }
+    fi
+    exit "$rc"
   }
   trap hpc_job_guard_end TERM USR2 INT
+  if [[ -n ${HPC_JOB_DATA_ARCHIVE:-} ]] && ! hpc_stage_extract "$HPC_JOB_DATA_ARCHIVE" "$path"; then
+    printf 'failed %s\n' "$SLURMD_NODENAME"
+    ((made == 0)) || hpc_job_tmpdir_remove "$path" || true
+    exit 1
+  fi
   printf 'ready %s\n' "$SLURMD_NODENAME"
   sleep infinity &
   sleeper=$!
@@ -112,22 +166,25 @@ hpc_job_start_guards() {
   hpc_job_guard_pid=$hpc_job_guards_PID
   while ((ready < SLURM_JOB_NUM_NODES)); do
     if ! IFS= read -r -t 120 line <&"${hpc_job_guards[0]}"; then
-      hpc_job_fail "tmpdir" "not every node made its SLURM_TMPDIR within 120 s"
+      hpc_job_fail "node setup" "not every node made its SLURM_TMPDIR and staged its data within 120 s"
     fi
     case $line in
       ready\ *) ready=$((ready + 1)) ;;
-      failed\ *) hpc_job_fail "tmpdir" "node ${line#failed } could not make its SLURM_TMPDIR (see above)" ;;
+      failed\ *) hpc_job_fail "node setup" "node ${line#failed } could not make its SLURM_TMPDIR or stage its data (see above)" ;;
     esac
   done
 }
 
-# hpc_job_stop_guards: phase 3. Tells every guard to clean up and waits for them.
+# hpc_job_stop_guards: phase 3. Tells every guard to copy back and clean up, and waits for them;
+# returns 1 when a guard failed (a failed copy-back).
 hpc_job_stop_guards() {
+  local rc=0
   [[ -n ${hpc_job_guard_pid:-} ]] || return 0
   # srun forwards SIGUSR2 to its tasks (SIGTERM to srun itself would SIGKILL them).
   kill -USR2 "$hpc_job_guard_pid" 2>/dev/null || true
-  wait "$hpc_job_guard_pid" 2>/dev/null || true
+  wait "$hpc_job_guard_pid" 2>/dev/null || rc=$?
   hpc_job_guard_pid=
+  ((rc == 0)) || return 1
 }
 
 # hpc_job_master: exports MASTER_ADDR (this, the first node) and MASTER_PORT (a preset one wins,
@@ -153,10 +210,29 @@ hpc_job_load_modules() {
   module load "${hpc_job_modules[@]}" || hpc_job_fail "modules" "module load ${hpc_job_modules[*]} failed"
 }
 
-# hpc_job_forward SIGNAL: the batch shell's trap: passes SIGNAL on to the program.
+# hpc_job_forward SIGNAL: the batch shell's trap: passes SIGNAL on to the program (srun passes it
+# on to every task; the torchrun agents pass it on to their workers).
 hpc_job_forward() {
-  hpc_job_log "received SIG$1; passing it to the program"
+  if [[ $1 == "${HPC_WARNING_SIGNAL:-}" ]]; then
+    hpc_job_warned=1
+    hpc_job_log "time-limit warning (SIG$1): passing it to the program, then waiting for it to finish"
+  else
+    hpc_job_log "received SIG$1; passing it to the program"
+  fi
   [[ -z ${hpc_job_program_pid:-} ]] || kill -"$1" "$hpc_job_program_pid" 2>/dev/null || true
+}
+
+# hpc_job_maybe_requeue: after a warned run, requeues this job (once, from the batch shell) while
+# it has restarts left (--requeue N: SLURM_RESTART_COUNT < N).
+hpc_job_maybe_requeue() {
+  local restarts=${SLURM_RESTART_COUNT:-0}
+  ((hpc_job_warned && hpc_job_requeue_max > 0)) || return 0
+  if ((restarts >= hpc_job_requeue_max)); then
+    hpc_job_log "not requeued: $restarts restart(s) done of the $hpc_job_requeue_max allowed"
+    return 0
+  fi
+  hpc_job_log "requeueing (restart $((restarts + 1)) of $hpc_job_requeue_max)"
+  scontrol requeue "${SLURM_JOB_ID:?}" || hpc_job_log "scontrol requeue $SLURM_JOB_ID failed"
 }
 
 # hpc_job_run_program: phase 2. Starts the program with its launcher in the background and
@@ -206,27 +282,43 @@ hpc_job_run_program() {
 
 # hpc_job_main: the batch shell's whole job (the generated script's last line).
 hpc_job_main() {
+  local needs_guards=0 cleanup_rc=0
   export HPC_JOB_T0=${HPC_JOB_T0:-$EPOCHREALTIME}
   export HPC_JOB_LAUNCHER=$hpc_job_launcher HPC_JOB_RUNNER=$hpc_job_runner HPC_JOB_VENV=$hpc_job_venv
   export HPC_JOB_PYTHON_HELPERS=$hpc_job_python_helpers
   export HPC_JOB_TMPDIR_ROOT=$hpc_job_tmpdir_root
-  hpc_job_log "job ${SLURM_JOB_ID} ($hpc_job_runner, launcher $hpc_job_launcher) on ${SLURM_JOB_NODELIST}: $num_nodes node(s) x $gpus_per_node GPU(s)"
+  export HPC_JOB_DATA_ARCHIVE=${hpc_job_data_archive:-}
+  export HPC_JOB_COPY_BACK=${hpc_job_copy_back:-}
+  # The program learns which signal warns of the time limit (hpc_helpers.signals reads it).
+  export HPC_WARNING_SIGNAL=${hpc_job_signal:-USR1}
+  export HPC_RESTART_COUNT=${SLURM_RESTART_COUNT:-0}
+  hpc_job_warned=0
+  hpc_job_requeue_max=${hpc_job_requeue_max:-0}
+  hpc_job_log "job ${SLURM_JOB_ID} ($hpc_job_runner, launcher $hpc_job_launcher) on ${SLURM_JOB_NODELIST}: $num_nodes node(s) x $gpus_per_node GPU(s), restart $HPC_RESTART_COUNT"
   hpc_job_load_modules
 
+  # Signals first: from here on, a warning or a TERM reaches the program, or is noted.
+  trap 'hpc_job_forward TERM' TERM
+  trap 'hpc_job_forward INT' INT
+  # shellcheck disable=SC2064 # the signal's name is fixed for the job
+  trap "hpc_job_forward $HPC_WARNING_SIGNAL" "$HPC_WARNING_SIGNAL"
+
   # SLURM_TMPDIR: the cluster's, or one this job makes on every node.
-  case $hpc_job_tmpdir_provided in
-    true) [[ -d ${SLURM_TMPDIR:-} ]] || hpc_job_fail "tmpdir" "the cluster profile says SLURM_TMPDIR is provided, but this job has none" ;;
-    auto) ;;
-  esac
+  if [[ $hpc_job_tmpdir_provided == true && ! -d ${SLURM_TMPDIR:-} ]]; then
+    hpc_job_fail "tmpdir" "the cluster profile says SLURM_TMPDIR is provided, but this job has none"
+  fi
   if [[ $hpc_job_tmpdir_provided != true && ! -d ${SLURM_TMPDIR:-} ]]; then
     export HPC_JOB_TMPDIR_MODE=emulated
     unset SLURM_TMPDIR
-    trap 'hpc_job_forward TERM' TERM
-    # However the batch shell ends, the guards are told to clean up.
-    trap hpc_job_stop_guards EXIT
-    hpc_job_start_guards
+    needs_guards=1
   else
     export HPC_JOB_TMPDIR_MODE=provided
+  fi
+  [[ -z $HPC_JOB_DATA_ARCHIVE && -z $HPC_JOB_COPY_BACK ]] || needs_guards=1
+  if ((needs_guards)); then
+    # However the batch shell ends, the guards are told to copy back and clean up.
+    trap hpc_job_stop_guards EXIT
+    hpc_job_start_guards
   fi
 
   if [[ $hpc_job_launcher != none ]]; then
@@ -234,17 +326,20 @@ hpc_job_main() {
     hpc_job_log "rendezvous at $MASTER_ADDR:$MASTER_PORT"
   fi
 
-  trap 'hpc_job_forward TERM' TERM
-  trap 'hpc_job_forward INT' INT
-  trap 'hpc_job_forward USR1' USR1
   hpc_job_run_program
-  trap - TERM INT USR1
-  hpc_job_stop_guards
+  trap - TERM INT "$HPC_WARNING_SIGNAL"
   if ((hpc_job_status == 0)); then
     hpc_job_log "the program finished successfully after $(hpc_job_elapsed) s"
   else
     hpc_job_log "the program failed with exit status $hpc_job_status after $(hpc_job_elapsed) s"
   fi
+  hpc_job_stop_guards || cleanup_rc=$?
+  trap - EXIT
+  if ((cleanup_rc != 0)); then
+    hpc_job_log "FAILED at step 'copy-back': see above"
+    ((hpc_job_status != 0)) || hpc_job_status=1
+  fi
+  hpc_job_maybe_requeue
   exit "$hpc_job_status"
 }
 
@@ -287,5 +382,24 @@ hpc_job_task() {
   if [[ ${SLURM_LOCALID:-0} == 0 ]]; then
     hpc_job_log "starting after $(hpc_job_elapsed) s: $(printf '%q ' "${argv[@]}")"
   fi
-  exec "${argv[@]}"
+  [[ $HPC_JOB_LAUNCHER == torchrun ]] || exec "${argv[@]}"
+  hpc_job_torchrun_agent "${argv[@]}"
+}
+
+# hpc_job_torchrun_agent ARGV...: runs the torchrun agent and passes the time-limit warning on to
+# its workers: the agent itself would die of it (it handles only TERM, INT, HUP and QUIT).
+hpc_job_torchrun_agent() {
+  local agent status=0
+  "$@" &
+  agent=$!
+  # shellcheck disable=SC2064 # the agent's pid is fixed now
+  trap "pkill -$HPC_WARNING_SIGNAL -P $agent 2>/dev/null || true" "$HPC_WARNING_SIGNAL"
+  # shellcheck disable=SC2064
+  trap "kill -TERM $agent 2>/dev/null || true" TERM
+  while :; do
+    wait "$agent" || status=$?
+    kill -0 "$agent" 2>/dev/null || break
+    status=0
+  done
+  exit "$status"
 }

@@ -10,7 +10,8 @@ hpc_opt_defaults() {
   hpc_opt_mem_per_gpu='' hpc_opt_gpu_type='' hpc_opt_exp_name='' hpc_opt_num_nodes=1
   hpc_opt_configs='' hpc_opt_partition='' hpc_opt_cluster=${HPC_CLUSTER:-} hpc_opt_dry_run=0
   hpc_opt_yes=0 hpc_opt_wandb_sweepid='' hpc_opt_singularity='' hpc_opt_help=0
-  hpc_opt_data=()
+  hpc_opt_requeue=0 hpc_opt_signal_lead=''
+  hpc_opt_data=() hpc_opt_copy_back=()
 }
 
 # hpc_opt_is_count VALUE MIN: true when VALUE is a decimal integer >= MIN (no sign, no spaces).
@@ -31,6 +32,16 @@ hpc_opt_check_time() {
 # hpc_opt_check_mem VALUE: true for a positive whole amount with a unit: 512M, 10G, 1T (K too).
 hpc_opt_check_mem() {
   [[ $1 =~ ^[0-9]{1,7}[KMGT]$ ]] && ((10#${1%?} > 0))
+}
+
+# hpc_opt_check_relative NAME PATH BASE: PATH must be a relative path that stays inside BASE.
+hpc_opt_check_relative() {
+  case /$2/ in
+    //) hpc_die_usage "$1" "'' is not accepted; accepted: a path relative to $3" ;;
+    //*) hpc_die_usage "$1" "'$2' is absolute; accepted: a path relative to $3" ;;
+    */../*) hpc_die_usage "$1" "'$2' leaves $3 (..); accepted: a path inside it" ;;
+  esac
+  [[ $2 != *$'\n'* ]] || hpc_die_usage "$1" "a path with a newline is not accepted"
 }
 
 # hpc_opt_parse ARGS...: parses job_submitter.sh's options into hpc_opt_* (after hpc_opt_defaults).
@@ -62,6 +73,9 @@ hpc_opt_parse() {
       -w | --wandb-sweepid) name=-w/--wandb-sweepid ;;
       -s | --singularity-container) name=-s/--singularity-container ;;
       -d | --data) name=-d/--data ;;
+      --copy-back) name=--copy-back ;;
+      --requeue) name=--requeue ;;
+      --signal-lead) name=--signal-lead ;;
       --dry-run | -y | --yes | -h | --help)
         ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
         case $opt in
@@ -75,14 +89,22 @@ hpc_opt_parse() {
       *) hpc_die_usage "$opt" "unexpected word (every value belongs to an option; see --help)" ;;
     esac
 
-    if [[ $name == -d/--data ]]; then
-      # The values of --data run until the next option.
-      ((have_value)) && hpc_opt_data+=("$value")
+    if [[ $name == -d/--data || $name == --copy-back ]]; then
+      # The values of --data and --copy-back run until the next option.
+      local -a values=()
+      ((have_value == 0)) || values+=("$value")
       while (($#)) && [[ $1 != -* ]]; do
-        hpc_opt_data+=("$1")
+        values+=("$1")
         shift
       done
-      ((${#hpc_opt_data[@]})) || hpc_die_usage "$name" "needs at least one path relative to \${SCRATCH}/\${project_name}"
+      if [[ $name == -d/--data ]]; then
+        ((${#values[@]})) || hpc_die_usage "$name" "needs at least one path relative to \${SCRATCH}/\${project_name}"
+        hpc_opt_data+=("${values[@]}")
+      else
+        ((${#values[@]})) || hpc_die_usage "$name" "needs at least one path relative to \${SLURM_TMPDIR}"
+        for value in "${values[@]}"; do hpc_opt_check_relative "$name" "$value" "\${SLURM_TMPDIR}"; done
+        hpc_opt_copy_back+=("${values[@]}")
+      fi
       continue
     fi
 
@@ -158,6 +180,14 @@ hpc_opt_set() {
       [[ $value =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ ]] ||
         hpc_die_usage "$name" "'$value' is not accepted; accepted: the name of a profile in hpc_files/clusters/"
       hpc_opt_cluster=$value
+      ;;
+    --requeue)
+      hpc_opt_is_count "$value" 0 || hpc_die_usage "$name" "'$value' is not accepted; accepted: how many times a warned job may requeue itself, 0 or more"
+      hpc_opt_requeue=$((10#$value))
+      ;;
+    --signal-lead)
+      hpc_opt_is_count "$value" 0 || hpc_die_usage "$name" "'$value' is not accepted; accepted: seconds before the time limit for the warning signal, 0 or more"
+      hpc_opt_signal_lead=$((10#$value))
       ;;
     -w/--wandb-sweepid | -s/--singularity-container)
       # Empty would silently mean "not given".

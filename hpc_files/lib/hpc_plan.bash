@@ -117,6 +117,17 @@ hpc_plan_make() {
     --output="$hpc_plan_output"
     --chdir="$hpc_plan_source_dir"
   )
+  # The time-limit warning goes to the batch shell (B:), which passes it on to the program.
+  hpc_plan_signal=$hpc_profile_signal_name
+  hpc_plan_signal_lead=${hpc_opt_signal_lead:-$hpc_profile_signal_lead_seconds}
+  hpc_plan_sbatch_args+=(--signal="B:$hpc_plan_signal@$hpc_plan_signal_lead")
+  hpc_plan_requeue=$hpc_opt_requeue
+  if ((hpc_plan_requeue > 0)); then
+    # Restarts append to the same log instead of truncating it.
+    hpc_plan_sbatch_args+=(--requeue --open-mode=append)
+  else
+    hpc_plan_sbatch_args+=(--no-requeue)
+  fi
   [[ -z $hpc_plan_gres ]] || hpc_plan_sbatch_args+=(--gres="$hpc_plan_gres")
   [[ -z $hpc_plan_account ]] || hpc_plan_sbatch_args+=(--account="$hpc_plan_account")
   [[ -z $hpc_plan_partition ]] || hpc_plan_sbatch_args+=(--partition="$hpc_plan_partition")
@@ -161,7 +172,11 @@ hpc_plan_render() {
   hpc_plan_emit '#!/bin/bash\n'
   for arg in "${hpc_plan_sbatch_args[@]}"; do
     # sbatch reads #SBATCH values in double quotes, so paths with spaces stay whole.
-    hpc_plan_emit '#SBATCH %s="%s"\n' "${arg%%=*}" "${arg#*=}"
+    if [[ $arg == *=* ]]; then
+      hpc_plan_emit '#SBATCH %s="%s"\n' "${arg%%=*}" "${arg#*=}"
+    else
+      hpc_plan_emit '#SBATCH %s\n' "$arg"
+    fi
   done
   local user='\u'
   # ${user@P} is the user name, as a prompt shows it, without starting id -un.
@@ -184,6 +199,12 @@ hpc_plan_render() {
   hpc_plan_emit 'hpc_job_python_helpers=%q\n' "$hpc_python_helpers_dir/src"
   hpc_plan_emit 'hpc_job_tmpdir_provided=%q\n' "$hpc_profile_tmpdir_provided"
   hpc_plan_emit 'hpc_job_tmpdir_root=%q\n' "$hpc_profile_tmpdir_root"
+  hpc_plan_emit 'hpc_job_signal=%q\n' "$hpc_plan_signal"
+  hpc_plan_emit 'hpc_job_requeue_max=%q\n' "$hpc_plan_requeue"
+  hpc_plan_emit 'hpc_job_data_archive=%q\n' "${hpc_plan_data_archive:-}"
+  local copy_back=''
+  ((${#hpc_opt_copy_back[@]} == 0)) || printf -v copy_back '%s\n' "${hpc_opt_copy_back[@]}"
+  hpc_plan_emit 'hpc_job_copy_back=%q\n' "${copy_back%$'\n'}"
   hpc_plan_emit 'hpc_job_modules=('
   ((${#hpc_profile_modules[@]} == 0)) || hpc_plan_emit ' %q' "${hpc_profile_modules[@]}"
   hpc_plan_emit ' )\n\n'

@@ -10,7 +10,7 @@ setup() {
   mkdir -p "$project"
   run bash "$HPC_ROOT/hpc_files/install.sh" "$project"
   assert_success
-  assert_line "installed the toolkit in $project/hpc_files (job_submitter.sh, lib/, clusters/, virtual_env_hpc_files/, python_helpers/)"
+  assert_line "installed the toolkit in $project/hpc_files (job_submitter.sh, lib/, clusters/, virtual_env_hpc_files/, plai_cleanups/, python_helpers/)"
   assert_line "added the template $project/hpc_files/experiment_configurations.txt: edit it"
   for f in job_submitter.sh job_step.sh lib/hpc_job.bash lib/hpc_configs.bash clusters/local.yaml \
     virtual_env_hpc_files/install_venv.sh python_helpers/src/hpc_helpers/__init__.py; do

@@ -291,8 +291,8 @@ EOT
 
 @test "resource ratios: sbatch gets <nodes, tasks, CPUs, memory, GRES, account, partition, time>" {
   make_ready_venv
-  # args | nodes | tasks per node | CPUs per task | mem | gres | account | partition | time | exp | kind
-  while IFS='|' read -r words nodes tasks cpus mem gres account partition time exp kind; do
+  # args | nodes | tasks per node | CPUs per task | mem | gres | account | partition | time | exp | kind | warning signal | requeue
+  while IFS='|' read -r words nodes tasks cpus mem gres account partition time exp kind signal requeue; do
     forget_calls
     read -ra args <<<"$words"
     submit -y "${args[@]}"
@@ -300,7 +300,8 @@ EOT
     argv_of sbatch 1
     want=(--parsable --job-name="my project-$exp" --nodes="$nodes" --ntasks-per-node="$tasks"
       --cpus-per-task="$cpus" --mem="$mem" --time="$time"
-      --output="$outputs/${exp}_${kind}_%j.out" --chdir="$project")
+      --output="$outputs/${exp}_${kind}_%j.out" --chdir="$project" --signal="$signal")
+    if [[ $requeue == yes ]]; then want+=(--requeue --open-mode=append); else want+=(--no-requeue); fi
     [[ -z $gres ]] || want+=(--gres="$gres")
     [[ -z $account ]] || want+=(--account="$account")
     [[ -z $partition ]] || want+=(--partition="$partition")
@@ -309,19 +310,21 @@ EOT
     assert_equal "$(<"$outputs/${exp}_${kind}_4242.sh")" "$(<"$stub_log/sbatch.1.script")"
     [[ -d "$SCRATCH/my project/$exp/checkpoints" ]]
   done <<'EOT'
--g 2 -c 3 -m 5G|1|1|6|10G|gpu:2||debug|00-00:10:00|default|venv-none
--g 1|1|1|1|1G|gpu:1||debug|00-00:10:00|default|venv-none
--g 0 -c 3|1|1|3|1G|||debug|00-00:10:00|default|venv-none
--W lightning -n 3 -g 2 -c 4 -m 2G|3|2|4|4G|gpu:2||debug|00-00:10:00|default|venv-lightning
--W torchrun -n 2 -g 2 -c 3|2|1|6|2G|gpu:2||debug|00-00:10:00|default|venv-torchrun
--W torchrun -g 1 -c 2 -e one|1|1|2|1G|gpu:1||debug|00-00:10:00|one|venv-torchrun
--p gpu -e exp1 -t 1-00:00:00 -a my-lab|1|1|1|1G|gpu:1|my-lab|gpu|1-00:00:00|exp1|venv-none
---cluster cedar -G v100l -g 2 -t 00-02:00:00|1|1|4|20G|gpu:v100l:2|rrg-kevinlb||00-02:00:00|default|venv-none
---cluster cedar -W lightning -n 2 -g 4 -G p100 -a def-fwood -m 16G|2|4|2|64G|gpu:p100:4|def-fwood||00-01:00:00|default|venv-lightning
---cluster cedar -g 1|1|1|2|10G|gpu:v100l:1|rrg-kevinlb||00-01:00:00|default|venv-none
---cluster cedar -g 0|1|1|2|8G||rrg-kevinlb||00-01:00:00|default|venv-none
---cluster plai -W torchrun -n 2 -g 8|2|1|16|80G|gpu:8||plai|00-01:00:00|default|venv-torchrun
---cluster generic -g 3|1|1|6|30G|gpu:3|||00-01:00:00|default|venv-none
+-g 2 -c 3 -m 5G|1|1|6|10G|gpu:2||debug|00-00:10:00|default|venv-none|B:USR1@30|no
+-g 1|1|1|1|1G|gpu:1||debug|00-00:10:00|default|venv-none|B:USR1@30|no
+-g 0 -c 3|1|1|3|1G|||debug|00-00:10:00|default|venv-none|B:USR1@30|no
+-W lightning -n 3 -g 2 -c 4 -m 2G|3|2|4|4G|gpu:2||debug|00-00:10:00|default|venv-lightning|B:USR1@30|no
+-W torchrun -n 2 -g 2 -c 3|2|1|6|2G|gpu:2||debug|00-00:10:00|default|venv-torchrun|B:USR1@30|no
+-W torchrun -g 1 -c 2 -e one|1|1|2|1G|gpu:1||debug|00-00:10:00|one|venv-torchrun|B:USR1@30|no
+-p gpu -e exp1 -t 1-00:00:00 -a my-lab|1|1|1|1G|gpu:1|my-lab|gpu|1-00:00:00|exp1|venv-none|B:USR1@30|no
+--cluster cedar -G v100l -g 2 -t 00-02:00:00|1|1|4|20G|gpu:v100l:2|rrg-kevinlb||00-02:00:00|default|venv-none|B:USR1@300|no
+--cluster cedar -W lightning -n 2 -g 4 -G p100 -a def-fwood -m 16G|2|4|2|64G|gpu:p100:4|def-fwood||00-01:00:00|default|venv-lightning|B:USR1@300|no
+--cluster cedar -g 1|1|1|2|10G|gpu:v100l:1|rrg-kevinlb||00-01:00:00|default|venv-none|B:USR1@300|no
+--cluster cedar -g 0|1|1|2|8G||rrg-kevinlb||00-01:00:00|default|venv-none|B:USR1@300|no
+--cluster plai -W torchrun -n 2 -g 8|2|1|16|80G|gpu:8||plai|00-01:00:00|default|venv-torchrun|B:USR1@300|no
+--cluster generic -g 3|1|1|6|30G|gpu:3|||00-01:00:00|default|venv-none|B:USR1@300|no
+-g 0 --requeue 3 --signal-lead 90 -e rq|1|1|1|1G|||debug|00-00:10:00|rq|venv-none|B:USR1@90|yes
+-g 0 --requeue=0 --signal-lead=0|1|1|1|1G|||debug|00-00:10:00|default|venv-none|B:USR1@0|no
 EOT
 }
 
@@ -368,7 +371,8 @@ EOT
   # The invocation, shell-quoted.
   local out=$outputs/default_venv-none_%j.out
   want=(--job-name="my project-default" --nodes=1 --ntasks-per-node=1 --cpus-per-task=6 --mem=2G
-    --time=00-00:10:00 --output="$out" --chdir="$project" --gres=gpu:2 --partition=debug)
+    --time=00-00:10:00 --output="$out" --chdir="$project" --signal=B:USR1@30 --no-requeue
+    --gres=gpu:2 --partition=debug)
   assert_line --index 0 "== sbatch invocation"
   assert_line --index 1 "sbatch$(printf ' %q' "${want[@]}") JOB_SCRIPT"
 

@@ -1,0 +1,613 @@
+# shellcheck shell=bash
+# hpc_configs.bash: the configs file (experiment_configurations.txt, or -C FILE) read into an
+# argument vector of templates at submission, and the safe $VAR expansion of those templates done
+# in the job on the compute node. Needs hpc_common.bash (hpc_say).
+#
+# The file holds ONE command, written as in a POSIX shell:
+#   - a backslash at the end of a line continues the command on the next line (a line that ends
+#     with a backslash as the last line of the file is an error); CRLF line ends count as LF and a
+#     UTF-8 byte order mark at the start is dropped;
+#   - blank lines are ignored; a '#' that starts a word outside quotes begins a comment that runs
+#     to the end of the line (a backslash inside a comment does not continue it, as in a shell: to
+#     leave out one line of a continued command, move it below the command instead);
+#   - words are split on unquoted spaces and tabs; 'single quotes' keep everything literal;
+#     "double quotes" keep everything but $ (references, below), and there a backslash escapes only
+#     $ ` " \ and a newline (which it removes); outside quotes a backslash makes the next character
+#     literal; adjacent parts join into one word: --name="my run" is the one word --name=my run;
+#   - the command ends at the first unquoted newline that is not continued. A second command later
+#     in the file is refused (naming its line), so that a forgotten trailing backslash never drops
+#     arguments silently; a configs file holds one command, as it always did;
+#   - unquoted ; & | < > ( ) are refused (with the line): pipes, redirections, command lists and
+#     subshells would need a shell. Quote them to pass them to the program as text.
+# References: $NAME, ${NAME} and ${NAME:-default} (NAME = [A-Za-z_][A-Za-z0-9_]*), outside quotes
+# or inside double quotes, are expanded in the job, from the job's environment, just before the
+# program starts; the default is written like the rest of the word (quotes and references allowed,
+# spaces kept) and is used when NAME is unset or empty, as in a shell. A word is one argument
+# whatever its values: never split, and kept when it expands to nothing (then it is an empty
+# argument; a shell would drop an unquoted one). Every other use of $ is plain text that reaches
+# the program as written, not an error: $(...), $((...)), ${#x}, ${x/a/b}, ${x-y}, $1, $@, $$, and
+# so are backquotes ($'...' is no ANSI-C quoting here: a plain $, then a single-quoted part). Outside single quotes, $(...), $((...)), ${...} and `...` stay one piece of
+# their word up to the matching close, as a shell would read them: '--stamp=$(date +%s)' and
+# --stamp=$(date +%s) both give the program the text --stamp=$(date +%s). Nothing is globbed
+# (*.py stays *.py), brace-expanded or tilde-expanded (write $HOME), and expanded values are
+# inserted verbatim: never split, globbed or expanded again.
+#
+# Why there is no eval: the file is user text. It is tokenised here in pure Bash (case patterns,
+# pattern removal and regular expressions over the text; no eval, bash -c, source or declare of
+# any of it, and no unquoted expansion that could split or glob), so nothing in it can run at
+# submission, and the job expands only the references above, by ${!NAME} after NAME has been
+# checked to be a name. Nothing in it can run in the job either. A 20-line file parses in 2 to
+# 3 ms on a slow 2-core machine (tests/unit/configs.bats checks that it stays under 10 ms).
+#
+# Templates (the hpc_configs_words elements, hpc_configs_expand's arguments): one per argument;
+# '\' makes the next character literal and an unescaped '$' begins a reference, written ${NAME} or
+# ${NAME:-default} by hpc_configs_read. A literal \ or $ from the file is stored as \\ or \$, and a
+# literal } inside a default as \}. Example: the file line
+#   python "train.py" --out="$SCRATCH/run 1" --tag='$x' ${SEED:-4\2}
+# gives the templates  python  train.py  --out=${SCRATCH}/run 1  --tag=\$x  ${SEED:-42}
+# The job script holds them as hpc_command=( $(hpc_configs_quote_templates ...) ) and runs
+# hpc_configs_expand "${hpc_command[@]}" && exec "${hpc_configs_argv[@]}".
+#
+# Internal names start with _hpc_configs_; a reference to such a name is not supported.
+
+# hpc_configs_words: the templates read by hpc_configs_read, one per argument.
+hpc_configs_words=()
+# hpc_configs_argv: the arguments made by hpc_configs_expand, one per template.
+hpc_configs_argv=()
+
+# Sets of characters for [...] patterns (always used quoted, so each character stands for itself;
+# names are spelt out, so that no locale's ranges can add letters to them).
+_hpc_configs_name_start='abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_'
+_hpc_configs_name_chars=${_hpc_configs_name_start}0123456789
+# What ends a run of ordinary characters: outside quotes; inside double quotes (a simple
+# double-quoted part has none of the first four); in a default outside quotes; in a template.
+_hpc_configs_special=$' \t\n\\\'"$`#;&|<>()'
+_hpc_configs_dq_stop='"\$`}'
+_hpc_configs_du_stop=$'\'"\\$`}'
+_hpc_configs_template_stop='\$}'
+# A comment; blank or comment lines; the last such line.
+_hpc_configs_re_comment=$'^#[^\n]*'
+_hpc_configs_re_blank_lines=$'^([ \t]*(#[^\n]*)?\n)*'
+_hpc_configs_re_blank_end=$'^[ \t]*(#[^\n]*)?$'
+
+# hpc_configs_read FILE: reads the configs file FILE into hpc_configs_words (templates, one per
+# argument). On bad input prints one line '-C/--configs: FILE: PROBLEM' and returns 2.
+hpc_configs_read() {
+  local LC_ALL=C
+  local _hpc_configs_file=${1-} _hpc_configs_text=''
+  hpc_configs_words=()
+  if [[ -z $_hpc_configs_file ]]; then
+    hpc_say "-C/--configs: no file name given"
+    return 2
+  fi
+  if [[ -d $_hpc_configs_file ]]; then
+    hpc_say "-C/--configs: $_hpc_configs_file: is a directory, not a file"
+    return 2
+  fi
+  if [[ ! -e $_hpc_configs_file ]]; then
+    hpc_say "-C/--configs: $_hpc_configs_file: no such file"
+    return 2
+  fi
+  if [[ ! -r $_hpc_configs_file ]] || ! : 2>/dev/null <"$_hpc_configs_file"; then
+    hpc_say "-C/--configs: $_hpc_configs_file: cannot be read (permission denied)"
+    return 2
+  fi
+  # read -d '' stops at a NUL byte and succeeds only when it found one.
+  if IFS= read -r -d '' _hpc_configs_text 2>/dev/null <"$_hpc_configs_file"; then
+    hpc_say "-C/--configs: $_hpc_configs_file: contains a NUL byte (not a text file)"
+    return 2
+  fi
+  _hpc_configs_text=${_hpc_configs_text#$'\xef\xbb\xbf'}
+  _hpc_configs_text=${_hpc_configs_text//$'\r\n'/$'\n'}
+
+  # Parser state, seen by the _hpc_configs_ helpers through Bash's dynamic scope.
+  local _hpc_configs_rest=$_hpc_configs_text _hpc_configs_line=1 _hpc_configs_word=''
+  local _hpc_configs_depth=0 _hpc_configs_error='' _hpc_configs_taken=''
+  local -a _hpc_configs_found=()
+  if ! _hpc_configs_parse; then
+    hpc_say "-C/--configs: $_hpc_configs_file: $_hpc_configs_error"
+    return 2
+  fi
+  if ((${#_hpc_configs_found[@]} == 0)); then
+    hpc_say "-C/--configs: $_hpc_configs_file: no command in it (only blank lines and comments)"
+    return 2
+  fi
+  # shellcheck disable=SC2034 # a result, read by the caller
+  hpc_configs_words=("${_hpc_configs_found[@]}")
+}
+
+# _hpc_configs_fail MESSAGE: records the parse error MESSAGE; returns 2.
+_hpc_configs_fail() {
+  _hpc_configs_error=$1
+  return 2
+}
+
+# _hpc_configs_take N: moves the first N characters of the text into _hpc_configs_taken, counting
+# the lines they end.
+_hpc_configs_take() {
+  _hpc_configs_taken=${_hpc_configs_rest:0:$1}
+  _hpc_configs_rest=${_hpc_configs_rest:$1}
+  local newlines=${_hpc_configs_taken//[!$'\n']/}
+  _hpc_configs_line=$((_hpc_configs_line + ${#newlines}))
+}
+
+# _hpc_configs_literal TEXT: appends TEXT to the word as literal text (\ $, and } in a default,
+# escaped with a backslash).
+_hpc_configs_literal() {
+  local text=$1
+  text=${text//\\/\\\\}
+  text=${text//\$/\\\$}
+  if ((_hpc_configs_depth > 0)); then
+    text=${text//\}/\\\}}
+  fi
+  _hpc_configs_word+=$text
+}
+
+# _hpc_configs_parse: splits the whole text into _hpc_configs_found; returns 2 on an error.
+# (Dispatch on the first character with case and pattern removal: faster in Bash than regular
+# expressions, which are compiled at every use.)
+_hpc_configs_parse() {
+  local started=0 part
+  while [[ -n $_hpc_configs_rest ]]; do
+    case $_hpc_configs_rest in
+      [!"$_hpc_configs_special"]*)
+        # Ordinary characters, and the blanks after them: the most common case.
+        part=${_hpc_configs_rest%%["$_hpc_configs_special"]*}
+        _hpc_configs_rest=${_hpc_configs_rest:${#part}}
+        if ((started)); then
+          _hpc_configs_word+=$part
+        else
+          _hpc_configs_word=$part
+          started=1
+        fi
+        if [[ $_hpc_configs_rest == [' '$'\t']* ]]; then
+          _hpc_configs_found+=("$_hpc_configs_word")
+          started=0
+          part=${_hpc_configs_rest%%[!$' \t']*}
+          _hpc_configs_rest=${_hpc_configs_rest:${#part}}
+        fi
+        continue
+        ;;
+      [' '$'\t']*)
+        if ((started)); then
+          _hpc_configs_found+=("$_hpc_configs_word")
+          started=0
+        fi
+        part=${_hpc_configs_rest%%[!$' \t']*}
+        _hpc_configs_rest=${_hpc_configs_rest:${#part}}
+        continue
+        ;;
+      $'\n'*)
+        if ((started)); then
+          _hpc_configs_found+=("$_hpc_configs_word")
+          started=0
+        fi
+        _hpc_configs_rest=${_hpc_configs_rest:1}
+        _hpc_configs_line=$((_hpc_configs_line + 1))
+        if ((${#_hpc_configs_found[@]})); then
+          # The end of the command: only blank lines and comments may follow.
+          _hpc_configs_after_command
+          return
+        fi
+        continue
+        ;;
+      $'\\\n'?*)
+        # A continued line: no word starts or ends here; the next line's indent goes too.
+        _hpc_configs_rest=${_hpc_configs_rest:2}
+        _hpc_configs_line=$((_hpc_configs_line + 1))
+        if [[ $_hpc_configs_rest == [' '$'\t']* && $started == 0 ]]; then
+          part=${_hpc_configs_rest%%[!$' \t']*}
+          _hpc_configs_rest=${_hpc_configs_rest:${#part}}
+        fi
+        continue
+        ;;
+      '#'*)
+        if ((!started)); then
+          # A comment: everything up to the newline, which stays.
+          [[ $_hpc_configs_rest =~ $_hpc_configs_re_comment ]]
+          _hpc_configs_rest=${_hpc_configs_rest:${#BASH_REMATCH[0]}}
+          continue
+        fi
+        ;;
+    esac
+    # Anything else is (part of) a word.
+    if ((!started)); then
+      started=1
+      _hpc_configs_word=''
+    fi
+    case $_hpc_configs_rest in
+      "'"*) _hpc_configs_squote || return ;;
+      '"'*) _hpc_configs_dquote || return ;;
+      ["\$\`"]*) _hpc_configs_dollar || return ;;
+      "\\"*) _hpc_configs_backslash_unquoted || return ;;
+      [';&|<>()']*)
+        _hpc_configs_fail "line $_hpc_configs_line: unquoted '${_hpc_configs_rest:0:1}': pipes, redirections, command lists and subshells are not supported (quote it to pass it to the program)"
+        return
+        ;;
+      '#'*)
+        _hpc_configs_word+='#'
+        _hpc_configs_rest=${_hpc_configs_rest:1}
+        ;;
+      *)
+        # A byte the locale cannot read as a character.
+        _hpc_configs_literal "${_hpc_configs_rest:0:1}"
+        _hpc_configs_rest=${_hpc_configs_rest:1}
+        ;;
+    esac
+    if [[ $_hpc_configs_rest == [' '$'\t']* ]]; then
+      # The blanks after a quoted part or a reference, at once.
+      _hpc_configs_found+=("$_hpc_configs_word")
+      started=0
+      part=${_hpc_configs_rest%%[!$' \t']*}
+      _hpc_configs_rest=${_hpc_configs_rest:${#part}}
+    fi
+  done
+  if ((started)); then
+    _hpc_configs_found+=("$_hpc_configs_word")
+  fi
+}
+
+# _hpc_configs_count_lines TEXT: adds the newlines in TEXT to the line number.
+_hpc_configs_count_lines() {
+  local newlines=${1//[!$'\n']/}
+  _hpc_configs_line=$((_hpc_configs_line + ${#newlines}))
+}
+
+# _hpc_configs_after_command: checks that only blank lines and comments follow the command;
+# returns 2 naming the line of a second command.
+_hpc_configs_after_command() {
+  [[ $_hpc_configs_rest =~ $_hpc_configs_re_blank_lines ]]
+  _hpc_configs_take "${#BASH_REMATCH[0]}"
+  if [[ ! $_hpc_configs_rest =~ $_hpc_configs_re_blank_end ]]; then
+    _hpc_configs_fail "line $_hpc_configs_line: a second command; the file holds one command (end a line with \\ to continue it)"
+  fi
+}
+
+# _hpc_configs_backslash_unquoted: a backslash outside quotes: continues the line before a
+# newline, else makes the next character literal.
+_hpc_configs_backslash_unquoted() {
+  case $_hpc_configs_rest in
+    "\\" | $'\\\n')
+      _hpc_configs_fail "trailing backslash at end of file (line $_hpc_configs_line)"
+      return
+      ;;
+    $'\\\n'*)
+      _hpc_configs_take 2
+      ;;
+    *)
+      _hpc_configs_literal "${_hpc_configs_rest:1:1}"
+      _hpc_configs_rest=${_hpc_configs_rest:2}
+      ;;
+  esac
+}
+
+# _hpc_configs_backslash_dquoted: a backslash inside double quotes: escapes only $ ` " \ and a
+# newline (which it removes); before anything else it is itself literal.
+_hpc_configs_backslash_dquoted() {
+  case $_hpc_configs_rest in
+    $'\\\n'*)
+      _hpc_configs_take 2
+      ;;
+    "\\\$"* | "\\\`"* | "\\\""* | "\\\\"*)
+      _hpc_configs_literal "${_hpc_configs_rest:1:1}"
+      _hpc_configs_rest=${_hpc_configs_rest:2}
+      ;;
+    *)
+      _hpc_configs_word+="\\\\"
+      _hpc_configs_rest=${_hpc_configs_rest:1}
+      ;;
+  esac
+}
+
+# _hpc_configs_squote: a single-quoted part: all of it literal.
+_hpc_configs_squote() {
+  local part=${_hpc_configs_rest:1}
+  part=${part%%\'*}
+  if [[ ${_hpc_configs_rest:${#part}+1:1} != "'" ]]; then
+    _hpc_configs_fail "unbalanced ' (single quote) opened on line $_hpc_configs_line"
+    return
+  fi
+  _hpc_configs_rest=${_hpc_configs_rest:${#part}+2}
+  if [[ $part == *$'\n'* ]]; then _hpc_configs_count_lines "$part"; fi
+  _hpc_configs_literal "$part"
+}
+
+# _hpc_configs_dquote: a double-quoted part, from its opening quote.
+_hpc_configs_dquote() {
+  local opened=$_hpc_configs_line part=${_hpc_configs_rest:1}
+  # The common case first: nothing in it but plain text.
+  part=${part%%["${_hpc_configs_dq_stop%\}}"]*}
+  if [[ ${_hpc_configs_rest:${#part}+1:1} == '"' ]]; then
+    _hpc_configs_rest=${_hpc_configs_rest:${#part}+2}
+    if [[ $part == *$'\n'* ]]; then _hpc_configs_count_lines "$part"; fi
+    if ((_hpc_configs_depth > 0)); then part=${part//\}/\\\}}; fi
+    _hpc_configs_word+=$part
+    return 0
+  fi
+  _hpc_configs_rest=${_hpc_configs_rest:1}
+  while [[ -n $_hpc_configs_rest ]]; do
+    case $_hpc_configs_rest in
+      '"'*)
+        _hpc_configs_rest=${_hpc_configs_rest:1}
+        return 0
+        ;;
+      "\\"*) _hpc_configs_backslash_dquoted ;;
+      ["\$\`"]*) _hpc_configs_dollar q || return ;;
+      '}'*)
+        _hpc_configs_literal '}'
+        _hpc_configs_rest=${_hpc_configs_rest:1}
+        ;;
+      *)
+        # Ordinary characters: nothing in them to escape.
+        part=${_hpc_configs_rest%%["$_hpc_configs_dq_stop"]*}
+        _hpc_configs_rest=${_hpc_configs_rest:${#part}}
+        if [[ $part == *$'\n'* ]]; then _hpc_configs_count_lines "$part"; fi
+        _hpc_configs_word+=$part
+        ;;
+    esac
+  done
+  _hpc_configs_fail "unbalanced \" (double quote) opened on line $opened"
+}
+
+# _hpc_configs_dollar [q]: a $ or ` (q: inside double quotes): a reference, or plain text.
+_hpc_configs_dollar() {
+  local context=${1:-u} name after opened=$_hpc_configs_line
+  case $_hpc_configs_rest in
+    \$\{["$_hpc_configs_name_start"]*)
+      after=${_hpc_configs_rest:2}
+      name=${after%%[!"$_hpc_configs_name_chars"]*}
+      after=${after:${#name}}
+      case $after in
+        '}'*)
+          _hpc_configs_word+="\${$name}"
+          _hpc_configs_rest=${after:1}
+          ;;
+        ':-'*)
+          _hpc_configs_rest=${after:2}
+          after=${_hpc_configs_rest%%["$_hpc_configs_du_stop"]*}
+          if [[ ${_hpc_configs_rest:${#after}:1} == '}' ]]; then
+            # The common case: a default of ordinary characters.
+            _hpc_configs_rest=${_hpc_configs_rest:${#after}+1}
+            if [[ $after == *$'\n'* ]]; then _hpc_configs_count_lines "$after"; fi
+            _hpc_configs_word+="\${$name:-$after}"
+            return 0
+          fi
+          _hpc_configs_word+="\${$name:-"
+          _hpc_configs_depth=$((_hpc_configs_depth + 1))
+          _hpc_configs_default "$context" || return
+          _hpc_configs_depth=$((_hpc_configs_depth - 1))
+          if [[ -z $_hpc_configs_rest ]]; then
+            _hpc_configs_fail "unterminated \${$name:-...} opened on line $opened"
+            return
+          fi
+          _hpc_configs_word+='}'
+          _hpc_configs_rest=${_hpc_configs_rest:1}
+          ;;
+        *) _hpc_configs_group || return ;;
+      esac
+      ;;
+    '$'["$_hpc_configs_name_start"]*)
+      after=${_hpc_configs_rest:1}
+      name=${after%%[!"$_hpc_configs_name_chars"]*}
+      _hpc_configs_word+="\${$name}"
+      _hpc_configs_rest=${after:${#name}}
+      ;;
+    "\$("* | "\${"*)
+      _hpc_configs_group || return
+      ;;
+    '`'*)
+      after=${_hpc_configs_rest:1}
+      after=${after%%\`*}
+      if [[ ${_hpc_configs_rest:${#after}+1:1} != '`' ]]; then
+        _hpc_configs_fail "unbalanced \` (backquote) opened on line $opened"
+        return
+      fi
+      _hpc_configs_take $((${#after} + 2))
+      _hpc_configs_literal "$_hpc_configs_taken"
+      ;;
+    *)
+      _hpc_configs_word+='\$'
+      _hpc_configs_rest=${_hpc_configs_rest:1}
+      ;;
+  esac
+}
+
+# _hpc_configs_group: $( or ${ that is no reference: plain text up to the matching ) or }.
+_hpc_configs_group() {
+  local open=${_hpc_configs_rest:1:1} close=')' depth=0 i=1 c n=${#_hpc_configs_rest}
+  if [[ $open == '{' ]]; then close='}'; fi
+  while ((i < n)); do
+    c=${_hpc_configs_rest:i:1}
+    if [[ $c == "$open" ]]; then
+      depth=$((depth + 1))
+    elif [[ $c == "$close" ]]; then
+      depth=$((depth - 1))
+      if ((depth == 0)); then
+        _hpc_configs_take $((i + 1))
+        _hpc_configs_literal "$_hpc_configs_taken"
+        return 0
+      fi
+    fi
+    i=$((i + 1))
+  done
+  _hpc_configs_fail "unbalanced \$$open opened on line $_hpc_configs_line"
+}
+
+# _hpc_configs_default CONTEXT: the default of ${NAME:-default} up to (not past) its closing },
+# read like the text around it (CONTEXT u: outside quotes, q: inside double quotes) except that
+# spaces, newlines, # and ; & | < > ( ) are plain text in it.
+_hpc_configs_default() {
+  local context=$1 stop=$_hpc_configs_du_stop part
+  if [[ $context == q ]]; then stop=$_hpc_configs_dq_stop; fi
+  while [[ -n $_hpc_configs_rest ]]; do
+    case $_hpc_configs_rest in
+      '}'*) return 0 ;;
+      '"'*) _hpc_configs_dquote || return ;;
+      ["\$\`"]*) _hpc_configs_dollar "$context" || return ;;
+      "\\"*)
+        if [[ $context == q ]]; then
+          _hpc_configs_backslash_dquoted
+        else
+          _hpc_configs_backslash_unquoted || return
+        fi
+        ;;
+      "'"*)
+        if [[ $context == q ]]; then
+          _hpc_configs_word+="'"
+          _hpc_configs_rest=${_hpc_configs_rest:1}
+        else
+          _hpc_configs_squote || return
+        fi
+        ;;
+      *)
+        # Ordinary characters: nothing in them to escape.
+        part=${_hpc_configs_rest%%["$stop"]*}
+        _hpc_configs_rest=${_hpc_configs_rest:${#part}}
+        if [[ $part == *$'\n'* ]]; then _hpc_configs_count_lines "$part"; fi
+        _hpc_configs_word+=$part
+        ;;
+    esac
+  done
+}
+
+# hpc_configs_expand TEMPLATE...: expands the references in each TEMPLATE from the environment
+# into hpc_configs_argv, one element per template (never split, globbed or expanded again). An
+# unset NAME without a default: prints 'configs: variable NAME is not set in the job (used in:
+# TEMPLATE)' to stderr and returns 1.
+hpc_configs_expand() {
+  local _hpc_configs_template _hpc_configs_t _hpc_configs_v _hpc_configs_unset=''
+  local -a _hpc_configs_out=()
+  hpc_configs_argv=()
+  for _hpc_configs_template in "$@"; do
+    if [[ $_hpc_configs_template != *["\\\$"]* ]]; then
+      # No escape and no reference: the template is its own value.
+      _hpc_configs_out+=("$_hpc_configs_template")
+      continue
+    fi
+    _hpc_configs_t=$_hpc_configs_template
+    _hpc_configs_v=''
+    if ! _hpc_configs_scan 1 0; then
+      printf 'configs: variable %s is not set in the job (used in: %s)\n' \
+        "$_hpc_configs_unset" "$_hpc_configs_template" >&2
+      return 1
+    fi
+    _hpc_configs_out+=("$_hpc_configs_v")
+  done
+  # shellcheck disable=SC2034 # a result, read by the caller
+  hpc_configs_argv=("${_hpc_configs_out[@]}")
+}
+
+# _hpc_configs_scan EVALUATE IN_DEFAULT: walks the template text _hpc_configs_t (up to the } that
+# closes a default when IN_DEFAULT is 1), appending its value to _hpc_configs_v when EVALUATE is 1
+# and noting references when _hpc_configs_note is set; returns 1 on an unset NAME.
+_hpc_configs_scan() {
+  local _hpc_configs_eval=$1 _hpc_configs_in_default=$2 _hpc_configs_name _hpc_configs_after
+  while [[ -n $_hpc_configs_t ]]; do
+    case $_hpc_configs_t in
+      "\\"*)
+        if ((_hpc_configs_eval)); then _hpc_configs_v+=${_hpc_configs_t:1:1}; fi
+        if [[ $_hpc_configs_t == "\\" ]]; then
+          # A lone backslash at the end stands for itself.
+          if ((_hpc_configs_eval)); then _hpc_configs_v+="\\"; fi
+        fi
+        _hpc_configs_t=${_hpc_configs_t:2}
+        ;;
+      '}'*)
+        _hpc_configs_t=${_hpc_configs_t:1}
+        if ((_hpc_configs_in_default)); then return 0; fi
+        if ((_hpc_configs_eval)); then _hpc_configs_v+='}'; fi
+        ;;
+      '$'["$_hpc_configs_name_start"]* | \$\{["$_hpc_configs_name_start"]*)
+        if [[ $_hpc_configs_t == "\${"* ]]; then
+          _hpc_configs_after=${_hpc_configs_t:2}
+        else
+          _hpc_configs_after=${_hpc_configs_t:1}
+        fi
+        _hpc_configs_name=${_hpc_configs_after%%[!"$_hpc_configs_name_chars"]*}
+        _hpc_configs_after=${_hpc_configs_after:${#_hpc_configs_name}}
+        if [[ $_hpc_configs_t == '$'["$_hpc_configs_name_start"]* || $_hpc_configs_after == '}'* ]]; then
+          # $NAME or ${NAME}
+          if [[ $_hpc_configs_t == "\${"* ]]; then _hpc_configs_after=${_hpc_configs_after:1}; fi
+          _hpc_configs_t=$_hpc_configs_after
+          if [[ -n ${_hpc_configs_note-} ]]; then
+            _hpc_configs_note_name "$_hpc_configs_name" $((!_hpc_configs_in_default))
+          fi
+          if ((_hpc_configs_eval)); then
+            if [[ ! -v $_hpc_configs_name ]]; then
+              _hpc_configs_unset=$_hpc_configs_name
+              return 1
+            fi
+            _hpc_configs_v+=${!_hpc_configs_name}
+          fi
+        elif [[ $_hpc_configs_after == ':-'* ]]; then
+          # ${NAME:-default}
+          _hpc_configs_t=${_hpc_configs_after:2}
+          if [[ -n ${_hpc_configs_note-} ]]; then
+            _hpc_configs_note_name "$_hpc_configs_name" 0
+          fi
+          if ((_hpc_configs_eval)) && [[ -v $_hpc_configs_name && -n ${!_hpc_configs_name} ]]; then
+            _hpc_configs_v+=${!_hpc_configs_name}
+            _hpc_configs_scan 0 1 || return
+          else
+            _hpc_configs_scan "$_hpc_configs_eval" 1 || return
+          fi
+        else
+          # ${NAME followed by anything else: plain text.
+          if ((_hpc_configs_eval)); then _hpc_configs_v+='$'; fi
+          _hpc_configs_t=${_hpc_configs_t:1}
+        fi
+        ;;
+      "\$"*)
+        if ((_hpc_configs_eval)); then _hpc_configs_v+='$'; fi
+        _hpc_configs_t=${_hpc_configs_t:1}
+        ;;
+      *)
+        _hpc_configs_after=${_hpc_configs_t%%["$_hpc_configs_template_stop"]*}
+        if ((_hpc_configs_eval)); then _hpc_configs_v+=$_hpc_configs_after; fi
+        _hpc_configs_t=${_hpc_configs_t:${#_hpc_configs_after}}
+        ;;
+    esac
+  done
+}
+
+# hpc_configs_references TEMPLATE...: prints the names the templates refer to, one per line, each
+# once, in order of first appearance: NAME when the job fails without it (a use with no default,
+# not inside another reference's default), NAME:- when every use has a default or sits in one.
+hpc_configs_references() {
+  local _hpc_configs_template _hpc_configs_t _hpc_configs_v='' _hpc_configs_note=1
+  local _hpc_configs_unset='' _hpc_configs_n
+  local -a _hpc_configs_names=()
+  local -A _hpc_configs_required=()
+  for _hpc_configs_template in "$@"; do
+    _hpc_configs_t=$_hpc_configs_template
+    _hpc_configs_scan 0 0 || true
+  done
+  for _hpc_configs_n in "${_hpc_configs_names[@]}"; do
+    if ((_hpc_configs_required[$_hpc_configs_n])); then
+      printf '%s\n' "$_hpc_configs_n"
+    else
+      printf '%s:-\n' "$_hpc_configs_n"
+    fi
+  done
+}
+
+# _hpc_configs_note_name NAME REQUIRED: records NAME for hpc_configs_references (REQUIRED 1: used
+# without a default).
+_hpc_configs_note_name() {
+  if [[ ! -v "_hpc_configs_required[$1]" ]]; then
+    _hpc_configs_names+=("$1")
+    _hpc_configs_required[$1]=0
+  fi
+  if (($2)); then _hpc_configs_required[$1]=1; fi
+}
+
+# hpc_configs_quote_templates TEMPLATE...: prints the templates on one line, each quoted with
+# printf %q and separated by spaces, for the job script's hpc_command=( ... ).
+hpc_configs_quote_templates() {
+  local template quoted line=''
+  for template in "$@"; do
+    printf -v quoted '%q' "$template"
+    line+=${line:+ }$quoted
+  done
+  printf '%s\n' "$line"
+}

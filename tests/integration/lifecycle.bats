@@ -1,0 +1,96 @@
+#!/usr/bin/env bats
+# Time limits without losing work: the warning signal reaches the program on every node, the
+# checkpoint it was writing is copied back whole, SLURM_TMPDIR is removed, and --requeue N
+# restarts a warned job N times, resuming from its checkpoint.
+# shellcheck disable=SC2154 # job_id, job_out and job_state come from hpc_run_job (helpers/cluster.bash)
+
+setup_file() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+  hpc_cluster_require
+  export HPC_CLUSTER=local
+  export SCRATCH="$BATS_FILE_TMPDIR/scratch"
+  export PROJECT="$BATS_FILE_TMPDIR/life project"
+  mkdir -p "$SCRATCH"
+  hpc_project_make "$PROJECT"
+}
+
+setup() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+}
+
+teardown() {
+  hpc_cluster_mode provided
+}
+
+@test "time limit of 1 min, warning 40 s before: signal on both nodes, checkpoint copied back whole, tmpdir gone" {
+  hpc_cluster_mode emulated
+  hpc_configs "$PROJECT" 'python ckpt.py'
+  hpc_run_job "$PROJECT" -W lightning --gpus 1 --num-nodes 2 --time 00:01:00 --signal-lead 40 \
+    --copy-back checkpoints -e warned
+  assert_equal "$job_state" "COMPLETED 0:0"
+  run cat "$job_out"
+  assert_line --regexp '^SIGNAL rank=0 node=n1 signal=SIGUSR1$'
+  assert_line --regexp '^SIGNAL rank=1 node=n2 signal=SIGUSR1$'
+  assert_line --partial "time-limit warning (SIGUSR1)"
+  final=$(sed -n 's/^FINAL //p' "$job_out")
+  [ -n "$final" ]
+  copied=$(sha256sum "$SCRATCH/life project/warned/checkpoints/state.bin" | cut -d' ' -f1)
+  assert_equal "$copied" "$final"
+  for node in n1 n2; do
+    [ ! -e "$HPC_CLUSTER_DIR/scratch/$node/hpc_tmpdir.$(id -un).$job_id" ]
+  done
+}
+
+# wait_requeued ID TIMEOUT: hpc_wait_job, but a requeued job's 120 s wait before it may start
+# again (Slurm's own BeginTime after a requeue) is cut short, so the test takes minutes less.
+wait_requeued() {
+  local id=$1 timeout=$2 start=$SECONDS gone=0 state
+  # Finished means: gone from squeue twice in a row, 1 s apart (a job being requeued can be
+  # missing from squeue for a moment).
+  while ((gone < 2)); do
+    state=$(squeue -h -j "$id" -o '%T %r' 2>/dev/null) || state=
+    if [[ -z $state ]]; then
+      gone=$((gone + 1))
+    else
+      gone=0
+      if [[ $state == "PENDING BeginTime" ]]; then
+        scontrol update JobId="$id" StartTime=now || true
+      fi
+    fi
+    ((SECONDS - start < timeout)) || fail "job $id did not end within ${timeout}s"
+    sleep 1
+  done
+}
+
+@test "--requeue 2: three runs with restart counts 0, 1, 2, each resuming; one log; requeued from the batch shell" {
+  hpc_configs "$PROJECT" 'python ckpt.py'
+  hpc_submit_job "$PROJECT" --gpus 0 --time 00:01:00 --signal-lead 50 --requeue 2 --copy-back checkpoints -e requeued
+  wait_requeued "$job_id" 400
+  local state
+  state=$(hpc_job_state "$job_id")
+  assert_equal "$state" "COMPLETED 0:0"
+  assert_equal "$(hpc_job_field "$job_id" Restarts)" 2
+  # One log holds all three runs: it was appended to, not truncated.
+  run grep -E '^(START|RESUMED)' "$job_out"
+  assert_line --index 0 "START rank=0 node=n1 restart=0"
+  assert_line --regexp '^RESUMED restart=1 from='
+  assert_line "START rank=0 node=n1 restart=1"
+  assert_line --regexp '^RESUMED restart=2 from='
+  assert_line "START rank=0 node=n1 restart=2"
+  assert_equal "$(grep -c 'requeueing (restart' "$job_out")" 2
+  assert_equal "$(grep -c '^FINAL ' "$job_out")" 3
+  # Each run resumed from what the one before copied back.
+  first_final=$(sed -n 's/^FINAL //p' "$job_out" | sed -n 1p)
+  assert_equal "$(sed -n 's/^RESUMED restart=1 from=//p' "$job_out")" "$first_final"
+}
+
+@test "--requeue 2: a job that exits 1 is not requeued" {
+  hpc_configs "$PROJECT" 'python probe.py exit 1'
+  hpc_run_job "$PROJECT" --gpus 0 --requeue 2 -e nonrequeue
+  assert_equal "$job_state" "FAILED 1:0"
+  assert_equal "$(hpc_job_field "$job_id" Restarts)" 0
+  run grep -c 'requeueing' "$job_out"
+  assert_output 0
+}
