@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Usage: bash job_submitter.sh [options]
+#        bash job_submitter.sh status|logs|cancel|resubmit ...   (see 'status --help')
 #
 # Submits the command of experiment_configurations.txt (beside this script) as a SLURM job that
 # runs in the project's virtual environment (${source_dir}/virtual_env, built first by an install
@@ -61,7 +62,7 @@ hpc_submitter=${BASH_SOURCE[0]}
 hpc_files_dir=${hpc_submitter%/*}
 # A clean absolute path without starting a process, unless it has . or .. in it.
 case $hpc_files_dir/ in */./* | */../* | *//*) hpc_files_dir=$(cd "$hpc_files_dir" && pwd) ;; esac
-for hpc_lib in hpc_common hpc_options hpc_profile hpc_configs hpc_plan hpc_submit; do
+for hpc_lib in hpc_common hpc_options hpc_profile hpc_configs hpc_plan hpc_submit hpc_manifest; do
   # shellcheck source=/dev/null
   source "$hpc_files_dir/lib/$hpc_lib.bash"
 done
@@ -70,4 +71,7 @@ hpc_submit_locate
 # shellcheck source=virtual_env_hpc_files/venv_runner.bash disable=SC2154 # hpc_venv_dir: hpc_submit_locate
 source "$hpc_venv_dir/venv_runner.bash"
 
-hpc_submit_main "$@"
+case ${1-} in
+  status | logs | cancel | resubmit) hpc_manage_main "$@" ;;
+  *) hpc_submit_main "$@" ;;
+esac

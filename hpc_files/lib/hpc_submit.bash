@@ -103,6 +103,9 @@ hpc_submit_confirm() {
 # hpc_submit_main ARGS...: the whole submission.
 hpc_submit_main() {
   local final id out
+  # The submission's own words, recorded in its manifest (resubmit uses them).
+  # shellcheck disable=SC2034 # read by hpc_manifest.bash
+  hpc_submit_argv=("$@")
   hpc_opt_defaults
   hpc_opt_parse "$@"
   if ((hpc_opt_help)); then
@@ -140,6 +143,7 @@ hpc_submit_main() {
   id=${id%%;*}
   final=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_$id.sh
   printf '%s' "$hpc_plan_script" >"$final" || hpc_say "job $id was submitted, but its script could not be kept as $final"
+  hpc_manifest_write "$id" "$final" || hpc_say "job $id was submitted, but its manifest could not be written"
   printf 'Submitted job %s (%s)\n' "$id" "$hpc_plan_summary"
   printf 'Job script: %s\nOutput:     %s\nFollow it:  tail -F %q\n' "$final" "${hpc_plan_output//%j/$id}" "${hpc_plan_output//%j/$id}"
 }

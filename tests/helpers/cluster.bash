@@ -93,5 +93,6 @@ hpc_submit_job() {
 hpc_run_job() {
   hpc_submit_job "$@"
   hpc_wait_job "$job_id" 180
+  # shellcheck disable=SC2034 # for the calling test
   job_state=$(hpc_job_state "$job_id")
 }
