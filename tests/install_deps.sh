@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Usage: bash tests/install_deps.sh
 #
-# Installs what the test suite needs on a fresh Debian 12 machine, as root: slurm-wlm and munge
-# (apt-get), bats-core and its helper libraries (npm ci, from package-lock.json), and the Python
-# packages of requirements-dev.txt (pip; torch is the CPU wheel pinned there). Each step is
+# Installs what the test suite needs on a fresh Debian 12 machine, as root: slurm-wlm and munge,
+# bubblewrap and siftool for the container stand-in (apt-get), bats-core and its helper libraries
+# (npm ci, from package-lock.json), and the Python packages of requirements-dev.txt (pip; torch
+# is the CPU wheel pinned there). Each step is
 # skipped when what it installs is already there, so a second run takes seconds.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-apt_packages=(slurm-wlm munge)
+apt_packages=(slurm-wlm munge bubblewrap siftool)
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")

@@ -148,6 +148,15 @@ hpc_job_guard() {
     ((made == 0)) || hpc_job_tmpdir_remove "$path" || true
     exit 1
   fi
+  if [[ $HPC_JOB_RUNNER == singularity ]]; then
+    # shellcheck source=singularity_hpc_files/container_runner.bash
+    source "$HPC_JOB_CONTAINER_LIB"
+    if ! hpc_container_node_setup "$HPC_JOB_CONTAINER_IMAGE" "$path"; then
+      printf 'failed %s\n' "$SLURMD_NODENAME"
+      ((made == 0)) || hpc_job_tmpdir_remove "$path" || true
+      exit 1
+    fi
+  fi
   printf 'ready %s\n' "$SLURMD_NODENAME"
   sleep infinity &
   sleeper=$!
@@ -192,7 +201,10 @@ hpc_job_stop_guards() {
 hpc_job_master() {
   export MASTER_ADDR=${MASTER_ADDR:-$SLURMD_NODENAME}
   if [[ -z ${MASTER_PORT:-} ]]; then
-    MASTER_PORT=$(PYTHONPATH="$hpc_job_python_helpers" "$hpc_job_venv/bin/python" -m hpc_helpers port \
+    local py=python3
+    # The venv's Python is the one sure to be there in a venv job; container jobs use the node's.
+    [[ $hpc_job_runner != venv ]] || py=$hpc_job_venv/bin/python
+    MASTER_PORT=$(PYTHONPATH="$hpc_job_python_helpers" "$py" -m hpc_helpers port \
       --job-id "$SLURM_JOB_ID" --check-free) || hpc_job_fail "port" "no free port for the rendezvous"
     export MASTER_PORT
   fi
@@ -289,6 +301,8 @@ hpc_job_main() {
   export HPC_JOB_TMPDIR_ROOT=$hpc_job_tmpdir_root
   export HPC_JOB_DATA_ARCHIVE=${hpc_job_data_archive:-}
   export HPC_JOB_COPY_BACK=${hpc_job_copy_back:-}
+  export HPC_JOB_CONTAINER_IMAGE=${hpc_job_container_image:-} HPC_JOB_CONTAINER_WORKDIR=${hpc_job_container_workdir:-}
+  export HPC_JOB_CONTAINER_LIB=${hpc_job_container_lib:-}
   # The program learns which signal warns of the time limit (hpc_helpers.signals reads it).
   export HPC_WARNING_SIGNAL=${hpc_job_signal:-USR1}
   export HPC_RESTART_COUNT=${SLURM_RESTART_COUNT:-0}
@@ -314,7 +328,8 @@ hpc_job_main() {
   else
     export HPC_JOB_TMPDIR_MODE=provided
   fi
-  [[ -z $HPC_JOB_DATA_ARCHIVE && -z $HPC_JOB_COPY_BACK ]] || needs_guards=1
+  # Data to unpack, results to copy back, an image to copy: work for a guard on every node.
+  [[ -z $HPC_JOB_DATA_ARCHIVE && -z $HPC_JOB_COPY_BACK && $hpc_job_runner != singularity ]] || needs_guards=1
   if ((needs_guards)); then
     # However the batch shell ends, the guards are told to copy back and clean up.
     trap hpc_job_stop_guards EXIT
@@ -346,25 +361,35 @@ hpc_job_main() {
 # hpc_job_task ARGV_TEMPLATES...: one program process of the job (job_step.sh task): enters the
 # runner's environment, expands the command and becomes it (torchrun in front of it, if so).
 hpc_job_task() {
-  local path py
+  local path py runtime='' workdir=''
   if [[ ${HPC_JOB_TMPDIR_MODE:-provided} == emulated ]]; then
     path=$(hpc_job_tmpdir_path) || hpc_job_fail "tmpdir" "cannot work out SLURM_TMPDIR"
     [[ -d $path && ! -L $path ]] || hpc_job_fail "tmpdir" "SLURM_TMPDIR $path is missing on this node"
     export SLURM_TMPDIR=$path
   fi
 
+  local -a argv
   case $HPC_JOB_RUNNER in
     venv)
       [[ -r $HPC_JOB_VENV/bin/activate ]] || hpc_job_fail "venv" "no virtual environment at $HPC_JOB_VENV"
       # shellcheck source=/dev/null
       source "$HPC_JOB_VENV/bin/activate" || hpc_job_fail "venv" "activating $HPC_JOB_VENV failed"
+      # The toolkit's helpers (hpc_helpers) are importable by the program without installing them.
+      export PYTHONPATH=$HPC_JOB_PYTHON_HELPERS${PYTHONPATH:+:$PYTHONPATH}
+      hpc_configs_expand "$@" || hpc_job_fail "command" "the configs file refers to a variable this job does not define"
+      ;;
+    singularity)
+      # shellcheck source=singularity_hpc_files/container_runner.bash
+      source "$HPC_JOB_CONTAINER_LIB"
+      runtime=$(hpc_container_runtime) || hpc_job_fail "container" "no container runtime on this node (see above)"
+      workdir=${HPC_JOB_CONTAINER_WORKDIR:-$hpc_container_default_workdir}
+      # What the program sees reaches it through APPTAINERENV_/SINGULARITYENV_, never argv.
+      hpc_container_export_job_env "$workdir"
+      # The command's paths are the ones inside the container (/scratch_storage, /tmp, ...).
+      hpc_container_expand "$workdir" "$@" || hpc_job_fail "command" "the configs file refers to a variable this job does not define"
       ;;
   esac
-  # The toolkit's helpers (hpc_helpers) are importable by the program without installing them.
-  export PYTHONPATH=$HPC_JOB_PYTHON_HELPERS${PYTHONPATH:+:$PYTHONPATH}
-
-  hpc_configs_expand "$@" || hpc_job_fail "command" "the configs file refers to a variable this job does not define"
-  local argv=("${hpc_configs_argv[@]}")
+  argv=("${hpc_configs_argv[@]}")
 
   if [[ $HPC_JOB_LAUNCHER == torchrun ]]; then
     py=${argv[0]}
@@ -378,6 +403,12 @@ hpc_job_task() {
     # --no-python: torchrun runs the user's command as written, python and all its arguments.
     argv=("$py" -m torch.distributed.run --nnodes="$SLURM_JOB_NUM_NODES" --nproc_per_node="$gpus_per_node"
       "${rdzv[@]}" --no-python "${argv[@]}")
+  fi
+  if [[ $HPC_JOB_RUNNER == singularity ]]; then
+    # One container per task: per node for torchrun (torchrun runs inside it), per GPU for lightning.
+    hpc_container_argv "$runtime" "$SLURM_TMPDIR" "$scratch_dir" "$exp_name" "$workdir" "${argv[@]}" ||
+      hpc_job_fail "container" "cannot run the container (see above)"
+    argv=("${hpc_container_cmd[@]}")
   fi
   if [[ ${SLURM_LOCALID:-0} == 0 ]]; then
     hpc_job_log "starting after $(hpc_job_elapsed) s: $(printf '%q ' "${argv[@]}")"

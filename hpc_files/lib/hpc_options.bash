@@ -10,7 +10,7 @@ hpc_opt_defaults() {
   hpc_opt_mem_per_gpu='' hpc_opt_gpu_type='' hpc_opt_exp_name='' hpc_opt_num_nodes=1
   hpc_opt_configs='' hpc_opt_partition='' hpc_opt_cluster=${HPC_CLUSTER:-} hpc_opt_dry_run=0
   hpc_opt_yes=0 hpc_opt_wandb_sweepid='' hpc_opt_singularity='' hpc_opt_help=0
-  hpc_opt_requeue=0 hpc_opt_signal_lead=''
+  hpc_opt_requeue=0 hpc_opt_signal_lead='' hpc_opt_workdir=''
   hpc_opt_data=() hpc_opt_copy_back=()
 }
 
@@ -74,6 +74,7 @@ hpc_opt_parse() {
       -s | --singularity-container) name=-s/--singularity-container ;;
       -d | --data) name=-d/--data ;;
       --copy-back) name=--copy-back ;;
+      --workdir) name=--workdir ;;
       --requeue) name=--requeue ;;
       --signal-lead) name=--signal-lead ;;
       --dry-run | -y | --yes | -h | --help)
@@ -181,6 +182,7 @@ hpc_opt_set() {
         hpc_die_usage "$name" "'$value' is not accepted; accepted: the name of a profile in hpc_files/clusters/"
       hpc_opt_cluster=$value
       ;;
+    --workdir) hpc_opt_workdir=$value ;;
     --requeue)
       hpc_opt_is_count "$value" 0 || hpc_die_usage "$name" "'$value' is not accepted; accepted: how many times a warned job may requeue itself, 0 or more"
       hpc_opt_requeue=$((10#$value))
@@ -201,5 +203,5 @@ hpc_opt_set() {
 hpc_opt_refuse_unbuilt() {
   ((${#hpc_opt_data[@]} == 0)) || hpc_die_usage "-d/--data" "data staging is not available in this version of the toolkit"
   [[ -z $hpc_opt_wandb_sweepid ]] || hpc_die_usage "-w/--wandb-sweepid" "W&B sweeps are not available in this version of the toolkit"
-  [[ -z $hpc_opt_singularity ]] || hpc_die_usage "-s/--singularity-container" "container jobs are not available in this version of the toolkit"
+  [[ -n $hpc_opt_singularity || -z $hpc_opt_workdir ]] || hpc_die_usage "--workdir" "is for container jobs; accepted with -s/--singularity-container"
 }

@@ -30,6 +30,7 @@ hpc_plan_make() {
   local name
   hpc_plan_launcher=$hpc_opt_launcher
   hpc_plan_runner=venv
+  [[ -z $hpc_opt_singularity ]] || hpc_plan_runner=singularity
   hpc_plan_cluster=$hpc_profile_name
   hpc_plan_nodes=$hpc_opt_num_nodes
   hpc_plan_gpus=${hpc_opt_gpus:-$hpc_profile_defaults_gpus}
@@ -201,6 +202,9 @@ hpc_plan_render() {
   hpc_plan_emit 'hpc_job_python_helpers=%q\n' "$hpc_python_helpers_dir/src"
   hpc_plan_emit 'hpc_job_tmpdir_provided=%q\n' "$hpc_profile_tmpdir_provided"
   hpc_plan_emit 'hpc_job_tmpdir_root=%q\n' "$hpc_profile_tmpdir_root"
+  hpc_plan_emit 'hpc_job_container_image=%q\n' "${hpc_submit_image:-}"
+  hpc_plan_emit 'hpc_job_container_workdir=%q\n' "${hpc_submit_workdir:-}"
+  hpc_plan_emit 'hpc_job_container_lib=%q\n' "$hpc_container_lib"
   hpc_plan_emit 'hpc_job_signal=%q\n' "$hpc_plan_signal"
   hpc_plan_emit 'hpc_job_requeue_max=%q\n' "$hpc_plan_requeue"
   hpc_plan_emit 'hpc_job_data_archive=%q\n' "${hpc_plan_data_archive:-}"

@@ -14,7 +14,26 @@ hpc_submit_locate() {
   [[ -d $hpc_files_dir/virtual_env_hpc_files ]] && toolkit=$hpc_files_dir
   # shellcheck disable=SC2034 # read by venv_runner.bash
   hpc_venv_dir=$toolkit/virtual_env_hpc_files
+  hpc_container_lib=$toolkit/singularity_hpc_files/container_runner.bash
   hpc_python_helpers_dir=$toolkit/python_helpers
+}
+
+# hpc_submit_container_checks: with -s, the image must be a .sif file and --workdir an absolute
+# path inside the container (exit 2 otherwise); sets hpc_submit_image and hpc_submit_workdir.
+hpc_submit_container_checks() {
+  hpc_submit_image='' hpc_submit_workdir=''
+  [[ -n $hpc_opt_singularity ]] || return 0
+  # shellcheck source=singularity_hpc_files/container_runner.bash
+  source "$hpc_container_lib"
+  hpc_container_check_image "$hpc_opt_singularity" || exit 2
+  hpc_submit_image=$hpc_container_image
+  if [[ -n $hpc_opt_workdir ]]; then
+    hpc_container_check_workdir "$hpc_opt_workdir" || exit 2
+    hpc_submit_workdir=$hpc_container_workdir
+  fi
+  if ((${#hpc_opt_data[@]})); then
+    hpc_container_check_data "${hpc_opt_data[@]}" || exit 2
+  fi
 }
 
 # hpc_submit_configs: reads the configs file (-C, else experiment_configurations.txt beside the
@@ -114,6 +133,7 @@ hpc_submit_main() {
   fi
   hpc_opt_refuse_unbuilt
   hpc_submit_locate
+  hpc_submit_container_checks
   hpc_profile_load "$hpc_opt_cluster"
   hpc_submit_configs
   hpc_plan_make
@@ -131,7 +151,7 @@ hpc_submit_main() {
     mkdir -p -- "$hpc_plan_outputs_dir" "$hpc_plan_checkpoints_dir" ||
       hpc_die "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir"
   fi
-  hpc_venv_ensure
+  [[ $hpc_plan_runner != venv ]] || hpc_venv_ensure
 
   # sbatch reads the script from its standard input; the file is written once the job id is
   # known, beside the job's output and named like it (SLURM keeps its own copy of what it runs).

@@ -228,7 +228,9 @@ train.py|train.py: unexpected word (every value belongs to an option; see --help
 -d a b -g 1|-d/--data: data staging is not available in this version of the toolkit
 -d|-d/--data: needs at least one path relative to ${SCRATCH}/${project_name}
 -w abc|-w/--wandb-sweepid: W&B sweeps are not available in this version of the toolkit
--s x.sif|-s/--singularity-container: container jobs are not available in this version of the toolkit
+-s x.sif|-s/--singularity-container: 'x.sif': no such file
+-s proj.img --workdir /code|-s/--singularity-container: 'proj.img': no such file
+--workdir /code|--workdir: is for container jobs; accepted with -s/--singularity-container
 EOT
 }
 

@@ -1,0 +1,91 @@
+#!/usr/bin/env bats
+# Container jobs on the local cluster, through the apptainer stand-in (tests/fixtures/apptainer:
+# no real Apptainer or Singularity can be installed here): binds, one container per node for
+# torchrun, errors at the right moment.
+# shellcheck disable=SC2154,SC2016 # job_* come from hpc_run_job; configs lines are single-quoted on purpose
+
+setup_file() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+  hpc_cluster_require
+  # Not under /tmp: the container gets its own /tmp, which would hide the project.
+  WORK=$(mktemp -d /var/tmp/hpc-container-tests.XXXXXX)
+  export WORK
+  export HPC_CLUSTER=local
+  export SCRATCH="$WORK/scratch"
+  export PROJECT="$WORK/box project"
+  mkdir -p "$SCRATCH"
+  hpc_project_make "$PROJECT"
+  cp "$HPC_ROOT/tests/fixtures/project/container_probe.py" "$PROJECT/"
+  bash "$HPC_ROOT/tests/fixtures/apptainer/make_sif.sh" "$PROJECT/app.sif"
+  # The stand-in first on the PATH the jobs inherit; a HOME that the home bind may hide; the
+  # Python with torch first on the container's PATH.
+  export PATH="$HPC_ROOT/tests/fixtures/apptainer/bin:$PATH"
+  export HOME="$WORK/home"
+  mkdir -p "$HOME"
+  APPTAINERENV_PREPEND_PATH=$(dirname "$(python3 -c 'import sys; print(sys.executable)')")
+  export APPTAINERENV_PREPEND_PATH
+  export APPTAINER_STANDIN_LOG="$WORK/argv"
+  mkdir -p "$APPTAINER_STANDIN_LOG"
+}
+
+teardown_file() {
+  rm -rf -- "${WORK:?}"
+}
+
+setup() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+}
+
+@test "a single-node container job writes to /scratch_storage, /tmp, /db, \$HOME and the workdir; only /scratch_storage stays" {
+  hpc_configs "$PROJECT" "python3 '$PROJECT/container_probe.py'"
+  hpc_run_job "$PROJECT" -s "$PROJECT/app.sif" --workdir /code -g 0 -e boxed
+  assert_equal "$job_state" "COMPLETED 0:0"
+  run sed -n 's/^CONTAINER //p' "$job_out"
+  assert_equal "${#lines[@]}" 1
+  json=${lines[0]}
+  for key in scratch_storage tmp db home workdir; do
+    [[ $json == *"\"$key\": \"written\""* ]] || fail "$key: $json"
+  done
+  [[ $json == *'"cwd": "/code"'* && $json == *'"exp_name": "boxed"'* && $json == *'"scratch_dir": "/scratch_storage"'* ]] ||
+    fail "$json"
+  kept=("$SCRATCH/box project/boxed/singularity_${job_id}_0")
+  assert_equal "$(cat "${kept[0]}/result.txt")" scratch_storage
+  # Everything else lived under SLURM_TMPDIR, which the cluster removed with the job.
+  [ ! -e "$HPC_CLUSTER_DIR/scratch/n1/slurm_tmpdir/job$job_id" ]
+}
+
+@test "torchrun in containers, 2 nodes x 2 GPUs: one container per node, 4 ranks, all-reduce 6" {
+  hpc_configs "$PROJECT" "python '$PROJECT/probe.py' ddp"
+  rm -f "$APPTAINER_STANDIN_LOG"/*
+  hpc_run_job "$PROJECT" -s "$PROJECT/app.sif" -W torchrun --gpus 2 --num-nodes 2 -e boxddp
+  assert_equal "$job_state" "COMPLETED 0:0"
+  assert_equal "$(grep -c '^DDP .*world=4 sum=6 .*source=torchrun' "$job_out")" 4
+  assert_equal "$(grep -c '^DDP .*node=n1 ' "$job_out")" 2
+  assert_equal "$(grep -c '^DDP .*node=n2 ' "$job_out")" 2
+  # One container started per node.
+  assert_equal "$(grep -lZ 'torch.distributed.run' "$APPTAINER_STANDIN_LOG"/* | tr -cd '\0' | wc -c)" 2
+}
+
+@test "bad container input at submission: missing image, wrong extension, relative --workdir -> exit 2" {
+  touch "$WORK/not-an-image.img"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" -y -s "$WORK/missing.sif"
+  assert_equal "$status" 2
+  assert_output --partial "-s/--singularity-container: '$WORK/missing.sif': "
+  run bash "$PROJECT/hpc_files/job_submitter.sh" -y -s "$WORK/not-an-image.img"
+  assert_equal "$status" 2
+  assert_output --partial "-s/--singularity-container: '$WORK/not-an-image.img': "
+  run bash "$PROJECT/hpc_files/job_submitter.sh" -y -s "$PROJECT/app.sif" --workdir code
+  assert_equal "$status" 2
+  assert_output --partial "--workdir: 'code': "
+}
+
+@test "no container runtime on the node: the job fails, naming both, before the program" {
+  hpc_configs "$PROJECT" "python3 '$PROJECT/container_probe.py'"
+  PATH=${PATH#"$HPC_ROOT/tests/fixtures/apptainer/bin:"} hpc_run_job "$PROJECT" -s "$PROJECT/app.sif" -g 0 -e noruntime
+  assert_equal "$job_state" "FAILED 1:0"
+  run cat "$job_out"
+  assert_output --partial "neither apptainer nor singularity is on this node"
+  refute_output --partial "CONTAINER "
+}
