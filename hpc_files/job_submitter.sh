@@ -62,7 +62,7 @@ hpc_submitter=${BASH_SOURCE[0]}
 hpc_files_dir=${hpc_submitter%/*}
 # A clean absolute path without starting a process, unless it has . or .. in it.
 case $hpc_files_dir/ in */./* | */../* | *//*) hpc_files_dir=$(cd "$hpc_files_dir" && pwd) ;; esac
-for hpc_lib in hpc_common hpc_options hpc_profile hpc_configs hpc_plan hpc_submit hpc_manifest; do
+for hpc_lib in hpc_common hpc_options hpc_profile hpc_configs hpc_plan hpc_sweep hpc_submit hpc_manifest; do
   # shellcheck source=/dev/null
   source "$hpc_files_dir/lib/$hpc_lib.bash"
 done

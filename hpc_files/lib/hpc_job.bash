@@ -16,6 +16,8 @@
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_common.bash"
 # shellcheck source=hpc_files/lib/hpc_configs.bash
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_configs.bash"
+# shellcheck source=hpc_files/lib/hpc_sweep.bash
+source "$(dirname "${BASH_SOURCE[0]}")/hpc_sweep.bash"
 
 # hpc_job_log MESSAGE...: one line to the job's output, marked as the toolkit's.
 hpc_job_log() {
@@ -292,6 +294,28 @@ hpc_job_run_program() {
   rm -f -- "${first_failure:?}"
 }
 
+# hpc_job_array_setup: what an array task gets: repeats a seed and their own checkpoints folder;
+# offline grid points their own command and W&B's offline mode; every job checkpoints_dir.
+hpc_job_array_setup() {
+  export checkpoints_dir=$scratch_dir/$exp_name/checkpoints
+  case ${hpc_job_mode:-single} in
+    repeat)
+      export seed=${SLURM_ARRAY_TASK_ID:?}
+      checkpoints_dir=$checkpoints_dir/task_$SLURM_ARRAY_TASK_ID
+      ;;
+    offline)
+      local i=${SLURM_ARRAY_TASK_ID:?}
+      [[ -n ${hpc_job_offline_commands[i]:-} ]] || hpc_job_fail "sweep" "no grid point $i in this job"
+      IFS=$'\x1f' read -r -a hpc_command <<<"${hpc_job_offline_commands[i]}"
+      export WANDB_MODE=offline WANDB_DIR=$scratch_dir/$exp_name
+      mkdir -p -- "$WANDB_DIR" || hpc_job_fail "sweep" "cannot make $WANDB_DIR"
+      hpc_job_log "grid point $i of ${#hpc_job_offline_commands[@]}, offline"
+      ;;
+  esac
+  export HPC_JOB_MODE=${hpc_job_mode:-single}
+  mkdir -p -- "$checkpoints_dir" || hpc_job_fail "folders" "cannot make $checkpoints_dir"
+}
+
 # hpc_job_main: the batch shell's whole job (the generated script's last line).
 hpc_job_main() {
   local needs_guards=0 cleanup_rc=0
@@ -310,6 +334,7 @@ hpc_job_main() {
   hpc_job_requeue_max=${hpc_job_requeue_max:-0}
   hpc_job_log "job ${SLURM_JOB_ID} ($hpc_job_runner, launcher $hpc_job_launcher) on ${SLURM_JOB_NODELIST}: $num_nodes node(s) x $gpus_per_node GPU(s), restart $HPC_RESTART_COUNT"
   hpc_job_load_modules
+  hpc_job_array_setup
 
   # Signals first: from here on, a warning or a TERM reaches the program, or is noted.
   trap 'hpc_job_forward TERM' TERM
@@ -369,6 +394,10 @@ hpc_job_task() {
   fi
 
   local -a argv
+  if [[ ${HPC_JOB_MODE:-single} == sweep ]]; then
+    # The agent's key, from the job's environment or read here on the node: never on argv.
+    hpc_sweep_load_key || hpc_job_fail "wandb key" "no WANDB_API_KEY in the job and no readable $(hpc_sweep_credentials)"
+  fi
   case $HPC_JOB_RUNNER in
     venv)
       [[ -r $HPC_JOB_VENV/bin/activate ]] || hpc_job_fail "venv" "no virtual environment at $HPC_JOB_VENV"

@@ -11,6 +11,8 @@ hpc_opt_defaults() {
   hpc_opt_configs='' hpc_opt_partition='' hpc_opt_cluster=${HPC_CLUSTER:-} hpc_opt_dry_run=0
   hpc_opt_yes=0 hpc_opt_wandb_sweepid='' hpc_opt_singularity='' hpc_opt_help=0
   hpc_opt_requeue=0 hpc_opt_signal_lead='' hpc_opt_workdir=''
+  hpc_opt_repeat='' hpc_opt_num_sweeps='' hpc_opt_max_concurrent='' hpc_opt_wandb_offline=0
+  hpc_opt_sweep_config=''
   hpc_opt_data=() hpc_opt_copy_back=()
 }
 
@@ -75,6 +77,15 @@ hpc_opt_parse() {
       -d | --data) name=-d/--data ;;
       --copy-back) name=--copy-back ;;
       --workdir) name=--workdir ;;
+      --repeat) name=--repeat ;;
+      --num-sweeps) name=--num-sweeps ;;
+      --max-concurrent) name=--max-concurrent ;;
+      --sweep-config) name=--sweep-config ;;
+      --wandb-offline)
+        ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
+        hpc_opt_wandb_offline=1
+        continue
+        ;;
       --requeue) name=--requeue ;;
       --signal-lead) name=--signal-lead ;;
       --dry-run | -y | --yes | -h | --help)
@@ -183,6 +194,18 @@ hpc_opt_set() {
       hpc_opt_cluster=$value
       ;;
     --workdir) hpc_opt_workdir=$value ;;
+    --repeat | --num-sweeps | --max-concurrent)
+      hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number, 1 or more"
+      case $name in
+        --repeat) hpc_opt_repeat=$((10#$value)) ;;
+        --num-sweeps) hpc_opt_num_sweeps=$((10#$value)) ;;
+        --max-concurrent) hpc_opt_max_concurrent=$((10#$value)) ;;
+      esac
+      ;;
+    --sweep-config)
+      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a sweep configuration file (sweeper.yml)"
+      hpc_opt_sweep_config=$value
+      ;;
     --requeue)
       hpc_opt_is_count "$value" 0 || hpc_die_usage "$name" "'$value' is not accepted; accepted: how many times a warned job may requeue itself, 0 or more"
       hpc_opt_requeue=$((10#$value))
@@ -202,6 +225,18 @@ hpc_opt_set() {
 # hpc_opt_refuse_unbuilt: options that parse but whose feature this version does not have yet.
 hpc_opt_refuse_unbuilt() {
   ((${#hpc_opt_data[@]} == 0)) || hpc_die_usage "-d/--data" "data staging is not available in this version of the toolkit"
-  [[ -z $hpc_opt_wandb_sweepid ]] || hpc_die_usage "-w/--wandb-sweepid" "W&B sweeps are not available in this version of the toolkit"
+  local modes=0
+  [[ -z $hpc_opt_wandb_sweepid ]] || modes=$((modes + 1))
+  [[ -z $hpc_opt_repeat ]] || modes=$((modes + 1))
+  ((hpc_opt_wandb_offline == 0)) || modes=$((modes + 1))
+  ((modes <= 1)) || hpc_die_usage "-w/--repeat/--wandb-offline" "choose one: a W&B sweep (-w), an offline grid sweep (--wandb-offline) or repeats (--repeat)"
+  [[ -z $hpc_opt_num_sweeps || -n $hpc_opt_wandb_sweepid ]] || hpc_die_usage "--num-sweeps" "is for W&B sweeps; accepted with -w/--wandb-sweepid"
+  [[ -z $hpc_opt_sweep_config || -n $hpc_opt_wandb_sweepid || $hpc_opt_wandb_offline == 1 ]] ||
+    hpc_die_usage "--sweep-config" "is for sweeps; accepted with -w/--wandb-sweepid or --wandb-offline"
+  if [[ -n $hpc_opt_wandb_sweepid || $hpc_opt_wandb_offline == 1 ]]; then
+    # One agent per task, on one node with one GPU.
+    [[ $hpc_opt_launcher == none ]] || hpc_die_usage "-W/--which-distributed" "sweeps run one agent per array task, on one node: accepted without -W"
+    ((hpc_opt_num_nodes == 1)) || hpc_die_usage "-n/--num-nodes" "sweeps run one agent per array task, on one node: accepted: 1"
+  fi
   [[ -n $hpc_opt_singularity || -z $hpc_opt_workdir ]] || hpc_die_usage "--workdir" "is for container jobs; accepted with -s/--singularity-container"
 }

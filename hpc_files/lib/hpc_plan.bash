@@ -205,6 +205,10 @@ hpc_plan_render() {
   hpc_plan_emit 'hpc_job_container_image=%q\n' "${hpc_submit_image:-}"
   hpc_plan_emit 'hpc_job_container_workdir=%q\n' "${hpc_submit_workdir:-}"
   hpc_plan_emit 'hpc_job_container_lib=%q\n' "$hpc_container_lib"
+  hpc_plan_emit 'hpc_job_mode=%q\n' "${hpc_plan_mode:-single}"
+  hpc_plan_emit 'hpc_job_offline_commands=('
+  ((${#hpc_plan_offline_commands[@]} == 0)) || hpc_plan_emit '\n  %q' "${hpc_plan_offline_commands[@]}"
+  hpc_plan_emit ' )\n'
   hpc_plan_emit 'hpc_job_signal=%q\n' "$hpc_plan_signal"
   hpc_plan_emit 'hpc_job_requeue_max=%q\n' "$hpc_plan_requeue"
   hpc_plan_emit 'hpc_job_data_archive=%q\n' "${hpc_plan_data_archive:-}"

@@ -18,6 +18,7 @@ hpc_submit_locate() {
   hpc_python_helpers_dir=$toolkit/python_helpers
 }
 
+# shellcheck disable=SC2034 # hpc_submit_image and hpc_submit_workdir are read by hpc_plan_render
 # hpc_submit_container_checks: with -s, the image must be a .sif file and --workdir an absolute
 # path inside the container (exit 2 otherwise); sets hpc_submit_image and hpc_submit_workdir.
 hpc_submit_container_checks() {
@@ -41,6 +42,11 @@ hpc_submit_container_checks() {
 hpc_submit_configs() {
   hpc_submit_configs_file=${hpc_opt_configs:-$hpc_files_dir/experiment_configurations.txt}
   local rc=0
+  # Sweeps make their own command; a configs file is read only when there is one.
+  if [[ -n $hpc_opt_wandb_sweepid || $hpc_opt_wandb_offline == 1 ]] && [[ -z $hpc_opt_configs && ! -e $hpc_submit_configs_file ]]; then
+    hpc_configs_words=()
+    return 0
+  fi
   hpc_configs_read "$hpc_submit_configs_file" || rc=$?
   ((rc == 0)) || exit 2
 }
@@ -136,7 +142,9 @@ hpc_submit_main() {
   hpc_submit_container_checks
   hpc_profile_load "$hpc_opt_cluster"
   hpc_submit_configs
+  hpc_sweep_before_plan
   hpc_plan_make
+  hpc_sweep_plan
 
   if ((hpc_opt_dry_run)); then
     hpc_submit_dry_run

@@ -236,3 +236,41 @@ def test_grid_is_row_major(sizes: list[int]) -> None:
     assert count_grid(config) == len(expected)
     for i, combo in enumerate(expected):
         assert tuple(grid_config(config, i).values()) == combo
+
+
+@pytest.mark.parametrize(
+    ("config", "point", "expected"),
+    [
+        (
+            {"program": "train.py", "method": "grid"},
+            {"lr": 0.1, "opt": {"beta": 2}},
+            ["/usr/bin/env", "python", "train.py", "--lr=0.1", "--opt.beta=2"],
+        ),
+        (
+            {
+                "program": "t.py",
+                "command": ["${interpreter}", "-u", "${program}", "${args_no_equals}"],
+            },
+            {"a": "x y", "b": True},
+            ["python", "-u", "t.py", "--a", "x y", "--b", "True"],
+        ),
+        (
+            {"command": ["run", "${args_no_hyphens}", "${args_json}"]},
+            {"a": 1},
+            ["run", "a=1", '{"a": 1}'],
+        ),
+    ],
+)
+def test_sweep_command_substitutes_wandb_macros(
+    config: dict[str, object], point: dict[str, object], expected: list[str]
+) -> None:
+    from hpc_helpers.sweeps import sweep_command
+
+    assert sweep_command(config, point) == expected
+
+
+def test_sweep_command_without_program_quotes_the_macro() -> None:
+    from hpc_helpers.sweeps import SweepError, sweep_command
+
+    with pytest.raises(SweepError, match=r"\$\{program\}"):
+        sweep_command({"method": "grid"}, {"a": 1})

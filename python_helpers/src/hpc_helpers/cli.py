@@ -16,6 +16,12 @@ Commands and their output (stdout):
     ``--allow-nongrid``.
 ``grid-config FILE I``
     Point I (0-based) of the grid as one line of JSON.
+``sweep-commands FILE``
+    For each grid point, in order, one line: the argument vector W&B's agent would run
+    (:func:`hpc_helpers.sweeps.sweep_command`), its elements separated by the unit separator
+    (0x1f). An element holding a newline or 0x1f is an error.
+``sweep-info FILE``
+    ``method=``, ``count=`` (empty unless grid), ``entity=``, ``project=`` lines.
 ``paths [--shell]``
     ``name=value`` lines for the job's folders (values shell-quoted with ``--shell``).
 ``dist``
@@ -138,6 +144,42 @@ def _grid_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep_commands(args: argparse.Namespace) -> int:
+    from .sweeps import SweepError, iter_grid, sweep_command
+
+    config = _load_sweep(args.file)
+    lines: list[str] = []
+    try:
+        for index, point in enumerate(iter_grid(config)):
+            argv = sweep_command(config, point)
+            for word in argv:
+                if "\n" in word or "\x1f" in word:
+                    raise SweepError(f"point {index}: argument {word!r} holds a newline or 0x1f")
+            lines.append("\x1f".join(argv))
+    except SweepError as exc:
+        raise CommandError(f"{args.file!r}: {exc}") from None
+    _emit(lines)
+    return 0
+
+
+def _sweep_info(args: argparse.Namespace) -> int:
+    from .sweeps import SweepError, count_grid
+
+    config = _load_sweep(args.file)
+    try:
+        count = count_grid(config, allow_nongrid=True)
+    except SweepError as exc:
+        raise CommandError(f"{args.file!r}: {exc}") from None
+    fields = {
+        "method": str(config.get("method", "")),
+        "count": "" if count is None else str(count),
+        "entity": str(config.get("entity") or ""),
+        "project": str(config.get("project") or ""),
+    }
+    _emit([f"{name}={value}" for name, value in fields.items()])
+    return 0
+
+
 def _paths(args: argparse.Namespace) -> int:
     import shlex
 
@@ -197,6 +239,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE")
     p.add_argument("index", type=int, metavar="I")
     p.set_defaults(func=_grid_config)
+
+    p = sub.add_parser("sweep-commands", help="each grid point's command, 0x1f-separated")
+    p.add_argument("file", metavar="FILE")
+    p.set_defaults(func=_sweep_commands)
+
+    p = sub.add_parser("sweep-info", help="method, grid size, entity and project of a sweep")
+    p.add_argument("file", metavar="FILE")
+    p.set_defaults(func=_sweep_info)
 
     p = sub.add_parser("paths", help="the job's folders as name=value lines")
     p.add_argument("--shell", action="store_true", help="quote values for the shell")

@@ -9,7 +9,8 @@ project_name       ``project_name``                                basename of s
 exp_name           ``exp_name``                                    ``""``
 slurm_tmpdir       ``SLURM_TMPDIR``                                JobEnvError, or a temporary
                                                                    folder with tmpdir_fallback
-checkpoints        scratch_dir / exp_name / ``checkpoints``
+checkpoints        ``checkpoints_dir`` when the job sets it (a repeat's own folder), else
+                   scratch_dir / exp_name / ``checkpoints``
 outputs            scratch_dir / ``hpc_outputs``
 num_nodes          ``num_nodes``, ``SLURM_JOB_NUM_NODES``,         1
                    ``SLURM_NNODES``
@@ -154,7 +155,9 @@ def paths(*, tmpdir_fallback: bool = False, env: Mapping[str, str] | None = None
         scratch_dir=scratch_dir,
         exp_name=exp_name,
         slurm_tmpdir=slurm_tmpdir,
-        checkpoints=scratch_dir / exp_name / "checkpoints",
+        checkpoints=Path(environ["checkpoints_dir"])
+        if environ.get("checkpoints_dir")
+        else scratch_dir / exp_name / "checkpoints",
         outputs=scratch_dir / "hpc_outputs",
         num_nodes=_number(
             environ, ("num_nodes", "SLURM_JOB_NUM_NODES", "SLURM_NNODES"), 1, gpus=False

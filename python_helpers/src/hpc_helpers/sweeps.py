@@ -28,12 +28,14 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "DEFAULT_COMMAND",
     "METHODS",
     "SweepError",
     "count_grid",
     "grid_config",
     "iter_grid",
     "load_sweep",
+    "sweep_command",
 ]
 
 METHODS = ("grid", "random", "bayes")
@@ -181,3 +183,58 @@ def load_sweep(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SweepError(f"{file!r}: a sweep configuration must be a mapping")
     return data
+
+
+# W&B's default ``command:`` of a sweep.
+DEFAULT_COMMAND = ("${env}", "${interpreter}", "${program}", "${args}")
+
+
+def _flat(point: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    items: list[tuple[str, Any]] = []
+    for name, value in point.items():
+        key = f"{prefix}{name}"
+        if isinstance(value, Mapping):
+            items.extend(_flat(value, key + "."))
+        else:
+            items.append((key, value))
+    return items
+
+
+def _text(value: Any) -> str:
+    return str(value)
+
+
+def sweep_command(config: Mapping[str, Any], point: Mapping[str, Any]) -> list[str]:
+    """The argument vector W&B's agent would run for POINT: the sweep's ``command:`` (default
+    ``${env} ${interpreter} ${program} ${args}``) with its macros substituted: ``${env}`` ->
+    ``/usr/bin/env``, ``${interpreter}`` -> ``python``, ``${program}`` -> ``program:``,
+    ``${args}`` -> ``--name=value`` each, ``${args_no_equals}`` -> ``--name value``,
+    ``${args_no_hyphens}`` -> ``name=value``, ``${args_json}`` -> one JSON argument. Nested
+    parameters are named with dots (``opt.beta``). Other text is kept as written.
+    """
+    import json
+
+    command = config.get("command", DEFAULT_COMMAND)
+    if not isinstance(command, (list, tuple)) or not all(isinstance(c, str) for c in command):
+        raise SweepError("command must be a list of strings")
+    program = config.get("program")
+    items = _flat(point)
+    expansions: dict[str, list[str]] = {
+        "${env}": ["/usr/bin/env"],
+        "${interpreter}": ["python"],
+        "${args}": [f"--{k}={_text(v)}" for k, v in items],
+        "${args_no_equals}": [part for k, v in items for part in (f"--{k}", _text(v))],
+        "${args_no_hyphens}": [f"{k}={_text(v)}" for k, v in items],
+        "${args_json}": [json.dumps(dict(point), default=str)],
+    }
+    argv: list[str] = []
+    for word in command:
+        if word in expansions:
+            argv.extend(expansions[word])
+        elif word == "${program}":
+            if not isinstance(program, str) or not program:
+                raise SweepError("the command uses ${program} but the sweep has no program:")
+            argv.append(program)
+        else:
+            argv.append(word)
+    return argv
