@@ -43,23 +43,24 @@ teardown() {
   done
 }
 
-# wait_requeued ID TIMEOUT: hpc_wait_job, but a requeued job's 120 s wait before it may start
-# again (Slurm's own BeginTime after a requeue) is cut short, so the test takes minutes less.
+# wait_requeued ID RESTARTS TIMEOUT: waits until job ID has been restarted RESTARTS times and has
+# ended (between restarts a job can read as ended for seconds: the count tells them apart). A
+# requeued job's 120 s wait before it may start again (Slurm's BeginTime after a requeue) is cut
+# short, so the test takes minutes less.
 wait_requeued() {
-  local id=$1 timeout=$2 start=$SECONDS gone=0 state
-  # Finished means: gone from squeue twice in a row, 1 s apart (a job being requeued can be
-  # missing from squeue for a moment).
-  while ((gone < 2)); do
+  local id=$1 restarts=$2 timeout=$3 start=$SECONDS state
+  while :; do
     state=$(squeue -h -j "$id" -o '%T %r' 2>/dev/null) || state=
-    if [[ -z $state ]]; then
-      gone=$((gone + 1))
-    else
-      gone=0
-      if [[ $state == "PENDING BeginTime" ]]; then
-        scontrol update JobId="$id" StartTime=now || true
-      fi
+    if [[ $state == "PENDING BeginTime" ]]; then
+      scontrol update JobId="$id" StartTime=now || true
     fi
-    ((SECONDS - start < timeout)) || fail "job $id did not end within ${timeout}s"
+    if [[ -z $state && $(hpc_job_field "$id" Restarts) == "$restarts" ]]; then
+      case $(hpc_job_field "$id" JobState) in
+        COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) return 0 ;;
+      esac
+    fi
+    ((SECONDS - start < timeout)) ||
+      fail "job $id did not end after $restarts restarts within ${timeout}s: $(scontrol show job "$id" | grep -E 'JobState|Restarts')"
     sleep 1
   done
 }
@@ -67,7 +68,7 @@ wait_requeued() {
 @test "--requeue 2: three runs with restart counts 0, 1, 2, each resuming; one log; requeued from the batch shell" {
   hpc_configs "$PROJECT" 'python ckpt.py'
   hpc_submit_job "$PROJECT" --gpus 0 --time 00:01:00 --signal-lead 50 --requeue 2 --copy-back checkpoints -e requeued
-  wait_requeued "$job_id" 400
+  wait_requeued "$job_id" 2 400
   local state
   state=$(hpc_job_state "$job_id")
   [[ $state == "COMPLETED 0:0" ]] || fail "job $job_id ended $state; its output: $(grep -v '^CHECKPOINT' "$job_out")"
