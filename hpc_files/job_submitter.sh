@@ -34,6 +34,38 @@
 #                              on each node, from the job's environment; nothing else is
 #                              interpreted. A name the job does not define fails the job.
 #
+# Data, results and containers:
+#   -d, --data PATH...         Files or folders relative to ${SCRATCH}/${project_name}, packed once
+#                              into an archive under ${scratch_dir}/.staging/ (rebuilt when they
+#                              change) and unpacked into ${SLURM_TMPDIR} on every node, under the
+#                              same relative paths. The values run until the next option.
+#   --copy-back PATH...        Paths relative to ${SLURM_TMPDIR} (first node) copied to
+#                              ${scratch_dir}/${exp_name}/ when the program ends, also after the
+#                              time-limit warning; a failed copy fails the job.
+#   -s, --singularity-container IMAGE.sif
+#                              Run in this Apptainer/Singularity image instead of the venv, with
+#                              binds for /scratch_storage, /data (staged data under data/), /tmp,
+#                              /db, $HOME and the workdir.
+#   --workdir PATH             The container's working folder (absolute). Default: /hpc_workdir.
+#
+# Time limits:
+#   --signal-lead SECONDS      The program gets SIGUSR1 (the profile's signal) this long before
+#                              the time limit; HPC_WARNING_SIGNAL names it. Default: the cluster's.
+#   --requeue N                A warned job requeues itself up to N times (SLURM_RESTART_COUNT,
+#                              HPC_RESTART_COUNT), appending to the same log. Default: 0.
+#
+# Arrays (one at a time):
+#   -w, --wandb-sweepid ID     Run W&B sweep agents (ID or ENTITY/PROJECT/ID), one array task each,
+#                              on one node with one GPU: wandb agent --count 1. The API key comes
+#                              from WANDB_API_KEY or ~/wandb_credentials.txt (mode 600).
+#   --num-sweeps N             How many agents (asked on a terminal when not given).
+#   --wandb-offline            Run a grid sweep without a W&B server: one task per grid point of
+#                              the sweep file, WANDB_MODE=offline; sync the runs afterwards.
+#   --sweep-config FILE        The sweep file. Default: sweeper.yml beside this script.
+#   --repeat K                 The same experiment K times; task i sees seed=i and its own
+#                              checkpoints_dir.
+#   --max-concurrent K         At most K tasks at once (%K). Default: the cluster's throttle.
+#
 # Names and places:
 #   -e, --exp-name NAME        The experiment: ${scratch_dir}/NAME/checkpoints is made for it,
 #                              and its output files are named after it. Default: default.
@@ -48,13 +80,12 @@
 #   -y, --yes                  Do not ask before submitting (never asked without a terminal).
 #   -h, --help                 This text.
 #
-# Not in this version (they parse, and are refused): -d/--data, -w/--wandb-sweepid,
-# -s/--singularity-container.
 #
 # The job's program sees source_dir, project_name, scratch_dir=${SCRATCH}/${project_name},
 # exp_name, num_nodes, gpus_per_node and SLURM_TMPDIR (on every node). SCRATCH must be set.
 # Output: ${scratch_dir}/hpc_outputs/EXP_KIND_JOBID.out, with the job script beside it (.sh).
 # Exit status: 0 submitted (or dry run accepted), 1 refused or failed, 2 bad input.
+# After submitting: bash job_submitter.sh status | logs EXP | cancel EXP | resubmit EXP --failed
 set -euo pipefail
 
 hpc_submitter=${BASH_SOURCE[0]}
@@ -62,7 +93,7 @@ hpc_submitter=${BASH_SOURCE[0]}
 hpc_files_dir=${hpc_submitter%/*}
 # A clean absolute path without starting a process, unless it has . or .. in it.
 case $hpc_files_dir/ in */./* | */../* | *//*) hpc_files_dir=$(cd "$hpc_files_dir" && pwd) ;; esac
-for hpc_lib in hpc_common hpc_options hpc_profile hpc_configs hpc_plan hpc_sweep hpc_submit hpc_manifest; do
+for hpc_lib in hpc_common hpc_options hpc_profile hpc_configs hpc_plan hpc_sweep hpc_stage hpc_submit hpc_manifest; do
   # shellcheck source=/dev/null
   source "$hpc_files_dir/lib/$hpc_lib.bash"
 done

@@ -59,10 +59,23 @@ hpc_venv_is_ready() {
 # hpc_venv_ensure: makes sure the plan's venv is ready, else submits the install job and waits;
 # dies with the install log's path when the install fails.
 hpc_venv_ensure() {
-  local deps id log state last='' start=$SECONDS sbatch_args=()
+  local deps id log state last='' start=$SECONDS sbatch_args=() lock_fd
   hpc_venv_expect "$hpc_plan_source_dir"
   deps=$hpc_venv_deps
   hpc_venv_is_ready "$hpc_plan_venv" "$hpc_venv_stamp" && return 0
+
+  # One install at a time per project: concurrent submissions wait for it, then find it ready.
+  exec {lock_fd}>>"$hpc_plan_source_dir/.virtual_env.lock" || hpc_die "cannot open $hpc_plan_source_dir/.virtual_env.lock"
+  if ! flock -n "$lock_fd"; then
+    hpc_say "another submission is building the virtual environment; waiting for it"
+    flock "$lock_fd" || hpc_die "cannot lock $hpc_plan_source_dir/.virtual_env.lock"
+  fi
+  hpc_venv_expect "$hpc_plan_source_dir"
+  deps=$hpc_venv_deps
+  if hpc_venv_is_ready "$hpc_plan_venv" "$hpc_venv_stamp"; then
+    exec {lock_fd}>&-
+    return 0
+  fi
 
   if [[ -z $deps ]]; then
     hpc_say "no Pipfile or requirements.txt in $hpc_plan_source_dir: the virtual environment will be empty"
@@ -91,6 +104,7 @@ hpc_venv_ensure() {
     fi
     sleep 1
   done
+  exec {lock_fd}>&-
   hpc_venv_is_ready "$hpc_plan_venv" "$hpc_venv_stamp" ||
     hpc_die "the virtual environment's install job $id failed; nothing was submitted. Its log: $log"
   hpc_say "install job $id: the virtual environment is ready ($((SECONDS - start)) s)"

@@ -18,6 +18,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/hpc_common.bash"
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_configs.bash"
 # shellcheck source=hpc_files/lib/hpc_sweep.bash
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_sweep.bash"
+# shellcheck source=hpc_files/lib/hpc_stage.bash
+source "$(dirname "${BASH_SOURCE[0]}")/hpc_stage.bash"
 
 # hpc_job_log MESSAGE...: one line to the job's output, marked as the toolkit's.
 hpc_job_log() {
@@ -176,12 +178,14 @@ hpc_job_start_guards() {
   }
   hpc_job_guard_pid=$hpc_job_guards_PID
   while ((ready < SLURM_JOB_NUM_NODES)); do
-    if ! IFS= read -r -t 120 line <&"${hpc_job_guards[0]}"; then
-      hpc_job_fail "node setup" "not every node made its SLURM_TMPDIR and staged its data within 120 s"
+    # No time limit here: unpacking a large dataset takes what it takes; a guard that ends
+    # without a word closes the pipe.
+    if ! IFS= read -r line <&"${hpc_job_guards[0]}"; then
+      hpc_job_fail "node setup" "a node's setup step ended without saying it was ready (see above)"
     fi
     case $line in
       ready\ *) ready=$((ready + 1)) ;;
-      failed\ *) hpc_job_fail "node setup" "node ${line#failed } could not make its SLURM_TMPDIR or stage its data (see above)" ;;
+      failed\ *) hpc_job_fail "node setup" "node ${line#failed } could not make its SLURM_TMPDIR, stage the data or copy the image (see above)" ;;
     esac
   done
 }

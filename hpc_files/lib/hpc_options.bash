@@ -224,7 +224,6 @@ hpc_opt_set() {
 
 # hpc_opt_refuse_unbuilt: options that parse but whose feature this version does not have yet.
 hpc_opt_refuse_unbuilt() {
-  ((${#hpc_opt_data[@]} == 0)) || hpc_die_usage "-d/--data" "data staging is not available in this version of the toolkit"
   local modes=0
   [[ -z $hpc_opt_wandb_sweepid ]] || modes=$((modes + 1))
   [[ -z $hpc_opt_repeat ]] || modes=$((modes + 1))

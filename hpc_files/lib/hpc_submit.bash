@@ -105,6 +105,13 @@ hpc_submit_dry_run() {
   if ! hpc_venv_is_ready "$hpc_plan_venv" "$hpc_venv_stamp"; then
     printf 'The virtual environment %s would be built first by an install job.\n' "$hpc_plan_venv"
   fi
+  if ((${#hpc_opt_data[@]})); then
+    if hpc_stage_cached "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}"; then
+      printf 'Data: the archive %s is current and would be reused.\n' "$hpc_stage_archive"
+    else
+      printf 'Data: an archive of %s would be built under %s/.staging/ first.\n' "${hpc_stage_paths[*]}" "$hpc_plan_scratch_dir"
+    fi
+  fi
   if command -v sbatch >/dev/null 2>&1; then
     # --output names a folder that may not exist yet: validate with the output left to SLURM.
     answer=$(sbatch --test-only "${hpc_plan_sbatch_args[@]/#--output=*/--output=/dev/null}" <<<"$script" 2>&1) || rc=$?
@@ -145,6 +152,11 @@ hpc_submit_main() {
   hpc_sweep_before_plan
   hpc_plan_make
   hpc_sweep_plan
+  # --data: checked now (exit 2 on a bad path); the archive is made after the confirmation.
+  hpc_plan_data_archive=''
+  if ((${#hpc_opt_data[@]})); then
+    hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
+  fi
 
   if ((hpc_opt_dry_run)); then
     hpc_submit_dry_run
@@ -160,6 +172,13 @@ hpc_submit_main() {
       hpc_die "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir"
   fi
   [[ $hpc_plan_runner != venv ]] || hpc_venv_ensure
+  if ((${#hpc_opt_data[@]})); then
+    local rc=0
+    hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?
+    ((rc != 2)) || exit 2
+    ((rc == 0)) || hpc_die "staging the data failed (see above); nothing was submitted"
+    hpc_plan_data_archive=$hpc_stage_archive
+  fi
 
   # sbatch reads the script from its standard input; the file is written once the job id is
   # known, beside the job's output and named like it (SLURM keeps its own copy of what it runs).
@@ -173,5 +192,9 @@ hpc_submit_main() {
   printf '%s' "$hpc_plan_script" >"$final" || hpc_say "job $id was submitted, but its script could not be kept as $final"
   hpc_manifest_write "$id" "$final" || hpc_say "job $id was submitted, but its manifest could not be written"
   printf 'Submitted job %s (%s)\n' "$id" "$hpc_plan_summary"
+  if [[ ${hpc_plan_mode:-single} == offline ]]; then
+    printf 'Offline runs go to %s/wandb; when the array has ended, upload them from a machine with internet:\n  wandb sync %q/wandb/offline-run-*\n' \
+      "$hpc_plan_scratch_dir/$hpc_plan_exp_name" "$hpc_plan_scratch_dir/$hpc_plan_exp_name"
+  fi
   printf 'Job script: %s\nOutput:     %s\nFollow it:  tail -F %q\n' "$final" "${hpc_plan_output//%j/$id}" "${hpc_plan_output//%j/$id}"
 }

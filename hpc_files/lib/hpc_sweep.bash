@@ -161,12 +161,14 @@ hpc_sweep_plan() {
   else
     return 0
   fi
-  if declare -F hpc_manifest_check_array_size >/dev/null; then hpc_manifest_check_array_size "$count"; fi
   throttle=${hpc_opt_max_concurrent:-${hpc_profile_array_throttle:-10}}
   hpc_plan_array_count=$count
   if [[ $hpc_plan_mode == sweep ]]; then
+    # Agents are numbered from 1, as the original toolkit did; everything else from 0.
+    hpc_manifest_check_array_size "$count" 1
     hpc_plan_array=1-$count%$throttle
   else
+    hpc_manifest_check_array_size "$count" 0
     hpc_plan_array=0-$((count - 1))%$throttle
   fi
   # Each task its own output: job id _ task.

@@ -67,7 +67,7 @@ hpc_sbatch() {
 hpc_project_make() {
   mkdir -p "$1"
   bash "$HPC_ROOT/hpc_files/install.sh" "$1" >/dev/null
-  cp "$HPC_ROOT/tests/fixtures/project/"{probe.py,lightning_train.py,ckpt.py,sweep_train.py,requirements.txt} "$1/"
+  cp "$HPC_ROOT/tests/fixtures/project/"{probe.py,lightning_train.py,ckpt.py,sweep_train.py,tree_sums.py,requirements.txt} "$1/"
 }
 
 # hpc_configs PROJECT LINE...: writes the project's experiment_configurations.txt.

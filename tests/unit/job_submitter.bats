@@ -152,9 +152,9 @@ sorted_options() {
     assert_equal "$stderr" ""
     assert_line --index 0 "Usage: bash job_submitter.sh [options]"
     assert_line "  -W, --which-distributed L  lightning: one SLURM task per GPU, started by srun (Lightning reads"
-    assert_line "Not in this version (they parse, and are refused): -d/--data, -w/--wandb-sweepid,"
+    assert_line "Arrays (one at a time):"
     refute_line --regexp '^#'
-    assert_equal "${lines[${#lines[@]} - 1]}" "Exit status: 0 submitted (or dry run accepted), 1 refused or failed, 2 bad input."
+  assert_equal "${lines[${#lines[@]} - 1]}" "After submitting: bash job_submitter.sh status | logs EXP | cancel EXP | resubmit EXP --failed"
   done
   # SCRATCH is not needed for the help.
   SCRATCH='' run --separate-stderr bash "$submitter" --help
@@ -177,7 +177,8 @@ sorted_options() {
     run --separate-stderr bash "$submitter" "${args[@]}" </dev/null
     assert_equal "$words -> $status" "$words -> 2"
     assert_equal "$output" ""
-    assert_equal "$stderr" "job_submitter.sh: $message"
+    # @SCRATCH@ in a message stands for this test's ${SCRATCH}/${project_name}.
+    assert_equal "$stderr" "job_submitter.sh: ${message//@SCRATCH@/$SCRATCH/my project}"
     assert_equal "$(calls sbatch)" 0
     [[ $(listing "$tmp") == "$before" ]] || fail "$words: created or changed something under $tmp"
   done <<'EOT'
@@ -224,10 +225,20 @@ train.py|train.py: unexpected word (every value belongs to an option; see --help
 -n 2|-n/--num-nodes: 2 nodes need a launcher; accepted with -W lightning or -W torchrun, else 1
 -W torchrun -g 0|-g/--gpus: 0 GPUs cannot be used with -W torchrun, which starts one process per GPU; accepted: 1 or more, or no -W
 -W lightning -g 0|-g/--gpus: 0 GPUs cannot be used with -W lightning, which starts one process per GPU; accepted: 1 or more, or no -W
--d data|-d/--data: data staging is not available in this version of the toolkit
--d a b -g 1|-d/--data: data staging is not available in this version of the toolkit
+-d data|-d/--data: 'data': does not exist: there is no @SCRATCH@
+-d a b -g 1|-d/--data: 'a': does not exist: there is no @SCRATCH@
+-d /etc/hosts|-d/--data: '/etc/hosts': is an absolute path; give it relative to @SCRATCH@
+-d ../x|-d/--data: '../x': is outside @SCRATCH@
+--copy-back /abs|--copy-back: '/abs' is absolute; accepted: a path relative to ${SLURM_TMPDIR}
+--copy-back a/../../b|--copy-back: 'a/../../b' leaves ${SLURM_TMPDIR} (..); accepted: a path inside it
+--requeue -1|--requeue: '-1' is not accepted; accepted: how many times a warned job may requeue itself, 0 or more
+--signal-lead x|--signal-lead: 'x' is not accepted; accepted: seconds before the time limit for the warning signal, 0 or more
+--repeat 0|--repeat: '0' is not accepted; accepted: a whole number, 1 or more
+--repeat 2 -w abc|-w/--repeat/--wandb-offline: choose one: a W&B sweep (-w), an offline grid sweep (--wandb-offline) or repeats (--repeat)
+-w abc -W torchrun|-W/--which-distributed: sweeps run one agent per array task, on one node: accepted without -W
+--num-sweeps 3|--num-sweeps: is for W&B sweeps; accepted with -w/--wandb-sweepid
+-w abc -g 2|-g/--gpus: a sweep agent gets one GPU; accepted: 0 or 1
 -d|-d/--data: needs at least one path relative to ${SCRATCH}/${project_name}
--w abc|-w/--wandb-sweepid: W&B sweeps are not available in this version of the toolkit
 -s x.sif|-s/--singularity-container: 'x.sif': no such file
 -s proj.img --workdir /code|-s/--singularity-container: 'proj.img': no such file
 --workdir /code|--workdir: is for container jobs; accepted with -s/--singularity-container

@@ -1,0 +1,679 @@
+#!/usr/bin/env bats
+# The manifest of each submission and the commands that read it (status, logs, cancel, resubmit),
+# without SLURM: a project installed with install.sh in a folder whose path has a space, SCRATCH
+# in a temporary folder, and PATH stubs of squeue, sacct, scontrol, scancel and sbatch
+# (tests/fixtures/manage/bin) that record their arguments in $HPC_STUB_LOG and answer from a
+# table of jobs ($HPC_STUB_JOBS: 'SOURCE KEY JOBID STATE EXIT' per line, SOURCE being the command
+# that knows the job). Manifests are written by the library itself (make_manifest) or by a real
+# submission through job_submitter.sh.
+# shellcheck disable=SC2016 # bash -c scripts in single quotes get their values as arguments, on purpose
+# shellcheck disable=SC2030,SC2031 # each @test and make_manifest run in subshells: what they set stays there, on purpose
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+  load '../helpers/common'
+  export PYTHONDONTWRITEBYTECODE=1
+  # One project for the file (the commands only read it) and the local profile compiled once.
+  export PROJECT="$BATS_FILE_TMPDIR/my project"
+  mkdir -p "$PROJECT"
+  bash "$HPC_ROOT/hpc_files/install.sh" "$PROJECT" >/dev/null
+  printf 'python main.py --lr 0.1\n' >"$PROJECT/hpc_files/experiment_configurations.txt"
+  export HPC_WARM_CACHE="$BATS_FILE_TMPDIR/warm cache"
+  (
+    export HPC_CACHE_DIR=$HPC_WARM_CACHE
+    hpc_files_dir=$HPC_ROOT/hpc_files hpc_python_helpers_dir=$HPC_ROOT/python_helpers
+    source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
+    source "$HPC_ROOT/hpc_files/lib/hpc_profile.bash"
+    hpc_profile_load local
+  )
+}
+
+setup() {
+  load '../helpers/common'
+  tmp=$(hpc_test_tmp)
+  submitter=$PROJECT/hpc_files/job_submitter.sh
+  stub_log="$BATS_TEST_TMPDIR/stub log"
+  mkdir -p "$stub_log" "$tmp/scratch"
+  cp -R "$HPC_WARM_CACHE" "$tmp/cache"
+  unset HPC_STUB_SQUEUE HPC_STUB_SACCT HPC_STUB_SBATCH HPC_STUB_JOB_ID HPC_STUB_MAX_ARRAY_SIZE
+  export SCRATCH=$tmp/scratch HPC_CLUSTER=local HPC_CACHE_DIR=$tmp/cache HPC_STUB_LOG=$stub_log
+  export HPC_STUB_JOBS=$tmp/jobs
+  export PATH=$HPC_ROOT/tests/fixtures/manage/bin:$PATH
+  outputs="$SCRATCH/my project/hpc_outputs"
+  manifests=$outputs/manifests
+  mkdir -p "$outputs"
+  : >"$HPC_STUB_JOBS"
+}
+
+# manage ARGS...: runs a command of the submitter (status, logs, ...), stdout and stderr apart.
+manage() {
+  run --separate-stderr bash "$submitter" "$@" </dev/null
+}
+
+# calls COMMAND: how many times the stub COMMAND was called.
+calls() {
+  local n=0
+  while [[ -e $stub_log/$1.$((n + 1)).args ]]; do n=$((n + 1)); done
+  printf '%s\n' "$n"
+}
+
+# argv_of COMMAND N: sets the array argv to the arguments of the stub's N-th call.
+argv_of() {
+  [[ -e $stub_log/$1.$2.args ]] || fail "$1 was not called $2 time(s)"
+  mapfile -d '' argv <"$stub_log/$1.$2.args"
+}
+
+# slurm_jobs: the table of jobs the stubs know, from stdin.
+slurm_jobs() {
+  cat >"$HPC_STUB_JOBS"
+}
+
+# make_manifest EXP ID [ARRAY]: a submission of experiment EXP, job ID (an array job when ARRAY
+# is given), recorded by the library as the submitter does, with its kept job script.
+make_manifest() {
+  local exp=$1 id=$2 array=${3-}
+  (
+    source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
+    source "$HPC_ROOT/hpc_files/lib/hpc_manifest.bash"
+    hpc_plan_source_dir=$PROJECT hpc_plan_project_name="my project"
+    hpc_plan_scratch_dir="$SCRATCH/my project" hpc_plan_exp_name=$exp hpc_plan_kind=venv-none
+    hpc_plan_cluster=local hpc_plan_launcher=none hpc_plan_runner=venv hpc_plan_nodes=1
+    hpc_plan_ntasks_per_node=1 hpc_plan_cpus=1 hpc_plan_cpus_per_task=1 hpc_plan_gpus=0
+    hpc_plan_mem=1G hpc_plan_time=00-00:10:00 hpc_plan_partition=debug hpc_plan_array=$array
+    hpc_plan_job_name="my project-$exp"
+    if [[ -n $array ]]; then
+      hpc_plan_output=$outputs/${exp}_venv-none_%A_%a.out
+    else
+      hpc_plan_output=$outputs/${exp}_venv-none_%j.out
+    fi
+    hpc_plan_sbatch_args=(--job-name="$hpc_plan_job_name" --nodes=1 --ntasks-per-node=1
+      --cpus-per-task=1 --mem=1G --time=00-00:10:00 --output="$hpc_plan_output" --chdir="$PROJECT"
+      --signal=B:USR1@30 --no-requeue --partition=debug)
+    [[ -z $array ]] || hpc_plan_sbatch_args+=(--array="$array")
+    hpc_configs_words=(python main.py --lr 0.1)
+    hpc_submit_argv=(-y -g 0 -e "$exp")
+    script=$outputs/${exp}_venv-none_$id.sh
+    printf '#!/bin/bash\necho %s\n' "$exp" >"$script"
+    hpc_manifest_write "$id" "$script"
+  )
+}
+
+# row KEY: the status line of KEY (a job id or ARRAYID_TASK), its spaces squeezed.
+row() {
+  grep -E "^$1 " <<<"$output" | tr -s ' '
+}
+
+# ---------------------------------------------------------------------------------------------
+# 1. The manifest
+
+@test "manifest round trip: every value comes back exactly (spaces, quotes, \$, backslashes, newlines, tabs, unicode), nothing is evaluated" {
+  cd "$tmp"
+  run bash -c '
+    set -euo pipefail
+    source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
+    source "$HPC_ROOT/hpc_files/lib/hpc_manifest.bash"
+    tricky=(
+      "plain" "with  two  spaces" "it'"'"'s \"quoted\"" "\$HOME and \${x:-y} and \$(touch pwned)"
+      "back\\slash \\n \\t \\\\ \\c \\0101 \\x41 \\u00e9 %b %s"
+      "line one
+line two" "tab	inside" "carriage$(printf "\r")return" "ünïcödé — 日本語 🚀" "" "  " "trailing\\"
+    )
+    hpc_plan_source_dir="$PWD" hpc_plan_project_name="p r" hpc_plan_scratch_dir="$PWD/scr atch"
+    hpc_plan_exp_name="ex" hpc_plan_kind=venv-none hpc_plan_cluster=local hpc_plan_launcher=none
+    hpc_plan_runner=venv hpc_plan_nodes=1 hpc_plan_ntasks_per_node=1 hpc_plan_cpus=2
+    hpc_plan_cpus_per_task=2 hpc_plan_gpus=0 hpc_plan_mem=1G hpc_plan_time=00:10:00
+    hpc_plan_partition="${tricky[3]}" hpc_plan_account="${tricky[5]}" hpc_plan_array=0-3%2
+    hpc_plan_output="$PWD/o %j_%A_%a.out" hpc_plan_job_name="p r-ex"
+    hpc_plan_sbatch_args=("${tricky[@]}")
+    hpc_configs_words=("${tricky[@]}" "\$LAST")
+    hpc_submit_argv=("${tricky[@]}" -y)
+    hpc_manifest_write 77 "$PWD/kept ${tricky[8]}.sh"
+    file="$PWD/scr atch/hpc_outputs/manifests/ex_77.manifest"
+    hpc_manifest_read "$file"
+    fail() { printf "MISMATCH %s\n" "$1"; exit 1; }
+    [[ ${hpc_mf[partition]} == "${tricky[3]}" ]] || fail partition
+    [[ ${hpc_mf[account]} == "${tricky[5]}" ]] || fail account
+    [[ ${hpc_mf[script]} == "$PWD/kept ${tricky[8]}.sh" ]] || fail script
+    [[ ${hpc_mf[job_id]} == 77 && ${hpc_mf[origin]} == 77 && ${hpc_mf[array]} == 0-3%2 ]] || fail job
+    [[ ${hpc_mf[mode]} == single && ${hpc_mf[exp_name]} == ex && ${hpc_mf[project]} == "p r" ]] || fail names
+    [[ ${hpc_mf[output]} == "$PWD/o %j_%A_%a.out" ]] || fail output
+    [[ ${hpc_mf[output_path]} == "$PWD/o %j_77_%a.out" ]] || fail output_path
+    [[ ${hpc_mf[git_commit]} == "" && ${hpc_mf[git_dirty]} == "" ]] || fail git
+    [[ "$(declare -p hpc_mf_sbatch)" == "$(declare -p hpc_plan_sbatch_args | sed "s/hpc_plan_sbatch_args/hpc_mf_sbatch/")" ]] || fail sbatch
+    [[ "$(declare -p hpc_mf_command)" == "$(declare -p hpc_configs_words | sed "s/hpc_configs_words/hpc_mf_command/")" ]] || fail command
+    [[ "$(declare -p hpc_mf_argv)" == "$(declare -p hpc_submit_argv | sed "s/hpc_submit_argv/hpc_mf_argv/")" ]] || fail argv
+    # One line per value: the newlines of values are escaped.
+    [[ $(grep -c "^sbatch	" "$file") == "${#tricky[@]}" ]] || fail lines
+    # Written atomically: no temporary file is left beside it.
+    [[ $(ls -A "${file%/*}") == ex_77.manifest ]] || fail leftovers
+    echo ok
+  '
+  assert_output ok
+  [ ! -e "$tmp/pwned" ]
+}
+
+@test "a real submission records its manifest: options, argv, sbatch options, command, kept script, output; no secret" {
+  mkdir -p "$PROJECT/virtual_env/bin"
+  : >"$PROJECT/virtual_env/bin/activate"
+  (
+    # shellcheck source=virtual_env_hpc_files/venv_runner.bash
+    source "$PROJECT/hpc_files/virtual_env_hpc_files/venv_runner.bash"
+    hpc_venv_expect "$PROJECT"
+    printf '%s' "$hpc_venv_stamp" >"$PROJECT/virtual_env/.hpc_deps"
+  )
+  export WANDB_API_KEY=wandb-s3cret-key MY_TOKEN=t0ken-value DB_PASSWORD=pa55word
+  run --separate-stderr bash "$submitter" -y -g 1 -c 2 -e run.1 -t 01:00:00 </dev/null
+  assert_equal "$status" 0
+  assert_line --index 0 --regexp '^Submitted job 5000 '
+  file=$manifests/run.1_5000.manifest
+  [ -f "$file" ]
+  # Only the plan's values: no variable of the environment, no secret.
+  run grep -rlE 'wandb-s3cret-key|t0ken-value|pa55word' "$SCRATCH"
+  assert_output ''
+  run grep -lE 'WANDB|TOKEN|PASSWORD|HOME' "$file"
+  assert_output ''
+  run grep -vcE '^(format|time|project|source_dir|scratch_dir|exp_name|kind|cluster|launcher|runner|nodes|ntasks_per_node|cpus|cpus_per_task|gpus|gpu_type|mem|mem_per_gpu|time_limit|partition|account|requeue|mode|array|job_id|origin|script|output|output_path|git_commit|git_dirty|argv|sbatch|command)	' "$file"
+  assert_output 0
+  run grep -E '^(exp_name|kind|cluster|nodes|cpus|cpus_per_task|gpus|mem|time_limit|partition|job_id|origin|script|output_path|git_dirty)	' "$file"
+  assert_output "exp_name	run.1
+kind	venv-none
+cluster	local
+nodes	1
+cpus	2
+cpus_per_task	2
+gpus	1
+mem	1G
+time_limit	01:00:00
+partition	debug
+job_id	5000
+origin	5000
+script	$outputs/run.1_venv-none_5000.sh
+output_path	$outputs/run.1_venv-none_5000.out
+git_dirty	"
+  assert_equal "$(sed -n 's/^argv\t//p' "$file")" "$(printf '%s\n' -y -g 1 -c 2 -e run.1 -t 01:00:00)"
+  assert_equal "$(sed -n 's/^command\t//p' "$file")" "$(printf '%s\n' python main.py --lr 0.1)"
+  # The sbatch options are those sbatch got (less --parsable); the kept script is what it ran.
+  argv_of sbatch 1
+  assert_equal "$(sed -n 's/^sbatch\t//p' "$file")" "$(printf '%s\n' "${argv[@]:1}")"
+  assert_equal "$(<"$outputs/run.1_venv-none_5000.sh")" "$(<"$stub_log/sbatch.1.script")"
+  # status reads it back.
+  printf 'squeue 5000 5000 PENDING -\n' | slurm_jobs
+  manage status
+  assert_equal "$status" 0
+  assert_equal "$(row 5000)" "5000 run.1 venv-none PENDING - $outputs/run.1_venv-none_5000.out"
+}
+
+@test "the manifest records the git commit and whether tracked files changed, with one git call; none outside a repository" {
+  local repo="$tmp/repo" commit
+  mkdir -p "$repo/sub dir"
+  git -C "$repo" init -q
+  printf 'a\n' >"$repo/tracked.txt"
+  git -C "$repo" add tracked.txt
+  git -C "$repo" -c user.name=t -c user.email=t@example.invalid commit -q -m one
+  commit=$(git -C "$repo" rev-parse HEAD)
+  printf 'x\n' >"$repo/untracked.txt"
+  for case in "clean|$repo/sub dir|$commit|no" "dirty|$repo/sub dir|$commit|yes" "none|$tmp|"'|'; do
+    IFS='|' read -r name dir want_commit want_dirty <<<"$case"
+    [[ $name != dirty ]] || printf 'b\n' >>"$repo/tracked.txt"
+    run bash -c '
+      source "$HPC_ROOT/hpc_files/lib/hpc_manifest.bash"
+      hpc_manifest_git "$1"
+      printf "%s|%s\n" "$hpc_manifest_git_commit" "$hpc_manifest_git_dirty"' _ "$dir"
+    assert_equal "$name: $output" "$name: $want_commit|$want_dirty"
+  done
+}
+
+@test "array specs: expanded, throttle apart, and indices written back as ranges" {
+  source "$HPC_ROOT/hpc_files/lib/hpc_manifest.bash"
+  while IFS='|' read -r spec indices throttle ranges; do
+    if [[ $indices == bad ]]; then
+      run hpc_manifest_expand_array "$spec"
+      assert_equal "$spec -> $status" "$spec -> 1"
+      continue
+    fi
+    hpc_manifest_expand_array "$spec"
+    assert_equal "$spec -> ${hpc_manifest_indices[*]}|$hpc_manifest_throttle" "$spec -> $indices|$throttle"
+    hpc_manifest_ranges "${hpc_manifest_indices[@]}"
+    assert_equal "$spec -> $hpc_manifest_ranges" "$spec -> $ranges"
+  done <<'EOT'
+1-4|1 2 3 4||1-4
+0-3%2|0 1 2 3|2|0-3
+2,4|2 4||2,4
+7,1-3,2|1 2 3 7||1-3,7
+0-10:5%1|0 5 10|1|0,5,10
+5|5||5
+|bad||
+4-1|bad||
+1-x|bad||
+1-4%|bad||
+1,,2|bad||
+EOT
+}
+
+@test "MaxArraySize: an array with an index at or above it is refused (exit 2, one line) before sbatch; scontrol asked once" {
+  run --separate-stderr bash -c '
+    source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
+    source "$HPC_ROOT/hpc_files/lib/hpc_manifest.bash"
+    hpc_program=job_submitter.sh
+    hpc_manifest_check_array_size 1000 && echo "1000 from 0: ok"
+    hpc_manifest_check_array_size 1 1001 && echo "1 from 1001: refused?"'
+  assert_equal "$status" 2
+  assert_equal "$output" "1000 from 0: ok"
+  assert_equal "$stderr" "job_submitter.sh: --repeat/--num-sweeps: 1 tasks exceed this cluster's MaxArraySize 1001 (indices 0..1000)"
+  assert_equal "$(calls scontrol)" 1
+  while IFS='|' read -r max count first want_status want_stderr; do
+    HPC_STUB_MAX_ARRAY_SIZE=$max run --separate-stderr bash -c '
+      source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
+      source "$HPC_ROOT/hpc_files/lib/hpc_manifest.bash"
+      hpc_program=job_submitter.sh
+      hpc_manifest_check_array_size "$@"' _ "$count" ${first:+"$first"}
+    assert_equal "$max $count $first -> $status|$stderr" "$max $count $first -> $want_status|$want_stderr"
+  done <<'EOT'
+1001|1002||2|job_submitter.sh: --repeat/--num-sweeps: 1002 tasks exceed this cluster's MaxArraySize 1001 (indices 0..1000)
+1001|1001||0|
+1001|1001|1|2|job_submitter.sh: --repeat/--num-sweeps: 1001 tasks exceed this cluster's MaxArraySize 1001 (indices 0..1000)
+1001|1000|1|0|
+1001|1000|0|0|
+4|5||2|job_submitter.sh: --repeat/--num-sweeps: 5 tasks exceed this cluster's MaxArraySize 4 (indices 0..3)
+4|4||0|
+EOT
+  # Without SLURM there is nothing to check against.
+  mkdir -p "$tmp/no slurm"
+  PATH="$tmp/no slurm" run /bin/bash -c '
+    source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
+    source "$HPC_ROOT/hpc_files/lib/hpc_manifest.bash"
+    hpc_manifest_check_array_size 5000 && echo ok'
+  assert_output ok
+}
+
+@test "MaxArraySize through the submitter: --repeat over it is refused before anything is submitted" {
+  grep -q -- '--repeat)' "$HPC_ROOT/hpc_files/lib/hpc_options.bash" || skip "--repeat is not in this version"
+  HPC_STUB_MAX_ARRAY_SIZE=8 run --separate-stderr bash "$submitter" -y -g 0 --repeat 9 </dev/null
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: --repeat/--num-sweeps: 9 tasks exceed this cluster's MaxArraySize 8 (indices 0..7)"
+  assert_equal "$(calls sbatch)" 0
+  [ ! -e "$manifests" ]
+}
+
+# ---------------------------------------------------------------------------------------------
+# 2. status
+
+@test "status: state from squeue, then sacct, then scontrol, else UNKNOWN; array tasks one per line; each source asked once" {
+  make_manifest e 100
+  make_manifest e 101
+  make_manifest f 102
+  make_manifest g 103
+  make_manifest arr 200 1-4%2
+  slurm_jobs <<'EOT'
+squeue 100 100 RUNNING -
+sacct 100 100 COMPLETED 0:0
+scontrol 100 100 COMPLETED 0:0
+sacct 101 101 FAILED 2:0
+scontrol 101 101 COMPLETED 0:0
+scontrol 102 102 TIMEOUT 0:15
+squeue 200_1 201 RUNNING -
+sacct 200_2 202 CANCELLED+by+0 0:15
+scontrol 200_2 202 COMPLETED 0:0
+scontrol 200_3 203 NODE_FAIL 0:0
+EOT
+  manage status
+  assert_equal "$status" 0
+  assert_equal "$stderr" ""
+  assert_equal "${#lines[@]}" 9
+  assert_equal "$(tr -s ' ' <<<"${lines[0]}")" "JOB EXP KIND STATE EXIT OUTPUT"
+  assert_equal "$(row 100)" "100 e venv-none RUNNING - $outputs/e_venv-none_100.out"
+  assert_equal "$(row 101)" "101 e venv-none FAILED 2:0 $outputs/e_venv-none_101.out"
+  assert_equal "$(row 102)" "102 f venv-none TIMEOUT 0:15 $outputs/f_venv-none_102.out"
+  assert_equal "$(row 103)" "103 g venv-none UNKNOWN (forgotten by SLURM) - $outputs/g_venv-none_103.out"
+  assert_equal "$(row 200_1)" "200_1 arr venv-none RUNNING - $outputs/arr_venv-none_200_1.out"
+  assert_equal "$(row 200_2)" "200_2 arr venv-none CANCELLED 0:15 $outputs/arr_venv-none_200_2.out"
+  assert_equal "$(row 200_3)" "200_3 arr venv-none NODE_FAIL 0:0 $outputs/arr_venv-none_200_3.out"
+  assert_equal "$(row 200_4)" "200_4 arr venv-none UNKNOWN (forgotten by SLURM) - $outputs/arr_venv-none_200_4.out"
+  # Rows in submission order; columns aligned.
+  assert_equal "$(cut -d' ' -f1 <<<"$output" | tr '\n' ' ')" "JOB 100 101 102 103 200_1 200_2 200_3 200_4 "
+  # Each source once, asked only about what the ones before did not answer.
+  assert_equal "$(calls squeue) $(calls sacct) $(calls scontrol)" "1 1 1"
+  argv_of squeue 1
+  assert_equal "${argv[*]}" "-h -r -j 100,101,102,103,200 -o %A|%F|%K|%T"
+  argv_of sacct 1
+  assert_equal "${argv[*]}" "-n -P -X -j 101,102,103,200 -o JobID,JobIDRaw,State,ExitCode"
+  argv_of scontrol 1
+  assert_equal "${argv[*]}" "-o show job"
+
+  # No accounting (sacct fails, as on the local cluster): scontrol answers for 101 and 200_2.
+  export HPC_STUB_SACCT=fail
+  manage status e
+  assert_equal "$status" 0
+  assert_equal "${#lines[@]}" 3
+  assert_equal "$(row 100)" "100 e venv-none RUNNING - $outputs/e_venv-none_100.out"
+  assert_equal "$(row 101)" "101 e venv-none COMPLETED 0:0 $outputs/e_venv-none_101.out"
+  manage status arr
+  assert_equal "$(row 200_2)" "200_2 arr venv-none COMPLETED 0:0 $outputs/arr_venv-none_200_2.out"
+  # One job left to ask scontrol about: asked by its id.
+  manage status f
+  assert_equal "$(row 102)" "102 f venv-none TIMEOUT 0:15 $outputs/f_venv-none_102.out"
+  argv_of scontrol "$(calls scontrol)"
+  assert_equal "${argv[*]}" "-o show job 102"
+
+  # Once SLURM forgets them (squeue: invalid job id), the ended states seen are kept; the last
+  # one seen wins; a job never seen ended is unknown.
+  : >"$HPC_STUB_JOBS"
+  manage status
+  assert_equal "$status" 0
+  assert_equal "$(row 100)" "100 e venv-none UNKNOWN (forgotten by SLURM) - $outputs/e_venv-none_100.out"
+  assert_equal "$(row 101)" "101 e venv-none COMPLETED 0:0 $outputs/e_venv-none_101.out"
+  assert_equal "$(row 102)" "102 f venv-none TIMEOUT 0:15 $outputs/f_venv-none_102.out"
+  assert_equal "$(row 200_1)" "200_1 arr venv-none UNKNOWN (forgotten by SLURM) - $outputs/arr_venv-none_200_1.out"
+  assert_equal "$(row 200_2)" "200_2 arr venv-none COMPLETED 0:0 $outputs/arr_venv-none_200_2.out"
+  assert_equal "$(row 200_3)" "200_3 arr venv-none NODE_FAIL 0:0 $outputs/arr_venv-none_200_3.out"
+}
+
+@test "status: an array task's %j is its own job id; a pending array's tasks each get a line; a job or task alone" {
+  make_manifest arr 300 1-3
+  # An array whose output names the task's own job id.
+  sed -i 's/^output\t\(.*\)_%A_%a\.out$/output\t\1_%j.out/' "$manifests/arr_300.manifest"
+  slurm_jobs <<'EOT'
+squeue 300_1 301 RUNNING -
+squeue 300_2 300 PENDING -
+squeue 300_3 300 PENDING -
+EOT
+  manage status arr
+  assert_equal "$status" 0
+  assert_equal "$(row 300_1)" "300_1 arr venv-none RUNNING - $outputs/arr_venv-none_301.out"
+  assert_equal "$(row 300_2)" "300_2 arr venv-none PENDING - $outputs/arr_venv-none_300.out"
+  manage status 300_3
+  assert_equal "${#lines[@]}" 2
+  assert_equal "$(row 300_3)" "300_3 arr venv-none PENDING - $outputs/arr_venv-none_300.out"
+}
+
+@test "status: no submission yet says so (exit 0); SLURM unreachable is a failure (exit 1)" {
+  manage status
+  assert_equal "$status" 0
+  assert_output "No submission of project my project is recorded (in $manifests)."
+  assert_equal "$(calls squeue)" 0
+  make_manifest e 100
+  HPC_STUB_SQUEUE=fail manage status
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: squeue failed: squeue: error: Unable to contact slurm controller (connect failure)"
+}
+
+# ---------------------------------------------------------------------------------------------
+# 3. logs
+
+@test "logs: the newest job of the experiment, a given job, an array task, every task; --follow follows" {
+  make_manifest e 300
+  make_manifest e 310
+  make_manifest f 320
+  make_manifest arr 400 1-2
+  printf 'old run\n' >"$outputs/e_venv-none_300.out"
+  printf 'new run\nsecond line\n' >"$outputs/e_venv-none_310.out"
+  printf 'other experiment\n' >"$outputs/f_venv-none_320.out"
+  printf 'task one\n' >"$outputs/arr_venv-none_400_1.out"
+  printf 'task two\n' >"$outputs/arr_venv-none_400_2.out"
+  manage logs e
+  assert_equal "$status" 0
+  assert_output "new run
+second line"
+  manage logs 300
+  assert_output "old run"
+  manage logs 400_2
+  assert_output "task two"
+  manage logs arr
+  assert_output "==> $outputs/arr_venv-none_400_1.out <==
+task one
+==> $outputs/arr_venv-none_400_2.out <==
+task two"
+  # None of these needed SLURM: the outputs are named by %j of a job, or %A_%a.
+  assert_equal "$(calls squeue)" 0
+  # --follow: tail -F from the first line, until stopped.
+  run timeout 2 bash "$submitter" logs e --follow
+  assert_equal "$status" 124
+  assert_output "new run
+second line"
+  # No output yet.
+  make_manifest e 330
+  manage logs e
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: no output yet: $outputs/e_venv-none_330.out"
+}
+
+# ---------------------------------------------------------------------------------------------
+# 4. cancel
+
+@test "cancel: only the recorded jobs still pending or running, one scancel; says what it cancelled" {
+  make_manifest e 500
+  make_manifest e 501
+  make_manifest e 502 1-2
+  make_manifest e 503 1-3
+  make_manifest other 504
+  slurm_jobs <<'EOT'
+squeue 500 500 RUNNING -
+scontrol 501 501 COMPLETED 0:0
+squeue 502_1 502 PENDING -
+squeue 502_2 502 PENDING -
+scontrol 503_1 505 FAILED 1:0
+squeue 503_2 506 RUNNING -
+squeue 503_3 503 PENDING -
+squeue 504 504 RUNNING -
+squeue 999 999 RUNNING -
+EOT
+  manage cancel e
+  assert_equal "$status" 0
+  assert_equal "$stderr" ""
+  assert_output "cancelled 500 (e, was RUNNING)
+cancelled 502_1 (e, was PENDING)
+cancelled 502_2 (e, was PENDING)
+cancelled 503_2 (e, was RUNNING)
+cancelled 503_3 (e, was PENDING)"
+  assert_equal "$(calls scancel)" 1
+  argv_of scancel 1
+  # A whole array by its id; some of an array's tasks one by one; never another experiment's job.
+  assert_equal "${argv[*]}" "500 502 503_2 503_3"
+
+  # A job id, and an array task.
+  manage cancel 504
+  assert_output "cancelled 504 (other, was RUNNING)"
+  argv_of scancel 2
+  assert_equal "${argv[*]}" "504"
+  manage cancel 502_2
+  argv_of scancel 3
+  assert_equal "${argv[*]}" "502_2"
+
+  # Nothing running: says so, exit 0, no scancel.
+  manage cancel 501
+  assert_equal "$status" 0
+  assert_output "Nothing to cancel: no recorded job of 501 is pending or running."
+  assert_equal "$(calls scancel)" 3
+}
+
+# ---------------------------------------------------------------------------------------------
+# 5. resubmit
+
+@test "resubmit --failed: exactly the FAILED, TIMEOUT, NODE_FAIL and CANCELLED tasks, same options, a linked manifest" {
+  make_manifest sweep 600 1-4
+  slurm_jobs <<'EOT'
+scontrol 600_1 601 COMPLETED 0:0
+scontrol 600_2 602 FAILED 3:0
+scontrol 600_3 603 COMPLETED 0:0
+scontrol 600_4 600 TIMEOUT 0:15
+EOT
+  export HPC_STUB_SACCT=fail
+  manage resubmit sweep --failed
+  assert_equal "$status" 0
+  assert_equal "$stderr" ""
+  assert_output "Resubmitted task(s) 2,4 (array 2,4) of sweep as job 5000
+Output: $outputs/sweep_venv-none_5000_%a.out"
+  assert_equal "$(calls sbatch)" 1
+  argv_of sbatch 1
+  # The recorded sbatch options, the array of the failed tasks instead of the old one, the kept script.
+  want=(--parsable "--job-name=my project-sweep" --nodes=1 --ntasks-per-node=1 --cpus-per-task=1
+    --mem=1G --time=00-00:10:00 "--output=$outputs/sweep_venv-none_%A_%a.out" "--chdir=$PROJECT"
+    --signal=B:USR1@30 --no-requeue --partition=debug "--array=2,4" "$outputs/sweep_venv-none_600.sh")
+  assert_equal "$(printf '%s\n' "${argv[@]}")" "$(printf '%s\n' "${want[@]}")"
+  # The new job's manifest: linked to the submission, its own array.
+  file=$manifests/sweep_5000.manifest
+  run grep -E '^(array|job_id|origin|resubmit_of|resubmit|script)	' "$file"
+  assert_output "array	2,4
+job_id	5000
+origin	600
+resubmit_of	600
+resubmit	resubmit --failed
+script	$outputs/sweep_venv-none_600.sh"
+  # The rest is the original's.
+  assert_equal "$(grep -vE '^(time|array|job_id|origin|resubmit_of|resubmit|output_path)	' "$file")" \
+    "$(grep -vE '^(time|array|job_id|origin|resubmit_of|resubmit|output_path)	' "$manifests/sweep_600.manifest")"
+
+  # status shows both; a second round takes each task's last run: only 4 failed again.
+  slurm_jobs <<'EOT'
+scontrol 600_1 601 COMPLETED 0:0
+scontrol 600_2 602 FAILED 3:0
+scontrol 600_3 603 COMPLETED 0:0
+scontrol 600_4 600 TIMEOUT 0:15
+scontrol 5000_2 5001 COMPLETED 0:0
+scontrol 5000_4 5000 NODE_FAIL 0:0
+EOT
+  manage status sweep
+  assert_equal "${#lines[@]}" 7
+  assert_equal "$(row 5000_4)" "5000_4 sweep venv-none NODE_FAIL 0:0 $outputs/sweep_venv-none_5000_4.out"
+  manage resubmit sweep --failed
+  assert_equal "$status" 0
+  argv_of sbatch 2
+  assert_equal "${argv[${#argv[@]} - 2]}" "--array=4"
+  run grep -E '^(origin|resubmit_of)	' "$manifests/sweep_5001.manifest"
+  assert_output "origin	600
+resubmit_of	5000"
+
+  # Everything has succeeded (or runs): nothing to resubmit, exit 0, no sbatch.
+  printf 'squeue 5001_4 5002 RUNNING -\n' >>"$HPC_STUB_JOBS"
+  printf 'scontrol 5001_4 5002 COMPLETED 0:0\n' >>"$HPC_STUB_JOBS"
+  manage resubmit sweep --failed
+  assert_equal "$status" 0
+  assert_output "Nothing to resubmit: no task of sweep (job 600) ended FAILED, TIMEOUT, NODE_FAIL or CANCELLED."
+  assert_equal "$(calls sbatch)" 2
+}
+
+@test "resubmit --failed: which states count (<states> -> <array>), the throttle is kept" {
+  export HPC_STUB_SACCT=fail
+  local n=0
+  # states of tasks 0..3 | the --array sbatch gets (empty: nothing to resubmit)
+  while IFS='|' read -r states want; do
+    n=$((n + 1))
+    id=$((700 + n * 10))
+    make_manifest "s$n" "$id" 0-3%2
+    read -ra st <<<"$states"
+    for i in 0 1 2 3; do printf 'scontrol %s_%s %s %s 0:0\n' "$id" "$i" "$((id + i))" "${st[i]}"; done | slurm_jobs
+    manage resubmit "s$n" --failed
+    assert_equal "$states -> $status" "$states -> 0"
+    if [[ -z $want ]]; then
+      assert_line --index 0 --partial "Nothing to resubmit"
+      continue
+    fi
+    argv_of sbatch "$(calls sbatch)"
+    assert_equal "$states -> ${argv[${#argv[@]} - 2]}" "$states -> --array=$want"
+  done <<'EOT'
+FAILED TIMEOUT NODE_FAIL CANCELLED|0-3%2
+COMPLETED FAILED COMPLETED CANCELLED|1,3%2
+OUT_OF_MEMORY PREEMPTED BOOT_FAIL COMPLETED|
+RUNNING PENDING COMPLETING COMPLETED|
+COMPLETED COMPLETED TIMEOUT NODE_FAIL|2-3%2
+EOT
+}
+
+@test "resubmit: the whole submission again (a job, an array); a single failed job with --failed; script gone; sbatch refusing" {
+  export HPC_STUB_SACCT=fail
+  make_manifest one 800
+  make_manifest many 810 0-7%3
+  printf 'scontrol 800 800 FAILED 1:0\nscontrol 5000 5000 FAILED 1:0\n' | slurm_jobs
+  manage resubmit one
+  assert_equal "$status" 0
+  assert_output "Resubmitted job 800 of one as job 5000
+Output: $outputs/one_venv-none_5000.out"
+  argv_of sbatch 1
+  assert_equal "${argv[${#argv[@]} - 1]}" "$outputs/one_venv-none_800.sh"
+  [[ " ${argv[*]} " != *" --array"* ]]
+  manage resubmit many
+  assert_output --partial "Resubmitted every task (array 0-7%3) of many as job 5001"
+  argv_of sbatch 2
+  assert_equal "${argv[${#argv[@]} - 2]}" "--array=0-7%3"
+  # --failed on a job without an array: the job itself, when its last run failed.
+  manage resubmit one --failed
+  assert_output --partial "Resubmitted job 5000 of one as job 5002"
+  grep -qx 'resubmit_of	5000' "$manifests/one_5002.manifest"
+
+  rm "$outputs/many_venv-none_810.sh"
+  manage resubmit many
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: the kept job script '$outputs/many_venv-none_810.sh' of job 5001 is gone; submit again with: bash job_submitter.sh -y -g 0 -e many"
+  HPC_STUB_SBATCH=refuse manage resubmit one
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: sbatch refused the resubmission: sbatch: error: Batch job submission failed: Invalid job array specification"
+}
+
+# ---------------------------------------------------------------------------------------------
+# 6. Bad input and help
+
+@test "bad input: <args> -> exit 2, one line <message>, SLURM not asked" {
+  make_manifest e 100
+  make_manifest arr 200 1-4
+  while IFS='|' read -r words message; do
+    read -ra args <<<"$words"
+    manage "${args[@]}"
+    assert_equal "$words -> $status" "$words -> 2"
+    assert_equal "$output" ""
+    assert_equal "$words -> $stderr" "$words -> job_submitter.sh: $message"
+  done <<'EOT'
+status nope|nope: unknown experiment of project my project; known: e arr
+status e arr|status: unexpected word 'arr'; usage: status [EXP|JOBID[_TASK]]
+status --all|--all: unknown option of 'status'; see 'bash job_submitter.sh status --help'
+status ../e|../e: not an experiment name or a job id; known: e arr
+status 12345|12345: not a job or an experiment recorded for project my project (see 'bash job_submitter.sh status'); known: e arr
+logs|logs: needs an experiment, a job id or JOBID_TASK; known: e arr
+logs nope|nope: unknown experiment of project my project; known: e arr
+logs 999|999: not a job or an experiment recorded for project my project (see 'bash job_submitter.sh status'); known: e arr
+logs 200_9|200_9: job 200 has no array task 9 (its array: 1-4)
+logs 100_1|100_1: job 100 has no array task 1 (its array: none)
+logs e arr|logs: unexpected word 'arr'; usage: logs EXP|JOBID[_TASK] [--follow]
+logs e --tail|--tail: unknown option of 'logs'; see 'bash job_submitter.sh logs --help'
+cancel|cancel: needs one experiment, job id or JOBID_TASK; usage: cancel EXP|JOBID[_TASK]
+cancel e arr|cancel: needs one experiment, job id or JOBID_TASK; usage: cancel EXP|JOBID[_TASK]
+cancel --all|--all: unknown option of 'cancel'; see 'bash job_submitter.sh cancel --help'
+cancel nope|nope: unknown experiment of project my project; known: e arr
+resubmit|resubmit: needs an experiment or a job id; known: e arr
+resubmit e --failed --x|--x: unknown option of 'resubmit'; see 'bash job_submitter.sh resubmit --help'
+resubmit e arr|resubmit: unexpected word 'arr'; usage: resubmit EXP|JOBID [--failed]
+resubmit 200_2|200_2: resubmit takes an experiment or a job id, not an array task; use --failed
+resubmit nope --failed|nope: unknown experiment of project my project; known: e arr
+EOT
+  for name in squeue sacct scontrol scancel sbatch; do
+    assert_equal "$name: $(calls "$name")" "$name: 0"
+  done
+  # SCRATCH is needed to find the manifests, as for submitting.
+  SCRATCH='' manage status
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: SCRATCH: is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/\$USER in ~/.bashrc"
+  SCRATCH=relative manage logs e
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: SCRATCH: 'relative' is not an absolute path"
+  # With nothing recorded, the message says where it looked.
+  rm -rf -- "$manifests"
+  manage logs e
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: e: unknown experiment of project my project; no submission of project my project is recorded in $manifests"
+}
+
+@test "--help and -h of every command print the commands' usage, exit 0, without SCRATCH or SLURM" {
+  for words in "status --help" "logs -h" "cancel --help" "resubmit sweep --failed -h" "status nope -h"; do
+    read -ra args <<<"$words"
+    SCRATCH='' manage "${args[@]}"
+    assert_equal "$words -> $status" "$words -> 0"
+    assert_equal "$stderr" ""
+    assert_line --index 0 "Usage: bash job_submitter.sh status [EXP|JOBID[_TASK]]"
+    assert_line "       bash job_submitter.sh resubmit EXP|JOBID [--failed]"
+    assert_line "    --failed          Only the array tasks whose last run ended FAILED, TIMEOUT, NODE_FAIL or"
+    refute_line --regexp '^#'
+    refute_output --partial "shellcheck"
+    assert_equal "${lines[${#lines[@]} - 1]}" "input (an unknown experiment or job is answered with the known ones)."
+  done
+  assert_equal "$(calls squeue)" 0
+}

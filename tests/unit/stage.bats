@@ -1,0 +1,305 @@
+#!/usr/bin/env bats
+# hpc_files/lib/hpc_stage.bash: --data validation, the archive cache under .staging/ and the
+# per-node extraction into SLURM_TMPDIR. No SLURM: BASE and TMPDIR are test folders.
+# shellcheck disable=SC2016 # bash -c scripts in single quotes get their values as arguments, on purpose
+# shellcheck disable=SC2030,SC2031 # PATH is changed in subshells (the stubs), on purpose
+
+setup() {
+  load '../helpers/common'
+  hpc_program=hpc_stage
+  # shellcheck source=hpc_files/lib/hpc_stage.bash
+  source "$HPC_ROOT/hpc_files/lib/hpc_stage.bash"
+  HPC_TEST_REAL_TAR=$(command -v tar)
+  export HPC_TEST_REAL_TAR
+  stubs=$HPC_ROOT/tests/fixtures/stage/bin
+  tmp=$(hpc_test_tmp)
+  base="$tmp/scratch/my project"
+  node="$tmp/node 1"
+  mounts=()
+  make_data
+}
+
+teardown() {
+  local m
+  for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || true; done
+}
+
+# make_data: a small project tree under $base: folders, a file, names with spaces.
+make_data() {
+  mkdir -p "$base/datasets/d1/sub" "$base/datasets/with space" "$base/datasets/d2" "$node"
+  printf 'alpha\n' >"$base/datasets/d1/a.txt"
+  head -c 20000 /dev/urandom >"$base/datasets/d1/sub/b.bin"
+  printf 'gamma\n' >"$base/datasets/with space/c d.txt"
+  printf 'delta\n' >"$base/datasets/d2/e.txt"
+  printf 'notes\n' >"$base/notes.txt"
+}
+
+# checksums DIR PATH...: the sorted 'sha256  path' list of every file under the paths in DIR.
+checksums() {
+  local dir=$1
+  shift
+  (cd "$dir" && find "$@" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+}
+
+# archive_id: inode and mtime of the current archive.
+archive_id() {
+  stat -L -c '%i %Y' -- "$hpc_stage_archive"
+}
+
+# tmpfs SIZE: mounts a tmpfs of SIZE on a fresh folder, sets small to it; skips the test
+# without one (this needs root).
+tmpfs() {
+  small="$tmp/tmpfs $1"
+  mkdir -p "$small"
+  mount -t tmpfs -o "size=$1" tmpfs "$small" 2>/dev/null || skip "cannot mount a tmpfs here"
+  mounts+=("$small")
+}
+
+@test "validation: bad paths are exit 2 with one line naming the path; nothing is created" {
+  ln -s /etc "$base/outside"
+  ln -s ../notes.txt "$base/datasets/inside"
+  ln -s "$base/missing" "$base/dangling"
+  local -A cases=(
+    ["/etc"]="is an absolute path; give it relative to $base"
+    ["../x"]="is outside $base"
+    ["datasets/../../other project/x"]="is outside $base"
+    ["outside"]="resolves to /etc, outside $base"
+    ["datasets/nope"]="does not exist in $base"
+    ["dangling"]="is a symlink to something that does not exist"
+    ["."]="is $base itself; name the folders or files inside it"
+    [".staging/x"]="is the toolkit's archive cache"
+  )
+  local p
+  for p in "${!cases[@]}"; do
+    run hpc_stage_validate "$base" datasets/d1 "$p"
+    assert_equal "$status" 2
+    assert_output "hpc_stage: -d/--data: '$p': ${cases[$p]}"
+  done
+  run hpc_stage_validate "$base" datasets/d1 ""
+  assert_equal "$status" 2
+  assert_output "hpc_stage: -d/--data: '': is empty"
+  run hpc_stage_prepare "$base" datasets/d1 ../x
+  assert_equal "$status" 2
+  assert_output "hpc_stage: -d/--data: '../x': is outside $base"
+  [ ! -e "$base/.staging" ]
+}
+
+@test "validation: folders, files, spaces, symlinks inside; normalised, sorted, de-duplicated" {
+  ln -s d2 "$base/datasets/link"
+  hpc_stage_validate "$base" "datasets/with space/" notes.txt ./datasets/d1/../d2 datasets/link \
+    "datasets//with space" datasets/d1 datasets/d1/sub/b.bin
+  assert_equal "$(printf '%s|' "${hpc_stage_paths[@]}")" "datasets/d1|datasets/d2|datasets/link|datasets/with space|notes.txt|"
+  [ ! -e "$base/.staging" ]
+}
+
+@test "cache: a second prepare of unchanged data reuses the archive (same inode and mtime)" {
+  hpc_stage_prepare "$base" datasets notes.txt
+  local first
+  first=$(archive_id)
+  [[ $hpc_stage_archive == "$base/.staging/"*/data.tar ]]
+  [ "$hpc_stage_bytes" -eq "$(stat -L -c %s "$hpc_stage_archive")" ]
+  [ -f "$hpc_stage_manifest" ]
+  tar -tf "$hpc_stage_archive" >/dev/null
+  run hpc_stage_prepare "$base" notes.txt datasets/ ./datasets
+  assert_success
+  assert_output "hpc_stage: data unchanged: reusing $hpc_stage_archive"
+  hpc_stage_prepare "$base" notes.txt datasets/
+  assert_equal "$(archive_id)" "$first"
+  # Another set of paths is another archive.
+  hpc_stage_prepare "$base" datasets/d1
+  [ "$(archive_id)" != "$first" ]
+  run hpc_stage_cached "$base" datasets notes.txt
+  assert_success
+}
+
+@test "cache: a changed, added or removed file rebuilds the archive with the new content" {
+  hpc_stage_prepare "$base" datasets
+  local id before
+  id=$(archive_id)
+  # Same size, mtime put back (as cp -p or rsync -a leave it): the ctime still tells.
+  before=$(stat -c %y "$base/datasets/d1/a.txt")
+  printf 'ALPHA\n' >"$base/datasets/d1/a.txt"
+  touch -d "$before" "$base/datasets/d1/a.txt"
+  run hpc_stage_cached "$base" datasets
+  assert_failure 1
+  hpc_stage_prepare "$base" datasets
+  [ "$(archive_id)" != "$id" ]
+  assert_equal "$(tar -xOf "$hpc_stage_archive" './datasets/d1/a.txt')" "ALPHA"
+
+  id=$(archive_id)
+  printf 'new\n' >"$base/datasets/d2/new.txt"
+  hpc_stage_prepare "$base" datasets
+  [ "$(archive_id)" != "$id" ]
+  assert_equal "$(tar -xOf "$hpc_stage_archive" './datasets/d2/new.txt')" "new"
+
+  id=$(archive_id)
+  rm "$base/datasets/d2/e.txt"
+  hpc_stage_prepare "$base" datasets
+  [ "$(archive_id)" != "$id" ]
+  run tar -tf "$hpc_stage_archive"
+  refute_line './datasets/d2/e.txt'
+  assert_line './datasets/d2/new.txt'
+  # Superseded versions are gone; no build folders are left.
+  run find "$base/.staging" -mindepth 1 -maxdepth 1 -name '*.v*'
+  assert_equal "${#lines[@]}" 1
+  [ -z "$(find "$base/.staging" -name '.tmp.*')" ]
+}
+
+@test "cache: eight concurrent prepares build once and end with one valid archive" {
+  local i rc
+  for i in 1 2 3 4 5 6 7 8; do
+    (hpc_stage_prepare "$base" datasets notes.txt && printf '%s\n' "$hpc_stage_archive" >"$tmp/archive.$i") \
+      >"$tmp/out.$i" 2>&1 3>&- &
+  done
+  for i in 1 2 3 4 5 6 7 8; do
+    rc=0
+    wait -n || rc=$?
+    assert_equal "$rc" 0
+  done
+  assert_equal "$(cat "$tmp"/archive.* | sort -u | wc -l)" 1
+  assert_equal "$(cat "$tmp"/out.* | grep -c '^hpc_stage: archived ')" 1
+  run find "$base/.staging" -mindepth 1 -maxdepth 1 -name '*.v*'
+  assert_equal "${#lines[@]}" 1
+  [ -z "$(find "$base/.staging" -name '.tmp.*')" ]
+  tar -tf "$(cat "$tmp/archive.1")" >/dev/null
+}
+
+@test "cache: without working locks, eight concurrent prepares still end with the same valid archive" {
+  local i rc
+  for i in 1 2 3 4 5 6 7 8; do
+    (PATH=$stubs:$PATH && hpc_stage_prepare "$base" datasets notes.txt && printf '%s\n' "$hpc_stage_archive" >"$tmp/archive.$i") \
+      >"$tmp/out.$i" 2>&1 3>&- &
+  done
+  for i in 1 2 3 4 5 6 7 8; do
+    rc=0
+    wait -n || rc=$?
+    assert_equal "$rc" 0
+  done
+  assert_equal "$(cat "$tmp"/archive.* | sort -u | wc -l)" 1
+  [ -z "$(find "$base/.staging" -name '.tmp.*')" ]
+  tar -tf "$(cat "$tmp/archive.1")" >/dev/null
+  hpc_stage_extract "$(cat "$tmp/archive.1")" "$node" 2>/dev/null
+  assert_equal "$(checksums "$node" datasets notes.txt)" "$(checksums "$base" datasets notes.txt)"
+}
+
+@test "cache: data that changes during the build fails clearly and publishes nothing" {
+  run env PATH="$stubs:$PATH" HPC_TEST_TAR_MODE=changing HPC_TEST_TAR_TOUCH="$base/datasets/d1/a.txt" \
+    bash -c 'source "$1" && hpc_stage_prepare "$2" datasets' _ "$HPC_ROOT/hpc_files/lib/hpc_stage.bash" "$base"
+  assert_failure 1
+  assert_output --partial "the data changed while it was being archived; submit again once it is stable"
+  [ -z "$(find "$base/.staging" -mindepth 1 -not -name '*.lock')" ]
+}
+
+@test "cache: a long build shows its progress" {
+  run env PATH="$stubs:$PATH" HPC_TEST_TAR_MODE=slow hpc_stage_progress_s=0.3 \
+    bash -c 'source "$1" && hpc_stage_prepare "$2" datasets' _ "$HPC_ROOT/hpc_files/lib/hpc_stage.bash" "$base"
+  assert_success
+  assert_line --regexp '^_: archiving: 1\.0 MiB of about [0-9.]+ KiB \(99%\) in [0-9.]+ s \([0-9]+ MB/s\)$'
+  assert_line --regexp '^_: archived 4 files, 1\.0 MiB in [0-9.]+ s \([0-9]+ MB/s\): .*/data\.tar$'
+}
+
+@test "extract: every node's tree equals the source (checksums), a path with a space included" {
+  hpc_stage_prepare "$base" "datasets/with space" datasets/d1 notes.txt
+  run hpc_stage_extract "$hpc_stage_archive" "$node"
+  assert_success
+  assert_output --regexp '^\[stage [^]]+\] 1\.0 MiB in [0-9]+\.[0-9] s \([0-9]+ MB/s\) into .*/node 1$'
+  assert_equal "$(checksums "$node" datasets notes.txt)" "$(checksums "$base" "datasets/with space" datasets/d1 notes.txt)"
+  [ -f "$node/.hpc_staged" ]
+  [ -z "$(find "$node" -name '.hpc_stage.tmp.*')" ]
+  [ ! -e "$node/datasets/d2" ]
+}
+
+@test "extract: a second extraction with the marker is skipped; a new archive replaces the staged paths" {
+  hpc_stage_prepare "$base" datasets
+  hpc_stage_extract "$hpc_stage_archive" "$node" 2>/dev/null
+  local inode
+  inode=$(stat -c %i "$node/datasets/d1/a.txt")
+  run hpc_stage_extract "$hpc_stage_archive" "$node"
+  assert_success
+  assert_output --regexp "^\[stage [^]]+\] already staged into $node: .*; nothing to do$"
+  assert_equal "$(stat -c %i "$node/datasets/d1/a.txt")" "$inode"
+
+  # A requeued job after the data changed: the new archive replaces the old tree.
+  rm "$base/datasets/d2/e.txt"
+  printf 'changed\n' >"$base/datasets/d1/a.txt"
+  hpc_stage_prepare "$base" datasets
+  printf 'mine\n' >"$node/results.txt"
+  run hpc_stage_extract "$hpc_stage_archive" "$node"
+  assert_success
+  refute_output --partial "already staged"
+  assert_equal "$(checksums "$node" datasets)" "$(checksums "$base" datasets)"
+  assert_equal "$(cat "$node/results.txt")" "mine"
+}
+
+@test "extract: two extractions into one folder at once: one unpacks, the other waits and skips" {
+  hpc_stage_prepare "$base" datasets
+  hpc_stage_extract "$hpc_stage_archive" "$node" >"$tmp/x1" 2>&1 3>&- &
+  hpc_stage_extract "$hpc_stage_archive" "$node" >"$tmp/x2" 2>&1 3>&- &
+  wait
+  assert_equal "$(cat "$tmp/x1" "$tmp/x2" | grep -c 'already staged')" 1
+  assert_equal "$(checksums "$node" datasets)" "$(checksums "$base" datasets)"
+}
+
+@test "extract: a truncated archive fails; no partial tree, no marker, and the next prepare rebuilds it" {
+  hpc_stage_prepare "$base" datasets
+  local archive=$hpc_stage_archive id
+  id=$(archive_id)
+  truncate -s 10240 "$archive"
+  run hpc_stage_extract "$archive" "$node"
+  assert_failure 1
+  assert_output --regexp "FAILED: the archive .* is truncated or damaged \(10240 bytes; it was built with 1048576\); nothing was extracted"
+  [ -z "$(ls -A "$node")" ]
+  hpc_stage_prepare "$base" datasets
+  [ "$(archive_id)" != "$id" ]
+  hpc_stage_extract "$hpc_stage_archive" "$node" 2>/dev/null
+  assert_equal "$(checksums "$node" datasets)" "$(checksums "$base" datasets)"
+}
+
+@test "extract: tar's own truncation error (an archive without its record) fails cleanly" {
+  tar -C "$base" -cf "$tmp/plain.tar" ./datasets
+  truncate -s 15000 "$tmp/plain.tar"
+  run hpc_stage_extract "$tmp/plain.tar" "$node"
+  assert_failure 1
+  assert_line --partial "Unexpected EOF in archive"
+  assert_line --regexp "FAILED: extracting .*/plain\.tar into .*: the archive is truncated or corrupt; submit again to rebuild it; nothing was left in"
+  [ -z "$(ls -A "$node")" ]
+  # Garbage is not a tar archive either.
+  head -c 50000 /dev/urandom >"$tmp/garbage.tar"
+  run hpc_stage_extract "$tmp/garbage.tar" "$node"
+  assert_failure 1
+  assert_output --partial "the archive is truncated or corrupt"
+  [ -z "$(ls -A "$node")" ]
+}
+
+@test "extract: not enough free space fails before extracting anything" {
+  tmpfs 1m
+  head -c 3000000 /dev/urandom >"$base/datasets/d2/big.bin"
+  hpc_stage_prepare "$base" datasets
+  run hpc_stage_extract "$hpc_stage_archive" "$small"
+  assert_failure 1
+  assert_output --regexp "FAILED: not enough space in .*/tmpfs 1m: the data needs 2\.[0-9] MiB \(plus a margin of 16\.[0-9] MiB\), 1\.0 MiB is free; nothing was extracted"
+  [ -z "$(ls -A "$small")" ]
+}
+
+@test "extract: a disk that fills up during extraction fails cleanly" {
+  local i
+  tmpfs 2m
+  # 700 small files: about 0.7 MiB of archive, 2.8 MiB on disk (4 KiB each): the check passes.
+  mkdir -p "$base/many"
+  for i in $(seq 700); do printf 'x' >"$base/many/$i"; done
+  tar -C "$base" -cf "$tmp/many.tar" ./many
+  hpc_stage_margin_bytes=0
+  run hpc_stage_extract "$tmp/many.tar" "$small"
+  assert_failure 1
+  assert_output --partial "No space left on device"
+  assert_line --regexp "FAILED: extracting .*/many\.tar into .*: the disk of .*/tmpfs 2m is full; nothing was left in"
+  [ -z "$(ls -A "$small")" ]
+}
+
+@test "the library is safe under set -euo pipefail: prepare, extract, skip" {
+  run bash -euo pipefail -c 'source "$1"; hpc_stage_prepare "$2" datasets notes.txt; hpc_stage_prepare "$2" datasets notes.txt
+    hpc_stage_extract "$hpc_stage_archive" "$3"; hpc_stage_extract "$hpc_stage_archive" "$3"; echo done' \
+    _ "$HPC_ROOT/hpc_files/lib/hpc_stage.bash" "$base" "$node"
+  assert_success
+  assert_line 'done'
+}
