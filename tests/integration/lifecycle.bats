@@ -48,11 +48,19 @@ teardown() {
 # requeued job's 120 s wait before it may start again (Slurm's BeginTime after a requeue) is cut
 # short, so the test takes minutes less.
 wait_requeued() {
-  local id=$1 restarts=$2 timeout=$3 start=$SECONDS state
+  local id=$1 restarts=$2 timeout=$3 start=$SECONDS state pending_since=''
+
   while :; do
     state=$(squeue -h -j "$id" -o '%T %r' 2>/dev/null) || state=
-    if [[ $state == "PENDING BeginTime" ]]; then
-      scontrol update JobId="$id" StartTime=now || true
+    # Only once the last run is wholly gone from the nodes (its Epilog done): a rerun launched
+    # while the node still cleans up the same job id fails to start.
+    if [[ $state == "PENDING BeginTime" ]] && ! sinfo -h -N -o %T | grep -q 'completing' &&
+      ! pgrep -f "slurmstepd: \[$id\." >/dev/null; then
+      pending_since=${pending_since:-$SECONDS}
+      if ((SECONDS - pending_since >= 3)); then
+        scontrol update JobId="$id" StartTime=now || true
+        pending_since=''
+      fi
     fi
     if [[ -z $state && $(hpc_job_field "$id" Restarts) == "$restarts" ]]; then
       case $(hpc_job_field "$id" JobState) in

@@ -150,3 +150,12 @@ lr=0.1 batch_size=8 mode=offline"
   assert_equal "$status" 2
   assert_output "job_submitter.sh: --wandb-offline: method 'random' samples from a server; offline sweeps need method: grid"
 }
+
+@test "an array beyond the cluster's MaxArraySize (1001 here) is refused before anything is submitted" {
+  before=$(squeue -h | wc -l)
+  run bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 --repeat 2000 -e toolarge
+  assert_equal "$status" 2
+  assert_output --partial "2000 tasks exceed this cluster's MaxArraySize 1001"
+  assert_equal "$(squeue -h | wc -l)" "$before"
+  [ ! -e "$SCRATCH/sweep project/toolarge" ]
+}
