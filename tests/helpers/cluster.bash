@@ -62,6 +62,18 @@ hpc_sbatch() {
   printf '%s\n' "${out%%;*}"
 }
 
+# hpc_test_project NAME [SCRATCH]: setup_file of an integration test: needs the cluster, and
+# makes the project "$BATS_FILE_TMPDIR/NAME" (exported as PROJECT) with its own SCRATCH
+# (default "$BATS_FILE_TMPDIR/scratch dir": a space on purpose), profile local.
+hpc_test_project() {
+  hpc_cluster_require
+  export HPC_CLUSTER=local
+  export SCRATCH=${2:-"$BATS_FILE_TMPDIR/scratch dir"}
+  export PROJECT=$BATS_FILE_TMPDIR/$1
+  mkdir -p "$SCRATCH"
+  hpc_project_make "$PROJECT"
+}
+
 # hpc_project_make DIR: a project at DIR (made, toolkit installed) with the test programs of
 # tests/fixtures/project; SCRATCH must be set by the caller.
 hpc_project_make() {

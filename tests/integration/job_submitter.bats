@@ -6,12 +6,7 @@
 setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
-  hpc_cluster_require
-  export HPC_CLUSTER=local
-  export SCRATCH="$BATS_FILE_TMPDIR/scratch dir"
-  export PROJECT="$BATS_FILE_TMPDIR/my project"
-  mkdir -p "$SCRATCH"
-  hpc_project_make "$PROJECT"
+  hpc_test_project "my project"
   # The first submission builds the venv with an install job; later ones reuse it.
   hpc_configs "$PROJECT" 'python probe.py env'
   hpc_run_job "$PROJECT" -g 0

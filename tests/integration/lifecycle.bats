@@ -7,12 +7,7 @@
 setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
-  hpc_cluster_require
-  export HPC_CLUSTER=local
-  export SCRATCH="$BATS_FILE_TMPDIR/scratch"
-  export PROJECT="$BATS_FILE_TMPDIR/life project"
-  mkdir -p "$SCRATCH"
-  hpc_project_make "$PROJECT"
+  hpc_test_project "life project"
 }
 
 setup() {

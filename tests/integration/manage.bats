@@ -10,12 +10,7 @@ bats_require_minimum_version 1.5.0
 setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
-  hpc_cluster_require
-  export HPC_CLUSTER=local
-  export SCRATCH="$BATS_FILE_TMPDIR/scratch dir"
-  export PROJECT="$BATS_FILE_TMPDIR/manage project"
-  mkdir -p "$SCRATCH"
-  hpc_project_make "$PROJECT"
+  hpc_test_project "manage project"
   cp "$HPC_ROOT/tests/fixtures/manage/tasks.py" "$PROJECT/"
   # The first submission builds the venv with an install job; later ones reuse it.
   hpc_configs "$PROJECT" 'python probe.py exit 0'

@@ -6,12 +6,7 @@
 setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
-  hpc_cluster_require
-  export HPC_CLUSTER=local
-  export SCRATCH="$BATS_FILE_TMPDIR/scratch"
-  export PROJECT="$BATS_FILE_TMPDIR/helpers project"
-  mkdir -p "$SCRATCH"
-  hpc_project_make "$PROJECT"
+  hpc_test_project "helpers project"
 }
 
 setup() {

@@ -7,12 +7,8 @@
 setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
-  hpc_cluster_require
-  export HPC_CLUSTER=local
-  export SCRATCH="$BATS_FILE_TMPDIR/scratch"
-  export PROJECT="$BATS_FILE_TMPDIR/data project"
+  hpc_test_project "data project"
   export DATA_ROOT="$SCRATCH/data project"
-  hpc_project_make "$PROJECT"
   mkdir -p "$DATA_ROOT/datasets/d1/sub" "$DATA_ROOT/datasets/with space"
   for i in $(seq 1 40); do head -c $((i * 100)) /dev/urandom >"$DATA_ROOT/datasets/d1/sub/f$i.bin"; done
   printf 'hello\n' >"$DATA_ROOT/datasets/with space/a file.txt"

@@ -9,12 +9,7 @@ SENTINEL_KEY=hpc-sentinel-key-0123456789abcdef
 setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
-  hpc_cluster_require
-  export HPC_CLUSTER=local
-  export SCRATCH="$BATS_FILE_TMPDIR/scratch"
-  export PROJECT="$BATS_FILE_TMPDIR/sweep project"
-  mkdir -p "$SCRATCH"
-  hpc_project_make "$PROJECT"
+  hpc_test_project "sweep project"
   hpc_configs "$PROJECT" 'python probe.py env'
   hpc_run_job "$PROJECT" -g 0 -e warmup
 }
