@@ -177,6 +177,7 @@ hpc_submit_main() {
     hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?
     ((rc != 2)) || exit 2
     ((rc == 0)) || hpc_die "staging the data failed (see above); nothing was submitted"
+    # shellcheck disable=SC2034 # read by hpc_plan_render
     hpc_plan_data_archive=$hpc_stage_archive
   fi
 
