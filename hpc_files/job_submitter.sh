@@ -93,7 +93,7 @@ hpc_submitter=${BASH_SOURCE[0]}
 hpc_files_dir=${hpc_submitter%/*}
 # A clean absolute path without starting a process, unless it has . or .. in it.
 case $hpc_files_dir/ in */./* | */../* | *//*) hpc_files_dir=$(cd "$hpc_files_dir" && pwd) ;; esac
-for hpc_lib in hpc_common hpc_options hpc_profile hpc_configs hpc_plan hpc_sweep hpc_stage hpc_submit hpc_manifest; do
+for hpc_lib in hpc_common hpc_options hpc_profile hpc_configs hpc_plan hpc_submit hpc_manifest; do
   # shellcheck source=/dev/null
   source "$hpc_files_dir/lib/$hpc_lib.bash"
 done
@@ -103,6 +103,10 @@ hpc_submit_locate
 source "$hpc_venv_dir/venv_runner.bash"
 
 case ${1-} in
-  status | logs | cancel | resubmit) hpc_manage_main "$@" ;;
+  status | logs | cancel | resubmit)
+    # shellcheck source=hpc_files/lib/hpc_manage.bash
+    source "$hpc_files_dir/lib/hpc_manage.bash"
+    hpc_manage_main "$@"
+    ;;
   *) hpc_submit_main "$@" ;;
 esac

@@ -1,42 +1,8 @@
 # shellcheck shell=bash
-# Usage: bash job_submitter.sh status [EXP|JOBID[_TASK]]
-#        bash job_submitter.sh logs EXP|JOBID[_TASK] [--follow]
-#        bash job_submitter.sh cancel EXP|JOBID[_TASK]
-#        bash job_submitter.sh resubmit EXP|JOBID [--failed]
-#
-# Every submission is recorded in a manifest,
-# ${scratch_dir}/hpc_outputs/manifests/EXP_JOBID.manifest (scratch_dir is ${SCRATCH}/PROJECT, the
-# project being the folder that holds this hpc_files/): the options, the sbatch options, the
-# command, the kept job script, the output files, the git commit. These commands read the
-# manifests of the project; SCRATCH must be set as for submitting.
-#
-#   status [TARGET]     Every recorded job of the project, or of experiment TARGET (or the job
-#                       or array task TARGET), array tasks one per line: job id, experiment,
-#                       kind, state, exit code, output file. The state comes from squeue
-#                       (pending, running), then sacct (where the cluster keeps accounting), then
-#                       scontrol show job (ended jobs, for MinJobAge), then the last ended state
-#                       status saw; else UNKNOWN (forgotten by SLURM).
-#   logs TARGET         Prints the output of the newest job of experiment TARGET, or of the job
-#                       TARGET (every task of an array, each after a '==> FILE <==' line), or of
-#                       the array task JOBID_TASK.
-#     -f, --follow      Then follows it (tail -F) until interrupted.
-#   cancel TARGET       Cancels (scancel) the recorded jobs of experiment TARGET, or the job or
-#                       array task TARGET, that are still pending or running; prints each one.
-#   resubmit TARGET     Submits the newest submission of experiment TARGET (or the submission of
-#                       job TARGET) again: its kept job script, the same sbatch options, the same
-#                       array. The new job gets its own manifest, linked to the submission.
-#     --failed          Only the array tasks whose last run ended FAILED, TIMEOUT, NODE_FAIL or
-#                       CANCELLED, with the array's throttle (%K); a job without an array only
-#                       when it ended so. Nothing to resubmit: says so, exit 0.
-#   -h, --help          This text.
-#
-# Exit status: 0 done (also: nothing to cancel or resubmit), 1 SLURM refused or failed, 2 bad
-# input (an unknown experiment or job is answered with the known ones).
-
 # shellcheck disable=SC2154 # reads the plan (hpc_plan_*), hpc_submit_argv, hpc_configs_words and hpc_source_dir of the other libraries
-# hpc_manifest.bash: the record of each submission (the manifest) and the commands that read it:
-# status, logs, cancel and resubmit (hpc_manage_main); the check of an array's size against the
-# cluster's MaxArraySize.
+# hpc_manifest.bash: the record of each submission (the manifest), written on every submission,
+# and the check of an array's size against the cluster's MaxArraySize. The commands that read
+# manifests (status, logs, cancel, resubmit) are in hpc_manage.bash.
 #
 # Manifest format (version 1): plain text, one 'KEY<TAB>VALUE' per line, read back without eval
 # or source. In VALUE a backslash is written '\\', a newline '\n', a tab '\t', a carriage return
@@ -47,19 +13,14 @@
 #   ntasks_per_node cpus cpus_per_task gpus gpu_type mem mem_per_gpu time_limit partition account
 #   requeue mode array job_id origin resubmit_of resubmit script output output_path git_commit
 #   git_dirty argv... sbatch... command...
-# A manifest is written once, atomically (a hidden temporary file, then renamed), and never
-# changed. A resubmission writes a manifest of its own for the new job, a copy of the one it
+# A manifest is written once, ends with the line 'end<TAB>1' (one not ending so is still being
+# written, and is skipped), and is never changed. A resubmission writes a manifest of its own for the new job, a copy of the one it
 # repeats with its own time, job_id, array, output_path, resubmit_of (the job it repeats) and
 # resubmit (how); origin is the job id of the first submission of the chain in every manifest.
 # status keeps the ended states it saw in EXP_JOBID.states beside the manifest (appended lines
 # 'KEY<TAB>JOBID<TAB>STATE<TAB>EXIT', the last one wins), so that ended jobs keep their state
 # after SLURM forgets them on clusters without accounting.
 
-hpc_manifest_lib=${BASH_SOURCE[0]}
-
-# States after which a job or array task runs no more; and those that resubmit --failed redoes.
-hpc_manifest_ended_states=' COMPLETED FAILED TIMEOUT NODE_FAIL CANCELLED OUT_OF_MEMORY BOOT_FAIL DEADLINE PREEMPTED '
-hpc_manifest_failed_states=' FAILED TIMEOUT NODE_FAIL CANCELLED '
 
 # ---------------------------------------------------------------------------------------------
 # Writing
@@ -80,16 +41,12 @@ hpc_manifest_put() {
   done
 }
 
-# hpc_manifest_commit FILE: writes hpc_manifest_text to FILE atomically (temporary file in the
-# same folder, then rename); false when it cannot.
+# hpc_manifest_commit FILE: writes hpc_manifest_text to FILE (named by a job id, so new), with a
+# last line 'end<TAB>1'; false when it cannot. A reader that finds no such line is looking at a manifest
+# still being written and skips it (hpc_manifest_read): complete or absent, without a temporary
+# file and a rename, which would cost a process on every submission.
 hpc_manifest_commit() {
-  local file=$1 tmp
-  tmp=${file%/*}/.${file##*/}.$$.$RANDOM.tmp
-  if printf '%s' "$hpc_manifest_text" 2>/dev/null >"$tmp" && mv -f -- "$tmp" "$file"; then
-    return 0
-  fi
-  rm -f -- "$tmp"
-  return 1
+  printf '%s' "$hpc_manifest_text"$'end\t1\n' 2>/dev/null >"$1"
 }
 
 # hpc_manifest_git DIR: sets hpc_manifest_git_commit and hpc_manifest_git_dirty (yes/no) for the
@@ -177,12 +134,16 @@ hpc_manifest_write() {
 # hpc_mf_sbatch and hpc_mf_command, and hpc_mf_lines (its lines as written). False when FILE is
 # not a manifest of this format.
 hpc_manifest_read() {
-  local line key value
+  local line key value complete=0
   declare -gA hpc_mf=()
   hpc_mf_argv=() hpc_mf_sbatch=() hpc_mf_command=() hpc_mf_lines=()
   [[ -f $1 && -r $1 ]] || return 1
   while IFS= read -r line || [[ -n $line ]]; do
     [[ $line == *$'\t'* ]] || continue
+    if [[ $line == $'end\t1' ]]; then
+      complete=1
+      continue
+    fi
     hpc_mf_lines+=("$line")
     key=${line%%$'\t'*}
     value=${line#*$'\t'}
@@ -194,7 +155,7 @@ hpc_manifest_read() {
       *) hpc_mf[$key]=$value ;;
     esac
   done <"$1"
-  [[ ${hpc_mf[format]-} == 1 && ${hpc_mf[job_id]-} =~ ^[0-9]+$ ]]
+  ((complete)) && [[ ${hpc_mf[format]-} == 1 && ${hpc_mf[job_id]-} =~ ^[0-9]+$ ]]
 }
 
 # hpc_manifest_expand_array SPEC: sets hpc_manifest_indices to the indices of the array SPEC
@@ -219,6 +180,7 @@ hpc_manifest_expand_array() {
     ((step > 0 && last >= first && (last - first) / step < 1000000)) || return 1
     for ((i = first; i <= last; i += step)); do seen[i]=1; done
   done
+  # shellcheck disable=SC2034 # read by hpc_manage.bash
   hpc_manifest_indices=("${!seen[@]}")
 }
 
@@ -285,552 +247,3 @@ hpc_manifest_check_array_size() {
 
 # ---------------------------------------------------------------------------------------------
 # The project's manifests
-
-# hpc_manage_locate: sets hpc_manage_project, hpc_manage_dir (the manifests' folder) from the
-# submitter's place and SCRATCH, as a submission does; exit 2 when SCRATCH is unusable.
-hpc_manage_locate() {
-  [[ -n ${hpc_source_dir:-} ]] || hpc_submit_locate
-  hpc_manage_project=${hpc_source_dir##*/}
-  [[ -n ${SCRATCH:-} ]] || hpc_die_usage "SCRATCH" "is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/\$USER in ~/.bashrc"
-  [[ $SCRATCH == /* ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is not an absolute path"
-  hpc_manage_dir=${SCRATCH%/}/$hpc_manage_project/hpc_outputs/manifests
-}
-
-# hpc_manage_index: reads every manifest of the project: hpc_manage_file[ID] (indexed by job id,
-# so that "${!hpc_manage_file[@]}" is in submission order), and for each ID hpc_manage_exp,
-# _kind, _array, _origin, _output, _name (the job name); hpc_manage_exps: the experiments, in
-# the order of their first submission.
-hpc_manage_index() {
-  local f id exp arg
-  local -A seen=()
-  hpc_manage_file=() hpc_manage_exps=()
-  declare -gA hpc_manage_exp=() hpc_manage_kind=() hpc_manage_array=() hpc_manage_origin=() \
-    hpc_manage_output=() hpc_manage_name=()
-  for f in "$hpc_manage_dir"/*.manifest; do
-    hpc_manifest_read "$f" || continue
-    id=${hpc_mf[job_id]}
-    hpc_manage_file[id]=$f
-    hpc_manage_exp[$id]=${hpc_mf[exp_name]-}
-    hpc_manage_kind[$id]=${hpc_mf[kind]-}
-    hpc_manage_array[$id]=${hpc_mf[array]-}
-    hpc_manage_origin[$id]=${hpc_mf[origin]:-$id}
-    hpc_manage_output[$id]=${hpc_mf[output]-}
-    hpc_manage_name[$id]=''
-    for arg in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do
-      [[ $arg != --job-name=* ]] || hpc_manage_name[$id]=${arg#*=}
-    done
-  done
-  for id in "${!hpc_manage_file[@]}"; do
-    exp=${hpc_manage_exp[$id]}
-    [[ -n ${seen[$exp]-} ]] && continue
-    seen[$exp]=1
-    hpc_manage_exps+=("$exp")
-  done
-}
-
-# hpc_manage_known: prints the known experiments for a message.
-hpc_manage_known() {
-  if ((${#hpc_manage_exps[@]})); then
-    printf 'known: %s' "${hpc_manage_exps[*]}"
-  else
-    printf 'no submission of project %s is recorded in %s' "$hpc_manage_project" "$hpc_manage_dir"
-  fi
-}
-
-# hpc_manage_target WORD: resolves an experiment, a job id or JOBID_TASK into hpc_manage_ids (the
-# recorded job ids it names, ascending) and hpc_manage_task (a task, or empty); exit 2 when it
-# names nothing recorded. A recorded job id wins over an experiment of the same name.
-hpc_manage_target() {
-  local word=$1 id='' task=''
-  hpc_manage_ids=() hpc_manage_task=''
-  if [[ $word =~ ^([0-9]{1,18})(_([0-9]{1,9}))?$ ]]; then
-    id=$((10#${BASH_REMATCH[1]}))
-    task=${BASH_REMATCH[3]}
-    [[ -n ${hpc_manage_file[id]-} ]] || id=''
-  fi
-  if [[ -n $id ]]; then
-    hpc_manage_ids=("$id")
-    if [[ -n $task ]]; then
-      hpc_manage_task=$((10#$task))
-      hpc_manifest_expand_array "${hpc_manage_array[$id]}" || hpc_manifest_indices=()
-      [[ " ${hpc_manifest_indices[*]} " == *" $hpc_manage_task "* ]] ||
-        hpc_die_usage "$word" "job $id has no array task $hpc_manage_task (its array: ${hpc_manage_array[$id]:-none})"
-    fi
-    return 0
-  fi
-  [[ $word =~ ^[A-Za-z0-9_.+-]+$ && $word != .* ]] ||
-    hpc_die_usage "$word" "not an experiment name or a job id; $(hpc_manage_known)"
-  for id in "${!hpc_manage_file[@]}"; do
-    [[ ${hpc_manage_exp[$id]} != "$word" ]] || hpc_manage_ids+=("$id")
-  done
-  if ((${#hpc_manage_ids[@]} == 0)); then
-    if [[ $word =~ ^[0-9]+(_[0-9]+)?$ ]]; then
-      hpc_die_usage "$word" "not a job or an experiment recorded for project $hpc_manage_project (see 'bash job_submitter.sh status'); $(hpc_manage_known)"
-    fi
-    hpc_die_usage "$word" "unknown experiment of project $hpc_manage_project; $(hpc_manage_known)"
-  fi
-}
-
-# hpc_manage_task_keys ID: hpc_manage_keys ID, or only the task that the target named.
-hpc_manage_task_keys() {
-  if [[ -n $hpc_manage_task ]]; then
-    hpc_manage_keys=("$1_$hpc_manage_task")
-  else
-    hpc_manage_keys "$1"
-  fi
-}
-
-# hpc_manage_keys ID: sets hpc_manage_keys to the keys of job ID's tasks: ID_TASK for each task
-# of its array, else ID alone.
-hpc_manage_keys() {
-  local i
-  hpc_manage_keys=()
-  if [[ -n ${hpc_manage_array[$1]} ]] && hpc_manifest_expand_array "${hpc_manage_array[$1]}"; then
-    for i in "${hpc_manifest_indices[@]}"; do hpc_manage_keys+=("$1_$i"); done
-  else
-    hpc_manage_keys=("$1")
-  fi
-}
-
-# ---------------------------------------------------------------------------------------------
-# States
-
-# hpc_manage_set KEY JOB_ID STATE EXIT: records what a source says of KEY, unless an earlier
-# source already did.
-hpc_manage_set() {
-  [[ -z ${hpc_st_state[$1]-} ]] || return 0
-  hpc_st_state[$1]=${3%% *}
-  hpc_st_raw[$1]=$2
-  hpc_st_exit[$1]=$4
-}
-
-# hpc_manage_set_range ARRAY_ID TASKS JOB_ID STATE EXIT: hpc_manage_set for every task of TASKS
-# (one index, or a spec such as 3-4%2 for tasks that are still pending together).
-hpc_manage_set_range() {
-  local i
-  if [[ $2 =~ ^[0-9]+$ ]]; then
-    hpc_manage_set "$1_$2" "$3" "$4" "$5"
-  elif hpc_manifest_expand_array "$2"; then
-    for i in "${hpc_manifest_indices[@]}"; do hpc_manage_set "$1_$i" "$3" "$4" "$5"; done
-  fi
-}
-
-# hpc_manage_states ID...: the state of every task of the recorded jobs ID, into hpc_st_state,
-# hpc_st_exit and hpc_st_raw (the task's own job id), by key (hpc_manage_keys): squeue first,
-# then sacct, then scontrol show job, then the states file, else UNKNOWN. Each source is asked
-# once, for every job it still has to answer for.
-hpc_manage_states() {
-  local id key out line ids joined state
-  local -a missing=() fields=()
-  declare -gA hpc_st_state=() hpc_st_exit=() hpc_st_raw=()
-  (($#)) || return 0
-  local IFS=,
-  joined="$*"
-  IFS=$' \t\n'
-
-  # 1. squeue: pending and running jobs, array tasks one per line (-r).
-  if ! out=$(squeue -h -r -j "$joined" -o '%A|%F|%K|%T' 2>&1); then
-    # A list of jobs that SLURM has all forgotten is an error for squeue.
-    [[ $out == *'Invalid job id'* ]] || hpc_die "squeue failed: ${out//$'\n'/ }"
-    out=''
-  fi
-  while IFS='|' read -r -a fields; do
-    ((${#fields[@]} == 4)) && [[ ${fields[0]} =~ ^[0-9]+$ ]] || continue
-    if [[ ${fields[2]} == N/A ]]; then
-      hpc_manage_set "${fields[0]}" "${fields[0]}" "${fields[3]}" -
-    else
-      hpc_manage_set_range "${fields[1]}" "${fields[2]}" "${fields[0]}" "${fields[3]}" -
-    fi
-  done <<<"$out"
-
-  # The jobs with a task that squeue did not answer for.
-  hpc_manage_missing "$@"
-  ((${#hpc_manage_missing[@]})) || return 0
-
-  # 2. sacct, where the cluster keeps accounting (elsewhere it fails: skipped).
-  IFS=,
-  joined="${hpc_manage_missing[*]}"
-  IFS=$' \t\n'
-  if out=$(sacct -n -P -X -j "$joined" -o JobID,JobIDRaw,State,ExitCode 2>/dev/null); then
-    while IFS='|' read -r -a fields; do
-      ((${#fields[@]} == 4)) || continue
-      if [[ ${fields[0]} =~ ^([0-9]+)_\[?([0-9,:%-]+)\]?$ ]]; then
-        hpc_manage_set_range "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "${fields[1]}" "${fields[2]}" "${fields[3]}"
-      elif [[ ${fields[0]} =~ ^[0-9]+$ ]]; then
-        hpc_manage_set "${fields[0]}" "${fields[1]}" "${fields[2]}" "${fields[3]}"
-      fi
-    done <<<"$out"
-    hpc_manage_missing "${hpc_manage_missing[@]}"
-  fi
-
-  # 3. scontrol show job: ended jobs, until MinJobAge. One job: asked by id; more: all at once.
-  missing=(${hpc_manage_missing[@]+"${hpc_manage_missing[@]}"})
-  if ((${#missing[@]})); then
-    if ((${#missing[@]} == 1)); then
-      out=$(scontrol -o show job "${missing[0]}" 2>/dev/null) || out=''
-    else
-      out=$(scontrol -o show job 2>/dev/null) || out=''
-    fi
-    local -A wanted=()
-    for id in "${missing[@]}"; do wanted[$id]=1; done
-    while IFS= read -r line; do
-      local job='' array='' task='' exit_code=''
-      state=''
-      read -r -a fields <<<"$line"
-      for key in "${fields[@]}"; do
-        case $key in
-          JobId=*) job=${key#*=} ;;
-          ArrayJobId=*) array=${key#*=} ;;
-          ArrayTaskId=*) task=${key#*=} ;;
-          JobState=*) state=${key#*=} ;;
-          ExitCode=*) exit_code=${key#*=} ;;
-        esac
-      done
-      [[ -n $job && -n $state ]] || continue
-      if [[ -n $array && -n $task ]]; then
-        [[ -n ${wanted[$array]-} ]] && hpc_manage_set_range "$array" "$task" "$job" "$state" "$exit_code"
-      else
-        [[ -n ${wanted[$job]-} ]] && hpc_manage_set "$job" "$job" "$state" "$exit_code"
-      fi
-    done <<<"$out"
-    hpc_manage_missing "${missing[@]}"
-  fi
-
-  # 4. The ended states seen before; else unknown. New ended states are kept for next time.
-  local states new raw code
-  local -A kept=() kept_raw=() kept_exit=()
-  for id in "$@"; do
-    hpc_manage_keys "$id"
-    states=${hpc_manage_file[id]%.manifest}.states new=''
-    kept=() kept_raw=() kept_exit=()
-    if [[ -f $states ]]; then
-      while IFS=$'\t' read -r key raw state code; do
-        [[ -n $key && -n $state ]] || continue
-        kept[$key]=$state kept_raw[$key]=$raw kept_exit[$key]=$code
-      done <"$states"
-    fi
-    for key in "${hpc_manage_keys[@]}"; do
-      [[ -z ${kept[$key]-} ]] || hpc_manage_set "$key" "${kept_raw[$key]}" "${kept[$key]}" "${kept_exit[$key]}"
-      if [[ -z ${hpc_st_state[$key]-} ]]; then
-        hpc_st_state[$key]='UNKNOWN (forgotten by SLURM)' hpc_st_exit[$key]=- hpc_st_raw[$key]=''
-      elif [[ $hpc_manifest_ended_states == *" ${hpc_st_state[$key]} "* && ${kept[$key]-} != "${hpc_st_state[$key]}" ]]; then
-        new+=$key$'\t'${hpc_st_raw[$key]}$'\t'${hpc_st_state[$key]}$'\t'${hpc_st_exit[$key]}$'\n'
-      fi
-    done
-    # One small append, best effort: whoever may read the manifests may not write them.
-    [[ -z $new ]] || printf '%s' "$new" 2>/dev/null >>"$states" || true
-  done
-}
-
-# hpc_manage_missing ID...: sets hpc_manage_missing to the IDs that have a task without a state.
-hpc_manage_missing() {
-  local id key
-  hpc_manage_missing=()
-  for id in "$@"; do
-    hpc_manage_keys "$id"
-    for key in "${hpc_manage_keys[@]}"; do
-      if [[ -z ${hpc_st_state[$key]-} ]]; then
-        hpc_manage_missing+=("$id")
-        break
-      fi
-    done
-  done
-}
-
-# hpc_manage_task_output ID KEY: sets hpc_manifest_path to the output file of job ID's task KEY
-# (ID itself for a job without an array).
-hpc_manage_task_output() {
-  local task='' job=$1
-  if [[ $2 == *_* ]]; then
-    task=${2#*_}
-    job=${hpc_st_raw[$2]-}
-  fi
-  hpc_manifest_output "${hpc_manage_output[$1]}" "$1" "$task" "$job" "${hpc_manage_name[$1]}"
-}
-
-# ---------------------------------------------------------------------------------------------
-# Commands
-
-# hpc_manage_status [EXP]: the table of the project's (or EXP's) jobs and array tasks.
-hpc_manage_status() {
-  (($# <= 1)) || hpc_die_usage "status" "unexpected word '$2'; usage: status [EXP|JOBID[_TASK]]"
-  local id key i
-  local -a ids=() rows_job=() rows_exp=() rows_kind=() rows_state=() rows_exit=() rows_out=()
-  if (($#)); then
-    hpc_manage_target "$1"
-    ids=("${hpc_manage_ids[@]}")
-  else
-    ids=("${!hpc_manage_file[@]}")
-    if ((${#ids[@]} == 0)); then
-      printf 'No submission of project %s is recorded (in %s).\n' "$hpc_manage_project" "$hpc_manage_dir"
-      return 0
-    fi
-  fi
-  hpc_manage_states "${ids[@]}"
-  rows_job=(JOB) rows_exp=(EXP) rows_kind=(KIND) rows_state=(STATE) rows_exit=(EXIT) rows_out=(OUTPUT)
-  for id in "${ids[@]}"; do
-    hpc_manage_task_keys "$id"
-    for key in "${hpc_manage_keys[@]}"; do
-      hpc_manage_task_output "$id" "$key"
-      rows_job+=("$key") rows_exp+=("${hpc_manage_exp[$id]}") rows_kind+=("${hpc_manage_kind[$id]}")
-      rows_state+=("${hpc_st_state[$key]}") rows_exit+=("${hpc_st_exit[$key]}") rows_out+=("$hpc_manifest_path")
-    done
-  done
-  local w1=0 w2=0 w3=0 w4=0 w5=0
-  for i in "${!rows_job[@]}"; do
-    ((${#rows_job[i]} <= w1)) || w1=${#rows_job[i]}
-    ((${#rows_exp[i]} <= w2)) || w2=${#rows_exp[i]}
-    ((${#rows_kind[i]} <= w3)) || w3=${#rows_kind[i]}
-    ((${#rows_state[i]} <= w4)) || w4=${#rows_state[i]}
-    ((${#rows_exit[i]} <= w5)) || w5=${#rows_exit[i]}
-  done
-  for i in "${!rows_job[@]}"; do
-    printf '%-*s  %-*s  %-*s  %-*s  %-*s  %s\n' "$w1" "${rows_job[i]}" "$w2" "${rows_exp[i]}" \
-      "$w3" "${rows_kind[i]}" "$w4" "${rows_state[i]}" "$w5" "${rows_exit[i]}" "${rows_out[i]}"
-  done
-}
-
-# hpc_manage_logs TARGET [--follow]: the output of the newest job of an experiment, or of a job
-# or array task.
-hpc_manage_logs() {
-  local target='' follow=0 word id key
-  local -a files=() keys=()
-  for word in "$@"; do
-    case $word in
-      -f | --follow) follow=1 ;;
-      -*) hpc_die_usage "$word" "unknown option of 'logs'; see 'bash job_submitter.sh logs --help'" ;;
-      *)
-        [[ -z $target ]] || hpc_die_usage "logs" "unexpected word '$word'; usage: logs EXP|JOBID[_TASK] [--follow]"
-        target=$word
-        ;;
-    esac
-  done
-  [[ -n $target ]] || hpc_die_usage "logs" "needs an experiment, a job id or JOBID_TASK; $(hpc_manage_known)"
-  hpc_manage_target "$target"
-  # The newest job of an experiment: the highest job id (a resubmission is newer).
-  id=${hpc_manage_ids[${#hpc_manage_ids[@]} - 1]}
-  hpc_manage_task_keys "$id"
-  keys=("${hpc_manage_keys[@]}")
-  # %j of an array task is the task's own job id: SLURM knows it.
-  if [[ ${keys[0]} != "$id" && ${hpc_manage_output[$id]} == *%[jJ]* ]]; then
-    hpc_manage_states "$id"
-  else
-    declare -gA hpc_st_raw=()
-  fi
-  for key in "${keys[@]}"; do
-    hpc_manage_task_output "$id" "$key"
-    files+=("$hpc_manifest_path")
-  done
-  if ((follow)); then
-    exec tail -n +1 -F -- "${files[@]}"
-  fi
-  local shown=0 file
-  for file in "${files[@]}"; do
-    if [[ ! -f $file ]]; then
-      hpc_say "no output yet: $file"
-      continue
-    fi
-    ((${#files[@]} == 1)) || printf '==> %s <==\n' "$file"
-    cat -- "$file" || hpc_die "cannot read $file"
-    shown=$((shown + 1))
-  done
-  ((shown > 0)) || exit 1
-}
-
-# hpc_manage_cancel TARGET: cancels the recorded jobs (or tasks) of TARGET still pending or running.
-hpc_manage_cancel() {
-  (($# == 1)) || hpc_die_usage "cancel" "needs one experiment, job id or JOBID_TASK; usage: cancel EXP|JOBID[_TASK]"
-  hpc_manage_target "$1"
-  local id key
-  local -a ids=("${hpc_manage_ids[@]}") targets=() lines=() active=()
-  hpc_manage_states "${ids[@]}"
-  for id in "${ids[@]}"; do
-    hpc_manage_task_keys "$id"
-    active=()
-    for key in "${hpc_manage_keys[@]}"; do
-      # Pending, running, suspended, requeued...: whatever has not ended (or is ending).
-      case ${hpc_st_state[$key]} in
-        UNKNOWN* | COMPLETING) ;;
-        *) [[ $hpc_manifest_ended_states == *" ${hpc_st_state[$key]} "* ]] || active+=("$key") ;;
-      esac
-    done
-    ((${#active[@]})) || continue
-    if [[ ${active[0]} == *_* && -z $hpc_manage_task && ${#active[@]} -eq ${#hpc_manage_keys[@]} ]]; then
-      # Every task of the array: the array's id cancels them all.
-      targets+=("$id")
-    else
-      targets+=("${active[@]}")
-    fi
-    for key in "${active[@]}"; do
-      lines+=("cancelled $key (${hpc_manage_exp[$id]}, was ${hpc_st_state[$key]})")
-    done
-  done
-  if ((${#targets[@]} == 0)); then
-    printf 'Nothing to cancel: no recorded job of %s is pending or running.\n' "$1"
-    return 0
-  fi
-  local out
-  out=$(scancel "${targets[@]}" 2>&1) || hpc_die "scancel ${targets[*]} failed: ${out//$'\n'/ }"
-  printf '%s\n' "${lines[@]}"
-}
-
-# hpc_manage_resubmit TARGET [--failed]: submits the submission of TARGET again (only its failed
-# tasks with --failed) and records the new job in a linked manifest.
-hpc_manage_resubmit() {
-  local target='' failed=0 word id origin newest i key
-  for word in "$@"; do
-    case $word in
-      --failed) failed=1 ;;
-      -*) hpc_die_usage "$word" "unknown option of 'resubmit'; see 'bash job_submitter.sh resubmit --help'" ;;
-      *)
-        [[ -z $target ]] || hpc_die_usage "resubmit" "unexpected word '$word'; usage: resubmit EXP|JOBID [--failed]"
-        target=$word
-        ;;
-    esac
-  done
-  [[ -n $target ]] || hpc_die_usage "resubmit" "needs an experiment or a job id; $(hpc_manage_known)"
-  hpc_manage_target "$target"
-  [[ -z $hpc_manage_task ]] || hpc_die_usage "$target" "resubmit takes an experiment or a job id, not an array task; use --failed"
-  # The submission: the chain (first submission and its resubmissions) of the newest job named.
-  newest=${hpc_manage_ids[${#hpc_manage_ids[@]} - 1]}
-  origin=${hpc_manage_origin[$newest]}
-  local -a chain=()
-  for id in "${!hpc_manage_file[@]}"; do
-    [[ ${hpc_manage_origin[$id]} != "$origin" ]] || chain+=("$id")
-  done
-  # The first submission's array (and throttle), when it still has its manifest; else the newest's.
-  local first=${chain[0]} spec throttle=''
-  spec=${hpc_manage_array[$first]}
-  local -a indices=()
-  if [[ -n $spec ]]; then
-    hpc_manifest_expand_array "$spec" || hpc_die "the manifest of job $first has an unreadable array '$spec'"
-    indices=("${hpc_manifest_indices[@]}")
-    throttle=$hpc_manifest_throttle
-  fi
-
-  local new_spec=$spec how=resubmit
-  if ((failed)); then
-    how='resubmit --failed'
-    hpc_manage_states "${chain[@]}"
-    # Each task's last run: the newest job of the chain whose array holds it.
-    local -A last=()
-    local -a redo=() unknown=()
-    for id in "${chain[@]}"; do
-      hpc_manage_keys "$id"
-      for key in "${hpc_manage_keys[@]}"; do
-        if [[ $key == *_* ]]; then last[${key#*_}]=$key; else last[job]=$key; fi
-      done
-    done
-    if [[ -n $spec ]]; then
-      for i in "${indices[@]}"; do
-        key=${last[$i]-}
-        [[ -n $key ]] || continue
-        [[ $hpc_manifest_failed_states != *" ${hpc_st_state[$key]} "* ]] || redo+=("$i")
-        [[ ${hpc_st_state[$key]} != UNKNOWN* ]] || unknown+=("$i")
-      done
-    else
-      key=${last[job]-$newest}
-      [[ $hpc_manifest_failed_states != *" ${hpc_st_state[$key]} "* ]] || redo+=(job)
-      [[ ${hpc_st_state[$key]} != UNKNOWN* ]] || unknown+=(job)
-    fi
-    if ((${#redo[@]} == 0)); then
-      printf 'Nothing to resubmit: no %s of %s (job %s) ended FAILED, TIMEOUT, NODE_FAIL or CANCELLED.\n' \
-        "$([[ -n $spec ]] && printf 'task' || printf 'run')" "${hpc_manage_exp[$newest]}" "$origin"
-      ((${#unknown[@]} == 0)) || printf 'The state of %s is unknown: SLURM has forgotten it.\n' \
-        "$([[ -n $spec ]] && printf 'task(s) %s' "${unknown[*]}" || printf 'the job')"
-      return 0
-    fi
-    if [[ -n $spec ]]; then
-      hpc_manifest_ranges "${redo[@]}"
-      new_spec=$hpc_manifest_ranges${throttle:+%$throttle}
-    fi
-  fi
-
-  # The newest manifest of the chain holds the options; its kept job script is resubmitted.
-  hpc_manifest_read "${hpc_manage_file[newest]}" || hpc_die "cannot read ${hpc_manage_file[newest]}"
-  local script=${hpc_mf[script]-} out new_id arg
-  if [[ -z $script || ! -f $script ]]; then
-    hpc_die "the kept job script '$script' of job $newest is gone; submit again with: bash job_submitter.sh$(printf ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"})"
-  fi
-  local -a args=(--parsable)
-  local skip=0
-  for arg in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do
-    if ((skip)); then skip=0 && continue; fi
-    case $arg in
-      --array=* | -a?*) continue ;;
-      --array | -a) skip=1 && continue ;;
-    esac
-    args+=("$arg")
-  done
-  [[ -z $new_spec ]] || args+=(--array="$new_spec")
-  out=$(sbatch "${args[@]}" "$script" 2>&1) || hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
-  new_id=${out##*$'\n'}
-  new_id=${new_id%%;*}
-  [[ $new_id =~ ^[0-9]+$ ]] || hpc_die "sbatch gave no job id: ${out//$'\n'/ }"
-
-  # The linked manifest: the newest's lines, with this job's own values.
-  local now line
-  printf -v now '%(%Y-%m-%dT%H:%M:%S%z)T' -1
-  hpc_manifest_text=''
-  hpc_manifest_put format 1
-  hpc_manifest_put time "$now"
-  hpc_manifest_put array "$new_spec"
-  hpc_manifest_put job_id "$new_id"
-  hpc_manifest_put origin "$origin"
-  hpc_manifest_put resubmit_of "$newest"
-  hpc_manifest_put resubmit "$how"
-  if [[ -n $new_spec ]]; then
-    hpc_manifest_output "${hpc_mf[output]-}" "$new_id" %a '' "${hpc_manage_name[$newest]}"
-  else
-    hpc_manifest_output "${hpc_mf[output]-}" "$new_id" '' "$new_id" "${hpc_manage_name[$newest]}"
-  fi
-  hpc_manifest_put output_path "$hpc_manifest_path"
-  for line in "${hpc_mf_lines[@]}"; do
-    case ${line%%$'\t'*} in
-      format | time | array | job_id | origin | resubmit_of | resubmit | output_path) ;;
-      *) hpc_manifest_text+=$line$'\n' ;;
-    esac
-  done
-  local file=$hpc_manage_dir/${hpc_mf[exp_name]}_$new_id.manifest
-  hpc_manifest_commit "$file" || hpc_say "job $new_id was submitted, but its manifest could not be written as $file"
-  if [[ -n $new_spec ]]; then
-    printf 'Resubmitted %s (array %s) of %s as job %s\n' \
-      "$([[ $new_spec != "$spec" ]] && printf 'task(s) %s' "${new_spec%\%*}" || printf 'every task')" \
-      "$new_spec" "${hpc_mf[exp_name]}" "$new_id"
-  else
-    printf 'Resubmitted job %s of %s as job %s\n' "$newest" "${hpc_mf[exp_name]}" "$new_id"
-  fi
-  printf 'Output: %s\n' "$hpc_manifest_path"
-}
-
-# hpc_manage_main COMMAND ARGS...: status, logs, cancel, resubmit (see the usage above).
-hpc_manage_main() {
-  local command=$1 word
-  shift
-  for word in "$@"; do
-    if [[ $word == -h || $word == --help ]]; then
-      hpc_usage "$hpc_manifest_lib"
-      exit 0
-    fi
-  done
-  hpc_manage_locate
-  hpc_manage_index
-  hpc_manage_task=''
-  case $command in
-    status)
-      for word in "$@"; do
-        [[ $word != -* ]] || hpc_die_usage "$word" "unknown option of 'status'; see 'bash job_submitter.sh status --help'"
-      done
-      hpc_manage_status "$@"
-      ;;
-    logs) hpc_manage_logs "$@" ;;
-    cancel)
-      for word in "$@"; do
-        [[ $word != -* ]] || hpc_die_usage "$word" "unknown option of 'cancel'; see 'bash job_submitter.sh cancel --help'"
-      done
-      hpc_manage_cancel "$@"
-      ;;
-    resubmit) hpc_manage_resubmit "$@" ;;
-    *) hpc_die_usage "$command" "unknown command; accepted: status, logs, cancel, resubmit" ;;
-  esac
-}

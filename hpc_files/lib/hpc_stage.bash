@@ -41,7 +41,7 @@
 # old version keeps reading it (POSIX unlink semantics).
 
 # shellcheck source=hpc_files/lib/hpc_common.bash
-source "$(dirname "${BASH_SOURCE[0]}")/hpc_common.bash"
+source "${BASH_SOURCE[0]%/*}/hpc_common.bash"
 
 # Seconds between progress lines of a build (they start after the first interval).
 hpc_stage_progress_s=${hpc_stage_progress_s:-5}

@@ -149,12 +149,23 @@ hpc_submit_main() {
   hpc_submit_container_checks
   hpc_profile_load "$hpc_opt_cluster"
   hpc_submit_configs
-  hpc_sweep_before_plan
-  hpc_plan_make
-  hpc_sweep_plan
+  hpc_plan_mode=single hpc_plan_array='' hpc_plan_offline_commands=()
+  if [[ -n $hpc_opt_wandb_sweepid || -n $hpc_opt_repeat || $hpc_opt_wandb_offline == 1 ]]; then
+    # Arrays: loaded only when asked for, as most submissions are single jobs.
+    # shellcheck source=hpc_files/lib/hpc_sweep.bash
+    source "$hpc_files_dir/lib/hpc_sweep.bash"
+    hpc_sweep_before_plan
+    hpc_plan_make
+    hpc_sweep_plan
+  else
+    hpc_plan_make
+  fi
   # --data: checked now (exit 2 on a bad path); the archive is made after the confirmation.
   hpc_plan_data_archive=''
   if ((${#hpc_opt_data[@]})); then
+    # Loaded only for --data: most submissions have none.
+    # shellcheck source=hpc_files/lib/hpc_stage.bash
+    source "$hpc_files_dir/lib/hpc_stage.bash"
     hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
   fi
 
