@@ -89,3 +89,24 @@ setup() {
   assert_output --partial "neither apptainer nor singularity is on this node"
   refute_output --partial "CONTAINER "
 }
+
+@test "a container sweep task gets the W&B key only through the environment: in no argv of the runtime" {
+  sentinel=hpc-container-sentinel-0123456789
+  printf '%s\n' "$sentinel" >"$HOME/wandb_credentials.txt"
+  chmod 600 "$HOME/wandb_credentials.txt"
+  rm -f "$APPTAINER_STANDIN_LOG"/*
+  # Inside the container: the recording wandb stand-in first on PATH, writing its record to
+  # /scratch_storage (the only place there that outlives the container).
+  APPTAINERENV_PREPEND_PATH="$HPC_ROOT/tests/fixtures/wandb_stub:$APPTAINERENV_PREPEND_PATH" \
+    WANDB_STUB_LOG=/scratch_storage \
+    APPTAINERENV_HPC_TEST_SENTINEL_SHA=$(printf '%s' "$sentinel" | sha256sum | cut -d' ' -f1) \
+    hpc_submit_job "$PROJECT" -s "$PROJECT/app.sif" -w me/proj/abc123 --num-sweeps 1 -e boxsweep
+  hpc_wait_job "$job_id" 120
+  assert_equal "$(hpc_job_state "${job_id}_1")" "COMPLETED 0:0"
+  run cat "$SCRATCH/box project/boxsweep/singularity_$(hpc_job_field "${job_id}_1" JobId)_1/${job_id}_1"
+  assert_line "argv: agent --count 1 me/proj/abc123"
+  assert_line "key: sentinel"
+  run grep -rlF "$sentinel" "$APPTAINER_STANDIN_LOG"
+  assert_failure
+  [ "$(find "$APPTAINER_STANDIN_LOG" -type f | wc -l)" -ge 1 ]
+}

@@ -154,3 +154,18 @@ lr=0.1 batch_size=8 mode=offline"
   assert_equal "$(squeue -h | wc -l)" "$before"
   [ ! -e "$SCRATCH/sweep project/toolarge" ]
 }
+
+@test "a configs file naming another sweep wins, with a warning saying which sweep runs and why" {
+  printf '%s\n' "$SENTINEL_KEY" >"$HOME/wandb_credentials.txt"
+  chmod 600 "$HOME/wandb_credentials.txt"
+  hpc_configs "$PROJECT" 'wandb agent me/proj/fromconfigs'
+  run bash "$PROJECT/hpc_files/job_submitter.sh" -y --dry-run -w me/proj/abc123 --num-sweeps 2
+  assert_success
+  assert_line "job_submitter.sh: warning: the configs file runs sweep 'me/proj/fromconfigs' but -w says 'me/proj/abc123': using the configs file's, which states the experiment"
+  assert_line "hpc_command=( wandb agent --count 1 me/proj/fromconfigs )"
+  # The sweep's entity and project come from sweeper.yml when -w gives the id alone.
+  hpc_configs "$PROJECT" 'python probe.py env'
+  run bash "$PROJECT/hpc_files/job_submitter.sh" -y --dry-run -w abc123 --num-sweeps 2
+  assert_success
+  assert_line "hpc_command=( wandb agent --count 1 my-entity/my-project/abc123 )"
+}
