@@ -95,9 +95,12 @@ setup() {
   printf '%s\n' "$sentinel" >"$HOME/wandb_credentials.txt"
   chmod 600 "$HOME/wandb_credentials.txt"
   rm -f "$APPTAINER_STANDIN_LOG"/*
-  # Inside the container: the recording wandb stand-in first on PATH, writing its record to
-  # /scratch_storage (the only place there that outlives the container).
-  APPTAINERENV_PREPEND_PATH="$HPC_ROOT/tests/fixtures/wandb_stub:$APPTAINERENV_PREPEND_PATH" \
+  # Inside the container: the recording wandb stand-in first on PATH (copied out of the
+  # repository, which may be under /tmp, hidden by the container's own /tmp), writing its record
+  # to /scratch_storage (the only place there that outlives the container).
+  mkdir -p "$WORK/wandb_bin"
+  cp "$HPC_ROOT/tests/fixtures/wandb_stub/wandb" "$WORK/wandb_bin/"
+  APPTAINERENV_PREPEND_PATH="$WORK/wandb_bin:$APPTAINERENV_PREPEND_PATH" \
     WANDB_STUB_LOG=/scratch_storage \
     APPTAINERENV_HPC_TEST_SENTINEL_SHA=$(printf '%s' "$sentinel" | sha256sum | cut -d' ' -f1) \
     hpc_submit_job "$PROJECT" -s "$PROJECT/app.sif" -w me/proj/abc123 --num-sweeps 1 -e boxsweep
