@@ -36,14 +36,8 @@ hpc_cleanup_opt_defaults() {
 hpc_cleanup_opt_parse() {
   local opt value have_value
   while (($#)); do
-    opt=$1
+    hpc_split_option "$1"
     shift
-    have_value=0
-    if [[ $opt == --*=* ]]; then
-      value=${opt#*=}
-      opt=${opt%%=*}
-      have_value=1
-    fi
     case $opt in
       --dry-run | --wait | -h | --help)
         ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"

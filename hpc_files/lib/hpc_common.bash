@@ -22,6 +22,20 @@ hpc_die_usage() {
   exit 2
 }
 
+# hpc_split_option WORD: for a command-line parser: sets the caller's locals opt (WORD's option)
+# and have_value, and for --name=value also value: --name=value means the same as --name value.
+hpc_split_option() {
+  # shellcheck disable=SC2034 # the caller's locals (Bash's dynamic scope)
+  opt=$1 have_value=0
+  if [[ $opt == --*=* ]]; then
+    # shellcheck disable=SC2034
+    value=${opt#*=}
+    opt=${opt%%=*}
+    # shellcheck disable=SC2034
+    have_value=1
+  fi
+}
+
 # hpc_usage FILE: prints the usage comment block at the top of FILE (the lines after the shebang
 # that start with '#', up to the first line that does not), without the leading '# '.
 hpc_usage() {

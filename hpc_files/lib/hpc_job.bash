@@ -392,7 +392,8 @@ hpc_job_main() {
 hpc_job_task() {
   local path py runtime='' workdir=''
   if [[ ${HPC_JOB_TMPDIR_MODE:-provided} == emulated ]]; then
-    path=$(hpc_job_tmpdir_path) || hpc_job_fail "tmpdir" "cannot work out SLURM_TMPDIR"
+    hpc_job_node_tmpdir || hpc_job_fail "tmpdir" "cannot work out SLURM_TMPDIR"
+    path=$hpc_job_node_tmpdir
     [[ -d $path && ! -L $path ]] || hpc_job_fail "tmpdir" "SLURM_TMPDIR $path is missing on this node"
     export SLURM_TMPDIR=$path
   fi

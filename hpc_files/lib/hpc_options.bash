@@ -50,15 +50,8 @@ hpc_opt_check_relative() {
 hpc_opt_parse() {
   local opt name value have_value
   while (($#)); do
-    opt=$1
+    hpc_split_option "$1"
     shift
-    have_value=0
-    # --name=value is the same as --name value.
-    if [[ $opt == --*=* ]]; then
-      value=${opt#*=}
-      opt=${opt%%=*}
-      have_value=1
-    fi
     case $opt in
       -a | --account) name=-a/--account ;;
       -g | --gpus) name=-g/--gpus ;;

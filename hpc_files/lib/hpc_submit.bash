@@ -145,7 +145,6 @@ hpc_submit_main() {
     exit 0
   fi
   hpc_opt_refuse_unbuilt
-  hpc_submit_locate
   hpc_submit_container_checks
   hpc_profile_load "$hpc_opt_cluster"
   hpc_submit_configs
