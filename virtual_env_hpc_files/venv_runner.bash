@@ -90,7 +90,7 @@ hpc_venv_ensure() {
     --output="$log" --chdir="$hpc_plan_source_dir")
   [[ -z $hpc_plan_account ]] || sbatch_args+=(--account="$hpc_plan_account")
   [[ -z $hpc_plan_partition ]] || sbatch_args+=(--partition="$hpc_plan_partition")
-  id=$(sbatch "${sbatch_args[@]}" "$hpc_venv_dir/install_venv.sh" "$hpc_venv_dir/venv_runner.bash" \
+  id=$(unset SLURM_TMPDIR && sbatch "${sbatch_args[@]}" "$hpc_venv_dir/install_venv.sh" "$hpc_venv_dir/venv_runner.bash" \
     "$hpc_plan_venv" "$hpc_profile_venv_system_site_packages") || hpc_die "sbatch refused the virtual environment's install job"
   id=${id%%;*}
   log=${log//%j/$id}

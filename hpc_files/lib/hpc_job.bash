@@ -42,41 +42,92 @@ hpc_job_elapsed() {
   printf '%d.%03d\n' "$((us / 1000000))" "$(((us % 1000000) / 1000))"
 }
 
+# hpc_job_tmpdir_token_make: (the batch shell, once per run) exports HPC_JOB_TMPDIR_TOKEN, 128
+# random bits from which every node derives its emulated SLURM_TMPDIR's name. It lives only in
+# the job's environment (readable by its user alone), so nobody can guess the names in advance.
+hpc_job_tmpdir_token_make() {
+  if ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501)); then
+    printf -v HPC_JOB_TMPDIR_TOKEN '%08x%08x%08x%08x' "$SRANDOM" "$SRANDOM" "$SRANDOM" "$SRANDOM"
+  else
+    HPC_JOB_TMPDIR_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n') || return 1
+  fi
+  export HPC_JOB_TMPDIR_TOKEN
+}
+
+# hpc_job_tmpdir_is_clusters PATH: true when PATH looks made by the cluster for this very job: a
+# real folder (not a symlink) of this user whose path names the job id. A SLURM_TMPDIR exported in
+# the submitting shell (sbatch passes that environment on) is none of these.
+hpc_job_tmpdir_is_clusters() {
+  local path=$1
+  [[ -n $path && -d $path && ! -L $path && -O $path ]] || return 1
+  [[ /$path/ =~ [^0-9]${SLURM_JOB_ID:?}[^0-9] ]]
+}
+
+# hpc_job_tmpdir_choose PROVIDED: (the batch shell) decides where this job's SLURM_TMPDIR comes
+# from, by the profile's tmpdir.provided (true, false, auto), and exports HPC_JOB_TMPDIR_MODE:
+# 'provided' (the cluster's) or 'emulated' (made by the guards; SLURM_TMPDIR unset here, a new
+# token made). Returns 1 when the profile says provided but the job has none.
+hpc_job_tmpdir_choose() {
+  local provided=$1
+  export HPC_JOB_TMPDIR_MODE=emulated
+  case $provided in
+    true)
+      [[ -d ${SLURM_TMPDIR:-} ]] || return 1
+      HPC_JOB_TMPDIR_MODE=provided
+      return 0
+      ;;
+    false) ;;
+    *)
+      if hpc_job_tmpdir_is_clusters "${SLURM_TMPDIR:-}"; then
+        HPC_JOB_TMPDIR_MODE=provided
+        return 0
+      fi
+      [[ -z ${SLURM_TMPDIR:-} ]] ||
+        hpc_job_log "ignoring SLURM_TMPDIR=$SLURM_TMPDIR: it was not made by the cluster for job $SLURM_JOB_ID (inherited from the submitting shell?); this job makes its own"
+      ;;
+  esac
+  unset SLURM_TMPDIR
+  hpc_job_tmpdir_token_make
+}
+
 # hpc_job_tmpdir_path: prints this node's emulated SLURM_TMPDIR: the profile's root (expanded
-# here, from this node's environment) / hpc_tmpdir.<user>.<job id>. The name holds the job id
-# (an array task has its own) so that cleanup tools can ask SLURM whether its job still runs.
+# here, from this node's environment) / hpc_tmpdir.<user>.<job id>.<16 hex digits of
+# sha256(token:node)>. The job id lets cleanup tools ask SLURM whether the job still runs; the
+# hash makes the name unguessable (a name in one node's log tells nothing about another node's),
+# and every task of the node works out the same one from the job's environment.
 hpc_job_tmpdir_path() {
+  local root sum
+  if [[ -z ${HPC_JOB_TMPDIR_TOKEN:-} ]]; then
+    hpc_job_log "this job's SLURM_TMPDIR token (HPC_JOB_TMPDIR_TOKEN) is missing from its environment"
+    return 1
+  fi
   hpc_configs_expand "$HPC_JOB_TMPDIR_ROOT" || return 1
-  local root=${hpc_configs_argv[0]}
+  root=${hpc_configs_argv[0]}
   [[ $root == /* ]] || {
     hpc_job_log "the local scratch root '$root' is not an absolute path"
     return 1
   }
-  printf '%s/hpc_tmpdir.%s.%s\n' "${root%/}" "${USER:-$(id -un)}" "${SLURM_JOB_ID:?}"
+  sum=$(printf '%s:%s' "$HPC_JOB_TMPDIR_TOKEN" "${SLURMD_NODENAME:-$(hostname)}" | sha256sum) || return 1
+  printf '%s/hpc_tmpdir.%s.%s.%s\n' "${root%/}" "${USER:-$(id -un)}" "${SLURM_JOB_ID:?}" "${sum:0:16}"
 }
 
-# hpc_job_tmpdir_make PATH: makes PATH mode 0700, or reuses it when it is this job's own folder
-# (a requeued job); never follows or reuses something planted with the same name.
+# hpc_job_tmpdir_make PATH: makes PATH mode 0700 with the record .hpc_tmpdir (the job id) that
+# cleanup tools look for. Never reuses, follows or touches something already there by that name.
 hpc_job_tmpdir_make() {
   local path=$1
   mkdir -p -- "$(dirname -- "$path")" 2>/dev/null || true
-  if mkdir -m 700 -- "$path" 2>/dev/null; then
-    printf '%s\n' "$SLURM_JOB_ID" >"$path/.hpc_tmpdir"
-    return 0
+  if ! mkdir -m 700 -- "$path" 2>/dev/null; then
+    hpc_job_log "cannot make SLURM_TMPDIR $path: something else already has that name"
+    return 1
   fi
-  if [[ -d $path && ! -L $path && -O $path && -f $path/.hpc_tmpdir && ! -L $path/.hpc_tmpdir ]] &&
-    [[ $(<"$path/.hpc_tmpdir") == "$SLURM_JOB_ID" ]]; then
-    return 0
-  fi
-  hpc_job_log "cannot make SLURM_TMPDIR $path: something else already has that name"
-  return 1
+  printf '%s\n' "$SLURM_JOB_ID" >"$path/.hpc_tmpdir"
 }
 
 # hpc_job_tmpdir_remove PATH: removes this job's emulated SLURM_TMPDIR: only a real folder (not
-# a symlink) that holds this job's record, without crossing into other file systems.
+# a symlink) of this user that holds this job's record, without crossing into other file systems.
 hpc_job_tmpdir_remove() {
   local path=${1:?}
-  [[ -d $path && ! -L $path && -f $path/.hpc_tmpdir ]] || return 0
+  [[ -d $path && ! -L $path && -O $path && -f $path/.hpc_tmpdir && ! -L $path/.hpc_tmpdir ]] || return 0
   [[ $(<"$path/.hpc_tmpdir") == "$SLURM_JOB_ID" ]] || return 0
   rm -rf --one-file-system -- "${path:?}"
 }
@@ -91,27 +142,56 @@ hpc_job_node_tmpdir() {
   fi
 }
 
+# hpc_job_copy_one SRC FINAL REL: copies SRC to FINAL whole or not at all: into a temporary folder
+# beside FINAL first (same file system), then renamed into place; a folder that is already there
+# gets the complete copies merged in as hard links (each file replaced whole, others kept). On
+# failure nothing under FINAL's name has changed (or, merging, no file is truncated), the partial
+# copy is removed, and one line says what is incomplete.
+hpc_job_copy_one() {
+  local src=$1 final=$2 rel=$3 parent part err='' rc=0
+  parent=${final%/*}
+  if ! err=$(mkdir -p -- "$parent" 2>&1) || ! part=$(mktemp -d "$parent/.hpc_copy_back.XXXXXX" 2>&1); then
+    hpc_job_log "copy-back of $rel FAILED: cannot write in $parent: ${err:-$part}; $final was not changed"
+    return 1
+  fi
+  err=$(cp -a -- "$src" "$part/copy" 2>&1) || rc=$?
+  if ((rc == 0)); then
+    if [[ -d $part/copy && ! -L $part/copy && -d $final && ! -L $final ]]; then
+      err=$(cp -al --remove-destination -- "$part/copy/." "$final/" 2>&1) || rc=$?
+      ((rc == 0)) || err="merging into it: $err; files already merged are complete, the others are their older versions"
+    else
+      err=$(mv -fT -- "$part/copy" "$final" 2>&1) || rc=$?
+    fi
+  fi
+  rm -rf -- "${part:?}"
+  if ((rc != 0)); then
+    err=${err//$'\n'/; }
+    [[ $err == merging* ]] || err="$err; $final was not changed"
+    hpc_job_log "copy-back of $rel FAILED: $err"
+    return 1
+  fi
+}
+
 # hpc_job_copy_back TMPDIR: copies the --copy-back paths (relative to TMPDIR) to
-# ${scratch_dir}/${exp_name}/; returns 1 when any copy fails (nothing is removed then).
+# ${scratch_dir}/${exp_name}/, each whole or not at all (hpc_job_copy_one); returns 1 and names
+# the incomplete ones when any copy fails.
 hpc_job_copy_back() {
-  local tmpdir=$1 rel dest=${scratch_dir:?}/${exp_name:?} rc=0
+  local tmpdir=$1 rel dest=${scratch_dir:?}/${exp_name:?}
+  local -a paths copied=() failed=()
   [[ -n ${HPC_JOB_COPY_BACK:-} ]] || return 0
-  local -a paths
   mapfile -t paths <<<"$HPC_JOB_COPY_BACK"
-  mkdir -p -- "$dest" || return 1
   for rel in "${paths[@]}"; do
     [[ -n $rel ]] || continue
     if [[ ! -e $tmpdir/$rel ]]; then
       hpc_job_log "copy-back: $rel is not in SLURM_TMPDIR; nothing to copy"
       continue
     fi
-    if ! mkdir -p -- "$dest/$(dirname -- "$rel")" || ! cp -a -- "$tmpdir/$rel" "$dest/$(dirname -- "$rel")/"; then
-      hpc_job_log "copy-back of $rel to $dest FAILED"
-      rc=1
-    fi
+    if hpc_job_copy_one "$tmpdir/$rel" "$dest/$rel" "$rel"; then copied+=("$rel"); else failed+=("$rel"); fi
   done
-  ((rc)) || hpc_job_log "copied back to $dest: $(printf '%s ' "${paths[@]}")"
-  return "$rc"
+  ((${#copied[@]} == 0)) || hpc_job_log "copied back to $dest: ${copied[*]}"
+  ((${#failed[@]})) || return 0
+  hpc_job_log "copy-back INCOMPLETE: not copied back to $dest: ${failed[*]}"
+  return 1
 }
 
 # hpc_job_guard: the phase-1 task of one node (job_step.sh guard). Makes the node's SLURM_TMPDIR
@@ -138,7 +218,11 @@ hpc_job_guard() {
     trap '' TERM USR2 INT
     [[ -z ${sleeper:-} ]] || kill "$sleeper" 2>/dev/null || true
     if [[ ${SLURM_NODEID:-0} == 0 ]] && ! hpc_job_copy_back "$path"; then
-      hpc_job_log "copy-back failed: $path is kept"
+      if ((made)); then
+        hpc_job_log "copy-back failed: the complete results stay in $path on $SLURMD_NODENAME (not removed; plai_cleanups removes it later)"
+      else
+        hpc_job_log "copy-back failed: the complete results are in the cluster's $path on $SLURMD_NODENAME, which the cluster removes when the job ends"
+      fi
       exit 1
     fi
     if ((made)); then
@@ -347,16 +431,9 @@ hpc_job_main() {
   trap "hpc_job_forward $HPC_WARNING_SIGNAL" "$HPC_WARNING_SIGNAL"
 
   # SLURM_TMPDIR: the cluster's, or one this job makes on every node.
-  if [[ $hpc_job_tmpdir_provided == true && ! -d ${SLURM_TMPDIR:-} ]]; then
+  hpc_job_tmpdir_choose "$hpc_job_tmpdir_provided" ||
     hpc_job_fail "tmpdir" "the cluster profile says SLURM_TMPDIR is provided, but this job has none"
-  fi
-  if [[ $hpc_job_tmpdir_provided != true && ! -d ${SLURM_TMPDIR:-} ]]; then
-    export HPC_JOB_TMPDIR_MODE=emulated
-    unset SLURM_TMPDIR
-    needs_guards=1
-  else
-    export HPC_JOB_TMPDIR_MODE=provided
-  fi
+  [[ $HPC_JOB_TMPDIR_MODE != emulated ]] || needs_guards=1
   # Data to unpack, results to copy back, an image to copy: work for a guard on every node.
   [[ -z $HPC_JOB_DATA_ARCHIVE && -z $HPC_JOB_COPY_BACK && $hpc_job_runner != singularity ]] || needs_guards=1
   if ((needs_guards)); then

@@ -373,10 +373,54 @@ hpc_stage_log() {
   printf '[stage %s] %s\n' "${SLURMD_NODENAME:-${HOSTNAME%%.*}}" "$*" >&2
 }
 
+# hpc_stage_is_owned REL: true when REL is, or is inside, a path that an earlier staging put
+# into this TMPDIR (hpc_stage_owned, read from its record .hpc_staged.paths).
+hpc_stage_is_owned() {
+  local r
+  for r in "${hpc_stage_owned[@]}"; do
+    [[ $1 == "$r" || $1 == "$r"/* ]] && return 0
+  done
+  return 1
+}
+
+# hpc_stage_place DEST PATH check|move: where the unpacked PATH (in hpc_stage_tmp) goes in DEST:
+# the shallowest level of it that DEST lacks; an existing PATH is replaced only when an earlier
+# staging put it there. 'check' only says whether that is possible (one FAILED line, return 1);
+# 'move' does it. Never through a symlink in DEST.
+hpc_stage_place() {
+  local dest=$1 p=$2 how=$3 q='' rest=$2
+  while :; do
+    q=${q:+$q/}${rest%%/*}
+    [[ $rest == */* ]] && rest=${rest#*/} || rest=''
+    if [[ ! -e $dest/$q && ! -L $dest/$q ]]; then
+      [[ $how == check ]] && return 0
+      mv -T -- "$hpc_stage_tmp/$q" "$dest/$q" && return 0
+      hpc_stage_log "FAILED: cannot move $q into $dest"
+      return 1
+    fi
+    if [[ -z $rest ]]; then
+      if ! hpc_stage_is_owned "$q"; then
+        hpc_stage_log "FAILED: $dest/$q is in the way: it was not staged by the toolkit, and nothing was removed"
+        return 1
+      fi
+      [[ $how == check ]] && return 0
+      if [[ -L $dest/$q ]]; then rm -f -- "$dest/$q"; else rm -rf --one-file-system -- "${dest:?}/${q:?}"; fi
+      mv -T -- "$hpc_stage_tmp/$q" "$dest/$q" && return 0
+      hpc_stage_log "FAILED: cannot move $q into $dest"
+      return 1
+    fi
+    if [[ -L $dest/$q || ! -d $dest/$q ]]; then
+      hpc_stage_log "FAILED: $dest/$q is in the way (a symlink or a file where the data has a folder); nothing was removed"
+      return 1
+    fi
+  done
+}
+
 # hpc_stage_extract ARCHIVE TMPDIR: unpacks ARCHIVE into the folder TMPDIR (this node's
 # SLURM_TMPDIR), unless TMPDIR/.hpc_staged says this very archive (path, size, mtime) is there
 # already. Checks free space first; unpacks into TMPDIR/.hpc_stage.tmp.XXXXXX and moves the staged
-# paths into place only when complete; writes the marker last; logs time and throughput. Returns 1
+# paths into place only when complete, replacing only what an earlier staging put there (recorded
+# in TMPDIR/.hpc_staged.paths); writes the marker last; logs time and throughput. Returns 1
 # with a clear message (and nothing new left in TMPDIR) on failure. One caller per TMPDIR at a
 # time (a lock on TMPDIR makes a second one wait).
 hpc_stage_extract() {
@@ -386,8 +430,8 @@ hpc_stage_extract() {
 # hpc_stage_extract_run ARCHIVE TMPDIR: hpc_stage_extract's work, in its own subshell (traps, fds).
 hpc_stage_extract_run() {
   local archive=$1 dest=${2%/} real='' afd='' lfd='' size mtime id expected='' verdir need margin avail
-  local start err reason p q rest
-  local -a paths=()
+  local start err reason p
+  local -a paths=() hpc_stage_owned=()
   # Not local (this runs in a subshell): the EXIT trap reads it after this function's scope is gone.
   hpc_stage_tmp=''
   # shellcheck disable=SC2317,SC2329 # invoked by the trap
@@ -471,39 +515,28 @@ hpc_stage_extract_run() {
   fi
 
   # Move the staged paths into place: each as a whole, at the shallowest level that is not
-  # there yet (a fresh TMPDIR: the top-level entries); a path already there (an earlier staging)
-  # is replaced. Never through a symlink in TMPDIR.
+  # there yet (a fresh TMPDIR: the top-level entries). Something already at a staged path is
+  # replaced only when an earlier staging put it there (its record .hpc_staged.paths); anything
+  # else stops the staging before a single path is moved or removed.
   if [[ -f $verdir/paths ]]; then
     mapfile -d '' -t paths <"$verdir/paths"
   else
     mapfile -d '' -t paths < <(find "$hpc_stage_tmp" -mindepth 1 -maxdepth 1 -printf '%f\0')
   fi
+  if [[ -f $dest/.hpc_staged.paths && ! -L $dest/.hpc_staged.paths && -O $dest/.hpc_staged.paths ]]; then
+    mapfile -d '' -t hpc_stage_owned <"$dest/.hpc_staged.paths"
+  fi
+  for p in "${paths[@]}"; do
+    hpc_stage_place "$dest" "$p" check || return 1
+  done
+  if ! printf '%s\0' "${hpc_stage_owned[@]}" "${paths[@]}" | LC_ALL=C sort -zu >"$dest/.hpc_staged.paths.tmp" ||
+    ! mv -T -- "$dest/.hpc_staged.paths.tmp" "$dest/.hpc_staged.paths"; then
+    hpc_stage_log "FAILED: cannot write $dest/.hpc_staged.paths; nothing was moved into $dest"
+    return 1
+  fi
   for p in "${paths[@]}"; do
     [[ -e $hpc_stage_tmp/$p || -L $hpc_stage_tmp/$p ]] || continue # moved with a folder above it
-    q='' rest=$p
-    while :; do
-      q=${q:+$q/}${rest%%/*}
-      [[ $rest == */* ]] && rest=${rest#*/} || rest=''
-      if [[ ! -e $dest/$q && ! -L $dest/$q ]]; then
-        mv -T -- "$hpc_stage_tmp/$q" "$dest/$q" || {
-          hpc_stage_log "FAILED: cannot move $q into $dest"
-          return 1
-        }
-        break
-      fi
-      if [[ -z $rest ]]; then
-        if [[ -L $dest/$q ]]; then rm -f -- "$dest/$q"; else rm -rf -- "${dest:?}/${q:?}"; fi
-        mv -T -- "$hpc_stage_tmp/$q" "$dest/$q" || {
-          hpc_stage_log "FAILED: cannot move $q into $dest"
-          return 1
-        }
-        break
-      fi
-      if [[ -L $dest/$q || ! -d $dest/$q ]]; then
-        hpc_stage_log "FAILED: $dest/$q is in the way (a symlink or a file where the data has a folder)"
-        return 1
-      fi
-    done
+    hpc_stage_place "$dest" "$p" move || return 1
   done
   if ! printf '%s\n' "$id" >"$dest/.hpc_staged.tmp" || ! mv -T -- "$dest/.hpc_staged.tmp" "$dest/.hpc_staged"; then
     hpc_stage_log "FAILED: cannot write $dest/.hpc_staged"

@@ -194,7 +194,8 @@ hpc_submit_main() {
   # sbatch reads the script from its standard input; the file is written once the job id is
   # known, beside the job's output and named like it (SLURM keeps its own copy of what it runs).
   hpc_plan_render
-  if ! out=$(sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
+  # A SLURM_TMPDIR of the submitting shell must not reach the job (sbatch passes the environment on).
+  if ! out=$(unset SLURM_TMPDIR && sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
     hpc_die "sbatch refused the job: $out"
   fi
   id=${out##*$'\n'}

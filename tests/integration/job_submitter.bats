@@ -183,8 +183,8 @@ print("ok")' "$json" "$PROJECT" "$SCRATCH"
   assert_equal "${#lines[@]}" 2
   for node in n1 n2; do
     line=$(grep "\"SLURMD_NODENAME\": \"$node\"" <<<"$output")
-    expected="$HPC_CLUSTER_DIR/scratch/$node/hpc_tmpdir.$(id -un).$job_id"
-    [[ $line == *"\"SLURM_TMPDIR\": \"$expected\""* && $line == *'"tmpdir_is_dir": true'* ]] || fail "$node: $line"
+    expected=$(sed -n 's/.*"SLURM_TMPDIR": "\([^"]*\)".*/\1/p' <<<"$line")
+    [[ $expected =~ ^"$HPC_CLUSTER_DIR/scratch/$node/hpc_tmpdir.$(id -un).$job_id."[0-9a-f]{16}$ && $line == *'"tmpdir_is_dir": true'* ]] || fail "$node: $line"
     [ ! -e "$expected" ]
   done
 }

@@ -34,7 +34,7 @@ teardown() {
   copied=$(sha256sum "$SCRATCH/life project/warned/checkpoints/state.bin" | cut -d' ' -f1)
   assert_equal "$copied" "$final"
   for node in n1 n2; do
-    [ ! -e "$HPC_CLUSTER_DIR/scratch/$node/hpc_tmpdir.$(id -un).$job_id" ]
+    [ -z "$(find "$HPC_CLUSTER_DIR/scratch/$node" -maxdepth 1 -name "hpc_tmpdir.$(id -un).$job_id.*")" ]
   done
 }
 

@@ -39,6 +39,11 @@ source_digest() {
   python3 "$PROJECT/tree_sums.py" "$DATA_ROOT" "$@" | cut -d' ' -f3
 }
 
+# job_tmpdirs NODE: the emulated SLURM_TMPDIRs of job $job_id on NODE (hpc_tmpdir.<user>.<id>.<hash>).
+job_tmpdirs() {
+  find "$HPC_CLUSTER_DIR/scratch/$1" -maxdepth 1 -name "hpc_tmpdir.$(id -un).$job_id.*"
+}
+
 # staged_archive: the archive the last staging made (through the cache's symlink).
 staged_archive() {
   find "$DATA_ROOT/.staging" -maxdepth 2 -name data.tar -path '*.v*' | head -n 1
@@ -131,7 +136,7 @@ n2 $want"
   refute_output --partial "PROBE"
   assert_output --partial "FAILED at step 'node setup'"
   for node in n1 n2; do
-    [ ! -e "$HPC_CLUSTER_DIR/scratch/$node/hpc_tmpdir.$(id -un).$job_id" ]
+    [ -z "$(job_tmpdirs "$node")" ]
   done
 }
 
@@ -152,7 +157,7 @@ n2 $want"
   assert_output --partial "FAILED at step 'node setup'"
   assert_output --regexp "space|Space"
   assert_equal "$leftovers" ""
-  [ ! -e "$HPC_CLUSTER_DIR/scratch/n2/hpc_tmpdir.$(id -un).$job_id" ]
+  [ -z "$(job_tmpdirs n2)" ]
 }
 
 @test "emulated SLURM_TMPDIR is gone on both nodes after success, failure, scancel and the time limit; neighbours untouched" {
@@ -178,7 +183,7 @@ n2 $want"
     hpc_submit_job "$PROJECT" "${args[@]}"
     if [[ $outcome == cancel ]]; then
       for _ in $(seq 1 100); do
-        [[ -d "$HPC_CLUSTER_DIR/scratch/n2/hpc_tmpdir.$user.$job_id" ]] && break
+        [[ -n $(job_tmpdirs n2) ]] && break
         sleep 0.2
       done
       # A symlink planted with the name of the job's folder on n2 after it exists is not
@@ -187,7 +192,7 @@ n2 $want"
     fi
     hpc_wait_job "$job_id" 200
     for node in n1 n2; do
-      [ ! -e "$HPC_CLUSTER_DIR/scratch/$node/hpc_tmpdir.$user.$job_id" ] || fail "$outcome: left on $node"
+      [ -z "$(job_tmpdirs "$node")" ] || fail "$outcome: left on $node"
     done
   done
   for path in "${planted[@]}"; do
@@ -196,21 +201,33 @@ n2 $want"
   rm -rf "${planted[@]}"
 }
 
-@test "a symlink planted with the job's folder name stops the job before the program and is not followed" {
+@test "folders and symlinks planted by another user with the job's predictable names neither stop the job nor are touched" {
   hpc_cluster_mode emulated
   user=$(id -un)
   target="$BATS_TEST_TMPDIR/target"
   mkdir -p "$target"
   printf 'keep\n' >"$target/precious"
   hpc_configs "$PROJECT" 'python probe.py env'
-  SBATCH_HOLD=1 hpc_submit_job "$PROJECT" -g 0 -e planted
-  ln -s "$target" "$HPC_CLUSTER_DIR/scratch/n1/hpc_tmpdir.$user.$job_id"
+  SBATCH_HOLD=1 hpc_submit_job "$PROJECT" -W lightning --gpus 1 --num-nodes 2 -e planted --data labels.csv
+  n1_planted="$HPC_CLUSTER_DIR/scratch/n1/hpc_tmpdir.$user.$job_id"
+  n2_planted="$HPC_CLUSTER_DIR/scratch/n2/hpc_tmpdir.$user.$job_id"
+  # Someone else's folder with the old, predictable name (nobody's, 0777), and a symlink.
+  mkdir -m 777 "$n1_planted"
+  printf 'theirs\n' >"$n1_planted/labels.csv"
+  chown -R nobody "$n1_planted"
+  ln -s "$target" "$n2_planted"
   scontrol release "$job_id"
   hpc_wait_job "$job_id" 120
-  assert_equal "$(hpc_job_state "$job_id")" "FAILED 1:0"
-  run cat "$job_out"
-  refute_output --partial PROBE
-  [ -L "$HPC_CLUSTER_DIR/scratch/n1/hpc_tmpdir.$user.$job_id" ]
+  assert_equal "$(hpc_job_state "$job_id")" "COMPLETED 0:0"
+  run sed -n 's/^PROBE //p' "$job_out"
+  assert_equal "${#lines[@]}" 2
+  [[ $output != *"\"SLURM_TMPDIR\": \"$n1_planted\""* && $output != *"\"SLURM_TMPDIR\": \"$n2_planted\""* ]] || fail "$output"
+  assert_equal "$(cat "$n1_planted/labels.csv")" theirs
+  assert_equal "$(stat -c '%U %a' "$n1_planted")" "nobody 777"
+  [ -L "$n2_planted" ]
+  assert_equal "$(ls -A "$target")" precious
   assert_equal "$(cat "$target/precious")" keep
-  rm -f "$HPC_CLUSTER_DIR/scratch/n1/hpc_tmpdir.$user.$job_id"
+  [ -z "$(job_tmpdirs n1)" ]
+  [ -z "$(job_tmpdirs n2)" ]
+  rm -rf "$n1_planted" "$n2_planted"
 }

@@ -231,6 +231,29 @@ tmpfs() {
   assert_equal "$(cat "$node/results.txt")" "mine"
 }
 
+@test "extract: never removes what it did not stage: a user's folder with a staged path's name stops it, untouched" {
+  hpc_stage_prepare "$base" datasets/d1 notes.txt
+  mkdir -p "$node/datasets/d1"
+  printf 'precious\n' >"$node/datasets/d1/precious"
+  printf 'mine\n' >"$node/notes.txt"
+  before=$(find "$node" -printf '%P|%y|%s\n' | LC_ALL=C sort)
+  run hpc_stage_extract "$hpc_stage_archive" "$node"
+  assert_failure 1
+  assert_output --partial "FAILED: $node/datasets/d1 is in the way: it was not staged by the toolkit, and nothing was removed"
+  assert_equal "$(find "$node" -printf '%P|%y|%s\n' | LC_ALL=C sort)" "$before"
+  assert_equal "$(cat "$node/datasets/d1/precious")" precious
+  # A staged path is replaced by the next staging; the user's own files beside it stay.
+  rm -rf "${node:?}"/*
+  hpc_stage_extract "$hpc_stage_archive" "$node" 2>/dev/null
+  printf 'beside\n' >"$node/datasets/mine.txt"
+  printf 'changed\n' >"$base/datasets/d1/a.txt"
+  hpc_stage_prepare "$base" datasets/d1 notes.txt
+  run hpc_stage_extract "$hpc_stage_archive" "$node"
+  assert_success
+  assert_equal "$(checksums "$node" datasets/d1 notes.txt)" "$(checksums "$base" datasets/d1 notes.txt)"
+  assert_equal "$(cat "$node/datasets/mine.txt")" beside
+}
+
 @test "extract: two extractions into one folder at once: one unpacks, the other waits and skips" {
   hpc_stage_prepare "$base" datasets
   hpc_stage_extract "$hpc_stage_archive" "$node" >"$tmp/x1" 2>&1 3>&- &

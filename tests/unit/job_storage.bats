@@ -1,0 +1,168 @@
+#!/usr/bin/env bats
+# hpc_files/lib/hpc_job.bash without SLURM: which SLURM_TMPDIR a job uses (never one inherited
+# from the submitting shell), the emulated one's unguessable per-node name, and copy-back that
+# leaves either the whole result or nothing under its name. Test folders stand in for the node.
+# shellcheck disable=SC2030,SC2031 # each @test runs in its own subshell: what it exports stays there, on purpose
+
+setup() {
+  load '../helpers/common'
+  tmp=$(hpc_test_tmp)
+  # shellcheck source=hpc_files/lib/hpc_job.bash
+  source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
+  unset SLURM_TMPDIR HPC_JOB_TMPDIR_TOKEN HPC_JOB_TMPDIR_MODE
+  export SLURM_JOB_ID=4242 SLURMD_NODENAME=n1 USER=${USER:-$(id -un)}
+  export HPC_JOB_TMPDIR_ROOT="$tmp/local scratch"
+  mkdir -p "$HPC_JOB_TMPDIR_ROOT"
+  mounts=()
+}
+
+teardown() {
+  local m
+  for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
+}
+
+# small_disk DIR SIZE: mounts a tmpfs of SIZE at DIR (made); skips without one (needs root).
+small_disk() {
+  mkdir -p "$1"
+  mount -t tmpfs -o "size=$2" tmpfs "$1" 2>/dev/null || skip "cannot mount a tmpfs here"
+  mounts=("$1" "${mounts[@]}")
+}
+
+# --- which SLURM_TMPDIR ------------------------------------------------------------------------
+
+@test "tmpdir.provided false: a SLURM_TMPDIR inherited from the submitting shell is ignored; the job makes its own" {
+  mkdir -p "$tmp/mine/data"
+  export SLURM_TMPDIR=$tmp/mine
+  hpc_job_tmpdir_choose false
+  assert_equal "$HPC_JOB_TMPDIR_MODE" emulated
+  [ -z "${SLURM_TMPDIR+set}" ]
+  [[ $HPC_JOB_TMPDIR_TOKEN =~ ^[0-9a-f]{32}$ ]]
+}
+
+@test "tmpdir.provided auto: an inherited SLURM_TMPDIR not made for this job is ignored, and the log says so" {
+  mkdir -p "$tmp/mine" "$tmp/job4242x" "$tmp/slurm/job4242"
+  for inherited in "$tmp/mine" "$tmp/job42420" "$tmp/nonexistent/job4242"; do
+    export SLURM_TMPDIR=$inherited
+    run hpc_job_tmpdir_choose auto
+    assert_success
+    assert_output "[hpc n1] ignoring SLURM_TMPDIR=$inherited: it was not made by the cluster for job 4242 (inherited from the submitting shell?); this job makes its own"
+    export SLURM_TMPDIR=$inherited
+    hpc_job_tmpdir_choose auto 2>/dev/null
+    assert_equal "$HPC_JOB_TMPDIR_MODE" emulated
+    [ -z "${SLURM_TMPDIR+set}" ]
+  done
+  # The cluster's own: a real folder of this user, named for this job.
+  export SLURM_TMPDIR=$tmp/slurm/job4242
+  run hpc_job_tmpdir_choose auto
+  assert_output ""
+  hpc_job_tmpdir_choose auto
+  assert_equal "$HPC_JOB_TMPDIR_MODE" provided
+  assert_equal "$SLURM_TMPDIR" "$tmp/slurm/job4242"
+  # A symlink with the job's name is not the cluster's folder.
+  ln -s "$tmp/mine" "$tmp/link4242"
+  export SLURM_TMPDIR=$tmp/link4242
+  hpc_job_tmpdir_choose auto 2>/dev/null
+  assert_equal "$HPC_JOB_TMPDIR_MODE" emulated
+}
+
+@test "tmpdir.provided true: the cluster's SLURM_TMPDIR is used; none at all fails" {
+  mkdir -p "$tmp/slurm/given"
+  export SLURM_TMPDIR=$tmp/slurm/given
+  hpc_job_tmpdir_choose true
+  assert_equal "$HPC_JOB_TMPDIR_MODE" provided
+  unset SLURM_TMPDIR
+  run hpc_job_tmpdir_choose true
+  assert_failure 1
+}
+
+# --- the emulated SLURM_TMPDIR's name ----------------------------------------------------------
+
+@test "emulated name: unguessable (a random token per run), the same for every task of a node, different per node" {
+  hpc_job_tmpdir_choose false
+  local first n1 again n2
+  first=$HPC_JOB_TMPDIR_TOKEN
+  n1=$(hpc_job_tmpdir_path)
+  [[ $n1 =~ ^"$HPC_JOB_TMPDIR_ROOT"/hpc_tmpdir\.$USER\.4242\.[0-9a-f]{16}$ ]] || fail "$n1"
+  # Another task on n1 (a fresh shell with the job's environment) finds the same folder.
+  again=$(bash -c 'source "$1/hpc_files/lib/hpc_job.bash" && hpc_job_tmpdir_path' _ "$HPC_ROOT")
+  assert_equal "$again" "$n1"
+  n2=$(SLURMD_NODENAME=n2 hpc_job_tmpdir_path)
+  [ "$n2" != "$n1" ]
+  # The token is not in the name: a name seen in one node's log tells nothing about another's.
+  [[ $n1 != *"$first"* && $n1 != *"${first:0:16}"* ]]
+  # A new run (a requeue) gets another name.
+  hpc_job_tmpdir_choose false
+  [ "$HPC_JOB_TMPDIR_TOKEN" != "$first" ]
+  [ "$(hpc_job_tmpdir_path)" != "$n1" ]
+  # Without the job's token there is no name at all.
+  unset HPC_JOB_TMPDIR_TOKEN
+  run hpc_job_tmpdir_path
+  assert_failure 1
+  assert_output "[hpc n1] this job's SLURM_TMPDIR token (HPC_JOB_TMPDIR_TOKEN) is missing from its environment"
+}
+
+@test "emulated make: 0700 with the job's record; anything already there with the name is refused and left alone" {
+  hpc_job_tmpdir_choose false
+  local path
+  path=$(hpc_job_tmpdir_path)
+  hpc_job_tmpdir_make "$path"
+  assert_equal "$(stat -c %a "$path")" 700
+  assert_equal "$(cat "$path/.hpc_tmpdir")" 4242
+  # Made once per run: a second make (or someone's planted folder) is refused, untouched.
+  printf 'keep\n' >"$path/result"
+  run hpc_job_tmpdir_make "$path"
+  assert_failure 1
+  assert_output "[hpc n1] cannot make SLURM_TMPDIR $path: something else already has that name"
+  assert_equal "$(cat "$path/result")" keep
+  hpc_job_tmpdir_remove "$path"
+  [ ! -e "$path" ]
+}
+
+# --- copy-back ---------------------------------------------------------------------------------
+
+# copy_back_env: a job's SLURM_TMPDIR ($tmp/tmpdir) with results, and its copy-back settings.
+copy_back_env() {
+  export scratch_dir="$tmp/scratch dir" exp_name=exp
+  mkdir -p "$tmp/tmpdir/checkpoints/sub" "$scratch_dir"
+  head -c 600000 /dev/urandom >"$tmp/tmpdir/checkpoints/state.bin"
+  printf 'small\n' >"$tmp/tmpdir/checkpoints/sub/small.txt"
+  printf 'metrics\n' >"$tmp/tmpdir/metrics.csv"
+  export HPC_JOB_COPY_BACK=$'metrics.csv\ncheckpoints'
+}
+
+@test "copy-back: files and folders arrive whole; into an existing folder they are merged, other files kept" {
+  copy_back_env
+  mkdir -p "$scratch_dir/exp/checkpoints"
+  printf 'older\n' >"$scratch_dir/exp/checkpoints/older.txt"
+  printf 'stale\n' >"$scratch_dir/exp/metrics.csv"
+  run hpc_job_copy_back "$tmp/tmpdir"
+  assert_success
+  assert_output "[hpc n1] copied back to $scratch_dir/exp: metrics.csv checkpoints"
+  cmp "$tmp/tmpdir/checkpoints/state.bin" "$scratch_dir/exp/checkpoints/state.bin"
+  cmp "$tmp/tmpdir/checkpoints/sub/small.txt" "$scratch_dir/exp/checkpoints/sub/small.txt"
+  assert_equal "$(cat "$scratch_dir/exp/metrics.csv")" metrics
+  assert_equal "$(cat "$scratch_dir/exp/checkpoints/older.txt")" older
+  # No temporary name is left behind.
+  run find "$scratch_dir" -name '.hpc_copy_back.*'
+  assert_output ""
+}
+
+@test "copy-back onto a full disk: no truncated file under a result's name, the older copy intact, the log names what is incomplete" {
+  copy_back_env
+  small_disk "$scratch_dir/exp" 300k
+  mkdir "$scratch_dir/exp/checkpoints"
+  head -c 100000 /dev/urandom >"$scratch_dir/exp/checkpoints/state.bin"
+  local older
+  older=$(sha256sum <"$scratch_dir/exp/checkpoints/state.bin")
+  run hpc_job_copy_back "$tmp/tmpdir"
+  assert_failure 1
+  assert_line --regexp "^\[hpc n1\] copy-back of checkpoints FAILED: .*No space left on device.*; $scratch_dir/exp/checkpoints was not changed$"
+  assert_line "[hpc n1] copied back to $scratch_dir/exp: metrics.csv"
+  assert_line "[hpc n1] copy-back INCOMPLETE: not copied back to $scratch_dir/exp: checkpoints"
+  # The metrics fit and arrived whole; the checkpoint keeps its older, complete version.
+  assert_equal "$(cat "$scratch_dir/exp/metrics.csv")" metrics
+  assert_equal "$(sha256sum <"$scratch_dir/exp/checkpoints/state.bin")" "$older"
+  [ ! -e "$scratch_dir/exp/checkpoints/sub" ]
+  run find "$scratch_dir/exp" -name '.hpc_copy_back.*'
+  assert_output ""
+}
