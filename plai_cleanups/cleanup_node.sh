@@ -2,7 +2,7 @@
 # Usage: bash cleanup_node.sh [--lib DIR] --root ROOT [--dry-run]
 #
 # The job that submit_plai_cleanup pins to each node; not for users. Removes (with --dry-run:
-# lists) this user's leftover hpc_tmpdir.<user>.<job id> folders of ended jobs in the node's
+# lists) this user's leftover hpc_tmpdir.<user>.<job id>[.<16 hex digits>] folders of ended jobs in the node's
 # local scratch root ROOT (a template: $VAR and ${VAR:-default} are expanded here, from the
 # node's environment), by the rule of hpc_cleanup.bash, and prints a report that ends with a
 # 'summary ...' line. sbatch runs a copy of this script, so --lib names the folder that holds

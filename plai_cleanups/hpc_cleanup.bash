@@ -1,16 +1,17 @@
 # shellcheck shell=bash
 # hpc_cleanup.bash: the per-node part of submit_plai_cleanup. On one node, finds the user's
-# leftover emulated SLURM_TMPDIR folders (ROOT/hpc_tmpdir.<user>.<job id>, made by
-# hpc_files/lib/hpc_job.bash on clusters that give jobs none) and removes those of jobs that
-# have ended. Sourced by cleanup_node.sh (the job each node gets) and by the bats tests, which
+# leftover emulated SLURM_TMPDIR folders (ROOT/hpc_tmpdir.<user>.<job id>.<16 hex digits>, made
+# by hpc_files/lib/hpc_job.bash on clusters that give jobs none, the digits unguessable so that
+# nobody can plant one in advance) and removes those of jobs that have ended. Sourced by cleanup_node.sh (the job each node gets) and by the bats tests, which
 # stub squeue on PATH. Functions are prefixed hpc_cleanup_.
 #
 # The rule (hpc_cleanup_select; the dry run and the real run share it): an entry of ROOT is
 # removed only when ALL of these hold, checked in this order; the first that fails keeps it and
 # gives the reason (code: text):
-#   name       its name is exactly hpc_tmpdir.<user>.<job id> (<user> compared as a string,
-#              never as a pattern: bob's run never matches hpc_tmpdir.bobby.1; the job id is
-#              digits without a leading zero, as SLURM writes it);
+#   name       its name is exactly hpc_tmpdir.<user>.<job id>.<16 hex digits>, or from earlier
+#              versions hpc_tmpdir.<user>.<job id> (<user> compared as a string, never as a
+#              pattern: bob's run never matches hpc_tmpdir.bobby.1; the job id is digits
+#              without a leading zero, as SLURM writes it; the digits lower-case);
 #   symlink    it is not a symbolic link (tested before anything looks inside; never followed);
 #   not-dir    it is a directory;
 #   owner      it is owned by the user running the cleanup;
@@ -119,16 +120,26 @@ hpc_cleanup_record_matches() {
   [[ $record == "$2" ]]
 }
 
+# hpc_cleanup_name_id USER NAME: true when NAME is a folder name the toolkit gives USER's jobs,
+# hpc_tmpdir.<USER>.<job id>.<16 hex digits> (or, from earlier versions, without the digits);
+# sets hpc_cleanup_id to the job id. USER is compared as a string, never as a pattern.
+hpc_cleanup_name_id() {
+  local prefix=hpc_tmpdir.$1.
+  hpc_cleanup_id=''
+  [[ ${2:0:${#prefix}} == "$prefix" && ${2:${#prefix}} =~ ^([1-9][0-9]*)(\.[0-9a-f]{16})?$ ]] || return 1
+  hpc_cleanup_id=${BASH_REMATCH[1]}
+}
+
 # hpc_cleanup_static_reason ROOT ROOT_DEV ROOT_PHYSICAL USER NAME: every check of the rule but
 # squeue's. Prints nothing and returns 0 when the entry ROOT/NAME passes them; else prints
 # "CODE TEXT" (the first check it fails) and returns 1.
 hpc_cleanup_static_reason() {
-  local root=$1 root_dev=$2 root_phys=$3 user=$4 name=$5 prefix id path
-  prefix=hpc_tmpdir.$user.
-  id=${name:${#prefix}}
+  local root=$1 root_dev=$2 root_phys=$3 user=$4 name=$5 id path
   path=$root/$name
-  if [[ ${name:0:${#prefix}} != "$prefix" || ! $id =~ ^[1-9][0-9]*$ ]]; then
-    printf 'name not named %s<job id>\n' "$prefix"
+  hpc_cleanup_name_id "$user" "$name" || true
+  id=$hpc_cleanup_id
+  if [[ -z $id ]]; then
+    printf 'name not named hpc_tmpdir.%s.<job id>.<16 hex digits>\n' "$user"
   elif [[ -L $path ]]; then
     printf 'symlink a symbolic link, never followed\n'
   elif [[ ! -d $path ]]; then
@@ -189,7 +200,8 @@ hpc_cleanup_select() {
     return 1
   fi
   for name in "${pending[@]}"; do
-    id=${name##*.}
+    hpc_cleanup_name_id "$user" "$name" || continue
+    id=$hpc_cleanup_id
     state=${hpc_cleanup_job_state[$id]-}
     if [[ -n $state && ! $state =~ $hpc_cleanup_ended_re ]]; then
       _hpc_cleanup_keep "$name" job-active "job $id is $state"

@@ -81,8 +81,8 @@ start_sleeper() {
 
 # plant_everything: on n1 a finished job's folder, the running job's, ${USER}x's, one of this
 # user's name owned by nobody, nobody's, a symlink with a matching name (and its target), a
-# tmpfs mounted with a matching name; on n2 two finished jobs' folders and one with a tmpfs
-# mounted inside. Sets removable_n1 and removable_n2 (the names a run must remove).
+# tmpfs mounted with a matching name; on n2 two finished jobs' folders (the earlier and today's
+# layout) and one with a tmpfs mounted inside. Sets removable_n1 and removable_n2 (the names a run must remove).
 plant_everything() {
   start_sleeper
   plant "$n1/hpc_tmpdir.$user.$((base + 1))"
@@ -103,13 +103,13 @@ plant_everything() {
     printf 'on tmpfs\n' >"$n1/hpc_tmpdir.$user.$((base + 7))/keep.txt"
   fi
   plant "$n2/hpc_tmpdir.$user.$((base + 11))"
-  plant "$n2/hpc_tmpdir.$user.$((base + 12))"
+  plant "$n2/hpc_tmpdir.$user.$((base + 12)).0123456789abcdef" "$((base + 12))"
   plant "$n2/hpc_tmpdir.$user.$((base + 13))"
   if plant_mount "$n2/hpc_tmpdir.$user.$((base + 13))/sub/inner"; then
     printf 'inside\n' >"$n2/hpc_tmpdir.$user.$((base + 13))/sub/inner/keep.txt"
   fi
   removable_n1="hpc_tmpdir.$user.$((base + 1))"
-  removable_n2="hpc_tmpdir.$user.$((base + 11)) hpc_tmpdir.$user.$((base + 12))"
+  removable_n2="hpc_tmpdir.$user.$((base + 11)) hpc_tmpdir.$user.$((base + 12)).0123456789abcdef"
   ((can_mount)) || removable_n2+=" hpc_tmpdir.$user.$((base + 13))"
 }
 
@@ -132,7 +132,7 @@ names_in() {
 
 # ours: what this test planted in the roots (entries only), sorted.
 ours() {
-  find "$n1" "$n2" -mindepth 1 -maxdepth 1 \( -name "hpc_tmpdir.*.$((base / 100))??" -o -name "hpc_tmpdir.*.$sleeper" \) \
+  find "$n1" "$n2" -mindepth 1 -maxdepth 1 \( -name "hpc_tmpdir.*.$((base / 100))??" -o -name "hpc_tmpdir.*.$((base / 100))??.*" -o -name "hpc_tmpdir.*.$sleeper" \) \
     -printf '%p|%y|%u\n' | LC_ALL=C sort
 }
 
@@ -181,9 +181,9 @@ assert_row() {
   done
   assert_survivors
   grep -qx "kept: hpc_tmpdir.$user.$sleeper (job-active: job $sleeper is RUNNING)" "$r1"
-  grep -qx "kept: hpc_tmpdir.${user}x.$((base + 3)) (name: not named hpc_tmpdir.$user.<job id>)" "$r1"
+  grep -qx "kept: hpc_tmpdir.${user}x.$((base + 3)) (name: not named hpc_tmpdir.$user.<job id>.<16 hex digits>)" "$r1"
   grep -qx "kept: hpc_tmpdir.$user.$((base + 4)) (owner: not owned by $user)" "$r1"
-  grep -qx "kept: hpc_tmpdir.nobody.$((base + 5)) (name: not named hpc_tmpdir.$user.<job id>)" "$r1"
+  grep -qx "kept: hpc_tmpdir.nobody.$((base + 5)) (name: not named hpc_tmpdir.$user.<job id>.<16 hex digits>)" "$r1"
   grep -qx "kept: hpc_tmpdir.$user.$((base + 6)) (symlink: a symbolic link, never followed)" "$r1"
   if ((can_mount)); then
     grep -qx "kept: hpc_tmpdir.$user.$((base + 7)) (other-fs: a mount point of another file system than the root)" "$r1"

@@ -108,8 +108,13 @@ leftovers() {
   assert_equal "$(cat "$dest/small.txt")" small
   run find "$dest" -mindepth 1 -not -name small.txt -not -name checkpoints
   assert_output ""
-  # The complete copy is still on the node, and only there.
+  # The complete copy is still on the node, and only there, until plai_cleanups removes it.
   kept=$(leftovers n1)
   assert_equal "$(stat -c %s "$kept/out/big.bin")" 3000000
-  rm -rf -- "${kept:?}"
+  run bash "$HPC_ROOT/plai_cleanups/submit_plai_cleanup" --cluster local --nodes n1 --wait --timeout 120 \
+    --reports "$BATS_TEST_TMPDIR/reports"
+  assert_success
+  run cat "$BATS_TEST_TMPDIR"/reports/hpc_cleanup_n1_*.out
+  assert_line --regexp "^removed: ${kept##*/} \(job $job_id ended: FAILED; [0-9]+ bytes freed\)$"
+  [ ! -e "$kept" ]
 }

@@ -126,6 +126,44 @@ names() {
   [ -d "$root" ]
 }
 
+@test "today's layout, hpc_tmpdir.<user>.<job id>.<16 hex digits>: an ended job's folder goes, a running one's stays" {
+  leftover "hpc_tmpdir.$user.151.0123456789abcdef" 151
+  leftover "hpc_tmpdir.$user.152.fedcba9876543210" 152
+  leftover "hpc_tmpdir.$user.153.00000000aaaaaaaa" 153
+  b151=$(bytes "$root/hpc_tmpdir.$user.151.0123456789abcdef")
+  export HPC_STUB_SQUEUE="151 COMPLETED
+152 RUNNING"
+  clean
+  assert_success
+  assert_line "removed: hpc_tmpdir.$user.151.0123456789abcdef (job 151 ended: COMPLETED; $b151 bytes freed)"
+  assert_line "kept: hpc_tmpdir.$user.152.fedcba9876543210 (job-active: job 152 is RUNNING)"
+  assert_line --regexp "^removed: hpc_tmpdir\.$user\.153\.00000000aaaaaaaa \(job 153 ended: squeue no longer lists it; [0-9]+ bytes freed\)$"
+  [ ! -e "$root/hpc_tmpdir.$user.151.0123456789abcdef" ]
+  [ -f "$root/hpc_tmpdir.$user.152.fedcba9876543210/sub/file.txt" ]
+}
+
+@test "today's layout: other suffixes, another job's record, symlinks and other owners are kept, untouched" {
+  for name in "hpc_tmpdir.$user.161.0123456789abcde" "hpc_tmpdir.$user.162.0123456789ABCDEF" \
+    "hpc_tmpdir.$user.163.0123456789abcdefa" "hpc_tmpdir.$user.164.0123456789abcdef.x" "hpc_tmpdir.$user.165.g123456789abcdef"; do
+    leftover "$name" "$(cut -d. -f3 <<<"$name")"
+  done
+  leftover "hpc_tmpdir.$user.166.0123456789abcdef" 167
+  leftover "hpc_tmpdir.$user.168.0123456789abcdef" 168
+  chown -R nobody "$root/hpc_tmpdir.$user.168.0123456789abcdef"
+  ln -s "$root/hpc_tmpdir.$user.166.0123456789abcdef" "$root/hpc_tmpdir.$user.169.0123456789abcdef"
+  before=$(listing "$root")
+  clean
+  assert_success
+  for id in 161 162 163 164 165; do
+    assert_line --regexp "^kept: hpc_tmpdir\.$user\.$id\.[^ ]+ \(name: not named hpc_tmpdir\.$user\.<job id>\.<16 hex digits>\)$"
+  done
+  assert_line "kept: hpc_tmpdir.$user.166.0123456789abcdef (no-record: no .hpc_tmpdir record of job 166 in it: not made by the toolkit for that job)"
+  assert_line "kept: hpc_tmpdir.$user.168.0123456789abcdef (owner: not owned by $user)"
+  assert_line "kept: hpc_tmpdir.$user.169.0123456789abcdef (symlink: a symbolic link, never followed)"
+  assert_line "summary node=n1 mode=real removed=0 freed_bytes=0 kept=8 why=name:5,symlink:1,owner:1,no-record:1 status=ok"
+  [ "$(listing "$root")" = "$before" ]
+}
+
 @test "a running job's folder is kept, and so are pending, suspended, completing and requeued ones" {
   for id in 201 202 203 204 205 206 207; do leftover "hpc_tmpdir.$user.$id"; done
   export HPC_STUB_SQUEUE="201 RUNNING
@@ -157,11 +195,11 @@ names() {
   before=$(listing "$root")
   clean
   assert_success
-  assert_line "kept: hpc_tmpdir.${user}x.301 (name: not named hpc_tmpdir.$user.<job id>)"
-  assert_line "kept: hpc_tmpdir.nobody.302 (name: not named hpc_tmpdir.$user.<job id>)"
-  assert_line "kept: hpc_tmpdir.$prefix_user.303 (name: not named hpc_tmpdir.$user.<job id>)"
-  assert_line "kept: hpc_tmpdir.$user.0304 (name: not named hpc_tmpdir.$user.<job id>)"
-  assert_line "kept: hpc_tmpdir.$user.3\\ 08 (name: not named hpc_tmpdir.$user.<job id>)"
+  assert_line "kept: hpc_tmpdir.${user}x.301 (name: not named hpc_tmpdir.$user.<job id>.<16 hex digits>)"
+  assert_line "kept: hpc_tmpdir.nobody.302 (name: not named hpc_tmpdir.$user.<job id>.<16 hex digits>)"
+  assert_line "kept: hpc_tmpdir.$prefix_user.303 (name: not named hpc_tmpdir.$user.<job id>.<16 hex digits>)"
+  assert_line "kept: hpc_tmpdir.$user.0304 (name: not named hpc_tmpdir.$user.<job id>.<16 hex digits>)"
+  assert_line "kept: hpc_tmpdir.$user.3\\ 08 (name: not named hpc_tmpdir.$user.<job id>.<16 hex digits>)"
   assert_line "summary node=n1 mode=real removed=0 freed_bytes=0 kept=9 why=name:9 status=ok"
   [ "$(listing "$root")" = "$before" ]
   # Nothing of this user's to ask about: squeue is not even called.
@@ -174,8 +212,8 @@ names() {
   leftover hpc_tmpdir.bo.403
   USER=bob clean
   assert_success
-  assert_line "kept: hpc_tmpdir.bobby.401 (name: not named hpc_tmpdir.bob.<job id>)"
-  assert_line "kept: hpc_tmpdir.bo.403 (name: not named hpc_tmpdir.bob.<job id>)"
+  assert_line "kept: hpc_tmpdir.bobby.401 (name: not named hpc_tmpdir.bob.<job id>.<16 hex digits>)"
+  assert_line "kept: hpc_tmpdir.bo.403 (name: not named hpc_tmpdir.bob.<job id>.<16 hex digits>)"
   assert_line --regexp '^removed: hpc_tmpdir\.bob\.402 '
   [ -d "$root/hpc_tmpdir.bobby.401" ]
   [ -d "$root/hpc_tmpdir.bo.403" ]
@@ -283,7 +321,7 @@ names() {
   assert_success
   assert_line --regexp "^removed: hpc_tmpdir\.nobody\.1701 \(job 1701 ended: squeue no longer lists it; [0-9]+ bytes freed\)$"
   assert_line "kept: hpc_tmpdir.nobody.1702 (owner: not owned by nobody)"
-  assert_line "kept: hpc_tmpdir.$user.1703 (name: not named hpc_tmpdir.nobody.<job id>)"
+  assert_line "kept: hpc_tmpdir.$user.1703 (name: not named hpc_tmpdir.nobody.<job id>.<16 hex digits>)"
   [ ! -e "$scratch/hpc_tmpdir.nobody.1701" ]
   [ -f "$scratch/hpc_tmpdir.nobody.1702/.hpc_tmpdir" ]
   [ -f "$leftover_root/.hpc_tmpdir" ]
