@@ -69,27 +69,38 @@ leftovers() {
   [ -z "$(leftovers n1 "$direct")" ]
 }
 
-@test "local scratch fills up during staging: FAILED before the program, the reason in the log, nothing of the job left, a neighbour untouched" {
-  hpc_cluster_mode emulated
-  local n1_scratch=$HPC_CLUSTER_DIR/scratch/n1 i after
+@test "local scratch fills up during staging (both modes): FAILED before the program, the reason in the log, nothing of the job left, a neighbour untouched" {
+  local n1_scratch=$HPC_CLUSTER_DIR/scratch/n1 i after mode
   mkdir -p "$DATA_ROOT/many"
   for i in $(seq 1 120); do printf '%s\n' "$i" >"$DATA_ROOT/many/f$i"; done
-  # Bytes to spare (the free-space check passes), but too few inodes for 120 files: the disk
-  # fills up while tar writes.
-  small_disk "$n1_scratch" size=64m,nr_inodes=60,mode=1777
-  printf 'neighbour\n' >"$n1_scratch/neighbour.txt"
   hpc_configs "$PROJECT" 'python probe.py env'
-  hpc_run_job "$PROJECT" -W lightning --gpus 1 --num-nodes 2 -e scratchfull --data many
-  after=$(find "$n1_scratch" -mindepth 1 -printf '%P\n')
-  assert_equal "$job_state" "FAILED 1:0"
-  run cat "$job_out"
-  refute_output --partial PROBE
-  assert_line --partial "No space left on device"
-  assert_line --regexp "^\[stage n1\] FAILED: extracting .*/data\.tar into $n1_scratch/hpc_tmpdir\.$user\.$job_id\.[0-9a-f]{16}: the disk of .* is full; nothing was left in "
-  assert_output --partial "FAILED at step 'node setup'"
-  assert_equal "$after" "neighbour.txt"
-  assert_equal "$(cat "$n1_scratch/neighbour.txt")" neighbour
-  [ -z "$(leftovers n2)" ]
+  for mode in emulated provided; do
+    hpc_cluster_mode "$mode"
+    # Bytes to spare (the free-space check passes), but too few inodes for 120 files: the disk
+    # fills up while tar writes.
+    small_disk "$n1_scratch" size=64m,nr_inodes=60,mode=1777
+    printf 'neighbour\n' >"$n1_scratch/neighbour.txt"
+    hpc_run_job "$PROJECT" -W lightning --gpus 1 --num-nodes 2 -e "scratchfull_$mode" --data many
+    # (provided: the cluster's Prolog made slurm_tmpdir/job<id> there, and its Epilog removed job<id>)
+    after=$(find "$n1_scratch" -mindepth 1 -printf '%P\n' | LC_ALL=C sort)
+    assert_equal "$job_state" "FAILED 1:0"
+    run cat "$job_out"
+    refute_output --partial PROBE
+    assert_line --partial "No space left on device"
+    assert_line --regexp "^\[stage n1\] FAILED: extracting .*/data\.tar into $n1_scratch/[^ ]+: the disk of .* is full; nothing was left in "
+    assert_output --partial "FAILED at step 'node setup'"
+    if [[ $mode == emulated ]]; then
+      assert_line --regexp "^\[stage n1\] FAILED: extracting .* into $n1_scratch/hpc_tmpdir\.$user\.$job_id\.[0-9a-f]{16}: "
+      assert_equal "$after" "neighbour.txt"
+    else
+      assert_equal "$after" "neighbour.txt
+slurm_tmpdir"
+    fi
+    assert_equal "$(cat "$n1_scratch/neighbour.txt")" neighbour
+    [ -z "$(leftovers n2)" ]
+    umount "$n1_scratch"
+    mounts=()
+  done
 }
 
 @test "the results folder fills up during copy-back: no truncated file under a result's name, the log names what is incomplete, FAILED" {
