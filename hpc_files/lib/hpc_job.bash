@@ -181,6 +181,8 @@ hpc_job_copy_back() {
   [[ -n ${HPC_JOB_COPY_BACK:-} ]] || return 0
   mapfile -t paths <<<"$HPC_JOB_COPY_BACK"
   for rel in "${paths[@]}"; do
+    # 'ck/' names the folder ck: its copy goes beside it, not into a folder made first.
+    while [[ $rel == ?*/ ]]; do rel=${rel%/}; done
     [[ -n $rel ]] || continue
     if [[ ! -e $tmpdir/$rel ]]; then
       hpc_job_log "copy-back: $rel is not in SLURM_TMPDIR; nothing to copy"
