@@ -115,7 +115,7 @@ hpc_cluster_ensure_hosts() {
 # the fake GPU devices. Only called while no daemon of this cluster runs.
 hpc_cluster_write_files() {
   local d=$hpc_cluster_dir node i
-  mkdir -p "$d"/{etc,munge,run,log,state,dev}
+  mkdir -p "$d"/{etc,munge,run,log,dev} "$d/state/$hpc_cluster_config"
   chmod 755 "$d/munge"
   if [[ ! -s $d/munge/munge.key ]]; then
     (umask 077 && head -c 1024 /dev/urandom >"$d/munge/munge.key")
@@ -140,7 +140,8 @@ hpc_cluster_write_files() {
     printf 'AuthType=auth/munge\nCredType=cred/munge\n'
     printf 'AuthInfo=socket=%s\n' "$hpc_cluster_munge_socket"
     printf 'SlurmUser=root\nSlurmdUser=root\n'
-    printf 'StateSaveLocation=%s/state\n' "$d"
+    # One state folder per configuration: slurmctld refuses state saved under another ClusterName.
+    printf 'StateSaveLocation=%s/state/%s\n' "$d" "$hpc_cluster_config"
     printf 'SlurmdSpoolDir=%s/spool/%%n\n' "$d"
     printf 'SlurmctldPidFile=%s/run/slurmctld.pid\n' "$d"
     printf 'SlurmdPidFile=%s/run/slurmd-%%n.pid\n' "$d"

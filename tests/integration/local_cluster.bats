@@ -120,6 +120,14 @@ n2 tmpdir=unset scratch=$HPC_CLUSTER_DIR/scratch/n2"
   assert_line "cluster folder: $other (configuration: second, SLURM_TMPDIR mode: provided)"
   assert_line "slurmctld: stopped"
   assert_line "slurmd 127.0.0.2: stopped"
+  # Once down, the folder can change its configuration (the other's state does not get in the way).
+  run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir "$other" --port-base "$base" --config default up
+  assert_success
+  SLURM_CONF=$other/etc/slurm.conf run sinfo -h -N -o '%N %P %T %m %G'
+  assert_output "n1 debug* idle 8000 gpu:2
+n2 debug* idle 8000 gpu:2"
+  run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir "$other" down
+  assert_success
 }
 
 @test "up on ports another cluster holds: names each port and its holder, exits 1, starts nothing" {
