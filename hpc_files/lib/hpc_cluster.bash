@@ -231,27 +231,25 @@ hpc_cluster_port() {
   esac
 }
 
-# hpc_cluster_port_holder PORT: prints what listens on TCP PORT (program, pid and command line,
-# from ss); returns 1 when nothing does.
+# hpc_cluster_port_holder PORT: prints what listens on TCP PORT (program, pid and command line);
+# returns 1 when nothing does. Reads /proc, so it needs neither ss nor lsof.
 hpc_cluster_port_holder() {
-  local port=$1 line pid cmdline hex
-  if command -v ss >/dev/null 2>&1; then
-    line=$(ss -Hltnp "sport = :$port" 2>/dev/null | head -n 1) || line=
-    [[ -n $line ]] || return 1
-    if [[ $line =~ users:\(\(\"([^\"]*)\",pid=([0-9]+) ]]; then
-      pid=${BASH_REMATCH[2]}
-      cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || cmdline=
-      printf '%s (pid %s%s)\n' "${BASH_REMATCH[1]}" "$pid" "${cmdline:+: ${cmdline% }}"
-    else
-      printf 'a process ss does not name\n'
-    fi
+  local hex inode fd pid comm cmdline
+  printf -v hex '%04X' "$1"
+  # /proc/net/tcp{,6}: local ADDR:PORT in hex, state 0A is LISTEN, field 10 the socket's inode.
+  inode=$(awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" { print $10; exit }' /proc/net/tcp /proc/net/tcp6 2>/dev/null) || inode=
+  [[ -n $inode ]] || return 1
+  # find fails on the fd folders it may not read (pid 1's in a container): not an answer.
+  fd=$(find /proc/[0-9]*/fd -lname "socket:\[$inode\]" -print -quit 2>/dev/null || true)
+  if [[ -z $fd ]]; then
+    printf 'a process this user cannot see\n'
     return 0
   fi
-  # Without ss: /proc/net/tcp{,6} list local ADDR:PORT in hex; state 0A is LISTEN.
-  printf -v hex '%04X' "$port"
-  awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" { found = 1 } END { exit !found }' \
-    /proc/net/tcp /proc/net/tcp6 2>/dev/null || return 1
-  printf 'a process (install iproute2 for ss to name it)\n'
+  pid=${fd#/proc/}
+  pid=${pid%%/*}
+  comm=$(cat "/proc/$pid/comm" 2>/dev/null) || comm='?'
+  cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || cmdline=
+  printf '%s (pid %s%s)\n' "$comm" "$pid" "${cmdline:+: ${cmdline% }}"
 }
 
 # hpc_cluster_check_ports: before anything starts, dies naming each port that a daemon still to be
