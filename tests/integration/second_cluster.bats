@@ -27,10 +27,25 @@ setup_file() {
   export PROJECT="$WORK/second project"
   mkdir -p "$SCRATCH/second project/datasets/d1/sub"
   hpc_project_make "$PROJECT"
-  # The first submission builds the venv with an install job; later ones reuse it.
+  # The first submission builds the venv with an install job; later ones reuse it. The tests that
+  # submit through the toolkit need it; the others run without.
+  local why
+  why=$(warm_up 2>&1) || printf '%s\n' "$why" >"$BATS_FILE_TMPDIR/warm-up failed"
+}
+
+# warm_up: a first job through the toolkit (it builds the venv); fails saying why.
+warm_up() {
+  local state
   hpc_configs "$PROJECT" 'python probe.py env'
-  hpc_run_job "$PROJECT" -g 0 -e warmup
-  [[ $job_state == "COMPLETED 0:0" ]] || fail "warm-up job: $job_state: $(cat "$job_out")"
+  hpc_submit_job "$PROJECT" -g 0 -e warmup || return 1
+  hpc_wait_job "$job_id" 180 || return 1
+  state=$(hpc_job_state "$job_id")
+  [[ $state == "COMPLETED 0:0" ]] || fail "warm-up job: $state: $(cat "$job_out")"
+}
+
+# needs_venv: fails the test when the warm-up job failed, with its reason.
+needs_venv() {
+  [[ ! -e "$BATS_FILE_TMPDIR/warm-up failed" ]] || fail "$(cat "$BATS_FILE_TMPDIR/warm-up failed")"
 }
 
 teardown_file() {
@@ -70,6 +85,7 @@ on_both_nodes() {
 }
 
 @test "a standard job: one task, a typed GPU of the node named by address, the cluster's SLURM_TMPDIR" {
+  needs_venv
   hpc_configs "$PROJECT" 'python probe.py env'
   hpc_run_job "$PROJECT" --gpus 2 --cpus 2 -e std
   assert_equal "$job_state" "COMPLETED 0:0"
@@ -86,6 +102,7 @@ on_both_nodes() {
 }
 
 @test "torchrun, 2 nodes x 2 GPUs, partition by -p: 4 ranks, all-reduce 6, two on each address-named node" {
+  needs_venv
   unset SBATCH_PARTITION
   hpc_configs "$PROJECT" 'python probe.py ddp'
   hpc_run_job "$PROJECT" -p compute -W torchrun --gpus 2 --num-nodes 2 -e tr
@@ -96,6 +113,7 @@ on_both_nodes() {
 }
 
 @test "lightning, 2 nodes x 2 GPUs: a real Trainer with world size 4 across the address-named nodes" {
+  needs_venv
   hpc_configs "$PROJECT" 'python lightning_train.py --num_nodes ${num_nodes} --devices ${gpus_per_node} --steps 2 --run-name second'
   hpc_run_job "$PROJECT" -W lightning --gpus 2 --num-nodes 2 -e lt
   assert_equal "$job_state" "COMPLETED 0:0"
@@ -107,6 +125,7 @@ on_both_nodes() {
 }
 
 @test "--data: both nodes see the same tree as the source, unpacked into the cluster's SLURM_TMPDIR" {
+  needs_venv
   data="$SCRATCH/second project"
   for i in $(seq 1 10); do head -c $((i * 100)) /dev/urandom >"$data/datasets/d1/sub/f$i.bin"; done
   printf 'labels\n' >"$data/labels.csv"
@@ -120,6 +139,7 @@ on_both_nodes() {
 }
 
 @test "a 2-agent W&B sweep (the wandb stand-in) is one array; each task ran its agent with one typed GPU" {
+  needs_venv
   use_wandb_stub
   printf '%s\n' "$SENTINEL_KEY" >"$HOME/wandb_credentials.txt"
   chmod 600 "$HOME/wandb_credentials.txt"
@@ -153,6 +173,7 @@ COMPLETED"
 }
 
 @test "without a partition (no default here) the submission fails with sbatch's reason and nothing runs" {
+  needs_venv
   unset SBATCH_PARTITION
   hpc_configs "$PROJECT" 'python probe.py env'
   run bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 -e nopart
@@ -160,4 +181,18 @@ COMPLETED"
   assert_line "job_submitter.sh: sbatch refused the job: sbatch: error: Batch job submission failed: No partition specified or system default partition"
   run squeue -h -n nopart
   assert_output ""
+}
+
+@test "a 2-node job's nodelist of addresses: the Python helpers expand it as scontrol does" {
+  out=$BATS_TEST_TMPDIR/nodes
+  id=$(hpc_sbatch -N2 -o "$out" --wrap "echo \"list \$SLURM_JOB_NODELIST\"
+PYTHONPATH='$HPC_ROOT/python_helpers/src' python3 -m hpc_helpers hostlist \"\$SLURM_JOB_NODELIST\" | sed 's/^/helpers /'
+scontrol show hostnames \"\$SLURM_JOB_NODELIST\" | sed 's/^/scontrol /'")
+  hpc_wait_job "$id" 60
+  run cat "$out"
+  assert_output "list 127.0.0.[1-2]
+helpers 127.0.0.1
+helpers 127.0.0.2
+scontrol 127.0.0.1
+scontrol 127.0.0.2"
 }
