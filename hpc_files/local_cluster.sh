@@ -51,18 +51,25 @@ port_base=${HPC_CLUSTER_PORT_BASE:-17817}
 tmpdir_mode=${HPC_CLUSTER_TMPDIR:-}
 config=${HPC_CLUSTER_CONFIG:-}
 command=
+opt='' value='' have_value=0
 
 while (($#)); do
-  case $1 in
+  # --name=value means the same as --name value.
+  hpc_split_option "$1"
+  case $opt in
     --dir | --port-base | --tmpdir | --config)
-      (($# >= 2)) || hpc_die_usage "$1" "needs a value"
-      case $1 in
-        --dir) cluster_dir=$2 ;;
-        --port-base) port_base=$2 ;;
-        --tmpdir) tmpdir_mode=$2 ;;
-        --config) config=$2 ;;
+      if ((!have_value)); then
+        (($# >= 2)) || hpc_die_usage "$opt" "needs a value"
+        value=$2
+        shift
+      fi
+      case $opt in
+        --dir) cluster_dir=$value ;;
+        --port-base) port_base=$value ;;
+        --tmpdir) tmpdir_mode=$value ;;
+        --config) config=$value ;;
       esac
-      shift 2
+      shift
       ;;
     -h | --help)
       hpc_usage "${BASH_SOURCE[0]}"
@@ -86,6 +93,7 @@ fi
 if [[ -n $config ]] && ! hpc_cluster_configure "$config"; then
   hpc_die_usage "--config" "'$config' is not accepted; accepted: $(hpc_cluster_config_names)"
 fi
+[[ -n $cluster_dir ]] || hpc_die_usage "--dir" "empty; accepted: a folder name without whitespace"
 [[ $cluster_dir != *[[:space:]]* ]] ||
   hpc_die_usage "--dir" "'$cluster_dir' contains whitespace, which slurm.conf cannot hold"
 if [[ $command == up ]]; then

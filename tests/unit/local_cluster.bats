@@ -32,6 +32,10 @@ up --tmpdir|--tmpdir: needs a value
 --config third up|--config: 'third' is not accepted; accepted: default, second
 --config Second up|--config: 'Second' is not accepted; accepted: default, second
 up --config|--config: needs a value
+--config=third up|--config: 'third' is not accepted; accepted: default, second
+--port-base=x up|--port-base: 'x' is not a port number between 1024 and 65000
+--dir= up|--dir: empty; accepted: a folder name without whitespace
+--verbose=1 up|--verbose=1: unknown; accepted: up, down, status, env, --dir, --port-base, --config, --tmpdir, --help
 EOT
   [ ! -e "$work/c" ]
 }
@@ -43,10 +47,13 @@ EOT
   [ ! -e "$work/c" ]
 }
 
-@test "env prints the SLURM_CONF line for the folder" {
+@test "env prints the SLURM_CONF line for the folder (--dir DIR or --dir=DIR)" {
   run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir /tmp/somewhere env
   assert_success
   assert_output "export SLURM_CONF=/tmp/somewhere/etc/slurm.conf"
+  run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir=/tmp/elsewhere env
+  assert_success
+  assert_output "export SLURM_CONF=/tmp/elsewhere/etc/slurm.conf"
 }
 
 @test "HPC_CLUSTER_CONFIG is checked like --config" {
