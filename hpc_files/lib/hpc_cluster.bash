@@ -94,7 +94,8 @@ hpc_cluster_install_packages() {
   fi
 }
 
-# hpc_cluster_ensure_hosts: makes the node names that are not addresses resolve (to loopback), adding them to /etc/hosts.
+# hpc_cluster_ensure_hosts: makes the node names that are not addresses resolve (to loopback),
+# adding them to /etc/hosts.
 hpc_cluster_ensure_hosts() {
   local node missing=()
   for node in "${hpc_cluster_nodes[@]}"; do
