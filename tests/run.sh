@@ -14,7 +14,11 @@
 #   --no-pytest    skip pytest
 #   --bats PATH    run these bats files or folders instead of tests/unit and tests/integration
 #
-# The cluster lives in HPC_CLUSTER_DIR (default .local_cluster) on HPC_CLUSTER_PORT_BASE.
+# The cluster lives in HPC_CLUSTER_DIR (default .local_cluster) on HPC_CLUSTER_PORT_BASE. When
+# tests/integration/second_cluster.bats is among the bats paths, the second configuration
+# (local_cluster.sh --config second) runs beside it in HPC_SECOND_CLUSTER_DIR (default
+# .local_cluster_second) on HPC_SECOND_CLUSTER_PORT_BASE (default: the first's base + 50), brought
+# down at the end too if this run started it.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -52,14 +56,33 @@ if ((install)); then
   bash tests/install_deps.sh
 fi
 
-started_cluster=0
+export HPC_SECOND_CLUSTER_DIR=${HPC_SECOND_CLUSTER_DIR:-$root/.local_cluster_second}
+export HPC_SECOND_CLUSTER_PORT_BASE=${HPC_SECOND_CLUSTER_PORT_BASE:-$((${HPC_CLUSTER_PORT_BASE:-17817} + 50))}
+second=(--dir "$HPC_SECOND_CLUSTER_DIR" --port-base "$HPC_SECOND_CLUSTER_PORT_BASE")
+# wants_second: whether a bats path is (or holds) the second configuration's test file.
+wants_second() {
+  local path file
+  file=$(realpath tests/integration/second_cluster.bats)
+  for path in "${bats_paths[@]}"; do
+    path=$(realpath -- "$path" 2>/dev/null) || continue
+    [[ $file == "$path" || $file == "$path"/* ]] && return 0
+  done
+  return 1
+}
+
+started_cluster=0 started_second=0
 stop_cluster() {
+  if ((started_second)); then bash hpc_files/local_cluster.sh "${second[@]}" down || true; fi
   if ((started_cluster)); then bash hpc_files/local_cluster.sh down || true; fi
 }
 trap stop_cluster EXIT
 if ((cluster)); then
   if ! bash hpc_files/local_cluster.sh status >/dev/null 2>&1; then started_cluster=1; fi
   bash hpc_files/local_cluster.sh up
+  if wants_second; then
+    if ! bash hpc_files/local_cluster.sh "${second[@]}" status >/dev/null 2>&1; then started_second=1; fi
+    bash hpc_files/local_cluster.sh "${second[@]}" --config second up
+  fi
 fi
 export SLURM_CONF=${HPC_CLUSTER_DIR:-$root/.local_cluster}/etc/slurm.conf
 

@@ -2,16 +2,55 @@
 # hpc_cluster.bash: the embedded two-node SLURM cluster behind local_cluster.sh.
 # One folder holds everything; daemons are started as daemons with pid files in that folder, and
 # stopped only through those pids (after checking the pid still runs the program we started).
+# Two configurations (hpc_cluster_configure): 'default' and 'second', which differs where real
+# clusters differ (node names, memory, partition, GPU type).
 
-hpc_cluster_nodes=(n1 n2)
+hpc_cluster_configs=(default second)
 
-# hpc_cluster_init DIR PORT_BASE: sets the hpc_cluster_* paths and ports for the cluster in DIR.
+# hpc_cluster_config_names: the configurations' names, comma-separated, for messages.
+hpc_cluster_config_names() {
+  local names
+  printf -v names '%s, ' "${hpc_cluster_configs[@]}"
+  printf '%s\n' "${names%, }"
+}
+
+# hpc_cluster_configure CONFIG: sets the node names and what the nodes and partition advertise for
+# CONFIG (default|second); returns 1 for any other name.
+hpc_cluster_configure() {
+  case $1 in
+    default)
+      hpc_cluster_nodes=(n1 n2)
+      # Named nodes that all resolve to loopback (through /etc/hosts).
+      hpc_cluster_node_addrs=(127.0.0.1 127.0.0.1)
+      hpc_cluster_name=hpclocal hpc_cluster_partition=debug hpc_cluster_partition_is_default=YES
+      hpc_cluster_mem_mb=8000 hpc_cluster_gpu_type=
+      ;;
+    second)
+      # Nodes named by their address, as on clusters without node names in DNS; loopback has them
+      # all. No default partition: jobs must name it, as on clusters with several.
+      hpc_cluster_nodes=(127.0.0.1 127.0.0.2)
+      hpc_cluster_node_addrs=(127.0.0.1 127.0.0.2)
+      hpc_cluster_name=hpcsecond hpc_cluster_partition=compute hpc_cluster_partition_is_default=NO
+      hpc_cluster_mem_mb=4000 hpc_cluster_gpu_type=a100
+      ;;
+    *) return 1 ;;
+  esac
+  hpc_cluster_config=$1
+}
+
+# hpc_cluster_init DIR PORT_BASE: sets the hpc_cluster_* paths and ports for the cluster in DIR,
+# and its configuration as recorded by its last 'up' (hpc_cluster_recorded_config, '' when none;
+# the default until hpc_cluster_configure says otherwise).
 hpc_cluster_init() {
   hpc_cluster_dir=$1
   hpc_cluster_port_base=$2
   hpc_cluster_conf=$1/etc/slurm.conf
   hpc_cluster_munge_socket=$1/munge/munge.socket
   hpc_cluster_mode_file=$1/etc/tmpdir_mode
+  hpc_cluster_config_file=$1/etc/config
+  hpc_cluster_started=()
+  hpc_cluster_recorded_config=$(cat "$hpc_cluster_config_file" 2>/dev/null) || hpc_cluster_recorded_config=
+  hpc_cluster_configure "${hpc_cluster_recorded_config:-default}" || hpc_cluster_configure default
   export SLURM_CONF=$hpc_cluster_conf
 }
 
@@ -55,10 +94,13 @@ hpc_cluster_install_packages() {
   fi
 }
 
-# hpc_cluster_ensure_hosts: makes the node names resolve (to loopback), adding them to /etc/hosts.
+# hpc_cluster_ensure_hosts: makes the node names that are not addresses resolve (to loopback),
+# adding them to /etc/hosts.
 hpc_cluster_ensure_hosts() {
   local node missing=()
   for node in "${hpc_cluster_nodes[@]}"; do
+    # A node named by its address needs no resolving (getent does not know 127.0.0.2).
+    [[ $node =~ ^[0-9]+(\.[0-9]+){3}$ ]] && continue
     getent hosts "$node" >/dev/null 2>&1 || missing+=("$node")
   done
   ((${#missing[@]} == 0)) && return 0
@@ -73,8 +115,8 @@ hpc_cluster_ensure_hosts() {
 # hpc_cluster_write_files: writes slurm.conf, gres.conf, the prolog scripts, the munge key and
 # the fake GPU devices. Only called while no daemon of this cluster runs.
 hpc_cluster_write_files() {
-  local d=$hpc_cluster_dir node i port
-  mkdir -p "$d"/{etc,munge,run,log,state,dev} "$d/spool/n1" "$d/spool/n2"
+  local d=$hpc_cluster_dir node i
+  mkdir -p "$d"/{etc,munge,run,log,dev} "$d/state/$hpc_cluster_config"
   chmod 755 "$d/munge"
   if [[ ! -s $d/munge/munge.key ]]; then
     (umask 077 && head -c 1024 /dev/urandom >"$d/munge/munge.key")
@@ -82,7 +124,7 @@ hpc_cluster_write_files() {
   chmod 600 "$d/munge/munge.key"
 
   for node in "${hpc_cluster_nodes[@]}"; do
-    mkdir -p "$d/scratch/$node"
+    mkdir -p "$d/scratch/$node" "$d/spool/$node"
     chmod 1777 "$d/scratch/$node"
     for i in 0 1; do
       # Slurm's gres plugin needs the File= entries to be character devices; 1,3 is /dev/null's.
@@ -92,14 +134,15 @@ hpc_cluster_write_files() {
 
   {
     printf '# Written by hpc_files/local_cluster.sh; rewritten by every "up" while the cluster is down.\n'
-    printf 'ClusterName=hpclocal\n'
+    printf 'ClusterName=%s\n' "$hpc_cluster_name"
     printf 'SlurmctldHost=%s(127.0.0.1)\n' "$(hostname -s)"
     printf 'SlurmctldPort=%s\n' "$hpc_cluster_port_base"
     printf 'SlurmdPort=%s\n' "$((hpc_cluster_port_base + 1))"
     printf 'AuthType=auth/munge\nCredType=cred/munge\n'
     printf 'AuthInfo=socket=%s\n' "$hpc_cluster_munge_socket"
     printf 'SlurmUser=root\nSlurmdUser=root\n'
-    printf 'StateSaveLocation=%s/state\n' "$d"
+    # One state folder per configuration: slurmctld refuses state saved under another ClusterName.
+    printf 'StateSaveLocation=%s/state/%s\n' "$d" "$hpc_cluster_config"
     printf 'SlurmdSpoolDir=%s/spool/%%n\n' "$d"
     printf 'SlurmctldPidFile=%s/run/slurmctld.pid\n' "$d"
     printf 'SlurmdPidFile=%s/run/slurmd-%%n.pid\n' "$d"
@@ -123,22 +166,21 @@ hpc_cluster_write_files() {
     printf 'SlurmdParameters=config_overrides\n'
     printf 'PrologFlags=Alloc\n'
     printf 'Prolog=%s/etc/prolog.sh\nEpilog=%s/etc/epilog.sh\nTaskProlog=%s/etc/task_prolog.sh\n' "$d" "$d" "$d"
-    port=$((hpc_cluster_port_base + 1))
-    for node in "${hpc_cluster_nodes[@]}"; do
-      printf 'NodeName=%s NodeAddr=127.0.0.1 NodeHostname=%s Port=%s CPUs=4 RealMemory=8000 Gres=gpu:2 State=UNKNOWN\n' \
-        "$node" "$(hostname -s)" "$port"
-      port=$((port + 1))
+    for i in "${!hpc_cluster_nodes[@]}"; do
+      printf 'NodeName=%s NodeAddr=%s NodeHostname=%s Port=%s CPUs=4 RealMemory=%s Gres=gpu:%s2 State=UNKNOWN\n' \
+        "${hpc_cluster_nodes[i]}" "${hpc_cluster_node_addrs[i]}" "$(hostname -s)" "$(hpc_cluster_port slurmd "$i")" \
+        "$hpc_cluster_mem_mb" "${hpc_cluster_gpu_type:+$hpc_cluster_gpu_type:}"
     done
-    printf 'PartitionName=debug Nodes=%s Default=YES MaxTime=INFINITE State=UP\n' "$(
+    printf 'PartitionName=%s Nodes=%s Default=%s MaxTime=INFINITE State=UP\n' "$hpc_cluster_partition" "$(
       IFS=,
       printf '%s' "${hpc_cluster_nodes[*]}"
-    )"
+    )" "$hpc_cluster_partition_is_default"
   } >"$d/etc/slurm.conf"
 
   {
     printf '# Fake GPUs: character devices, one per GPU, per node.\n'
     for node in "${hpc_cluster_nodes[@]}"; do
-      printf 'NodeName=%s Name=gpu File=%s/dev/%s-gpu[0-1]\n' "$node" "$d" "$node"
+      printf 'NodeName=%s Name=gpu%s File=%s/dev/%s-gpu[0-1]\n' "$node" "${hpc_cluster_gpu_type:+ Type=$hpc_cluster_gpu_type}" "$d" "$node"
     done
   } >"$d/etc/gres.conf"
   hpc_cluster_write_prologs
@@ -182,42 +224,146 @@ hpc_cluster_log_tail() {
   tail -n 15 -- "$1" >&2
 }
 
-# hpc_cluster_wait_pid DAEMON [NODE]: waits up to 15 s for the daemon's pid file to name a live
-# process; on failure dies with its log tail.
-hpc_cluster_wait_pid() {
-  local i log
-  for ((i = 0; i < 150; i++)); do
-    hpc_cluster_pid "$@" >/dev/null && return 0
+# hpc_cluster_port DAEMON [INDEX]: the port of slurmctld, or of the slurmd of node number INDEX.
+hpc_cluster_port() {
+  case $1 in
+    slurmctld) printf '%s\n' "$hpc_cluster_port_base" ;;
+    slurmd) printf '%s\n' "$((hpc_cluster_port_base + 1 + $2))" ;;
+  esac
+}
+
+# hpc_cluster_port_holder PORT: prints what listens on TCP PORT (program, pid and command line);
+# returns 1 when nothing does. Reads /proc, so it needs neither ss nor lsof.
+hpc_cluster_port_holder() {
+  local hex inode fd pid comm cmdline
+  printf -v hex '%04X' "$1"
+  # /proc/net/tcp{,6}: local ADDR:PORT in hex, state 0A is LISTEN, field 10 the socket's inode.
+  inode=$(awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" { print $10; exit }' /proc/net/tcp /proc/net/tcp6 2>/dev/null) || inode=
+  [[ -n $inode ]] || return 1
+  # find fails on the fd folders it may not read (pid 1's in a container): not an answer.
+  fd=$(find /proc/[0-9]*/fd -lname "socket:\[$inode\]" -print -quit 2>/dev/null || true)
+  if [[ -z $fd ]]; then
+    printf 'a process this user cannot see\n'
+    return 0
+  fi
+  pid=${fd#/proc/}
+  pid=${pid%%/*}
+  comm=$(cat "/proc/$pid/comm" 2>/dev/null) || comm='?'
+  cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || cmdline=
+  printf '%s (pid %s%s)\n' "$comm" "$pid" "${cmdline:+: ${cmdline% }}"
+}
+
+# hpc_cluster_check_ports: before anything starts, dies naming each port that a daemon still to be
+# started needs and what already listens on it (another cluster, most often).
+hpc_cluster_check_ports() {
+  local i port holder busy=()
+  if ! hpc_cluster_pid slurmctld >/dev/null; then
+    port=$(hpc_cluster_port slurmctld)
+    if holder=$(hpc_cluster_port_holder "$port"); then
+      hpc_say "port $port (slurmctld of this cluster) is in use by $holder"
+      busy+=("$port")
+    fi
+  fi
+  for i in "${!hpc_cluster_nodes[@]}"; do
+    hpc_cluster_pid slurmd "${hpc_cluster_nodes[i]}" >/dev/null && continue
+    port=$(hpc_cluster_port slurmd "$i")
+    if holder=$(hpc_cluster_port_holder "$port"); then
+      hpc_say "port $port (slurmd ${hpc_cluster_nodes[i]} of this cluster) is in use by $holder"
+      busy+=("$port")
+    fi
+  done
+  ((${#busy[@]} == 0)) ||
+    hpc_die "port(s) ${busy[*]} in use: nothing was started; choose another --port-base (this one: $hpc_cluster_port_base) or stop what holds them"
+}
+
+# hpc_cluster_daemon_log DAEMON [NODE]: the log file of that daemon.
+hpc_cluster_daemon_log() {
+  case $1 in
+    munged) printf '%s\n' "$hpc_cluster_dir/log/munged.log" ;;
+    slurmctld) printf '%s\n' "$hpc_cluster_dir/log/slurmctld.log" ;;
+    slurmd) printf '%s\n' "$hpc_cluster_dir/log/slurmd-$2.log" ;;
+  esac
+}
+
+# hpc_cluster_exec_closed COMMAND...: runs COMMAND with only descriptors 0-2 of this shell: a
+# daemon that kept another (a test runner's pipe, a caller's lock) would hold it for its life.
+hpc_cluster_exec_closed() {
+  (
+    local fd
+    for fd in /proc/"$BASHPID"/fd/*; do
+      fd=${fd##*/}
+      ((fd > 2)) || continue
+      { exec {fd}>&-; } 2>/dev/null || true
+    done
+    exec "$@"
+  )
+}
+
+# hpc_cluster_start DAEMON [NODE] -- COMMAND...: runs COMMAND (which daemonizes), recording the
+# attempt for hpc_cluster_stop_started, and waits up to 15 s (1 s when COMMAND failed) for the
+# daemon's pid file to name a live process; on failure dies with the daemon's log tail.
+hpc_cluster_start() {
+  local daemon=$1 node='' i tries=150
+  shift
+  if [[ $1 != -- ]]; then
+    node=$1
+    shift
+  fi
+  shift
+  hpc_cluster_started+=("$daemon${node:+ $node}")
+  hpc_cluster_exec_closed "$@" || tries=10
+  for ((i = 0; i < tries; i++)); do
+    hpc_cluster_pid "$daemon" ${node:+"$node"} >/dev/null && return 0
     sleep 0.1
   done
-  case $1 in
-    munged) log=$hpc_cluster_dir/log/munged.log ;;
-    slurmctld) log=$hpc_cluster_dir/log/slurmctld.log ;;
-    slurmd) log=$hpc_cluster_dir/log/slurmd-$2.log ;;
-  esac
-  hpc_cluster_log_tail "$log"
-  hpc_die "$1${2:+ $2} did not start"
+  hpc_cluster_log_tail "$(hpc_cluster_daemon_log "$daemon" ${node:+"$node"})"
+  hpc_die "$daemon${node:+ $node} did not start"
 }
 
 # hpc_cluster_start_daemons: starts whichever of munged, slurmctld and the slurmds is not running.
 hpc_cluster_start_daemons() {
   local d=$hpc_cluster_dir node
   if ! hpc_cluster_pid munged >/dev/null; then
-    munged --force --socket="$hpc_cluster_munge_socket" --key-file="$d/munge/munge.key" \
-      --pid-file="$(hpc_cluster_pidfile munged)" --log-file="$d/log/munged.log" \
-      --seed-file="$d/munge/munged.seed" || true
-    hpc_cluster_wait_pid munged
+    hpc_cluster_start munged -- munged --force --socket="$hpc_cluster_munge_socket" \
+      --key-file="$d/munge/munge.key" --pid-file="$(hpc_cluster_pidfile munged)" \
+      --log-file="$d/log/munged.log" --seed-file="$d/munge/munged.seed"
   fi
   if ! hpc_cluster_pid slurmctld >/dev/null; then
-    slurmctld -f "$hpc_cluster_conf" || true
-    hpc_cluster_wait_pid slurmctld
+    hpc_cluster_start slurmctld -- slurmctld -f "$hpc_cluster_conf"
   fi
   for node in "${hpc_cluster_nodes[@]}"; do
     if ! hpc_cluster_pid slurmd "$node" >/dev/null; then
-      slurmd -f "$hpc_cluster_conf" -N "$node" || true
-      hpc_cluster_wait_pid slurmd "$node"
+      hpc_cluster_start slurmd "$node" -- slurmd -f "$hpc_cluster_conf" -N "$node"
     fi
   done
+}
+
+# hpc_cluster_stop_pids PID...: sends SIGTERM, gives the processes 10 s to exit, then SIGKILL.
+hpc_cluster_stop_pids() {
+  local i
+  (($#)) || return 0
+  kill -TERM "$@" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$@" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -KILL "$@" 2>/dev/null || true
+}
+
+# hpc_cluster_stop_started: after a failed 'up', stops the daemons that this 'up' started (the
+# slurm daemons first, munged last), and nothing that ran before it.
+hpc_cluster_stop_started() {
+  local entry name node pid pids=() munged_pid=''
+  ((${#hpc_cluster_started[@]})) || return 0
+  for entry in "${hpc_cluster_started[@]}"; do
+    read -r name node <<<"$entry"
+    pid=$(hpc_cluster_pid "$name" ${node:+"$node"}) || continue
+    if [[ $name == munged ]]; then munged_pid=$pid; else pids+=("$pid"); fi
+  done
+  hpc_cluster_stop_pids ${pids[@]+"${pids[@]}"}
+  [[ -z $munged_pid ]] || hpc_cluster_stop_pids "$munged_pid"
+  hpc_say "'up' failed: stopped what it had started (${hpc_cluster_started[*]})"
+  hpc_cluster_started=()
 }
 
 # hpc_cluster_wait_idle: waits up to 30 s until every node is idle, resuming drained or down ones.
@@ -247,17 +393,26 @@ hpc_cluster_wait_idle() {
   hpc_die "the nodes did not become idle within 30 s"
 }
 
-# hpc_cluster_up MODE: brings the cluster up (idempotent); MODE (provided|emulated|'') sets how
-# jobs get SLURM_TMPDIR, '' keeps the current mode.
+# hpc_cluster_up MODE CONFIG: brings the cluster up (idempotent); MODE (provided|emulated|'') sets
+# how jobs get SLURM_TMPDIR, CONFIG (default|second|'') the configuration ('' keeps either as it
+# is). Checks the ports before starting anything; a failed 'up' stops what it started.
 hpc_cluster_up() {
-  local mode=$1 current
+  local mode=$1 config=$2 current
   if ((EUID != 0)); then
     hpc_die "up needs root: slurmd starts jobs as their users and the fake GPUs are device files; run it with sudo"
   fi
+  if [[ -n $config && $config != "$hpc_cluster_config" ]]; then
+    if hpc_cluster_any_running; then
+      hpc_die "the cluster in $hpc_cluster_dir runs the '$hpc_cluster_config' configuration; bring it down first to start '$config'"
+    fi
+    hpc_cluster_configure "$config"
+  fi
   hpc_cluster_install_packages
   hpc_cluster_ensure_hosts
+  hpc_cluster_check_ports
   if ! hpc_cluster_pid slurmctld >/dev/null; then
     hpc_cluster_write_files
+    printf '%s\n' "$hpc_cluster_config" >"$hpc_cluster_config_file"
   else
     # Read at every job: keeping them current needs no restart.
     hpc_cluster_write_prologs
@@ -268,9 +423,25 @@ hpc_cluster_up() {
     printf '%s\n' "$mode" >"$hpc_cluster_mode_file"
     hpc_say "SLURM_TMPDIR mode: $mode"
   fi
+  trap hpc_cluster_stop_started EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   hpc_cluster_start_daemons
   hpc_cluster_wait_idle
+  trap - EXIT INT TERM
+  hpc_cluster_started=()
   printf 'export SLURM_CONF=%q\n' "$hpc_cluster_conf"
+}
+
+# hpc_cluster_any_running: true when munged, slurmctld or a slurmd of this folder's cluster runs.
+hpc_cluster_any_running() {
+  local node
+  hpc_cluster_pid munged >/dev/null && return 0
+  hpc_cluster_pid slurmctld >/dev/null && return 0
+  for node in "${hpc_cluster_nodes[@]}"; do
+    hpc_cluster_pid slurmd "$node" >/dev/null && return 0
+  done
+  return 1
 }
 
 # hpc_cluster_down: stops this cluster's daemons by pid (slurmds, slurmctld, then munged) and waits
@@ -281,17 +452,12 @@ hpc_cluster_down() {
     pid=$(hpc_cluster_pid slurmd "$node") && pids+=("$pid")
   done
   pid=$(hpc_cluster_pid slurmctld) && pids+=("$pid")
-  if ((${#pids[@]})); then
-    kill -TERM "${pids[@]}" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-      kill -0 "${pids[@]}" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "${pids[@]}" 2>/dev/null || true
-  fi
+  hpc_cluster_stop_pids ${pids[@]+"${pids[@]}"}
   # Job steps outlive a killed slurmd (slurmstepd is its own process): end those of this cluster.
+  # Matched by the whole SLURM_CONF entry: one folder's name may begin another's (c and c2).
   for pid in $(pgrep -f "^slurmstepd: \[" 2>/dev/null); do
-    grep -qF "$hpc_cluster_dir" "/proc/$pid/environ" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$hpc_cluster_conf" &&
+      kill -KILL "$pid" 2>/dev/null
   done
   if pid=$(hpc_cluster_pid munged); then
     kill -TERM "$pid" 2>/dev/null || true
@@ -313,7 +479,7 @@ hpc_cluster_down() {
 hpc_cluster_status() {
   local node pid rc=0 mode
   mode=$(cat "$hpc_cluster_mode_file" 2>/dev/null) || mode=unknown
-  printf 'cluster folder: %s (SLURM_TMPDIR mode: %s)\n' "$hpc_cluster_dir" "$mode"
+  printf 'cluster folder: %s (configuration: %s, SLURM_TMPDIR mode: %s)\n' "$hpc_cluster_dir" "$hpc_cluster_config" "$mode"
   if pid=$(hpc_cluster_pid munged); then echo "munged: running (pid $pid)"; else echo "munged: stopped" && rc=1; fi
   if pid=$(hpc_cluster_pid slurmctld); then echo "slurmctld: running (pid $pid)"; else echo "slurmctld: stopped" && rc=1; fi
   for node in "${hpc_cluster_nodes[@]}"; do

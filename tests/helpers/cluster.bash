@@ -3,8 +3,16 @@
 # for the end with a timeout that fails the test, read the final state and exit code.
 # tests/run.sh brings the cluster up; a test file that runs alone calls hpc_cluster_require.
 
+# The cluster is the one in HPC_CLUSTER_DIR; hpc_cluster_use points a test file at another.
 HPC_CLUSTER_DIR=${HPC_CLUSTER_DIR:-$HPC_ROOT/.local_cluster}
 export SLURM_CONF=$HPC_CLUSTER_DIR/etc/slurm.conf
+
+# hpc_cluster_use DIR PORT_BASE: from setup_file, points SLURM, these helpers and local_cluster.sh
+# (hpc_cluster_mode) at the cluster in DIR for the whole test file.
+hpc_cluster_use() {
+  export HPC_CLUSTER_DIR=$1 HPC_CLUSTER_PORT_BASE=$2
+  export SLURM_CONF=$1/etc/slurm.conf
+}
 
 # hpc_cluster_require: fails the test file when the local cluster is not up.
 hpc_cluster_require() {

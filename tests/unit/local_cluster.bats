@@ -11,6 +11,8 @@ setup() {
   assert_success
   assert_line --index 0 "Usage: bash hpc_files/local_cluster.sh [options] up|down|status|env"
   assert_line --partial "--tmpdir MODE"
+  assert_line --partial "--config NAME      default or second [HPC_CLUSTER_CONFIG]"
+  assert_line --partial "  second   differs where real clusters differ: nodes named by their address, 127.0.0.1 and"
 }
 
 @test "bad input: <args> -> exit 2 and <message>" {
@@ -21,12 +23,19 @@ setup() {
     assert_equal "$output" "local_cluster.sh: $message"
   done <<'EOT'
 |command: missing; accepted: up, down, status, env
-start|start: unknown; accepted: up, down, status, env, --dir, --port-base, --tmpdir, --help
+start|start: unknown; accepted: up, down, status, env, --dir, --port-base, --config, --tmpdir, --help
 up down|down: only one command at a time (already: up)
 --tmpdir fast up|--tmpdir: 'fast' is not accepted; accepted: provided, emulated
 --port-base 80 up|--port-base: '80' is not a port number between 1024 and 65000
 --port-base x up|--port-base: 'x' is not a port number between 1024 and 65000
 up --tmpdir|--tmpdir: needs a value
+--config third up|--config: 'third' is not accepted; accepted: default, second
+--config Second up|--config: 'Second' is not accepted; accepted: default, second
+up --config|--config: needs a value
+--config=third up|--config: 'third' is not accepted; accepted: default, second
+--port-base=x up|--port-base: 'x' is not a port number between 1024 and 65000
+--dir= up|--dir: empty; accepted: a folder name without whitespace
+--verbose=1 up|--verbose=1: unknown; accepted: up, down, status, env, --dir, --port-base, --config, --tmpdir, --help
 EOT
   [ ! -e "$work/c" ]
 }
@@ -38,8 +47,18 @@ EOT
   [ ! -e "$work/c" ]
 }
 
-@test "env prints the SLURM_CONF line for the folder" {
+@test "env prints the SLURM_CONF line for the folder (--dir DIR or --dir=DIR)" {
   run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir /tmp/somewhere env
   assert_success
   assert_output "export SLURM_CONF=/tmp/somewhere/etc/slurm.conf"
+  run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir=/tmp/elsewhere env
+  assert_success
+  assert_output "export SLURM_CONF=/tmp/elsewhere/etc/slurm.conf"
+}
+
+@test "HPC_CLUSTER_CONFIG is checked like --config" {
+  HPC_CLUSTER_CONFIG=big run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir "$work/c" up
+  assert_equal "$status" 2
+  assert_output "local_cluster.sh: --config: 'big' is not accepted; accepted: default, second"
+  [ ! -e "$work/c" ]
 }

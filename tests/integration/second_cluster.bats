@@ -1,0 +1,198 @@
+#!/usr/bin/env bats
+# The core user paths on the second configuration of the local cluster (local_cluster.sh --config
+# second: nodes named by address, 4000 MB per node, typed GPUs gpu:a100:2, a partition that is not
+# the default, SLURM_TMPDIR provided), with the generic profile, as on a cluster the toolkit has
+# no profile for: the partition comes from SBATCH_PARTITION or -p, as users give it there.
+# tests/run.sh brings this cluster up beside the default one (HPC_SECOND_CLUSTER_DIR and
+# HPC_SECOND_CLUSTER_PORT_BASE). The cluster's Python packages reach the venv through PYTHONPATH,
+# as a module system provides them (nothing can be downloaded here).
+# shellcheck disable=SC2154,SC2016 # job_* come from hpc_run_job (helpers/cluster.bash); configs lines are single-quoted on purpose
+
+SENTINEL_KEY=hpc-sentinel-key-0123456789abcdef
+
+setup_file() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+  hpc_cluster_use "${HPC_SECOND_CLUSTER_DIR:-$HPC_ROOT/.local_cluster_second}" \
+    "${HPC_SECOND_CLUSTER_PORT_BASE:-$((${HPC_CLUSTER_PORT_BASE:-17817} + 50))}"
+  [[ $(sinfo -h -o '%P %N %G' 2>/dev/null) == "compute 127.0.0.[1-2] gpu:a100:2" ]] ||
+    fail "the second cluster is not up in $HPC_CLUSTER_DIR: run 'bash hpc_files/local_cluster.sh --dir $HPC_CLUSTER_DIR --port-base $HPC_CLUSTER_PORT_BASE --config second up' (or tests/run.sh)"
+  export HPC_CLUSTER=generic SBATCH_PARTITION=compute
+  PYTHONPATH=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
+  export PYTHONPATH
+  # Not under /tmp: container jobs get their own /tmp, which would hide the project.
+  WORK=$(mktemp -d /var/tmp/hpc-second-tests.XXXXXX)
+  export WORK
+  export SCRATCH="$WORK/scratch dir"
+  export PROJECT="$WORK/second project"
+  mkdir -p "$SCRATCH/second project/datasets/d1/sub"
+  hpc_project_make "$PROJECT"
+  # The first submission builds the venv with an install job; later ones reuse it. The tests that
+  # submit through the toolkit need it; the others run without.
+  local why
+  why=$(warm_up 2>&1) || printf '%s\n' "$why" >"$BATS_FILE_TMPDIR/warm-up failed"
+}
+
+# warm_up: a first job through the toolkit (it builds the venv); fails saying why.
+warm_up() {
+  local state
+  hpc_configs "$PROJECT" 'python probe.py env'
+  hpc_submit_job "$PROJECT" -g 0 -e warmup || return 1
+  hpc_wait_job "$job_id" 180 || return 1
+  state=$(hpc_job_state "$job_id")
+  [[ $state == "COMPLETED 0:0" ]] || fail "warm-up job: $state: $(cat "$job_out")"
+}
+
+# needs_venv: fails the test when the warm-up job failed, with its reason.
+needs_venv() {
+  [[ ! -e "$BATS_FILE_TMPDIR/warm-up failed" ]] || fail "$(cat "$BATS_FILE_TMPDIR/warm-up failed")"
+}
+
+teardown_file() {
+  rm -rf -- "${WORK:?}"
+}
+
+setup() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+}
+
+# use_wandb_stub: the recording wandb stand-in first on PATH, as tests/integration/sweeps.bats.
+use_wandb_stub() {
+  export HOME="$BATS_TEST_TMPDIR/home" WANDB_STUB_LOG="$BATS_TEST_TMPDIR/wandb log"
+  mkdir -p "$HOME" "$WANDB_STUB_LOG"
+  export PATH="$HPC_ROOT/tests/fixtures/wandb_stub:$PATH"
+  HPC_TEST_SENTINEL_SHA=$(printf '%s' "$SENTINEL_KEY" | sha256sum | cut -d' ' -f1)
+  export HPC_TEST_SENTINEL_SHA
+  unset WANDB_API_KEY
+}
+
+# use_apptainer_standin: the apptainer stand-in and an image, as tests/integration/container.bats.
+use_apptainer_standin() {
+  cp "$HPC_ROOT/tests/fixtures/project/container_probe.py" "$PROJECT/"
+  [[ -e $PROJECT/app.sif ]] || bash "$HPC_ROOT/tests/fixtures/apptainer/make_sif.sh" "$PROJECT/app.sif"
+  export PATH="$HPC_ROOT/tests/fixtures/apptainer/bin:$PATH"
+  export HOME="$BATS_TEST_TMPDIR/home" APPTAINER_STANDIN_LOG="$BATS_TEST_TMPDIR/argv"
+  mkdir -p "$HOME" "$APPTAINER_STANDIN_LOG"
+  # The Python with torch first on the container's PATH.
+  APPTAINERENV_PREPEND_PATH=$(dirname "$(python3 -c 'import sys; print(sys.executable)')")
+  export APPTAINERENV_PREPEND_PATH
+}
+
+# on_both_nodes PATTERN: the number of output lines matching PATTERN on each node, "N1 N2".
+on_both_nodes() {
+  printf '%s %s\n' "$(grep -c "$1.*127\.0\.0\.1\b" "$job_out")" "$(grep -c "$1.*127\.0\.0\.2\b" "$job_out")"
+}
+
+@test "a standard job: one task, a typed GPU of the node named by address, the cluster's SLURM_TMPDIR" {
+  needs_venv
+  hpc_configs "$PROJECT" 'python probe.py env'
+  hpc_run_job "$PROJECT" --gpus 2 --cpus 2 -e std
+  assert_equal "$job_state" "COMPLETED 0:0"
+  assert_equal "$(hpc_job_field "$job_id" Partition)" compute
+  assert_equal "$(hpc_job_field "$job_id" NumTasks)" 1
+  assert_equal "$(hpc_job_field "$job_id" NumCPUs)" 4
+  node=$(hpc_job_field "$job_id" NodeList)
+  [[ $node == 127.0.0.[12] ]] || fail "node: $node"
+  run sed -n 's/^PROBE //p' "$job_out"
+  assert_output --partial "\"SLURMD_NODENAME\": \"$node\""
+  assert_output --partial "\"SLURM_TMPDIR\": \"$HPC_CLUSTER_DIR/scratch/$node/slurm_tmpdir/job$job_id\""
+  assert_output --partial '"CUDA_VISIBLE_DEVICES": "0,1"'
+  assert_output --partial '"tmpdir_is_dir": true'
+}
+
+@test "torchrun, 2 nodes x 2 GPUs, partition by -p: 4 ranks, all-reduce 6, two on each address-named node" {
+  needs_venv
+  unset SBATCH_PARTITION
+  hpc_configs "$PROJECT" 'python probe.py ddp'
+  hpc_run_job "$PROJECT" -p compute -W torchrun --gpus 2 --num-nodes 2 -e tr
+  assert_equal "$job_state" "COMPLETED 0:0"
+  assert_equal "$(hpc_job_field "$job_id" NodeList)" "127.0.0.[1-2]"
+  assert_equal "$(grep -c '^DDP rank=[0-3] world=4 sum=6 .*source=torchrun' "$job_out")" 4
+  assert_equal "$(on_both_nodes '^DDP ')" "2 2"
+}
+
+@test "lightning, 2 nodes x 2 GPUs: a real Trainer with world size 4 across the address-named nodes" {
+  needs_venv
+  hpc_configs "$PROJECT" 'python lightning_train.py --num_nodes ${num_nodes} --devices ${gpus_per_node} --steps 2 --run-name second'
+  hpc_run_job "$PROJECT" -W lightning --gpus 2 --num-nodes 2 -e lt
+  assert_equal "$job_state" "COMPLETED 0:0"
+  run sed -n 's/^LIGHTNING //p' "$job_out"
+  assert_equal "${#lines[@]}" 4
+  assert_equal "$(grep -c '"world_size": 4' <<<"$output")" 4
+  assert_equal "$(grep -c '"node": "127.0.0.1"' <<<"$output")" 2
+  assert_equal "$(grep -c '"node": "127.0.0.2"' <<<"$output")" 2
+}
+
+@test "--data: both nodes see the same tree as the source, unpacked into the cluster's SLURM_TMPDIR" {
+  needs_venv
+  data="$SCRATCH/second project"
+  for i in $(seq 1 10); do head -c $((i * 100)) /dev/urandom >"$data/datasets/d1/sub/f$i.bin"; done
+  printf 'labels\n' >"$data/labels.csv"
+  hpc_configs "$PROJECT" 'python tree_sums.py - datasets/d1 labels.csv'
+  hpc_run_job "$PROJECT" -W lightning --gpus 1 --num-nodes 2 -e data --data datasets/d1 labels.csv
+  assert_equal "$job_state" "COMPLETED 0:0"
+  want=$(python3 "$PROJECT/tree_sums.py" "$data" datasets/d1 labels.csv | cut -d' ' -f3)
+  run sed -n 's/^TREE //p' "$job_out"
+  assert_equal "$(sort <<<"$output")" "127.0.0.1 $want
+127.0.0.2 $want"
+}
+
+@test "a 2-agent W&B sweep (the wandb stand-in) is one array; each task ran its agent with one typed GPU" {
+  needs_venv
+  use_wandb_stub
+  printf '%s\n' "$SENTINEL_KEY" >"$HOME/wandb_credentials.txt"
+  chmod 600 "$HOME/wandb_credentials.txt"
+  hpc_submit_job "$PROJECT" -w me/proj/abc123 --num-sweeps 2 -e sweep
+  hpc_wait_job "$job_id" 120
+  run bash -c "scontrol show job $job_id | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'"
+  assert_output "COMPLETED
+COMPLETED"
+  for task in 1 2; do
+    run cat "$WANDB_STUB_LOG/${job_id}_$task"
+    assert_line "argv: agent --count 1 me/proj/abc123"
+    assert_line "key: sentinel"
+    assert_line --regexp '^node: 127\.0\.0\.[12]$'
+    assert_line --regexp '^gpus: [01]$'
+  done
+}
+
+@test "a container job (the apptainer stand-in) writes to its binds; only /scratch_storage stays" {
+  use_apptainer_standin
+  hpc_configs "$PROJECT" "python3 '$PROJECT/container_probe.py'"
+  hpc_run_job "$PROJECT" -s "$PROJECT/app.sif" --workdir /code -g 1 -e boxed
+  assert_equal "$job_state" "COMPLETED 0:0"
+  run sed -n 's/^CONTAINER //p' "$job_out"
+  assert_equal "${#lines[@]}" 1
+  for key in scratch_storage tmp db home workdir; do
+    [[ ${lines[0]} == *"\"$key\": \"written\""* ]] || fail "$key: ${lines[0]}"
+  done
+  assert_equal "$(cat "$SCRATCH/second project/boxed/singularity_${job_id}_0/result.txt")" scratch_storage
+  node=$(hpc_job_field "$job_id" NodeList)
+  [ ! -e "$HPC_CLUSTER_DIR/scratch/$node/slurm_tmpdir/job$job_id" ]
+}
+
+@test "without a partition (no default here) the submission fails with sbatch's reason and nothing runs" {
+  needs_venv
+  unset SBATCH_PARTITION
+  hpc_configs "$PROJECT" 'python probe.py env'
+  run bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 -e nopart
+  assert_equal "$status" 1
+  assert_line "job_submitter.sh: sbatch refused the job: sbatch: error: Batch job submission failed: No partition specified or system default partition"
+  run squeue -h -n nopart
+  assert_output ""
+}
+
+@test "a 2-node job's nodelist of addresses: the Python helpers expand it as scontrol does" {
+  out=$BATS_TEST_TMPDIR/nodes
+  id=$(hpc_sbatch -N2 -o "$out" --wrap "echo \"list \$SLURM_JOB_NODELIST\"
+PYTHONPATH='$HPC_ROOT/python_helpers/src' python3 -m hpc_helpers hostlist \"\$SLURM_JOB_NODELIST\" | sed 's/^/helpers /'
+scontrol show hostnames \"\$SLURM_JOB_NODELIST\" | sed 's/^/scontrol /'")
+  hpc_wait_job "$id" 60
+  run cat "$out"
+  assert_output "list 127.0.0.[1-2]
+helpers 127.0.0.1
+helpers 127.0.0.2
+scontrol 127.0.0.1
+scontrol 127.0.0.2"
+}
