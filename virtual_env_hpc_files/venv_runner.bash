@@ -93,15 +93,19 @@ hpc_venv_unuse() {
 # (working directory SOURCE_DIR): sets hpc_venv_live_ids (their job ids, one per line) and
 # hpc_venv_live_scripts (their job scripts, one after the other). False when SLURM cannot say.
 hpc_venv_live_jobs() {
-  local listing id dir script
+  local listing id array_id dir script
+  local -A seen=()
   hpc_venv_live_ids='' hpc_venv_live_scripts=''
-  listing=$(squeue -h --all -o '%A|%Z' 2>/dev/null) || return 1
-  while IFS='|' read -r id dir; do
+  listing=$(squeue -h --all -o '%A|%F|%Z' 2>/dev/null) || return 1
+  while IFS='|' read -r id array_id dir; do
     [[ -n $id && $dir == "$1" ]] || continue
-    # scontrol exits 0 even when it found no script: a script starts with #!.
-    script=$(scontrol write batch_script "$id" - 2>/dev/null) || return 1
-    [[ $script == '#!'* ]] || return 1
     hpc_venv_live_ids+=$id$'\n'
+    # The tasks of an array share their array job's script.
+    [[ -z ${seen[$array_id]:-} ]] || continue
+    seen[$array_id]=1
+    # scontrol exits 0 even when it found no script: a script starts with #!.
+    script=$(scontrol write batch_script "$array_id" - 2>/dev/null) || return 1
+    [[ $script == '#!'* ]] || return 1
     hpc_venv_live_scripts+=$script$'\n'
   done <<<"$listing"
 }
@@ -226,7 +230,7 @@ hpc_venv_ensure() {
   fi
   # Old builds go only when no other submission is between choosing its build and sbatch.
   exec {hpc_venv_use_fd}>>"$src/.virtual_env.use.lock" || hpc_die "cannot open $src/.virtual_env.use.lock"
-  if flock -w 10 -x "$hpc_venv_use_fd"; then
+  if flock -w 5 -x "$hpc_venv_use_fd"; then
     hpc_venv_collect "$src" "venv-$id"
   else
     hpc_say "other submissions are under way: the project's old virtual environments are kept for now"

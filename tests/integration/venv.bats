@@ -129,3 +129,45 @@ submit() {
   refute_output --partial "install job"
   refute_output --partial "building"
 }
+
+@test "a plain virtual_env of an older toolkit: a job running from it keeps it through a rebuild; then it becomes a link" {
+  legacy="$BATS_TEST_TMPDIR/legacy project"
+  hpc_project_make "$legacy"
+  cp "$HPC_ROOT/tests/fixtures/project/venv_job.py" "$legacy/"
+  printf '%s\n' "$WHEELS/hpcmark-1-py3-none-any.whl" >"$legacy/requirements.txt"
+  # As the older toolkit left it: a venv in place, with its stamp.
+  python3 -m venv --system-site-packages "$legacy/virtual_env"
+  "$legacy/virtual_env/bin/python" -m pip install -q "$WHEELS/hpcmark-1-py3-none-any.whl" >/dev/null
+  printf 'requirements.txt\n%s\n' "$WHEELS/hpcmark-1-py3-none-any.whl" >"$legacy/virtual_env/.hpc_deps"
+
+  hpc_configs "$legacy" "python venv_job.py \"$BATS_TEST_TMPDIR/go\""
+  run bash "$legacy/hpc_files/job_submitter.sh" -y -g 0 -e old
+  assert_success
+  refute_output --partial "install job"
+  old_id=$(sed -n 's/^Submitted job \([0-9][0-9]*\).*/\1/p' <<<"$output")
+  old_out=$(sed -n 's/^Output: *//p' <<<"$output")
+  wait_for_line "$old_out" "^VENVJOB started version=1 prefix=$legacy/virtual_env$"
+
+  printf '%s\n' "$WHEELS/hpcmark-2-py3-none-any.whl" >"$legacy/requirements.txt"
+  hpc_configs "$legacy" "python venv_job.py --now"
+  run bash "$legacy/hpc_files/job_submitter.sh" -y -g 0 -e new
+  assert_success
+  assert_line --regexp "^job_submitter.sh: a queued or running job runs from $legacy/virtual_env: it stays as it is; new jobs use $legacy/\.virtual_env_builds/venv-[0-9]+$"
+  new_id=$(sed -n 's/^Submitted job \([0-9][0-9]*\).*/\1/p' <<<"$output")
+  hpc_wait_job "$new_id" 120
+  assert_equal "$(hpc_job_state "$new_id")" "COMPLETED 0:0"
+  touch "$BATS_TEST_TMPDIR/go"
+  hpc_wait_job "$old_id" 120
+  assert_equal "$(hpc_job_state "$old_id")" "COMPLETED 0:0"
+  grep -qx "VENVJOB late version=1 late_version=1 where=$legacy/virtual_env/lib/python3.*/site-packages/hpcmark" "$old_out" ||
+    fail "$(cat "$old_out")"
+  [[ -d $legacy/virtual_env && ! -L $legacy/virtual_env ]]
+
+  # No job names it any more: the next build turns it into a link, and the old folders go.
+  printf '# the cluster'"'"'s torch only\n' >"$legacy/requirements.txt"
+  hpc_configs "$legacy" 'python -c "import torch"'
+  run bash "$legacy/hpc_files/job_submitter.sh" -y -g 0 -e newer
+  assert_success
+  [[ -L $legacy/virtual_env ]] || fail "virtual_env is not a link: $(ls -la "$legacy")"
+  assert_equal "$(cd "$legacy/.virtual_env_builds" && echo *)" "$(basename -- "$(readlink "$legacy/virtual_env")")"
+}

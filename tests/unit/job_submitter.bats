@@ -687,7 +687,7 @@ live_job() {
   mkdir -p "$BATS_TEST_TMPDIR/scripts"
   export HPC_STUB_SCRIPTS=$BATS_TEST_TMPDIR/scripts
   cp -- "$2" "$HPC_STUB_SCRIPTS/$1"
-  HPC_STUB_SQUEUE_JOBS+=${HPC_STUB_SQUEUE_JOBS:+$'\n'}$1\|$project
+  HPC_STUB_SQUEUE_JOBS+=${HPC_STUB_SQUEUE_JOBS:+$'\n'}$1\|$1\|$project
   export HPC_STUB_SQUEUE_JOBS
 }
 
@@ -813,9 +813,27 @@ numpy"
   # A job's script that SLURM does not give (scontrol exits 0 with an error) counts as not knowing.
   printf 'pandas\n' >"$project/requirements.txt"
   forget_calls
-  HPC_STUB_SQUEUE_JOBS="4301|$project" HPC_STUB_JOB_ID=4400 submit -y -e c
+  HPC_STUB_SQUEUE_JOBS="4301|4301|$project" HPC_STUB_JOB_ID=4400 submit -y -e c
   assert_equal "$status" 0
   assert_equal "$(cd "$project/.virtual_env_builds" && echo *)" "venv-4242 venv-4300 venv-4400"
+}
+
+@test "a submission between choosing its build and sbatch holds the old builds: none is removed meanwhile" {
+  printf 'numpy\n' >"$project/requirements.txt"
+  HPC_STUB_JOB_ID=4242 submit -y
+  assert_equal "$status" 0
+  # Another submission holds the lock it holds until its job is submitted.
+  flock -s "$project/.virtual_env.use.lock" sleep 60 &
+  local holder=$!
+  printf 'scipy\n' >"$project/requirements.txt"
+  forget_calls
+  HPC_STUB_JOB_ID=4300 submit -y -e b
+  kill "$holder"
+  assert_equal "$status" 0
+  assert_equal "${stderr_lines[2]}" "job_submitter.sh: other submissions are under way: the project's old virtual environments are kept for now"
+  assert_equal "$(cd "$project/.virtual_env_builds" && echo *)" "venv-4242 venv-4300"
+  assert_equal "$(calls squeue)" 1
+  assert_equal "$(job_venv "$outputs/b_venv-none_4301.sh")" "$(printf %q "$project/.virtual_env_builds/venv-4300")"
 }
 
 @test "the install job never sources the venv's activate script: a project path with \$(...) runs nothing" {
