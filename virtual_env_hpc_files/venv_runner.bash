@@ -158,7 +158,9 @@ hpc_venv_collect() {
   [[ ! -L $1/virtual_env ]] || linked=$(readlink -- "$1/virtual_env") || return 0
   for build in "$builds"/venv-*; do
     name=${build##*/}
-    [[ -d $build && ! -L $build && $name != "$2" && $linked != ".virtual_env_builds/$name" ]] || continue
+    # Only the names the toolkit gives (venv-JOBID, and venv-legacy-PID for an older plain venv).
+    [[ $name =~ ^venv-(legacy-)?[0-9]+$ && -d $build && ! -L $build ]] || continue
+    [[ $name != "$2" && $linked != ".virtual_env_builds/$name" ]] || continue
     # A job script names its build by its path; an install job's build is named by its id.
     [[ $hpc_venv_live_scripts != *"/.virtual_env_builds/$name"* ]] || continue
     [[ $'\n'$hpc_venv_live_ids != *$'\n'"${name#venv-}"$'\n'* ]] || continue

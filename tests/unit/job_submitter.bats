@@ -734,14 +734,16 @@ numpy"
   argv_of scontrol 1
   assert_equal "${argv[*]}" "write batch_script 4243 -"
 
-  # That job is over: the next build removes the first one, not the one in use.
+  # That job is over: the next build removes the first one, not the one in use, nor what
+  # the toolkit did not make.
+  mkdir "$project/.virtual_env_builds/venv-mine" "$project/.virtual_env_builds/other"
   unset HPC_STUB_SQUEUE_JOBS
   live_job 4301 "$outputs/second_venv-none_4301.sh"
   printf 'numpy\nscipy\npandas\n' >"$project/requirements.txt"
   forget_calls
   HPC_STUB_JOB_ID=4400 submit -y -e third
   assert_equal "$status" 0
-  assert_equal "$(cd "$project/.virtual_env_builds" && echo *)" "venv-4300 venv-4400"
+  assert_equal "$(cd "$project/.virtual_env_builds" && echo *)" "other venv-4300 venv-4400 venv-mine"
   assert_equal "$(readlink "$project/virtual_env")" .virtual_env_builds/venv-4400
 }
 
