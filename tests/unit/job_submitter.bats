@@ -731,20 +731,24 @@ live_job() {
   assert_equal "$(<"$project/.virtual_env_builds/venv-4242/.hpc_deps")" "requirements.txt
 numpy"
   # SLURM was asked which jobs of the project are queued or running, and for their scripts.
+  argv_of squeue 2
+  assert_equal "${argv[*]}" "-h --all -o %A|%F|%Z"
   argv_of scontrol 1
   assert_equal "${argv[*]}" "write batch_script 4243 -"
 
   # That job is over: the next build removes the first one, not the one in use, nor what
-  # the toolkit did not make.
+  # the toolkit did not make. Two running tasks of an array and its pending rest: one script.
   mkdir "$project/.virtual_env_builds/venv-mine" "$project/.virtual_env_builds/other"
   unset HPC_STUB_SQUEUE_JOBS
   live_job 4301 "$outputs/second_venv-none_4301.sh"
+  HPC_STUB_SQUEUE_JOBS+=$'\n'"4302|4301|$project"$'\n'"4303|4301|$project"$'\n'"9999|9999|/elsewhere"
   printf 'numpy\nscipy\npandas\n' >"$project/requirements.txt"
   forget_calls
   HPC_STUB_JOB_ID=4400 submit -y -e third
   assert_equal "$status" 0
   assert_equal "$(cd "$project/.virtual_env_builds" && echo *)" "other venv-4300 venv-4400 venv-mine"
   assert_equal "$(readlink "$project/virtual_env")" .virtual_env_builds/venv-4400
+  assert_equal "$(calls scontrol)" 1
 }
 
 @test "a failed rebuild keeps the old venv in use, says so, exit 1, and removes what it built" {
