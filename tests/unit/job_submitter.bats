@@ -717,6 +717,10 @@ live_job() {
   assert_equal "$status" 0
   assert_equal "$(readlink "$project/virtual_env")" .virtual_env_builds/venv-4242
   assert_equal "$(job_venv "$outputs/default_venv-none_4243.sh")" "$(printf %q "$project/.virtual_env_builds/venv-4242")"
+  # --dry-run shows the same.
+  submit --dry-run
+  assert_line "hpc_job_venv=$(printf %q "$project/.virtual_env_builds/venv-4242")"
+  refute_output --partial "would be built first"
   # The running job of the first build keeps it; a second build is made beside it.
   live_job 4243 "$outputs/default_venv-none_4243.sh"
   printf 'numpy\nscipy\n' >"$project/requirements.txt"
