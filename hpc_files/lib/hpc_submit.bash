@@ -94,15 +94,18 @@ hpc_submit_environment() {
 # here (sbatch --test-only, reading the script from stdin), submits and creates nothing.
 # Returns 1 when SLURM refuses the request.
 hpc_submit_dry_run() {
-  local script answer rc=0
+  local script answer rc=0 venv_ready=0
+  # The job script names the build of the venv it would run from (see venv_runner.bash).
+  hpc_venv_expect "$hpc_plan_source_dir"
+  ! hpc_venv_find "$hpc_plan_source_dir" "$hpc_venv_stamp" || venv_ready=1
+  ((venv_ready == 0)) || hpc_plan_venv=$hpc_venv_build
   script=$(hpc_plan_render_script)
   printf '== sbatch invocation\nsbatch'
   printf ' %q' "${hpc_plan_sbatch_args[@]}"
   printf ' JOB_SCRIPT\n\n== job script\n%s\n\n== environment of the program\n' "$script"
   hpc_submit_environment
   printf '\n== summary\n%s\n' "$(hpc_plan_summary)"
-  hpc_venv_expect "$hpc_plan_source_dir"
-  if ! hpc_venv_is_ready "$hpc_plan_venv" "$hpc_venv_stamp"; then
+  if ((venv_ready == 0)); then
     printf 'The virtual environment %s would be built first by an install job.\n' "$hpc_plan_venv"
   fi
   if ((${#hpc_opt_data[@]})); then

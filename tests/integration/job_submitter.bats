@@ -92,7 +92,7 @@ assert seen["scratch_dir"] == scratch + "/my project", seen
 assert seen["exp_name"] == "envcheck", seen
 assert seen["num_nodes"] == "1" and seen["gpus_per_node"] == "0", seen
 assert seen["tmpdir_is_dir"], seen
-assert seen["VIRTUAL_ENV"] == project + "/virtual_env", seen
+assert seen["VIRTUAL_ENV"].startswith(project + "/.virtual_env_builds/venv-"), seen
 tmp = seen["SLURM_TMPDIR"]
 assert seen["argv"] == [tmp + "/data", "--exp=envcheck", "my run", "$(touch pwned)", "$(touch pwned2)", "*.py", "dflt"], seen["argv"]
 print("ok")' "$json" "$PROJECT" "$SCRATCH"

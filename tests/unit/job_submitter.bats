@@ -53,7 +53,7 @@ setup() {
   stub_log="$BATS_TEST_TMPDIR/stub log"
   mkdir -p "$stub_log"
   unset HPC_PYTHON HPC_HOSTNAME MASTER_PORT HPC_STUB_SBATCH HPC_STUB_INSTALL \
-    HPC_STUB_SQUEUE_STATES HPC_STUB_PYTHON HPC_STUB_JOB_ID name
+    HPC_STUB_SQUEUE_STATES HPC_STUB_SQUEUE_JOBS HPC_STUB_SCRIPTS HPC_STUB_PYTHON HPC_STUB_JOB_ID name
   export SCRATCH=$tmp/scratch HPC_CLUSTER=local HPC_CACHE_DIR=$tmp/cache HPC_STUB_LOG=$stub_log
   export PATH=$fixtures/bin:$PATH
   outputs="$SCRATCH/my project/hpc_outputs"
@@ -580,12 +580,12 @@ job_submitter.sh: install job 4242: the virtual environment is ready (N s)"
   assert_equal "$(printf '%s\n' "${argv[@]:0:k}")" "$(install_job_options)"
   assert_equal "${argv[k]}" "$project/hpc_files/virtual_env_hpc_files/install_venv.sh"
   # The install job ran: an empty venv, with or without the system's packages as the profile says.
-  grep -qxF "[hpc venv] ready" "$outputs/venv_install_4242.out"
+  grep -qxF "[hpc venv] ready: $project/.virtual_env_builds/venv-4242" "$outputs/venv_install_4242.out"
   argv_of venv-python 2
   if [[ $(profile_value local venv_system_site_packages) == true ]]; then
-    assert_equal "${argv[*]}" "-m venv --system-site-packages $project/virtual_env"
+    assert_equal "${argv[*]}" "-m venv --system-site-packages $project/.virtual_env_builds/venv-4242"
   else
-    assert_equal "${argv[*]}" "-m venv $project/virtual_env"
+    assert_equal "${argv[*]}" "-m venv $project/.virtual_env_builds/venv-4242"
   fi
   assert_equal "$(calls venv-python)" 2
   # Waited for with squeue, which no longer lists it.
@@ -620,17 +620,17 @@ job_submitter.sh: install job 4242: the virtual environment is ready (N s)"
   # requirements.txt changed: built again, then the job.
   forget_calls
   printf 'numpy\nscipy\n' >"$project/requirements.txt"
-  submit -y
+  HPC_STUB_JOB_ID=4300 submit -y
   assert_equal "$status" 0
   assert_equal "${stderr_lines[0]}" "job_submitter.sh: requirements.txt changed since $project/virtual_env was built: building it again"
-  assert_line --index 0 --partial "Submitted job 4243 ("
+  assert_line --index 0 --partial "Submitted job 4301 ("
   assert_equal "$(calls sbatch)" 2
   assert_equal "$(<"$project/virtual_env/.hpc_deps")" "$(venv_stamp)"
 
   # A Pipfile takes precedence over requirements.txt.
   forget_calls
   printf '[packages]\nnumpy = "*"\n' >"$project/Pipfile"
-  submit -y
+  HPC_STUB_JOB_ID=4400 submit -y
   assert_equal "$status" 0
   assert_equal "${stderr_lines[0]}" "job_submitter.sh: Pipfile changed since $project/virtual_env was built: building it again"
   assert_equal "$(calls pipenv)" 1
@@ -647,7 +647,9 @@ job_submitter.sh: install job 4242: the virtual environment is ready (N s)"
   assert_equal "${stderr_lines[${#stderr_lines[@]} - 1]}" "job_submitter.sh: the virtual environment's install job 4242 failed; nothing was submitted. Its log: $outputs/venv_install_4242.out"
   assert_equal "$(calls sbatch)" 1
   grep -qF "[hpc venv] FAILED: pip install -r $project/requirements.txt" "$outputs/venv_install_4242.out"
-  [[ ! -e $project/virtual_env/.hpc_deps ]]
+  [[ ! -e $project/virtual_env && ! -L $project/virtual_env ]]
+  # What the failed install made is gone.
+  assert_equal "$(find "$project/.virtual_env_builds" -mindepth 1)" ""
   assert_equal "$(find "$outputs" -name '*.sh' | wc -l)" 0
 
   # The next submission tries again.
@@ -665,13 +667,196 @@ job_submitter.sh: install job 4242: the virtual environment is ready (N s)"
   install_script_index
   [[ ${argv[k]} == */install_venv.sh ]]
 
-  rm -rf -- "$project/virtual_env"
+  rm -rf -- "$project/virtual_env" "$project/.virtual_env_builds"
   forget_calls
   HPC_STUB_SBATCH=refuse submit -y
   assert_equal "$status" 1
   assert_equal "${stderr_lines[${#stderr_lines[@]} - 1]}" "job_submitter.sh: sbatch refused the virtual environment's install job"
   assert_equal "$(calls sbatch)" 1
   assert_equal "$(calls squeue)" 0
+}
+
+# job_venv SCRIPT: the venv a job script runs from (its hpc_job_venv line, as written).
+job_venv() {
+  sed -n 's/^hpc_job_venv=//p' "$1"
+}
+
+# live_job ID SCRIPT_FILE: makes the stubs of squeue and scontrol report a queued or running job
+# ID of the project whose job script is SCRIPT_FILE (added to those already reported).
+live_job() {
+  mkdir -p "$BATS_TEST_TMPDIR/scripts"
+  export HPC_STUB_SCRIPTS=$BATS_TEST_TMPDIR/scripts
+  cp -- "$2" "$HPC_STUB_SCRIPTS/$1"
+  HPC_STUB_SQUEUE_JOBS+=${HPC_STUB_SQUEUE_JOBS:+$'\n'}$1\|$1\|$project
+  export HPC_STUB_SQUEUE_JOBS
+}
+
+@test "dependency files that end without a newline, with CRLF, empty or only comments: built once, then reused" {
+  local content
+  for content in '' $'\n' 'numpy' $'numpy\r\nscipy\r\n' $'# the cluster\'s torch\n' $'# only a comment'; do
+    rm -rf -- "$project/virtual_env" "$project/.virtual_env_builds"
+    printf '%s' "$content" >"$project/requirements.txt"
+    forget_calls
+    HPC_STUB_JOB_ID=4242 submit -y
+    assert_equal "$status" 0
+    assert_equal "$(calls sbatch)" 2
+    # The stamp holds the file byte for byte.
+    cmp -s "$project/virtual_env/.hpc_deps" <(printf 'requirements.txt\n%s' "$content") ||
+      fail "stamp of $(printf %q "$content"): $(od -c "$project/virtual_env/.hpc_deps")"
+    forget_calls
+    HPC_STUB_JOB_ID=5000 submit -y
+    assert_equal "$status" 0
+    assert_equal "$stderr" ""
+    assert_equal "$(calls sbatch)" 1
+  done
+}
+
+@test "a rebuild goes beside the old build: virtual_env switches to it, job scripts name their build, unused builds go" {
+  printf 'numpy\n' >"$project/requirements.txt"
+  HPC_STUB_JOB_ID=4242 submit -y
+  assert_equal "$status" 0
+  assert_equal "$(readlink "$project/virtual_env")" .virtual_env_builds/venv-4242
+  assert_equal "$(job_venv "$outputs/default_venv-none_4243.sh")" "$(printf %q "$project/.virtual_env_builds/venv-4242")"
+  # --dry-run shows the same.
+  submit --dry-run
+  assert_line "hpc_job_venv=$(printf %q "$project/.virtual_env_builds/venv-4242")"
+  refute_output --partial "would be built first"
+  # The running job of the first build keeps it; a second build is made beside it.
+  live_job 4243 "$outputs/default_venv-none_4243.sh"
+  printf 'numpy\nscipy\n' >"$project/requirements.txt"
+  forget_calls
+  HPC_STUB_JOB_ID=4300 submit -y -e second
+  assert_equal "$status" 0
+  assert_equal "${stderr_lines[0]}" "job_submitter.sh: requirements.txt changed since $project/virtual_env was built: building it again"
+  argv_of venv-python 2
+  assert_equal "${argv[*]}" "-m venv --system-site-packages $project/.virtual_env_builds/venv-4300"
+  assert_equal "$(readlink "$project/virtual_env")" .virtual_env_builds/venv-4300
+  assert_equal "$(job_venv "$outputs/second_venv-none_4301.sh")" "$(printf %q "$project/.virtual_env_builds/venv-4300")"
+  assert_equal "$(<"$project/.virtual_env_builds/venv-4242/.hpc_deps")" "requirements.txt
+numpy"
+  # SLURM was asked which jobs of the project are queued or running, and for their scripts.
+  argv_of squeue 2
+  assert_equal "${argv[*]}" "-h --all -o %A|%F|%Z"
+  argv_of scontrol 1
+  assert_equal "${argv[*]}" "write batch_script 4243 -"
+
+  # That job is over: the next build removes the first one, not the one in use, nor what
+  # the toolkit did not make. Two running tasks of an array and its pending rest: one script.
+  mkdir "$project/.virtual_env_builds/venv-mine" "$project/.virtual_env_builds/other"
+  unset HPC_STUB_SQUEUE_JOBS
+  live_job 4301 "$outputs/second_venv-none_4301.sh"
+  HPC_STUB_SQUEUE_JOBS+=$'\n'"4302|4301|$project"$'\n'"4303|4301|$project"$'\n'"9999|9999|/elsewhere"
+  printf 'numpy\nscipy\npandas\n' >"$project/requirements.txt"
+  forget_calls
+  HPC_STUB_JOB_ID=4400 submit -y -e third
+  assert_equal "$status" 0
+  assert_equal "$(cd "$project/.virtual_env_builds" && echo *)" "other venv-4300 venv-4400 venv-mine"
+  assert_equal "$(readlink "$project/virtual_env")" .virtual_env_builds/venv-4400
+  assert_equal "$(calls scontrol)" 1
+}
+
+@test "a failed rebuild keeps the old venv in use, says so, exit 1, and removes what it built" {
+  printf 'numpy\n' >"$project/requirements.txt"
+  HPC_STUB_JOB_ID=4242 submit -y
+  assert_equal "$status" 0
+  printf 'numpy\nno-such-package\n' >"$project/requirements.txt"
+  forget_calls
+  HPC_STUB_JOB_ID=4300 HPC_STUB_INSTALL=fail submit -y
+  assert_equal "$status" 1
+  assert_equal "$output" ""
+  assert_equal "${stderr_lines[${#stderr_lines[@]} - 1]}" "job_submitter.sh: the virtual environment's install job 4300 failed; nothing was submitted, and jobs keep using $project/virtual_env as it was. Its log: $outputs/venv_install_4300.out"
+  assert_equal "$(calls sbatch)" 1
+  assert_equal "$(readlink "$project/virtual_env")" .virtual_env_builds/venv-4242
+  assert_equal "$(cd "$project/.virtual_env_builds" && echo *)" "venv-4242"
+  assert_equal "$(<"$project/virtual_env/.hpc_deps")" "requirements.txt
+numpy"
+}
+
+@test "a plain virtual_env of an older toolkit: reused, kept while a job names it, then replaced by a link" {
+  printf 'numpy\n' >"$project/requirements.txt"
+  make_ready_venv
+  submit -y -e old
+  assert_equal "$status" 0
+  assert_equal "$(calls sbatch)" 1
+  assert_equal "$(job_venv "$outputs/old_venv-none_4242.sh")" "$(printf %q "$project/virtual_env")"
+
+  # A job runs from it: the new build is made beside it and used, virtual_env stays.
+  live_job 4242 "$outputs/old_venv-none_4242.sh"
+  printf 'scipy\n' >"$project/requirements.txt"
+  forget_calls
+  HPC_STUB_JOB_ID=4300 submit -y -e new
+  assert_equal "$status" 0
+  assert_line --index 0 --partial "Submitted job 4301 ("
+  assert_equal "${stderr_lines[2]}" "job_submitter.sh: a queued or running job runs from $project/virtual_env: it stays as it is; new jobs use $project/.virtual_env_builds/venv-4300"
+  [[ -d $project/virtual_env && ! -L $project/virtual_env ]]
+  assert_equal "$(job_venv "$outputs/new_venv-none_4301.sh")" "$(printf %q "$project/.virtual_env_builds/venv-4300")"
+  # The new build is found without building again.
+  forget_calls
+  HPC_STUB_JOB_ID=4400 submit -y -e again
+  assert_equal "$status" 0
+  assert_equal "$(calls sbatch)" 1
+  assert_equal "$(job_venv "$outputs/again_venv-none_4400.sh")" "$(printf %q "$project/.virtual_env_builds/venv-4300")"
+
+  # That job is over: the next build turns virtual_env into a link and removes the old folder.
+  unset HPC_STUB_SQUEUE_JOBS
+  printf 'pandas\n' >"$project/requirements.txt"
+  forget_calls
+  HPC_STUB_JOB_ID=4500 submit -y -e newer
+  assert_equal "$status" 0
+  assert_equal "$(readlink "$project/virtual_env")" .virtual_env_builds/venv-4500
+  assert_equal "$(cd "$project/.virtual_env_builds" && echo *)" "venv-4500"
+}
+
+@test "when SLURM cannot say which jobs run, no build is removed and virtual_env stays" {
+  printf 'numpy\n' >"$project/requirements.txt"
+  HPC_STUB_JOB_ID=4242 submit -y
+  assert_equal "$status" 0
+  printf 'scipy\n' >"$project/requirements.txt"
+  forget_calls
+  HPC_STUB_SQUEUE_JOBS=fail HPC_STUB_JOB_ID=4300 submit -y -e b
+  assert_equal "$status" 0
+  assert_equal "${stderr_lines[2]}" "job_submitter.sh: SLURM could not say which jobs use the project's virtual environments: none was removed, and $project/virtual_env was left as it is"
+  assert_equal "$(readlink "$project/virtual_env")" .virtual_env_builds/venv-4242
+  assert_equal "$(cd "$project/.virtual_env_builds" && echo *)" "venv-4242 venv-4300"
+  assert_equal "$(job_venv "$outputs/b_venv-none_4301.sh")" "$(printf %q "$project/.virtual_env_builds/venv-4300")"
+
+  # A job's script that SLURM does not give (scontrol exits 0 with an error) counts as not knowing.
+  printf 'pandas\n' >"$project/requirements.txt"
+  forget_calls
+  HPC_STUB_SQUEUE_JOBS="4301|4301|$project" HPC_STUB_JOB_ID=4400 submit -y -e c
+  assert_equal "$status" 0
+  assert_equal "$(cd "$project/.virtual_env_builds" && echo *)" "venv-4242 venv-4300 venv-4400"
+}
+
+@test "a submission between choosing its build and sbatch holds the old builds: none is removed meanwhile" {
+  printf 'numpy\n' >"$project/requirements.txt"
+  HPC_STUB_JOB_ID=4242 submit -y
+  assert_equal "$status" 0
+  # Another submission holds the lock it holds until its job is submitted.
+  flock -s "$project/.virtual_env.use.lock" sleep 60 &
+  local holder=$!
+  printf 'scipy\n' >"$project/requirements.txt"
+  forget_calls
+  HPC_STUB_JOB_ID=4300 submit -y -e b
+  kill "$holder"
+  assert_equal "$status" 0
+  assert_equal "${stderr_lines[2]}" "job_submitter.sh: other submissions are under way: the project's old virtual environments are kept for now"
+  assert_equal "$(cd "$project/.virtual_env_builds" && echo *)" "venv-4242 venv-4300"
+  assert_equal "$(calls squeue)" 1
+  assert_equal "$(job_venv "$outputs/b_venv-none_4301.sh")" "$(printf %q "$project/.virtual_env_builds/venv-4300")"
+}
+
+@test "the install job never sources the venv's activate script: a project path with \$(...) runs nothing" {
+  local odd="$tmp/p \$(touch pwned)"
+  mkdir -p "$odd"
+  bash "$HPC_ROOT/hpc_files/install.sh" "$odd" >/dev/null
+  printf 'python main.py\n' >"$odd/hpc_files/experiment_configurations.txt"
+  printf 'numpy\n' >"$odd/requirements.txt"
+  run --separate-stderr bash "$odd/hpc_files/job_submitter.sh" -y </dev/null
+  assert_equal "$status" 0
+  [[ -z $(find "$tmp" "$BATS_TEST_TMPDIR" -name pwned) ]] || fail "the path ran as code"
+  argv_of venv-python 3
+  assert_equal "${argv[*]}" "-m pip install -r $odd/requirements.txt"
 }
 
 # ---------------------------------------------------------------------------------------------
