@@ -253,6 +253,10 @@ SCRATCH=@TMP@/per%cent|--dry-run|SCRATCH: '@TMP@/per%cent' contains a backslash,
 |-p nosuchpart|-p/--partition: 'nosuchpart' is not a partition of this cluster; accepted: debug gpu plai small cpu
 |-p small,nosuch|-p/--partition: 'nosuch' is not a partition of this cluster; accepted: debug gpu plai small cpu
 HPC_STUB_SINFO=nodefault|--cluster generic -g 1|-p/--partition: the cluster has no default partition and none was given; accepted: debug gpu plai small cpu
+HPC_STUB_SINFO=nodefault|--cluster cedar -W torchrun -n 5|-n/--num-nodes: 5 nodes are more than any of the partitions debug gpu plai small cpu has; accepted: 1 to 4
+|--cluster plai -g 9|-g/--gpus: 9 GPUs per node is more than a node of cluster plai has; accepted: 0 to 8
+|--cluster generic -p plai -g 9|-g/--gpus: 9 GPUs per node is more than a node of partition plai has; accepted: 0 to 8
+|--cluster generic -p small,cpu -g 3|-g/--gpus: 3 GPUs per node is more than a node of any of the partitions small cpu has; accepted: 0 to 2
 HPC_STUB_SINFO=nodefault|--cluster generic --dry-run|-p/--partition: the cluster has no default partition and none was given; accepted: debug gpu plai small cpu
 EOT
   [[ -z $report ]] || fail "$report"

@@ -789,6 +789,13 @@ sinfo_cache() {
   # A partition given: accepted.
   HPC_STUB_SINFO_TABLE=$'batch|2|4|4000|gpu:2\nlong|1|4|4000|(null)' submit -y --cluster generic -p batch
   assert_equal "$status" 0
+  # A cluster that puts jobs into partitions itself (profile partition_routed: Cedar): accepted.
+  unset HPC_STUB_SINFO_TABLE
+  forget_calls
+  HPC_STUB_SINFO=nodefault submit -y --cluster cedar -g 1
+  assert_equal "$status" 0
+  argv_of sbatch 1
+  for arg in "${argv[@]}"; do [[ $arg != --partition=* ]] || fail "a partition was chosen: $arg"; done
 }
 
 # ---------------------------------------------------------------------------------------------
