@@ -122,7 +122,8 @@ hpc_profile_slurm_facts() {
   command -v sinfo >/dev/null 2>&1 || return 0
   hpc_slurm_fresh=1 hpc_slurm_time=$now
   # shellcheck disable=SC2034 # read by hpc_fit.bash
-  hpc_slurm_raw=$(sinfo -h -e -o '%P|%D|%c|%m|%G' 2>/dev/null) || hpc_slurm_raw=
+  # Bounded: a controller that does not answer must not hang the submission (sbatch says why).
+  hpc_slurm_raw=$(timeout 30 sinfo -h -e -o '%P|%D|%c|%m|%G' 2>/dev/null) || hpc_slurm_raw=
 }
 
 # hpc_profile_slurm_facts_save: keeps the summary of what sinfo has just said (hpc_slurm_text) for
