@@ -29,6 +29,8 @@ dest=$project/hpc_files
 copy_tree() {
   local tmp
   tmp=$(mktemp -d "$dest/.install.XXXXXX")
+  # mktemp -d makes it 0700: give it the mode the umask gives any new folder.
+  chmod "$(printf '%o' $((8#777 & ~8#$(umask))))" "$tmp"
   cp -R -- "$1/." "$tmp/"
   find "$tmp" \( -name __pycache__ -o -name '*.egg-info' -o -name .cache \) -prune -exec rm -rf -- {} +
   rm -rf -- "${2:?}"

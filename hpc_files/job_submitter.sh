@@ -16,7 +16,8 @@
 #                              Also --cpu. Default: the cluster's (2).
 #   -n, --num-nodes N          Nodes, 1 or more; more than 1 needs -W. Also --num_nodes. Default: 1.
 #   -m, --mem-per-gpu AMOUNT   Memory per GPU, with a unit: 10G, 512M. The job asks for
-#                              AMOUNT x GPUs per node. Default: the cluster's.
+#                              AMOUNT x GPUs per node. Default: the cluster's; on a cluster
+#                              without a profile none is asked for (SLURM's default applies).
 #   -t, --time TIME            Time limit, dd-HH:MM:SS or HH:MM:SS. Default: the cluster's.
 #   -G, --gpu-type TYPE        GPU type, one of the cluster's (e.g. v100l on Cedar).
 #   -a, --account NAME         SLURM account, one of the cluster's. Default: the cluster's.
@@ -50,7 +51,8 @@
 #
 # Time limits:
 #   --signal-lead SECONDS      The program gets SIGUSR1 (the profile's signal) this long before
-#                              the time limit; HPC_WARNING_SIGNAL names it. Default: the cluster's.
+#                              the time limit; HPC_WARNING_SIGNAL names it. 0 to 65535, and
+#                              shorter than the time limit. Default: the cluster's.
 #   --requeue N                A warned job requeues itself up to N times (SLURM_RESTART_COUNT,
 #                              HPC_RESTART_COUNT), appending to the same log. Default: 0.
 #
@@ -80,6 +82,9 @@
 #   -y, --yes                  Do not ask before submitting (never asked without a terminal).
 #   -h, --help                 This text.
 #
+# Each option is given once, except -d/--data and --copy-back, whose paths add up.
+# Requests that no node of the partition could run (more nodes, CPUs, GPUs or memory than it
+# has) are refused before anything is made, from what sinfo says (cached for 10 minutes).
 #
 # The job's program sees source_dir, project_name, scratch_dir=${SCRATCH}/${project_name},
 # exp_name, num_nodes, gpus_per_node and SLURM_TMPDIR (on every node). SCRATCH must be set.
@@ -89,6 +94,14 @@
 set -euo pipefail
 
 hpc_submitter=${BASH_SOURCE[0]}
+# Run through a symlink (~/bin/submit -> the project's hpc_files/job_submitter.sh): the project
+# is where the file itself lies. Resolved only then: readlink is a process.
+if [[ -L $hpc_submitter ]]; then
+  hpc_submitter=$(readlink -f -- "$hpc_submitter") || {
+    echo "job_submitter.sh: cannot resolve the symlink ${BASH_SOURCE[0]}" >&2
+    exit 1
+  }
+fi
 [[ $hpc_submitter == /* ]] || hpc_submitter=$PWD/$hpc_submitter
 hpc_files_dir=${hpc_submitter%/*}
 # A clean absolute path without starting a process, unless it has . or .. in it.

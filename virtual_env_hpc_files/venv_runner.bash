@@ -204,7 +204,7 @@ hpc_venv_ensure() {
   fi
   log=$hpc_plan_outputs_dir/venv_install_%j.out
   sbatch_args=(--parsable --job-name="$hpc_plan_project_name-venv-install" --nodes=1 --ntasks=1
-    --cpus-per-task=1 --mem="$hpc_profile_defaults_mem_no_gpu" --time=00-01:00:00
+    --cpus-per-task=1 --mem=2G --time=00-01:00:00
     --output="$log" --chdir="$src")
   [[ -z $hpc_plan_account ]] || sbatch_args+=(--account="$hpc_plan_account")
   [[ -z $hpc_plan_partition ]] || sbatch_args+=(--partition="$hpc_plan_partition")

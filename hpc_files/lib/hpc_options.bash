@@ -43,12 +43,17 @@ hpc_opt_check_relative() {
     //*) hpc_die_usage "$1" "'$2' is absolute; accepted: a path relative to $3" ;;
     */../*) hpc_die_usage "$1" "'$2' leaves $3 (..); accepted: a path inside it" ;;
   esac
+  # Only . and / (., ./, ./.): the folder itself, which is not something to copy into itself.
+  [[ $2 == *[!./]* ]] || hpc_die_usage "$1" "'$2' is $3 itself; accepted: a path inside it"
   [[ $2 != *$'\n'* ]] || hpc_die_usage "$1" "a path with a newline is not accepted"
 }
 
 # hpc_opt_parse ARGS...: parses job_submitter.sh's options into hpc_opt_* (after hpc_opt_defaults).
+# An option with a value may be given once (-d/--data and --copy-back add up): the second of two
+# would otherwise silently win.
 hpc_opt_parse() {
   local opt name value have_value
+  local -A given=()
   while (($#)); do
     hpc_split_option "$1"
     shift
@@ -120,6 +125,9 @@ hpc_opt_parse() {
       value=$1
       shift
     fi
+    [[ ! -v given[$name] ]] ||
+      hpc_die_usage "$name" "given twice ('${given[$name]}', then '$value'); accepted: once (only -d/--data and --copy-back take several)"
+    given[$name]=$value
     hpc_opt_set "$name" "$value"
   done
 }
@@ -163,8 +171,9 @@ hpc_opt_set() {
       hpc_opt_gpu_type=$value
       ;;
     -e/--exp-name)
-      [[ $value =~ ^[A-Za-z0-9_.+-]+$ && $value != .* ]] ||
-        hpc_die_usage "$name" "'$value' is not accepted; accepted: letters, digits and _ . + - (it names folders and files), not starting with '.'"
+      # Not starting with '-': status, logs and cancel take the name as a word.
+      [[ $value =~ ^[A-Za-z0-9_.+-]+$ && $value != [.-]* ]] ||
+        hpc_die_usage "$name" "'$value' is not accepted; accepted: letters, digits and _ . + - (it names folders and files), not starting with '.' or '-'"
       hpc_opt_exp_name=$value
       ;;
     -n/--num-nodes)
@@ -204,7 +213,9 @@ hpc_opt_set() {
       hpc_opt_requeue=$((10#$value))
       ;;
     --signal-lead)
-      hpc_opt_is_count "$value" 0 || hpc_die_usage "$name" "'$value' is not accepted; accepted: seconds before the time limit for the warning signal, 0 or more"
+      # SLURM's --signal takes at most 65535 seconds; the plan checks it against the time limit.
+      { hpc_opt_is_count "$value" 0 && ((10#$value <= 65535)); } ||
+        hpc_die_usage "$name" "'$value' is not accepted; accepted: seconds before the time limit for the warning signal, 0 to 65535"
       hpc_opt_signal_lead=$((10#$value))
       ;;
     -w/--wandb-sweepid | -s/--singularity-container)

@@ -19,6 +19,41 @@ hpc_plan_mem_times() {
   printf '%s%s\n' "$((10#${1%?} * $2))" "${1: -1}"
 }
 
+# hpc_plan_mem_mb AMOUNT: sets hpc_plan_mb to AMOUNT (512M, 10G, 1T, 2048K; no unit: MB, as
+# SLURM reads it) in whole MB, rounded up.
+hpc_plan_mem_mb() {
+  local number=${1%[KMGTkmgt]} unit=${1##*[0-9]}
+  case ${unit^^} in
+    K) hpc_plan_mb=$(((10#$number + 1023) / 1024)) ;;
+    G) hpc_plan_mb=$((10#$number * 1024)) ;;
+    T) hpc_plan_mb=$((10#$number * 1024 * 1024)) ;;
+    *) hpc_plan_mb=$((10#$number)) ;;
+  esac
+}
+
+# hpc_plan_time_seconds TIME: sets hpc_plan_seconds to SLURM time TIME (M, M:S, H:M:S, D-H,
+# D-H:M, D-H:M:S) in seconds; empty for UNLIMITED or anything else.
+hpc_plan_time_seconds() {
+  local days=0 rest=$1 parts
+  hpc_plan_seconds=
+  if [[ $rest == *-* ]]; then
+    days=${rest%%-*} rest=${rest#*-}
+    [[ $days =~ ^[0-9]+$ ]] || return 0
+    IFS=: read -ra parts <<<"$rest:0:0"
+    parts=("${parts[@]:0:3}")
+  else
+    IFS=: read -ra parts <<<"$rest"
+    case ${#parts[@]} in
+      1) parts=(0 "${parts[0]}" 0) ;;
+      2) parts=(0 "${parts[@]}") ;;
+      3) ;;
+      *) return 0 ;;
+    esac
+  fi
+  [[ ${parts[0]}${parts[1]}${parts[2]} =~ ^[0-9]+$ ]] || return 0
+  hpc_plan_seconds=$((((10#$days * 24 + 10#${parts[0]}) * 60 + 10#${parts[1]}) * 60 + 10#${parts[2]}))
+}
+
 # hpc_plan_is_python WORD: true for python, python3, python3.11, or such a name with a path.
 hpc_plan_is_python() {
   [[ ${1##*/} =~ ^python([0-9]+(\.[0-9]+)?)?$ ]]
@@ -27,7 +62,7 @@ hpc_plan_is_python() {
 # hpc_plan_make: resolves every value of the job into hpc_plan_*; exit 2 on input that the
 # profile or the launcher does not accept.
 hpc_plan_make() {
-  local name
+  local name value
   hpc_plan_launcher=$hpc_opt_launcher
   hpc_plan_runner=venv
   [[ -z $hpc_opt_singularity ]] || hpc_plan_runner=singularity
@@ -78,12 +113,16 @@ hpc_plan_make() {
       ;;
   esac
 
+  # Memory: asked for only when the option or the profile gives an amount; else SLURM's own
+  # default applies (a profile for an unknown cluster cannot know what its nodes have).
+  hpc_plan_mem=
   if ((hpc_plan_gpus > 0)); then
     hpc_plan_mem_per_gpu=${hpc_opt_mem_per_gpu:-$hpc_profile_defaults_mem_per_gpu}
-    hpc_plan_mem=$(hpc_plan_mem_times "$hpc_plan_mem_per_gpu" "$hpc_plan_gpus")
+    [[ -z $hpc_plan_mem_per_gpu ]] || hpc_plan_mem=$(hpc_plan_mem_times "$hpc_plan_mem_per_gpu" "$hpc_plan_gpus")
     hpc_plan_gres=$hpc_profile_gpu_gres_name:${hpc_plan_gpu_type:+$hpc_plan_gpu_type:}$hpc_plan_gpus
   else
-    [[ -z $hpc_opt_mem_per_gpu ]] || hpc_say "note: -m/--mem-per-gpu is ignored without GPUs; the job gets $hpc_profile_defaults_mem_no_gpu"
+    value=${hpc_profile_defaults_mem_no_gpu:-"SLURM's default memory"}
+    [[ -z $hpc_opt_mem_per_gpu ]] || hpc_say "note: -m/--mem-per-gpu is ignored without GPUs; the job gets $value"
     hpc_plan_mem_per_gpu=
     hpc_plan_mem=$hpc_profile_defaults_mem_no_gpu
     hpc_plan_gres=
@@ -94,11 +133,18 @@ hpc_plan_make() {
   hpc_plan_project_name=${hpc_source_dir##*/}
   [[ -n ${SCRATCH:-} ]] || hpc_die_usage "SCRATCH" "is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/\$USER in ~/.bashrc"
   [[ $SCRATCH == /* ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is not an absolute path"
+  [[ $SCRATCH == *[!./]* ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is the root folder; accepted: your own scratch folder, e.g. /scratch/\$USER"
   hpc_plan_scratch_dir=${SCRATCH%/}/$hpc_plan_project_name
-  for name in "$hpc_plan_source_dir" "$hpc_plan_scratch_dir"; do
-    # #SBATCH lines quote paths with double quotes, which cannot hold these, and sbatch reads %
-    # in --output as a pattern (%j: the job id).
-    [[ $name != *[\"%$'\n']* ]] || hpc_die_usage "paths" "'$name' contains a double quote, a % or a newline, which SLURM's job options cannot hold"
+  # A backslash, a double quote, a % or a newline anywhere.
+  local hpc_plan_bad_path=$'*[\\\\"%\n]*'
+  for name in SCRATCH project; do
+    if [[ $name == SCRATCH ]]; then value=$SCRATCH; else value=$hpc_plan_source_dir; fi
+    # #SBATCH lines quote paths with double quotes, which cannot hold these; sbatch reads % in
+    # --output as a pattern (%j: the job id) and removes backslashes from it: the job would then
+    # fail to open its output and leave no log at all.
+    # shellcheck disable=SC2053 # the right side is a pattern on purpose
+    [[ $value != $hpc_plan_bad_path ]] ||
+      hpc_die_usage "$name" "'$value' contains a backslash, a double quote, a % or a newline, which SLURM's job options cannot hold; accepted: a path without them"
   done
   hpc_plan_exp_name=${hpc_opt_exp_name:-default}
   hpc_plan_outputs_dir=$hpc_plan_scratch_dir/hpc_outputs
@@ -106,6 +152,11 @@ hpc_plan_make() {
   hpc_plan_kind=$hpc_plan_runner-$hpc_plan_launcher
   hpc_plan_job_name=$hpc_plan_project_name-$hpc_plan_exp_name
   hpc_plan_output=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_%j.out
+  # The output's file name, EXP_KIND_ID.out, must fit NAME_MAX (255 on the usual file systems),
+  # with room for the longest job id: JOBID_TASK of an array (20 characters).
+  local longest=$((255 - ${#hpc_plan_kind} - 2 - 20 - 4))
+  ((${#hpc_plan_exp_name} <= longest)) ||
+    hpc_die_usage "-e/--exp-name" "a name of ${#hpc_plan_exp_name} characters is too long; accepted: at most $longest characters (the output file ${hpc_plan_exp_name:0:8}..._${hpc_plan_kind}_JOBID.out must fit in 255)"
   hpc_plan_venv=$hpc_plan_source_dir/virtual_env
 
   hpc_plan_sbatch_args=(
@@ -113,7 +164,9 @@ hpc_plan_make() {
     --nodes="$hpc_plan_nodes"
     --ntasks-per-node="$hpc_plan_ntasks_per_node"
     --cpus-per-task="$hpc_plan_cpus_per_task"
-    --mem="$hpc_plan_mem"
+  )
+  [[ -z $hpc_plan_mem ]] || hpc_plan_sbatch_args+=(--mem="$hpc_plan_mem")
+  hpc_plan_sbatch_args+=(
     --time="$hpc_plan_time"
     --output="$hpc_plan_output"
     --chdir="$hpc_plan_source_dir"
@@ -121,6 +174,7 @@ hpc_plan_make() {
   # The time-limit warning goes to the batch shell (B:), which passes it on to the program.
   hpc_plan_signal=$hpc_profile_signal_name
   hpc_plan_signal_lead=${hpc_opt_signal_lead:-$hpc_profile_signal_lead_seconds}
+  hpc_plan_check_lead
   hpc_plan_sbatch_args+=(--signal="B:$hpc_plan_signal@$hpc_plan_signal_lead")
   hpc_plan_requeue=$hpc_opt_requeue
   if ((hpc_plan_requeue > 0)); then
@@ -132,6 +186,19 @@ hpc_plan_make() {
   [[ -z $hpc_plan_gres ]] || hpc_plan_sbatch_args+=(--gres="$hpc_plan_gres")
   [[ -z $hpc_plan_account ]] || hpc_plan_sbatch_args+=(--account="$hpc_plan_account")
   [[ -z $hpc_plan_partition ]] || hpc_plan_sbatch_args+=(--partition="$hpc_plan_partition")
+}
+
+# hpc_plan_check_lead: exit 2 unless the warning's lead is shorter than the time limit (a
+# warning at or before the start would come at once, or never).
+hpc_plan_check_lead() {
+  hpc_plan_time_seconds "$hpc_plan_time"
+  [[ -n $hpc_plan_seconds ]] && ((hpc_plan_signal_lead >= hpc_plan_seconds)) || return 0
+  if [[ -n $hpc_opt_signal_lead ]]; then
+    hpc_die_usage "--signal-lead" "$hpc_plan_signal_lead s is not shorter than the time limit $hpc_plan_time ($hpc_plan_seconds s); accepted: 0 to $((hpc_plan_seconds - 1))"
+  fi
+  local lead
+  printf -v lead '%02d:%02d:%02d' "$((hpc_plan_signal_lead / 3600))" "$((hpc_plan_signal_lead / 60 % 60))" "$((hpc_plan_signal_lead % 60))"
+  hpc_die_usage "-t/--time" "'$hpc_plan_time' is not longer than the warning's lead of $hpc_plan_signal_lead s (the cluster's); accepted: more than $lead, or a shorter --signal-lead"
 }
 
 # hpc_plan_summary: prints the one-line summary of the plan.
@@ -146,7 +213,7 @@ hpc_plan_summary_text() {
   ((hpc_plan_gpus == 0)) || gpu_text=" x ${hpc_plan_gpus} GPU${hpc_plan_gpu_type:+ $hpc_plan_gpu_type}"
   printf -v hpc_plan_summary '%s job on %s: %s node(s) x %s task(s) x %s CPU(s)%s per node, memory %s per node, time %s, output %s' \
     "$hpc_plan_kind" "$hpc_plan_cluster" "$hpc_plan_nodes" "$hpc_plan_ntasks_per_node" \
-    "$hpc_plan_cpus_per_task" "$gpu_text" "$hpc_plan_mem" "$hpc_plan_time" "$hpc_plan_output"
+    "$hpc_plan_cpus_per_task" "$gpu_text" "${hpc_plan_mem:-"(SLURM's default)"}" "$hpc_plan_time" "$hpc_plan_output"
 }
 
 # hpc_plan_emit FORMAT ARG...: appends printf FORMAT ARG... to hpc_plan_script.
@@ -226,4 +293,30 @@ hpc_plan_render() {
   hpc_plan_emit 'export num_nodes=%q\n' "$hpc_plan_nodes"
   hpc_plan_emit 'export gpus_per_node=%q\n\n' "$hpc_plan_gpus"
   hpc_plan_emit 'hpc_job_main\n'
+}
+
+# hpc_plan_fits_quick SUMMARY: true when SUMMARY (what sinfo said, cached: see hpc_fit.bash)
+# shows that the plan's partition (the one given, or the default) has the nodes, and its largest
+# node the CPUs, memory and GPUs, that the plan asks for. False when it does not, or cannot tell
+# (a list of partitions, none known): hpc_fit.bash then judges and says why. The check that
+# runs on every submission: parameter expansions and arithmetic only.
+hpc_plan_fits_quick() {
+  local text=$'\n'$1$'\n' part=$hpc_plan_partition line nodes cpus mb gpus
+  if [[ -z $part ]]; then
+    part=${1%%$'\n'*}
+    part=${part#d}
+    part=${part# }
+  fi
+  [[ -n $part && $part != *,* && $text == *$'\n'"p $part "* ]] || return 1
+  line=${text#*$'\n'"p $part "}
+  line=${line%%$'\n'*}
+  nodes=${line%% *} line=${line#* }
+  cpus=${line%% *} line=${line#* }
+  mb=${line%% *} gpus=${line#* }
+  [[ $nodes$cpus$mb$gpus == +([0-9]) ]] || return 1
+  ((hpc_plan_nodes <= nodes && hpc_plan_gpus <= gpus)) || return 1
+  ((cpus == 0 || hpc_plan_cpus_per_task * hpc_plan_ntasks_per_node <= cpus)) || return 1
+  if [[ -z $hpc_plan_mem ]] || ((mb <= 1)); then return 0; fi
+  hpc_plan_mem_mb "$hpc_plan_mem"
+  ((hpc_plan_mb <= mb))
 }

@@ -94,3 +94,49 @@ hpc_profile_load() {
   [[ -f $dir/generic.yaml ]] || hpc_die "no profile matches host '$host' and $dir/generic.yaml is missing"
   hpc_profile_source "$dir/generic.yaml"
 }
+
+# How long what sinfo said about a cluster's partitions is used without asking again (seconds).
+hpc_slurm_ttl=600
+
+# hpc_profile_slurm_facts REFRESH: what the cluster's partitions have. When REFRESH is 0 and the
+# cache of the profile's cluster (HPC_CACHE_DIR/slurm/NAME.txt, for the same SLURM_CONF, younger
+# than hpc_slurm_ttl) has it: sets hpc_slurm_text to its summary (see hpc_fit.bash), at the cost
+# of no process. Else asks sinfo: hpc_slurm_fresh=1 and hpc_slurm_raw holds its lines
+# ('PARTITION|NODES|CPUS|MEMORY_MB|GRES', the default marked *), empty when sinfo is missing or
+# fails (SLURM alone judges the request then); hpc_fit_summarize makes the summary of them.
+hpc_profile_slurm_facts() {
+  local now stamp conf rest=''
+  hpc_slurm_fresh=0 hpc_slurm_text='' hpc_slurm_raw=
+  hpc_slurm_cache=${HPC_CACHE_DIR:-$hpc_files_dir/.cache}/slurm/$hpc_profile_name.txt
+  printf -v now '%(%s)T' -1
+  if (($1 == 0)) && [[ -f $hpc_slurm_cache ]]; then
+    {
+      IFS= read -r stamp && IFS= read -r conf && { IFS= read -r -d '' rest || true; }
+    } <"$hpc_slurm_cache" || stamp=
+    if [[ $stamp =~ ^[0-9]+$ && $conf == "SLURM_CONF=${SLURM_CONF:-}" ]] &&
+      ((now >= stamp && now - stamp < hpc_slurm_ttl)); then
+      hpc_slurm_text=${rest%$'\n'}
+      return 0
+    fi
+  fi
+  command -v sinfo >/dev/null 2>&1 || return 0
+  hpc_slurm_fresh=1 hpc_slurm_time=$now
+  # shellcheck disable=SC2034 # read by hpc_fit.bash
+  # Bounded: a controller that does not answer must not hang the submission (sbatch says why).
+  hpc_slurm_raw=$(timeout 30 sinfo -h -e -o '%P|%D|%c|%m|%G' 2>/dev/null) || hpc_slurm_raw=
+}
+
+# hpc_profile_slurm_facts_save: keeps the summary of what sinfo has just said (hpc_slurm_text) for
+# the next submissions (written whole under a temporary name, then renamed). Called only once a
+# submission goes ahead: a refused or dry run creates nothing. A cache that cannot be written
+# only costs a sinfo.
+hpc_profile_slurm_facts_save() {
+  ((hpc_slurm_fresh)) && [[ -n $hpc_slurm_text ]] || return 0
+  local tmp=$hpc_slurm_cache.$$.tmp
+  if mkdir -p -- "${hpc_slurm_cache%/*}" 2>/dev/null &&
+    printf '%s\nSLURM_CONF=%s\n%s\n' "$hpc_slurm_time" "${SLURM_CONF:-}" "$hpc_slurm_text" 2>/dev/null >"$tmp" &&
+    mv -f -- "$tmp" "$hpc_slurm_cache" 2>/dev/null; then
+    return 0
+  fi
+  [[ ! -f $tmp ]] || rm -f -- "${tmp:?}"
+}

@@ -126,6 +126,54 @@ hpc_submit_dry_run() {
   return "$((rc == 0 ? 0 : 1))"
 }
 
+# hpc_submit_check_fit: exit 2 when no node of the cluster could ever run the plan (a request that
+# SLURM accepts and leaves pending forever, or refuses with a vague message). Most submissions
+# end at the quick check of what sinfo said, cached per cluster (no process); hpc_fit.bash is
+# loaded to judge the rest.
+hpc_submit_check_fit() {
+  hpc_profile_slurm_facts 0
+  if ((hpc_slurm_fresh == 0)) && [[ -n $hpc_slurm_text ]] && hpc_plan_fits_quick "$hpc_slurm_text"; then
+    return 0
+  fi
+  # shellcheck source=hpc_files/lib/hpc_fit.bash
+  source "$hpc_files_dir/lib/hpc_fit.bash"
+  hpc_fit_judge
+}
+
+# hpc_submit_make_folders: makes the plan's outputs and checkpoints folders, recording in
+# hpc_submit_made the folders this submission created (none that existed before), and arms
+# hpc_submit_unmake_folders for an exit before SLURM accepts the job.
+hpc_submit_make_folders() {
+  local top dir
+  hpc_submit_made=()
+  for top in "$hpc_plan_outputs_dir" "$hpc_plan_checkpoints_dir"; do
+    dir=$top
+    # Up to the first ancestor that exists (a symlink counts as existing: never made here).
+    while [[ -n $dir && ! -e $dir && ! -L $dir ]]; do
+      hpc_plan_in_list "$dir" "${hpc_submit_made[@]}" || hpc_submit_made+=("$dir")
+      dir=${dir%/*}
+    done
+  done
+  ((${#hpc_submit_made[@]})) || return 0
+  trap hpc_submit_unmake_folders EXIT
+  mkdir -p -- "$hpc_plan_outputs_dir" "$hpc_plan_checkpoints_dir" ||
+    hpc_die "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir"
+}
+
+# hpc_submit_unmake_folders: removes the folders hpc_submit_make_folders created, deepest first,
+# each only while it is still an empty real folder (rmdir; never through a symlink). Whatever a
+# step put in them (an install job's log) keeps them.
+hpc_submit_unmake_folders() {
+  local top dir
+  for top in "$hpc_plan_checkpoints_dir" "$hpc_plan_outputs_dir"; do
+    dir=$top
+    while hpc_plan_in_list "$dir" "${hpc_submit_made[@]}" && [[ -d $dir && ! -L $dir ]]; do
+      rmdir -- "${dir:?}" 2>/dev/null || break
+      dir=${dir%/*}
+    done
+  done
+}
+
 # hpc_submit_confirm: on a terminal without -y, shows the summary and asks; false means no.
 hpc_submit_confirm() {
   local answer
@@ -156,6 +204,9 @@ hpc_submit_main() {
     # Arrays: loaded only when asked for, as most submissions are single jobs.
     # shellcheck source=hpc_files/lib/hpc_sweep.bash
     source "$hpc_files_dir/lib/hpc_sweep.bash"
+    if [[ -n $hpc_opt_wandb_sweepid && -z ${HOME:-} ]] && ! [[ -v WANDB_API_KEY && ${#WANDB_API_KEY} -gt 0 ]]; then
+      hpc_die_usage "HOME" "is not set, and neither is WANDB_API_KEY: the W&B API key is read from \$HOME/wandb_credentials.txt; set one of them"
+    fi
     hpc_sweep_before_plan
     hpc_plan_make
     hpc_sweep_plan
@@ -170,6 +221,7 @@ hpc_submit_main() {
     source "$hpc_files_dir/lib/hpc_stage.bash"
     hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
   fi
+  hpc_submit_check_fit
 
   if ((hpc_opt_dry_run)); then
     hpc_submit_dry_run
@@ -180,10 +232,11 @@ hpc_submit_main() {
     exit 1
   fi
 
-  if [[ ! -d $hpc_plan_outputs_dir || ! -d $hpc_plan_checkpoints_dir ]]; then
-    mkdir -p -- "$hpc_plan_outputs_dir" "$hpc_plan_checkpoints_dir" ||
-      hpc_die "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir"
-  fi
+  hpc_profile_slurm_facts_save
+  # Made before the venv's install job, which writes its log there; removed again when the
+  # submission fails before SLURM accepts the job.
+  hpc_submit_made=()
+  [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir ]] || hpc_submit_make_folders
   [[ $hpc_plan_runner != venv ]] || hpc_venv_ensure
   if ((${#hpc_opt_data[@]})); then
     local rc=0
@@ -201,6 +254,7 @@ hpc_submit_main() {
   if ! out=$(unset SLURM_TMPDIR && sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
     hpc_die "sbatch refused the job: $out"
   fi
+  ((${#hpc_submit_made[@]} == 0)) || trap - EXIT
   id=${out##*$'\n'}
   id=${id%%;*}
   final=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_$id.sh

@@ -47,6 +47,7 @@ hpc_profile_hostname_pattern='^cdr[0-9]+'
 hpc_profile_account_default=def-someone
 hpc_profile_account_allowed=(def-someone rrg-other)
 hpc_profile_partition=''
+hpc_profile_partition_routed=false
 hpc_profile_gpu_types=(v100l p100)
 hpc_profile_gpu_default_type=v100l
 hpc_profile_gpu_max_per_node=4
@@ -72,6 +73,7 @@ hpc_profile_hostname_pattern=''
 hpc_profile_account_default=''
 hpc_profile_account_allowed=()
 hpc_profile_partition=''
+hpc_profile_partition_routed=false
 hpc_profile_gpu_types=()
 hpc_profile_gpu_default_type=''
 hpc_profile_gpu_max_per_node=''
@@ -84,8 +86,8 @@ hpc_profile_array_throttle=''
 hpc_profile_signal_name=USR1
 hpc_profile_signal_lead_seconds=300
 hpc_profile_defaults_time=01:00:00
-hpc_profile_defaults_mem_per_gpu=16G
-hpc_profile_defaults_mem_no_gpu=8G
+hpc_profile_defaults_mem_per_gpu=''
+hpc_profile_defaults_mem_no_gpu=''
 hpc_profile_defaults_cpus=1
 hpc_profile_defaults_gpus=0
 """
@@ -113,6 +115,27 @@ def test_full_profile(weird_dir: Path) -> None:
     assert profile.get("tmpdir.provided") is True
     assert profile["defaults.time"] == "3:00:00"  # not 10800: no base-60 numbers
     assert render_shell(profile) == CEDAR_SHELL
+
+
+def test_memory_may_be_null_and_partition_routed_is_a_bool(tmp_path: Path) -> None:
+    """A profile for a cluster whose nodes are unknown asks SLURM for no memory."""
+    text = "name: x\npartition_routed: true\ndefaults: {mem_per_gpu: null, mem_no_gpu: null}\n"
+    profile = load_profile(write(tmp_path, "x.yaml", text))
+    assert profile["defaults.mem_per_gpu"] is None
+    assert profile["defaults.mem_no_gpu"] is None
+    assert profile["partition_routed"] is True
+    shell = render_shell(profile)
+    assert "hpc_profile_defaults_mem_per_gpu=''\n" in shell
+    assert "hpc_profile_partition_routed=true\n" in shell
+    with pytest.raises(ProfileError, match="partition_routed"):
+        validate({"name": "x", "partition_routed": "yes"})
+
+
+def test_shipped_generic_profile_asks_for_no_memory() -> None:
+    generic = Path(__file__).resolve().parents[2] / "hpc_files" / "clusters" / "generic.yaml"
+    profile = load_profile(generic)
+    assert profile["defaults.mem_per_gpu"] is None
+    assert profile["defaults.mem_no_gpu"] is None
 
 
 def test_minimal_profile_gets_every_default(tmp_path: Path) -> None:

@@ -47,3 +47,15 @@ setup() {
   assert_output "install.sh: extra: unexpected word; usage: bash hpc_files/install.sh PROJECT_DIR"
   [ ! -e "$project/hpc_files" ]
 }
+
+@test "folders get the mode the umask gives, not mktemp's 0700" {
+  mkdir -p "$project"
+  for mask in 022 027 002; do
+    rm -rf -- "${project:?}/hpc_files"
+    (umask "$mask" && bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null)
+    want=$(printf '%o' $((8#777 & ~8#$mask)))
+    for dir in lib clusters virtual_env_hpc_files plai_cleanups python_helpers/src; do
+      assert_equal "$mask $dir: $(stat -c %a "$project/hpc_files/$dir")" "$mask $dir: $want"
+    done
+  done
+}

@@ -153,6 +153,7 @@ sorted_options() {
     assert_line --index 0 "Usage: bash job_submitter.sh [options]"
     assert_line "  -W, --which-distributed L  lightning: one SLURM task per GPU, started by srun (Lightning reads"
     assert_line "Arrays (one at a time):"
+    assert_line "Each option is given once, except -d/--data and --copy-back, whose paths add up."
     refute_line --regexp '^#'
   assert_equal "${lines[${#lines[@]} - 1]}" "After submitting: bash job_submitter.sh status | logs EXP | cancel EXP | resubmit EXP --failed"
   done
@@ -165,106 +166,7 @@ sorted_options() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# 2. Bad input: exit 2, one line naming the option and what it accepts, nothing submitted or made
-
-@test "bad input: <args> -> exit 2, one line <message>, nothing submitted or created" {
-  local before
-  # -C names below are relative to the configs fixtures: the submitter reads -C from the cwd.
-  cd "$fixtures/configs"
-  before=$(listing "$tmp")
-  while IFS='|' read -r words message; do
-    read -ra args <<<"$words"
-    run --separate-stderr bash "$submitter" "${args[@]}" </dev/null
-    assert_equal "$words -> $status" "$words -> 2"
-    assert_equal "$output" ""
-    # @SCRATCH@ in a message stands for this test's ${SCRATCH}/${project_name}.
-    assert_equal "$stderr" "job_submitter.sh: ${message//@SCRATCH@/$SCRATCH/my project}"
-    assert_equal "$(calls sbatch)" 0
-    [[ $(listing "$tmp") == "$before" ]] || fail "$words: created or changed something under $tmp"
-  done <<'EOT'
--g x|-g/--gpus: 'x' is not accepted; accepted: a whole number of GPUs per node, 0 or more
--g -1|-g/--gpus: '-1' is not accepted; accepted: a whole number of GPUs per node, 0 or more
--g 1.5|-g/--gpus: '1.5' is not accepted; accepted: a whole number of GPUs per node, 0 or more
---gpus=|-g/--gpus: '' is not accepted; accepted: a whole number of GPUs per node, 0 or more
--c 0|-c/--cpus: '0' is not accepted; accepted: a whole number of CPUs per GPU process, 1 or more
---cpu -2|-c/--cpus: '-2' is not accepted; accepted: a whole number of CPUs per GPU process, 1 or more
--n 0|-n/--num-nodes: '0' is not accepted; accepted: a whole number of nodes, 1 or more
--n two|-n/--num-nodes: 'two' is not accepted; accepted: a whole number of nodes, 1 or more
--W deepspeed|-W/--which-distributed: 'deepspeed' is not accepted; accepted: lightning, torchrun (alias: script), none
--t 25:00:00|-t/--time: '25:00:00' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
--t 1-2|-t/--time: '1-2' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
--t 00:00:00|-t/--time: '00:00:00' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
--t 00-00:60:00|-t/--time: '00-00:60:00' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
--m 10|-m/--mem-per-gpu: '10' is not accepted; accepted: a whole amount with a unit K, M, G or T, e.g. 10G or 512M
--m 0G|-m/--mem-per-gpu: '0G' is not accepted; accepted: a whole amount with a unit K, M, G or T, e.g. 10G or 512M
--t|-t/--time: needs a value
---time --gpus 2|-t/--time: needs a value
--g 2 -e|-e/--exp-name: needs a value
--e ../up|-e/--exp-name: '../up' is not accepted; accepted: letters, digits and _ . + - (it names folders and files), not starting with '.'
-train.py|train.py: unexpected word (every value belongs to an option; see --help)
--g 2 extra|extra: unexpected word (every value belongs to an option; see --help)
---gpuz 2|--gpuz: unknown option; see 'bash job_submitter.sh --help'
--x|-x: unknown option; see 'bash job_submitter.sh --help'
---dry-run=yes|--dry-run: takes no value
--a a/b|-a/--account: 'a/b' is not an account name (letters, digits, _ . -)
--p a/b|-p/--partition: 'a/b' is not a partition name
---cluster mars|--cluster: 'mars' is not a known cluster; accepted: cedar generic local plai
---cluster ../clusters/local|--cluster: '../clusters/local' is not accepted; accepted: the name of a profile in hpc_files/clusters/
---cluster=|--cluster: '' is not accepted; accepted: the name of a profile in hpc_files/clusters/
---cluster cedar -a my-lab|-a/--account: 'my-lab' is not an account of cluster cedar; accepted: def-fwood rrg-kevinlb
---cluster cedar -G k80|-G/--gpu-type: 'k80' is not a GPU type of cluster cedar; accepted: p100 p100l v100l
--C nope.txt|-C/--configs: nope.txt: no such file
---configs=|-C/--configs: '' is not accepted; accepted: the path of a configs file
--C empty.txt|-C/--configs: empty.txt: no command in it (only blank lines and comments)
--C comments_only.txt|-C/--configs: comments_only.txt: no command in it (only blank lines and comments)
--C unbalanced.txt|-C/--configs: unbalanced.txt: unbalanced " (double quote) opened on line 2
--W torchrun -C bash_command.txt|-W/--which-distributed: with -W torchrun the command must start with python; the configs file's starts with 'bash'
--W lightning -C bash_command.txt|-W/--which-distributed: with -W lightning the command must start with python; the configs file's starts with 'bash'
---cluster local -g 3|-g/--gpus: 3 GPUs per node is more than a node of cluster local has; accepted: 0 to 2
--W torchrun -n 2 -g 3|-g/--gpus: 3 GPUs per node is more than a node of cluster local has; accepted: 0 to 2
--n 2|-n/--num-nodes: 2 nodes need a launcher; accepted with -W lightning or -W torchrun, else 1
--W torchrun -g 0|-g/--gpus: 0 GPUs cannot be used with -W torchrun, which starts one process per GPU; accepted: 1 or more, or no -W
--W lightning -g 0|-g/--gpus: 0 GPUs cannot be used with -W lightning, which starts one process per GPU; accepted: 1 or more, or no -W
--d data|-d/--data: 'data': does not exist: there is no @SCRATCH@
--d a b -g 1|-d/--data: 'a': does not exist: there is no @SCRATCH@
--d /etc/hosts|-d/--data: '/etc/hosts': is an absolute path; give it relative to @SCRATCH@
--d ../x|-d/--data: '../x': is outside @SCRATCH@
---copy-back /abs|--copy-back: '/abs' is absolute; accepted: a path relative to ${SLURM_TMPDIR}
---copy-back a/../../b|--copy-back: 'a/../../b' leaves ${SLURM_TMPDIR} (..); accepted: a path inside it
---requeue -1|--requeue: '-1' is not accepted; accepted: how many times a warned job may requeue itself, 0 or more
---signal-lead x|--signal-lead: 'x' is not accepted; accepted: seconds before the time limit for the warning signal, 0 or more
---repeat 0|--repeat: '0' is not accepted; accepted: a whole number, 1 or more
---repeat 2 -w abc|-w/--repeat/--wandb-offline: choose one: a W&B sweep (-w), an offline grid sweep (--wandb-offline) or repeats (--repeat)
--w abc -W torchrun|-W/--which-distributed: sweeps run one agent per array task, on one node: accepted without -W
---num-sweeps 3|--num-sweeps: is for W&B sweeps; accepted with -w/--wandb-sweepid
--w abc -g 2|-g/--gpus: a sweep agent gets one GPU; accepted: 0 or 1
--d|-d/--data: needs at least one path relative to ${SCRATCH}/${project_name}
--s x.sif|-s/--singularity-container: 'x.sif': no such file
--s proj.img --workdir /code|-s/--singularity-container: 'proj.img': no such file
---workdir /code|--workdir: is for container jobs; accepted with -s/--singularity-container
-EOT
-}
-
-@test "bad input: SCRATCH unset, empty or relative -> exit 2 and one line" {
-  local before
-  before=$(listing "$tmp")
-  while IFS='|' read -r value message; do
-    if [[ $value == unset ]]; then
-      run --separate-stderr env -u SCRATCH bash "$submitter" -y </dev/null
-    else
-      SCRATCH=$value run --separate-stderr bash "$submitter" -y </dev/null
-    fi
-    assert_equal "$value -> $status" "$value -> 2"
-    assert_equal "$output" ""
-    assert_equal "$stderr" "job_submitter.sh: $message"
-  done <<'EOT'
-unset|SCRATCH: is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/$USER in ~/.bashrc
-|SCRATCH: is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/$USER in ~/.bashrc
-scratch|SCRATCH: 'scratch' is not an absolute path
-EOT
-  assert_equal "$(calls sbatch)" 0
-  assert_equal "$(listing "$tmp")" "$before"
-}
+# 2. Bad input: the table of refusals is tests/unit/bad_input.bats.
 
 @test "accepted spellings: --num_nodes, --gpus=2, --cpu, -W script (a note, then torchrun), python3.11 by path" {
   make_ready_venv
@@ -312,9 +214,11 @@ EOT
     assert_equal "$words -> $status" "$words -> 0"
     argv_of sbatch 1
     want=(--parsable --job-name="my project-$exp" --nodes="$nodes" --ntasks-per-node="$tasks"
-      --cpus-per-task="$cpus" --mem="$mem" --time="$time"
+      --cpus-per-task="$cpus" --time="$time"
       --output="$outputs/${exp}_${kind}_%j.out" --chdir="$project" --signal="$signal")
     if [[ $requeue == yes ]]; then want+=(--requeue --open-mode=append); else want+=(--no-requeue); fi
+    # No memory in the profile or on the command line: none asked for, SLURM's default applies.
+    [[ -z $mem ]] || want+=(--mem="$mem")
     [[ -z $gres ]] || want+=(--gres="$gres")
     [[ -z $account ]] || want+=(--account="$account")
     [[ -z $partition ]] || want+=(--partition="$partition")
@@ -335,7 +239,9 @@ EOT
 --cluster cedar -g 1|1|1|2|10G|gpu:v100l:1|rrg-kevinlb||00-01:00:00|default|venv-none|B:USR1@300|no
 --cluster cedar -g 0|1|1|2|8G||rrg-kevinlb||00-01:00:00|default|venv-none|B:USR1@300|no
 --cluster plai -W torchrun -n 2 -g 8|2|1|16|80G|gpu:8||plai|00-01:00:00|default|venv-torchrun|B:USR1@300|no
---cluster generic -g 3|1|1|6|30G|gpu:3|||00-01:00:00|default|venv-none|B:USR1@300|no
+--cluster generic -g 3|1|1|6||gpu:3|||00-01:00:00|default|venv-none|B:USR1@300|no
+--cluster generic -g 0|1|1|2|||||00-01:00:00|default|venv-none|B:USR1@300|no
+--cluster generic -g 2 -m 3G|1|1|4|6G|gpu:2|||00-01:00:00|default|venv-none|B:USR1@300|no
 -g 0 --requeue 3 --signal-lead 90 -e rq|1|1|1|1G|||debug|00-00:10:00|rq|venv-none|B:USR1@90|yes
 -g 0 --requeue=0 --signal-lead=0|1|1|1|1G|||debug|00-00:10:00|default|venv-none|B:USR1@0|no
 EOT
@@ -508,7 +414,40 @@ Follow it:  tail -F $(printf '%q' "$out")"
   assert_equal "$output" ""
   assert_equal "$stderr" "job_submitter.sh: sbatch refused the job: sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified"
   assert_equal "$(calls sbatch)" 1
-  assert_equal "$(find "$outputs" -type f | wc -l)" 0
+  # Nothing of this submission is left: not the folders it made either (SCRATCH was there).
+  [[ ! -e "$SCRATCH/my project" ]]
+  [[ -d $SCRATCH ]]
+}
+
+@test "sbatch refusing the job removes exactly the folders this submission made, never through a symlink" {
+  make_ready_venv
+  # Compared without times: making and removing a folder changes its parent's.
+  shape() { find "$1" -printf '%P|%y|%s|%m|%l\n' | LC_ALL=C sort; }
+  # The outputs folder was there, with a file: kept as it was; the experiment's folders go.
+  mkdir -p "$outputs"
+  printf 'mine\n' >"$outputs/keep.txt"
+  local before
+  before=$(shape "$SCRATCH")
+  HPC_STUB_SBATCH=refuse submit -y -e fresh
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: sbatch refused the job: sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified"
+  assert_equal "$(shape "$SCRATCH")" "$before"
+
+  # The experiment's folder is a symlink to a folder elsewhere: the symlink and what it points
+  # to stay; only the checkpoints folder made inside it goes.
+  mkdir -p "$tmp/elsewhere"
+  ln -s "$tmp/elsewhere" "$SCRATCH/my project/linked"
+  before=$(shape "$tmp")
+  HPC_STUB_SBATCH=refuse submit -y -e linked
+  assert_equal "$status" 1
+  assert_equal "$(shape "$tmp")" "$before"
+  [[ -L "$SCRATCH/my project/linked" && -d $tmp/elsewhere ]]
+
+  # Accepted: the folders stay.
+  forget_calls
+  submit -y -e fresh
+  assert_equal "$status" 0
+  [[ -d "$SCRATCH/my project/fresh/checkpoints" && -d $outputs ]]
 }
 
 @test "on a terminal it shows the summary and asks: 'n' submits nothing, 'y' submits" {
@@ -546,7 +485,7 @@ seconds_as_n() {
 # install_job_options: the sbatch options the install job of the local profile must get.
 install_job_options() {
   printf '%s\n' --parsable --job-name="my project-venv-install" --nodes=1 --ntasks=1 \
-    --cpus-per-task=1 --mem=1G --time=00-01:00:00 --output="$outputs/venv_install_%j.out" \
+    --cpus-per-task=1 --mem=2G --time=00-01:00:00 --output="$outputs/venv_install_%j.out" \
     --chdir="$project" --partition=debug
 }
 
@@ -935,4 +874,149 @@ numpy"
   assert_equal "$status" 0
   assert_line "source_dir=$HPC_ROOT"
   assert_line --partial "--chdir=$(printf '%q' "$HPC_ROOT") "
+}
+
+# ---------------------------------------------------------------------------------------------
+# 9. What the cluster has: sinfo, cached per cluster
+
+# sinfo_cache: the cached sinfo answer of the local profile's cluster.
+sinfo_cache() {
+  printf '%s\n' "$HPC_CACHE_DIR/slurm/local.txt"
+}
+
+@test "sinfo is asked once and cached; a cache too old or of another SLURM_CONF is asked again" {
+  make_ready_venv
+  submit -y
+  assert_equal "$status" 0
+  assert_equal "$(calls sinfo)" 1
+  argv_of sinfo 1
+  assert_equal "${argv[*]}" "-h -e -o %P|%D|%c|%m|%G"
+  [[ -f $(sinfo_cache) ]]
+  # The next submissions run no sinfo.
+  forget_calls
+  submit -y
+  assert_equal "$status" 0
+  submit -y --dry-run
+  assert_equal "$status" 0
+  assert_equal "$(calls sinfo)" 0
+  # Ten minutes later, it is asked again.
+  local stamp
+  stamp=$(head -n 1 "$(sinfo_cache)")
+  sed -i "1s/.*/$((stamp - 600))/" "$(sinfo_cache)"
+  forget_calls
+  submit -y
+  assert_equal "$status" 0
+  assert_equal "$(calls sinfo)" 1
+  # Another cluster's configuration: asked again.
+  forget_calls
+  SLURM_CONF=/elsewhere/slurm.conf submit -y
+  assert_equal "$status" 0
+  assert_equal "$(calls sinfo)" 1
+}
+
+@test "a refusal is confirmed with a fresh sinfo: an old cache never refuses what the cluster now has" {
+  make_ready_venv
+  # The cluster had 4 nodes of 32 CPUs (the stub's table) and now has 64 CPUs per node.
+  submit -y
+  assert_equal "$status" 0
+  forget_calls
+  HPC_STUB_SINFO_TABLE='debug*|4|64|256000|gpu:8' submit -y -c 40
+  assert_equal "$status" 0
+  assert_equal "$(calls sinfo)" 1
+  argv_of sbatch 1
+  has_arg --cpus-per-task=40
+  # More than the cache says: refused only after asking again, with what sinfo says now.
+  forget_calls
+  submit -y -c 65
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -c/--cpus: 65 CPUs per process (x 1) is more than a node of partition debug has (32); accepted: 1 to 32"
+  assert_equal "$(calls sinfo)" 1
+  assert_equal "$(calls sbatch)" 0
+}
+
+@test "refusals and dry runs write no sinfo cache; without sinfo's answer SLURM alone judges" {
+  make_ready_venv
+  submit -y -c 999
+  assert_equal "$status" 2
+  submit --dry-run
+  assert_equal "$status" 0
+  [[ ! -e $(sinfo_cache) ]]
+  assert_equal "$(calls sinfo)" 2
+  # sinfo fails: the request goes to sbatch as it is, and nothing is cached.
+  forget_calls
+  HPC_STUB_SINFO=fail submit -y -c 999
+  assert_equal "$status" 0
+  argv_of sbatch 1
+  has_arg --cpus-per-task=999
+  [[ ! -e $(sinfo_cache) ]]
+}
+
+@test "a cluster the toolkit does not know (nodes of 4000 MB): no memory asked for, the install job asks for little" {
+  export HPC_STUB_SINFO_TABLE='batch*|2|4|4000|gpu:2'
+  submit -y --cluster generic -g 1
+  assert_equal "$status" 0
+  # The install job, then the job: neither asks for more memory than a node has.
+  argv_of sbatch 1
+  has_arg --mem=2G
+  argv_of sbatch 2
+  for arg in "${argv[@]}"; do [[ $arg != --mem=* ]] || fail "the job asks for memory: $arg"; done
+  assert_line --index 0 --partial "memory (SLURM's default) per node"
+  # Asked for, it is checked against the nodes.
+  submit -y --cluster generic -g 2 -m 3G
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -m/--mem-per-gpu: 3G x 2 GPU(s) is more memory than a node of partition batch has (4000M); accepted: at most 2000M"
+  # No default partition: said in one line, with the cluster's partitions; nothing made.
+  rm -rf -- "$SCRATCH/my project" "$HPC_CACHE_DIR/slurm"
+  HPC_STUB_SINFO_TABLE=$'batch|2|4|4000|gpu:2\nlong|1|4|4000|(null)' submit -y --cluster generic
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -p/--partition: the cluster has no default partition and none was given; accepted: batch long"
+  [[ ! -e "$SCRATCH/my project" ]]
+  # A partition given: accepted.
+  HPC_STUB_SINFO_TABLE=$'batch|2|4|4000|gpu:2\nlong|1|4|4000|(null)' submit -y --cluster generic -p batch
+  assert_equal "$status" 0
+  # A cluster that puts jobs into partitions itself (profile partition_routed: Cedar): accepted.
+  unset HPC_STUB_SINFO_TABLE
+  forget_calls
+  HPC_STUB_SINFO=nodefault submit -y --cluster cedar -g 1
+  assert_equal "$status" 0
+  argv_of sbatch 1
+  for arg in "${argv[@]}"; do [[ $arg != --partition=* ]] || fail "a partition was chosen: $arg"; done
+}
+
+# ---------------------------------------------------------------------------------------------
+# 10. Smaller things
+
+@test "run through a symlink, the submitter finds its project" {
+  make_ready_venv
+  ln -s "$submitter" "$tmp/submit"
+  cd /
+  run --separate-stderr bash "$tmp/submit" -y </dev/null
+  assert_equal "$status" 0
+  argv_of sbatch 1
+  has_arg --chdir="$project"
+  # Also a relative symlink in a folder of its own.
+  mkdir -p "$tmp/bin"
+  ln -s "../my project/hpc_files/job_submitter.sh" "$tmp/bin/submit"
+  forget_calls
+  run --separate-stderr bash "$tmp/bin/submit" -y </dev/null
+  assert_equal "$status" 0
+  argv_of sbatch 1
+  has_arg --chdir="$project"
+}
+
+@test "-d/--data and --copy-back add up when given again; the longest experiment name is accepted" {
+  make_ready_venv
+  submit -y --copy-back a --copy-back b c
+  assert_equal "$status" 0
+  grep -qxF "hpc_job_copy_back=\$'a\\nb\\nc'" "$outputs/default_venv-none_4242.sh"
+  local name
+  printf -v name '%0220d' 0
+  forget_calls
+  submit -y -e "$name" -g 0
+  assert_equal "$status" 0
+  [[ -f $outputs/${name}_venv-none_4242.sh ]]
+  # Copied back from a folder inside SLURM_TMPDIR: ./out is fine.
+  forget_calls
+  submit -y --copy-back ./out
+  assert_equal "$status" 0
 }

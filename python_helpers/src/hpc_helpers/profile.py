@@ -8,6 +8,8 @@ Schema (every key optional except ``name``; the value shown is the default)::
                                     #   null = never chosen automatically
     account: {default: null, allowed: []}        # allowed empty = any account
     partition: null
+    partition_routed: false         # true: the cluster puts a job without a partition into
+                                    #   one itself (a job_submit plugin), even with no default
     gpu: {types: [], default_type: null, max_per_node: null, gres_name: gpu}
     tmpdir: {provided: auto, root: '${TMPDIR:-/tmp}'}   # provided: true, false or auto;
                                                         #   root is kept literal
@@ -15,7 +17,8 @@ Schema (every key optional except ``name``; the value shown is the default)::
     venv: {system_site_packages: false}          # true: the venv also sees the system packages
     array_throttle: null            # int >= 1, or null for no throttle
     signal: {name: USR1, lead_seconds: 300}      # name without the SIG prefix
-    defaults: {time: '01:00:00', mem_per_gpu: 16G, mem_no_gpu: 8G, cpus: 1, gpus: 0}
+    defaults: {time: '01:00:00', mem_per_gpu: null, mem_no_gpu: null, cpus: 1, gpus: 0}
+                                    # memory null: not asked for; SLURM's own default applies
 
 A section given as ``null`` (``gpu:`` alone) takes all its defaults. Times such as ``1:00:00``
 may be written unquoted: they stay strings (YAML 1.1 would read them as base-60 numbers); a
@@ -83,6 +86,7 @@ _SCHEMA: dict[str, _Leaf | _Section] = {
         "allowed": _Leaf("list", ()),
     },
     "partition": _Leaf("str", None, nullable=True),
+    "partition_routed": _Leaf("bool", False),
     "gpu": {
         "types": _Leaf("word_list", ()),
         "default_type": _Leaf("word", None, nullable=True),
@@ -104,8 +108,8 @@ _SCHEMA: dict[str, _Leaf | _Section] = {
     },
     "defaults": {
         "time": _Leaf("time", "01:00:00"),
-        "mem_per_gpu": _Leaf("mem", "16G"),
-        "mem_no_gpu": _Leaf("mem", "8G"),
+        "mem_per_gpu": _Leaf("mem", None, nullable=True),
+        "mem_no_gpu": _Leaf("mem", None, nullable=True),
         "cpus": _Leaf("int", 1, minimum=1),
         "gpus": _Leaf("int", 0, minimum=0),
     },

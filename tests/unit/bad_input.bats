@@ -1,0 +1,275 @@
+#!/usr/bin/env bats
+# Bad input to job_submitter.sh, as one table: every row must exit 2 with exactly one line on
+# stderr that names the option and what is accepted, submit nothing (the sbatch and squeue stubs
+# of tests/fixtures/submitter/bin record no call), create or delete nothing under the temporary
+# folder that holds the project and SCRATCH (both with a space in their paths), and end within a
+# bounded time. The sinfo stub answers with its default table (see tests/fixtures/submitter/bin/sinfo).
+#
+# Adding a case is one line of the table in the test below:
+#   ENV|ARGS|LINE
+# ENV: space-separated NAME=value (set) or -NAME (unset) for that run; ARGS: the submitter's
+# words, split on spaces; LINE: what stderr's one line must contain after 'job_submitter.sh: ',
+# starting with the option's name. In all three, @TMP@ is the test's temporary folder,
+# @SCRATCH@ the project's ${SCRATCH}/${project_name} and @LONG@ an experiment name of 300
+# characters.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+  load '../helpers/common'
+  export PYTHONDONTWRITEBYTECODE=1
+  HPC_WARM_CACHE="$BATS_FILE_TMPDIR/warm cache"
+  export HPC_WARM_CACHE
+  local profile
+  for profile in "$HPC_ROOT"/hpc_files/clusters/*.yaml; do
+    profile=${profile##*/}
+    (
+      hpc_files_dir=$HPC_ROOT/hpc_files hpc_python_helpers_dir=$HPC_ROOT/python_helpers
+      # shellcheck source=hpc_files/lib/hpc_common.bash
+      source "$hpc_files_dir/lib/hpc_common.bash"
+      # shellcheck source=hpc_files/lib/hpc_profile.bash
+      source "$hpc_files_dir/lib/hpc_profile.bash"
+      HPC_CACHE_DIR=$HPC_WARM_CACHE hpc_profile_load "${profile%.yaml}"
+    )
+  done
+}
+
+setup() {
+  load '../helpers/common'
+  fixtures=$HPC_ROOT/tests/fixtures/submitter
+  tmp=$(hpc_test_tmp)
+  project="$tmp/my project"
+  mkdir -p "$project" "$tmp/scratch space"
+  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
+  printf 'python main.py --lr 0.1\n' >"$project/hpc_files/experiment_configurations.txt"
+  submitter=$project/hpc_files/job_submitter.sh
+  # The profile cache and the stubs' records lie outside $tmp, whose listing must not change.
+  cp -R "$HPC_WARM_CACHE" "$BATS_TEST_TMPDIR/cache"
+  stub_log="$BATS_TEST_TMPDIR/stub log"
+  mkdir -p "$stub_log"
+  unset HPC_PYTHON HPC_HOSTNAME MASTER_PORT HPC_STUB_SBATCH HPC_STUB_INSTALL HPC_STUB_SINFO \
+    HPC_STUB_SINFO_TABLE HPC_STUB_SQUEUE_STATES HPC_STUB_PYTHON HPC_STUB_JOB_ID WANDB_API_KEY
+  export SCRATCH="$tmp/scratch space" HPC_CLUSTER=local HPC_CACHE_DIR="$BATS_TEST_TMPDIR/cache" \
+    HPC_STUB_LOG=$stub_log
+  export PATH=$fixtures/bin:$PATH
+  # A built venv, so that nothing would wait for an install job.
+  mkdir -p "$project/virtual_env/bin"
+  : >"$project/virtual_env/bin/activate"
+  (
+    # shellcheck source=virtual_env_hpc_files/venv_runner.bash
+    source "$project/hpc_files/virtual_env_hpc_files/venv_runner.bash"
+    hpc_venv_expect "$project"
+    printf '%s' "$hpc_venv_stamp" >"$project/virtual_env/.hpc_deps"
+  )
+}
+
+# calls COMMAND: how many times the stub COMMAND was called.
+calls() {
+  local n=0
+  while [[ -e $stub_log/$1.$((n + 1)).args ]]; do n=$((n + 1)); done
+  printf '%s\n' "$n"
+}
+
+# listing DIR: everything under DIR, with type, size, mode and modification time.
+listing() {
+  find "$1" -printf '%P|%y|%s|%m|%T@\n' | LC_ALL=C sort
+}
+
+# expand TEXT: TEXT with @TMP@, @SCRATCH@ and @LONG@ replaced (see the top of this file).
+expand() {
+  local text=$1 long
+  printf -v long '%0300d' 0
+  long=${long//0/x}
+  text=${text//@SCRATCH@/$SCRATCH/my project}
+  text=${text//@TMP@/$tmp}
+  printf '%s' "${text//@LONG@/$long}"
+}
+
+# refused ENV ARGS LINE: runs one row of the table; prints what it broke of its promises and
+# returns 1, or returns 0.
+refused() {
+  local env_words=$1 words=$2 want before env_args=() word
+  want="job_submitter.sh: $(expand "$3")"
+  # Split first: @TMP@ holds a space.
+  read -ra args <<<"$words"
+  for word in "${!args[@]}"; do args[word]=$(expand "${args[word]}"); done
+  read -ra env_words <<<"$env_words"
+  for word in "${env_words[@]}"; do
+    if [[ $word == -* ]]; then env_args+=(-u "${word#-}"); else env_args+=("$(expand "$word")"); fi
+  done
+  rm -f -- "${stub_log:?}"/*
+  before=$(listing "$tmp")
+  run --separate-stderr timeout 20 env "${env_args[@]}" bash "$submitter" "${args[@]}" </dev/null
+  local problems=()
+  [[ $status == 2 ]] || problems+=("exit $status, expected 2")
+  [[ -z $output ]] || problems+=("printed on stdout: $output")
+  [[ $stderr != *$'\n'* ]] || problems+=("more than one line on stderr")
+  [[ $stderr == "$want"* ]] || problems+=("stderr does not start with: $want")
+  [[ $(calls sbatch) == 0 && $(calls squeue) == 0 ]] || problems+=("sbatch or squeue was called")
+  [[ $(listing "$tmp") == "$before" ]] || problems+=("created, changed or deleted something under $tmp")
+  ((${#problems[@]} == 0)) && return 0
+  printf -- '- %s %s: %s\n  stderr: %s\n' "$1" "$words" "${problems[*]}" "$stderr"
+  return 1
+}
+
+@test "bad input table: exit 2, one line naming the option, nothing submitted, created or deleted" {
+  # -C names below are relative to the configs fixtures: the submitter reads -C from the cwd.
+  cd "$fixtures/configs"
+  local rows=0 report='' out
+  while IFS='|' read -r env_words words line; do
+    [[ -n $words$env_words && $env_words != '#'* ]] || continue
+    out=$(refused "$env_words" "$words" "$line") || report+=$out$'\n'
+    rows=$((rows + 1))
+  done <<'EOT'
+# Numbers and words.
+|-g x|-g/--gpus: 'x' is not accepted; accepted: a whole number of GPUs per node, 0 or more
+|-g -1|-g/--gpus: '-1' is not accepted; accepted: a whole number of GPUs per node, 0 or more
+|-g 1.5|-g/--gpus: '1.5' is not accepted; accepted: a whole number of GPUs per node, 0 or more
+|--gpus=|-g/--gpus: '' is not accepted; accepted: a whole number of GPUs per node, 0 or more
+|-g 9999999|-g/--gpus: '9999999' is not accepted; accepted: a whole number of GPUs per node, 0 or more
+|-c 0|-c/--cpus: '0' is not accepted; accepted: a whole number of CPUs per GPU process, 1 or more
+|--cpu -2|-c/--cpus: '-2' is not accepted; accepted: a whole number of CPUs per GPU process, 1 or more
+|-n 0|-n/--num-nodes: '0' is not accepted; accepted: a whole number of nodes, 1 or more
+|-n two|-n/--num-nodes: 'two' is not accepted; accepted: a whole number of nodes, 1 or more
+|-W deepspeed|-W/--which-distributed: 'deepspeed' is not accepted; accepted: lightning, torchrun (alias: script), none
+|-t 25:00:00|-t/--time: '25:00:00' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
+|-t 1-2|-t/--time: '1-2' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
+|-t 00:00:00|-t/--time: '00:00:00' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
+|-t 00-00:60:00|-t/--time: '00-00:60:00' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
+|-m 10|-m/--mem-per-gpu: '10' is not accepted; accepted: a whole amount with a unit K, M, G or T, e.g. 10G or 512M
+|-m 0G|-m/--mem-per-gpu: '0G' is not accepted; accepted: a whole amount with a unit K, M, G or T, e.g. 10G or 512M
+|-t|-t/--time: needs a value
+|--time --gpus 2|-t/--time: needs a value
+|-g 2 -e|-e/--exp-name: needs a value
+|-e -x|-e/--exp-name: needs a value
+|-e ../up|-e/--exp-name: '../up' is not accepted; accepted: letters, digits and _ . + -
+|--exp-name=-x|-e/--exp-name: '-x' is not accepted; accepted: letters, digits and _ . + -
+|-e -5|-e/--exp-name: '-5' is not accepted; accepted: letters, digits and _ . + -
+|-e .hidden|-e/--exp-name: '.hidden' is not accepted; accepted: letters, digits and _ . + -
+|-e @LONG@|-e/--exp-name: a name of 300 characters is too long; accepted: at most 220 characters
+|-W lightning -e @LONG@|-e/--exp-name: a name of 300 characters is too long; accepted: at most 215 characters
+|train.py|train.py: unexpected word (every value belongs to an option; see --help)
+|-g 2 extra|extra: unexpected word (every value belongs to an option; see --help)
+|--gpuz 2|--gpuz: unknown option; see 'bash job_submitter.sh --help'
+|-x|-x: unknown option; see 'bash job_submitter.sh --help'
+|--dry-run=yes|--dry-run: takes no value
+|--wandb-offline=1|--wandb-offline: takes no value
+|-a a/b|-a/--account: 'a/b' is not an account name (letters, digits, _ . -)
+|-p a/b|-p/--partition: 'a/b' is not a partition name
+|-G 'v100'|-G/--gpu-type: ''v100'' is not a GPU type name
+# Profiles.
+|--cluster mars|--cluster: 'mars' is not a known cluster; accepted: cedar generic local plai
+HPC_CLUSTER=mars|-g 1|--cluster: 'mars' is not a known cluster; accepted: cedar generic local plai
+|--cluster ../clusters/local|--cluster: '../clusters/local' is not accepted; accepted: the name of a profile in hpc_files/clusters/
+|--cluster=|--cluster: '' is not accepted; accepted: the name of a profile in hpc_files/clusters/
+|--cluster cedar -a my-lab|-a/--account: 'my-lab' is not an account of cluster cedar; accepted: def-fwood rrg-kevinlb
+|--cluster cedar -G k80|-G/--gpu-type: 'k80' is not a GPU type of cluster cedar; accepted: p100 p100l v100l
+|--cluster local -g 3|-g/--gpus: 3 GPUs per node is more than a node of cluster local has; accepted: 0 to 2
+|-W torchrun -n 2 -g 3|-g/--gpus: 3 GPUs per node is more than a node of cluster local has; accepted: 0 to 2
+# The configs file and the launcher.
+|-C nope.txt|-C/--configs: nope.txt: no such file
+|--configs=|-C/--configs: '' is not accepted; accepted: the path of a configs file
+|-C empty.txt|-C/--configs: empty.txt: no command in it (only blank lines and comments)
+|-C comments_only.txt|-C/--configs: comments_only.txt: no command in it (only blank lines and comments)
+|-C unbalanced.txt|-C/--configs: unbalanced.txt: unbalanced " (double quote) opened on line 2
+|-W torchrun -C bash_command.txt|-W/--which-distributed: with -W torchrun the command must start with python; the configs file's starts with 'bash'
+|-W lightning -C bash_command.txt|-W/--which-distributed: with -W lightning the command must start with python; the configs file's starts with 'bash'
+|-n 2|-n/--num-nodes: 2 nodes need a launcher; accepted with -W lightning or -W torchrun, else 1
+|-W torchrun -g 0|-g/--gpus: 0 GPUs cannot be used with -W torchrun, which starts one process per GPU; accepted: 1 or more, or no -W
+|-W lightning -g 0|-g/--gpus: 0 GPUs cannot be used with -W lightning, which starts one process per GPU; accepted: 1 or more, or no -W
+# Data and copy-back.
+|-d data|-d/--data: 'data': does not exist: there is no @SCRATCH@
+|-d a b -g 1|-d/--data: 'a': does not exist: there is no @SCRATCH@
+|-d /etc/hosts|-d/--data: '/etc/hosts': is an absolute path; give it relative to @SCRATCH@
+|-d ../x|-d/--data: '../x': is outside @SCRATCH@
+|-d|-d/--data: needs at least one path relative to ${SCRATCH}/${project_name}
+|--copy-back|--copy-back: needs at least one path relative to ${SLURM_TMPDIR}
+|--copy-back /abs|--copy-back: '/abs' is absolute; accepted: a path relative to ${SLURM_TMPDIR}
+|--copy-back a/../../b|--copy-back: 'a/../../b' leaves ${SLURM_TMPDIR} (..); accepted: a path inside it
+|--copy-back .|--copy-back: '.' is ${SLURM_TMPDIR} itself; accepted: a path inside it
+|--copy-back ./|--copy-back: './' is ${SLURM_TMPDIR} itself; accepted: a path inside it
+|--copy-back out ./.|--copy-back: './.' is ${SLURM_TMPDIR} itself; accepted: a path inside it
+# Time limits.
+|--requeue -1|--requeue: '-1' is not accepted; accepted: how many times a warned job may requeue itself, 0 or more
+|--signal-lead x|--signal-lead: 'x' is not accepted; accepted: seconds before the time limit for the warning signal, 0 to 65535
+|--signal-lead 70000|--signal-lead: '70000' is not accepted; accepted: seconds before the time limit for the warning signal, 0 to 65535
+|--signal-lead 65536|--signal-lead: '65536' is not accepted; accepted: seconds before the time limit for the warning signal, 0 to 65535
+|-t 00:05:00 --signal-lead 300|--signal-lead: 300 s is not shorter than the time limit 00:05:00 (300 s); accepted: 0 to 299
+|-t 00:05:00 --signal-lead 900|--signal-lead: 900 s is not shorter than the time limit 00:05:00 (300 s); accepted: 0 to 299
+|-t 00:00:20|-t/--time: '00:00:20' is not longer than the warning's lead of 30 s (the cluster's); accepted: more than 00:00:30, or a shorter --signal-lead
+# Arrays and containers.
+|--repeat 0|--repeat: '0' is not accepted; accepted: a whole number, 1 or more
+|--repeat 2 -w abc|-w/--repeat/--wandb-offline: choose one: a W&B sweep (-w), an offline grid sweep (--wandb-offline) or repeats (--repeat)
+|-w abc -W torchrun|-W/--which-distributed: sweeps run one agent per array task, on one node: accepted without -W
+|--num-sweeps 3|--num-sweeps: is for W&B sweeps; accepted with -w/--wandb-sweepid
+|--sweep-config x.yml|--sweep-config: is for sweeps; accepted with -w/--wandb-sweepid or --wandb-offline
+WANDB_API_KEY=k|-w abc -g 2|-g/--gpus: a sweep agent gets one GPU; accepted: 0 or 1
+-HOME|-w abc --num-sweeps 2|HOME: is not set
+|-s x.sif|-s/--singularity-container: 'x.sif': no such file
+|-s proj.img --workdir /code|-s/--singularity-container: 'proj.img': no such file
+|--workdir /code|--workdir: is for container jobs; accepted with -s/--singularity-container
+# Options given twice (only --data and --copy-back take several).
+|-g 1 -g 2|-g/--gpus: given twice ('1', then '2'); accepted: once
+|--gpus=1 -g 1|-g/--gpus: given twice ('1', then '1'); accepted: once
+|-c 1 --cpu 2|-c/--cpus: given twice ('1', then '2'); accepted: once
+|-e a --exp-name b|-e/--exp-name: given twice ('a', then 'b'); accepted: once
+|-t 01:00:00 --time=02:00:00|-t/--time: given twice ('01:00:00', then '02:00:00'); accepted: once
+|-p debug -p debug|-p/--partition: given twice ('debug', then 'debug'); accepted: once
+|--cluster local --cluster cedar|--cluster: given twice ('local', then 'cedar'); accepted: once
+|-n 1 --num_nodes 1|-n/--num-nodes: given twice ('1', then '1'); accepted: once
+|-W torchrun -W lightning|-W/--which-distributed: given twice ('torchrun', then 'lightning'); accepted: once
+|-m 1G -m 2G|-m/--mem-per-gpu: given twice ('1G', then '2G'); accepted: once
+|--requeue 1 --requeue 2|--requeue: given twice ('1', then '2'); accepted: once
+|--signal-lead 1 --signal-lead 2|--signal-lead: given twice ('1', then '2'); accepted: once
+|-a x -a y|-a/--account: given twice ('x', then 'y'); accepted: once
+|-C a -C b|-C/--configs: given twice ('a', then 'b'); accepted: once
+|--repeat 2 --repeat 3|--repeat: given twice ('2', then '3'); accepted: once
+|-w a -w b|-w/--wandb-sweepid: given twice ('a', then 'b'); accepted: once
+|-s a.sif --singularity-container b.sif|-s/--singularity-container: given twice ('a.sif', then 'b.sif'); accepted: once
+# SCRATCH.
+-SCRATCH|-g 1|SCRATCH: is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/$USER in ~/.bashrc
+SCRATCH=|-g 1|SCRATCH: is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/$USER in ~/.bashrc
+SCRATCH=scratch|-g 1|SCRATCH: 'scratch' is not an absolute path
+SCRATCH=/|-g 1|SCRATCH: '/' is the root folder; accepted: your own scratch folder, e.g. /scratch/$USER
+SCRATCH=//|-g 1|SCRATCH: '//' is the root folder; accepted: your own scratch folder, e.g. /scratch/$USER
+SCRATCH=/./|--dry-run|SCRATCH: '/./' is the root folder; accepted: your own scratch folder, e.g. /scratch/$USER
+SCRATCH=@TMP@/back\slash|-g 1|SCRATCH: '@TMP@/back\slash' contains a backslash, a double quote, a % or a newline, which SLURM's job options cannot hold
+SCRATCH=@TMP@/quo"te|-g 1|SCRATCH: '@TMP@/quo"te' contains a backslash, a double quote, a % or a newline
+SCRATCH=@TMP@/per%cent|--dry-run|SCRATCH: '@TMP@/per%cent' contains a backslash, a double quote, a % or a newline
+# What the cluster has (the sinfo stub's table: debug* 4 nodes x 32 CPUs, 256000 MB, gpu:8;
+# gpu 4 x 16, gpu:v100l:4; plai 2 x 32; small 2 x 4 CPUs, 4000 MB, gpu:2; cpu 2 x 8, no GPU).
+|-c 999999|-c/--cpus: 999999 CPUs per process (x 1) is more than a node of partition debug has (32); accepted: 1 to 32
+|-g 2 -c 20|-c/--cpus: 20 CPUs per process (x 2) is more than a node of partition debug has (32); accepted: 1 to 16
+|-p small -W lightning -g 2 -c 3|-c/--cpus: 3 CPUs per process (x 2) is more than a node of partition small has (4); accepted: 1 to 2
+|-p small -W torchrun -n 3|-n/--num-nodes: 3 nodes are more than partition small has; accepted: 1 to 2
+|-p gpu -W torchrun -n 5|-n/--num-nodes: 5 nodes are more than partition gpu has; accepted: 1 to 4
+|--cluster plai -W torchrun -n 3|-n/--num-nodes: 3 nodes are more than partition plai has; accepted: 1 to 2
+|--cluster generic -g 999999|-g/--gpus: 999999 GPUs per node is more than a node of partition debug has; accepted: 0 to 8
+|--cluster generic -p gpu -g 5|-g/--gpus: 5 GPUs per node is more than a node of partition gpu has; accepted: 0 to 4
+|-p cpu|-g/--gpus: 1 GPUs per node is more than a node of partition cpu has; accepted: 0 (it has no GPUs)
+|-m 300G|-m/--mem-per-gpu: 300G x 1 GPU(s) is more memory than a node of partition debug has (256000M); accepted: at most 256000M
+|-p small -g 2 -m 3G|-m/--mem-per-gpu: 3G x 2 GPU(s) is more memory than a node of partition small has (4000M); accepted: at most 2000M
+|--cluster cedar -p small -g 1|-m/--mem-per-gpu: 10G x 1 GPU(s) is more memory than a node of partition small has (4000M); accepted: at most 4000M
+|-p nosuchpart|-p/--partition: 'nosuchpart' is not a partition of this cluster; accepted: debug gpu plai small cpu
+|-p small,nosuch|-p/--partition: 'nosuch' is not a partition of this cluster; accepted: debug gpu plai small cpu
+HPC_STUB_SINFO=nodefault|--cluster generic -g 1|-p/--partition: the cluster has no default partition and none was given; accepted: debug gpu plai small cpu
+HPC_STUB_SINFO=nodefault|--cluster cedar -W torchrun -n 5|-n/--num-nodes: 5 nodes are more than any of the partitions debug gpu plai small cpu has; accepted: 1 to 4
+|--cluster plai -g 9|-g/--gpus: 9 GPUs per node is more than a node of cluster plai has; accepted: 0 to 8
+|--cluster generic -p plai -g 9|-g/--gpus: 9 GPUs per node is more than a node of partition plai has; accepted: 0 to 8
+|--cluster generic -p small,cpu -g 3|-g/--gpus: 3 GPUs per node is more than a node of any of the partitions small cpu has; accepted: 0 to 2
+HPC_STUB_SINFO=nodefault|--cluster generic --dry-run|-p/--partition: the cluster has no default partition and none was given; accepted: debug gpu plai small cpu
+EOT
+  [[ -z $report ]] || fail "$report"
+  ((rows >= 80)) || fail "only $rows rows"
+}
+
+@test "bad input: a backslash, double quote or % in the project's path -> exit 2, one line" {
+  local dir out
+  for dir in 'back\slash' 'quo"te' 'per%cent'; do
+    mkdir -p "$tmp/$dir"
+    bash "$HPC_ROOT/hpc_files/install.sh" "$tmp/$dir" >/dev/null
+    cp -R "$HPC_WARM_CACHE/." "$BATS_TEST_TMPDIR/cache/"
+    submitter=$tmp/$dir/hpc_files/job_submitter.sh
+    out=$(refused "" "-g 1" "project: '$tmp/$dir' contains a backslash, a double quote, a % or a newline") || fail "$out"
+  done
+}
