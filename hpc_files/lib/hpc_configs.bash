@@ -43,7 +43,7 @@
 # Cost: linear in the size of the file. The parser works on one line at a time (a long line in
 # pieces of about 4 KiB, cut after a blank), never on the rest of the file, and runs of plain
 # continued lines (most of a long generated file) are found and split with whole-array
-# expansions. Only regular files up to 1 MiB are read. tests/unit/configs.bats counts the work
+# expansions. Only regular files up to 4 MiB are read. tests/unit/configs.bats counts the work
 # (the size of a bash -x trace) for files of N and 2N lines.
 #
 # Templates (the hpc_configs_words elements, hpc_configs_expand's arguments): one per argument;
@@ -75,10 +75,10 @@ _hpc_configs_template_stop='\$}'
 # What a plain piece (split at blanks at once) has none of: the special characters but blanks.
 _hpc_configs_not_plain=$'\\\'"$`#;&|<>()'
 
-# hpc_configs_max_bytes: the largest configs file read (1 MiB). A command longer than that could
-# not start anyway (Linux allows 2 MiB of arguments and environment together, 128 KiB for one
-# argument); reading stops one byte past it, so no file is ever read whole to refuse it.
-hpc_configs_max_bytes=1048576
+# hpc_configs_max_bytes: the largest configs file read (4 MiB): twice what Linux allows a
+# command's arguments and environment together (2 MiB), so that comments and indentation never
+# matter; reading stops one byte past it, so no file is ever read whole to refuse it.
+hpc_configs_max_bytes=4194304
 # The parser is given the text in pieces of at most about this many bytes (a line, or part of a
 # long line cut after a blank): every string operation works on one piece, never on the rest of
 # the file, so reading is linear in the size of the file.
@@ -115,7 +115,7 @@ hpc_configs_read() {
   # read -d '' stops at a NUL byte or after -n bytes, and succeeds only then (not at the end).
   if IFS= read -r -d '' -n $((_hpc_configs_max + 1)) _hpc_configs_text 2>/dev/null <"$_hpc_configs_file"; then
     if ((${#_hpc_configs_text} > _hpc_configs_max)); then
-      hpc_say "-C/--configs: $_hpc_configs_file: larger than $_hpc_configs_max bytes (1 MiB); a configs file holds one command"
+      hpc_say "-C/--configs: $_hpc_configs_file: larger than $_hpc_configs_max bytes (4 MiB); a configs file holds one command"
     else
       hpc_say "-C/--configs: $_hpc_configs_file: contains a NUL byte (not a text file)"
     fi

@@ -484,18 +484,18 @@ read ok"
   words_of_file "$TMP/link.txt" python a.py
 }
 
-@test "read errors: a file larger than 1 MiB is refused; 1 MiB exactly is read" {
+@test "read errors: a file larger than 4 MiB is refused; 4 MiB exactly is read" {
   {
     printf 'python a.py\n#'
-    head -c $((1048576 - 14)) /dev/zero | tr '\0' x
+    head -c $((4194304 - 14)) /dev/zero | tr '\0' x
     printf '\n'
   } >"$CONFIGS"
-  assert_equal "$(stat -c %s "$CONFIGS")" 1048576
+  assert_equal "$(stat -c %s "$CONFIGS")" 4194304
   words_of_file "$CONFIGS" python a.py
   printf 'x' >>"$CONFIGS"
   run hpc_configs_read "$CONFIGS"
   assert_equal "$status" 2
-  assert_output "job_submitter.sh: -C/--configs: $CONFIGS: larger than 1048576 bytes (1 MiB); a configs file holds one command"
+  assert_output "job_submitter.sh: -C/--configs: $CONFIGS: larger than 4194304 bytes (4 MiB); a configs file holds one command"
 }
 
 # generated_file FILE LINES: a configs file of LINES generated lines (plain options, quoted
