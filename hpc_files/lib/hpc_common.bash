@@ -51,3 +51,134 @@ hpc_usage() {
     done
   } <"$1"
 }
+
+# ---------------------------------------------------------------------------------------------
+# Secrets. A secret is the value of an environment variable with a secret's name
+# (hpc_secret_name), or the W&B key of ~/wandb_credentials.txt. Every line the toolkit prints
+# that could hold one is masked by value: each line of such a value that is at least
+# hpc_secret_min_length characters long becomes '(masked)' wherever it occurs, longest first.
+# The functions that hold secret values turn bash -x off while they run (local -; set +x: the
+# caller's options come back on return), and take names of variables rather than values, so that
+# no trace shows one.
+
+# hpc_secret_min_length: shorter values are not masked by value: a variable named like a secret
+# but set to 1, true or none would otherwise hide every such word of the output.
+hpc_secret_min_length=6
+
+# hpc_secret_name NAME: true when NAME (in any case) names a secret: it holds KEY, TOKEN, SECRET,
+# PASS (PASSWORD, PASSWD, PASSPHRASE), CREDENTIAL or AUTH, or ends in _PWD (MYSQL_PWD; not PWD).
+# Broad on purpose: masking a value that was no secret costs little, printing one costs much.
+hpc_secret_name() {
+  case ${1^^} in
+    *KEY* | *TOKEN* | *SECRET* | *PASS* | *CREDENTIAL* | *AUTH* | *_PWD) return 0 ;;
+  esac
+  return 1
+}
+
+# hpc_secret_values: sets the caller's array hpc_secrets (declare it local, and call with bash -x
+# off) to the values to mask, longest first: every line of at least hpc_secret_min_length
+# characters of the environment's variables with a secret's name, and the first word of
+# ~/wandb_credentials.txt.
+hpc_secret_values() {
+  local name value line i j swap
+  local -a names=() parts=()
+  hpc_secrets=()
+  # Every variable's name, without starting a process (compgen -e in $(...) would, at every
+  # submission); then only the exported ones, which are the environment.
+  names=("${!A@}" "${!B@}" "${!C@}" "${!D@}" "${!E@}" "${!F@}" "${!G@}" "${!H@}" "${!I@}" "${!J@}"
+    "${!K@}" "${!L@}" "${!M@}" "${!N@}" "${!O@}" "${!P@}" "${!Q@}" "${!R@}" "${!S@}" "${!T@}"
+    "${!U@}" "${!V@}" "${!W@}" "${!X@}" "${!Y@}" "${!Z@}" "${!a@}" "${!b@}" "${!c@}" "${!d@}"
+    "${!e@}" "${!f@}" "${!g@}" "${!h@}" "${!i@}" "${!j@}" "${!k@}" "${!l@}" "${!m@}" "${!n@}"
+    "${!o@}" "${!p@}" "${!q@}" "${!r@}" "${!s@}" "${!t@}" "${!u@}" "${!v@}" "${!w@}" "${!x@}"
+    "${!y@}" "${!z@}" "${!_@}")
+  for name in "${names[@]}"; do
+    hpc_secret_name "$name" && [[ -v $name && ${!name@a} == *x* ]] || continue
+    value=${!name-}
+    [[ -n $value ]] || continue
+    if [[ $value == *$'\n'* ]]; then
+      mapfile -t parts <<<"$value"
+    else
+      parts=("$value")
+    fi
+    for line in "${parts[@]}"; do
+      ((${#line} < hpc_secret_min_length)) || hpc_secrets+=("$line")
+    done
+  done
+  if [[ -n ${HOME:-} && -f $HOME/wandb_credentials.txt && -r $HOME/wandb_credentials.txt ]]; then
+    line=''
+    IFS=$' \t\r\n' read -r line _ <"$HOME/wandb_credentials.txt" || true
+    ((${#line} < hpc_secret_min_length)) || hpc_secrets+=("$line")
+  fi
+  # Longest first, so that a secret holding another is masked whole (a few values: a plain sort).
+  for ((i = 1; i < ${#hpc_secrets[@]}; i++)); do
+    for ((j = i; j > 0 && ${#hpc_secrets[j - 1]} < ${#hpc_secrets[j]}; j--)); do
+      swap=${hpc_secrets[j]}
+      hpc_secrets[j]=${hpc_secrets[j - 1]}
+      hpc_secrets[j - 1]=$swap
+    done
+  done
+}
+
+# hpc_mask_vars NAME...: replaces every secret (hpc_secret_values) in the variables NAME (strings,
+# or arrays element by element) by '(masked)'.
+hpc_mask_vars() {
+  local - _hpc_mask_name _hpc_mask_secret _hpc_mask_i
+  set +x
+  local -a hpc_secrets=()
+  hpc_secret_values
+  ((${#hpc_secrets[@]})) || return 0
+  for _hpc_mask_name in "$@"; do
+    local -n _hpc_mask_ref=$_hpc_mask_name
+    for _hpc_mask_i in "${!_hpc_mask_ref[@]}"; do
+      for _hpc_mask_secret in "${hpc_secrets[@]}"; do
+        [[ ${_hpc_mask_ref[_hpc_mask_i]} != *"$_hpc_mask_secret"* ]] ||
+          _hpc_mask_ref[_hpc_mask_i]=${_hpc_mask_ref[_hpc_mask_i]//"$_hpc_mask_secret"/(masked)}
+      done
+    done
+    unset -n _hpc_mask_ref
+  done
+}
+
+# hpc_mask_quoted ARRAY_NAME: prints the elements of the array ARRAY_NAME shell-quoted (printf %q)
+# and separated by spaces, each secret in them masked: for the job's 'starting' line.
+hpc_mask_quoted() {
+  local - _hpc_mask_line
+  set +x
+  local -a _hpc_mask_words=()
+  local -n _hpc_mask_array=$1
+  _hpc_mask_words=(${_hpc_mask_array[@]+"${_hpc_mask_array[@]}"})
+  hpc_mask_vars _hpc_mask_words
+  printf -v _hpc_mask_line '%q ' ${_hpc_mask_words[@]+"${_hpc_mask_words[@]}"}
+  # The mark stays readable in the quoted line.
+  printf '%s\n' "${_hpc_mask_line//'\(masked\)'/(masked)}"
+}
+
+# hpc_mask_stream: copies standard input to standard output line by line, each secret masked
+# (flushed at every line, so that it can follow a growing log). The secrets reach awk on a file
+# descriptor, never on its command line.
+hpc_mask_stream() {
+  local - _hpc_mask_list
+  set +x
+  local -a hpc_secrets=()
+  hpc_secret_values
+  if ((${#hpc_secrets[@]} == 0)); then
+    cat
+    return
+  fi
+  printf -v _hpc_mask_list '%s\n' "${hpc_secrets[@]}"
+  LC_ALL=C awk '
+    BEGIN { while ((getline s < "/dev/fd/3") > 0) if (s != "") secret[++n] = s }
+    {
+      line = $0
+      for (i = 1; i <= n; i++) {
+        out = ""
+        while ((p = index(line, secret[i])) > 0) {
+          out = out substr(line, 1, p - 1) "(masked)"
+          line = substr(line, p + length(secret[i]))
+        }
+        line = out line
+      }
+      print line
+      fflush()
+    }' 3<<<"${_hpc_mask_list%$'\n'}"
+}

@@ -5,8 +5,9 @@
 #
 # The file holds ONE command, written as in a POSIX shell:
 #   - a backslash at the end of a line continues the command on the next line (a line that ends
-#     with a backslash as the last line of the file is an error); CRLF line ends count as LF and a
-#     UTF-8 byte order mark at the start is dropped;
+#     with a backslash as the last line of the file is an error); CRLF (Windows) and a lone CR
+#     (old Mac) end a line as LF does, so no carriage return reaches the program, and a UTF-8 byte
+#     order mark at the start is dropped;
 #   - blank lines are ignored; a '#' that starts a word outside quotes begins a comment that runs
 #     to the end of the line (a backslash inside a comment does not continue it, as in a shell: to
 #     leave out one line of a continued command, move it below the command instead);
@@ -32,12 +33,18 @@
 # (*.py stays *.py), brace-expanded or tilde-expanded (write $HOME), and expanded values are
 # inserted verbatim: never split, globbed or expanded again.
 #
-# Why there is no eval: the file is user text. It is tokenised here in pure Bash (case patterns,
-# pattern removal and regular expressions over the text; no eval, bash -c, source or declare of
-# any of it, and no unquoted expansion that could split or glob), so nothing in it can run at
-# submission, and the job expands only the references above, by ${!NAME} after NAME has been
-# checked to be a name. Nothing in it can run in the job either. A 20-line file parses in 2 to
-# 3 ms on a slow 2-core machine (tests/unit/configs.bats checks that it stays under 10 ms).
+# Why there is no eval: the file is user text. It is tokenised here in pure Bash (case patterns
+# and pattern removal over the text; no eval, bash -c, source or declare of any of it; the only
+# unquoted expansions split plain text, which holds no quote, $ or backslash, at blanks with
+# globbing off), so nothing in it can run at submission, and the job expands only the
+# references above, by ${!NAME} after NAME has been checked to be a name. Nothing in it can run
+# in the job either.
+#
+# Cost: linear in the size of the file. The parser works on one line at a time (a long line in
+# pieces of about 4 KiB, cut after a blank), never on the rest of the file, and runs of plain
+# continued lines (most of a long generated file) are found and split with whole-array
+# expansions. Only regular files up to 4 MiB are read. tests/unit/configs.bats counts the work
+# (the size of a bash -x trace) for files of N and 2N lines.
 #
 # Templates (the hpc_configs_words elements, hpc_configs_expand's arguments): one per argument;
 # '\' makes the next character literal and an unescaped '$' begins a reference, written ${NAME} or
@@ -65,16 +72,25 @@ _hpc_configs_special=$' \t\n\\\'"$`#;&|<>()'
 _hpc_configs_dq_stop='"\$`}'
 _hpc_configs_du_stop=$'\'"\\$`}'
 _hpc_configs_template_stop='\$}'
-# A comment; blank or comment lines; the last such line.
-_hpc_configs_re_comment=$'^#[^\n]*'
-_hpc_configs_re_blank_lines=$'^([ \t]*(#[^\n]*)?\n)*'
-_hpc_configs_re_blank_end=$'^[ \t]*(#[^\n]*)?$'
+# What a plain piece (split at blanks at once) has none of: the special characters but blanks.
+_hpc_configs_not_plain=$'\\\'"$`#;&|<>()'
+
+# hpc_configs_max_bytes: the largest configs file read (4 MiB): twice what Linux allows a
+# command's arguments and environment together (2 MiB), so that comments and indentation never
+# matter; reading stops one byte past it, so no file is ever read whole to refuse it.
+hpc_configs_max_bytes=4194304
+# The parser is given the text in pieces of at most about this many bytes (a line, or part of a
+# long line cut after a blank): every string operation works on one piece, never on the rest of
+# the file, so reading is linear in the size of the file.
+_hpc_configs_piece_bytes=4096
 
 # hpc_configs_read FILE: reads the configs file FILE into hpc_configs_words (templates, one per
-# argument). On bad input prints one line '-C/--configs: FILE: PROBLEM' and returns 2.
+# argument). On bad input prints one line '-C/--configs: FILE: PROBLEM' and returns 2. FILE must
+# be a regular file (a FIFO, a device or a socket is refused before it is opened: reading one
+# could wait forever) of at most hpc_configs_max_bytes bytes.
 hpc_configs_read() {
   local LC_ALL=C
-  local _hpc_configs_file=${1-} _hpc_configs_text=''
+  local _hpc_configs_file=${1-} _hpc_configs_text='' _hpc_configs_max=$hpc_configs_max_bytes
   hpc_configs_words=()
   if [[ -z $_hpc_configs_file ]]; then
     hpc_say "-C/--configs: no file name given"
@@ -88,22 +104,34 @@ hpc_configs_read() {
     hpc_say "-C/--configs: $_hpc_configs_file: no such file"
     return 2
   fi
+  if [[ ! -f $_hpc_configs_file ]]; then
+    hpc_say "-C/--configs: $_hpc_configs_file: is $(_hpc_configs_kind "$_hpc_configs_file"), not a regular file; accepted: a text file"
+    return 2
+  fi
   if [[ ! -r $_hpc_configs_file ]] || ! : 2>/dev/null <"$_hpc_configs_file"; then
     hpc_say "-C/--configs: $_hpc_configs_file: cannot be read (permission denied)"
     return 2
   fi
-  # read -d '' stops at a NUL byte and succeeds only when it found one.
-  if IFS= read -r -d '' _hpc_configs_text 2>/dev/null <"$_hpc_configs_file"; then
-    hpc_say "-C/--configs: $_hpc_configs_file: contains a NUL byte (not a text file)"
+  # read -d '' stops at a NUL byte or after -n bytes, and succeeds only then (not at the end).
+  if IFS= read -r -d '' -n $((_hpc_configs_max + 1)) _hpc_configs_text 2>/dev/null <"$_hpc_configs_file"; then
+    if ((${#_hpc_configs_text} > _hpc_configs_max)); then
+      hpc_say "-C/--configs: $_hpc_configs_file: larger than $_hpc_configs_max bytes (4 MiB); a configs file holds one command"
+    else
+      hpc_say "-C/--configs: $_hpc_configs_file: contains a NUL byte (not a text file)"
+    fi
     return 2
   fi
-  _hpc_configs_text=${_hpc_configs_text#$'\xef\xbb\xbf'}
-  _hpc_configs_text=${_hpc_configs_text//$'\r\n'/$'\n'}
+  # A UTF-8 byte order mark at the start is dropped (compared, not removed by a pattern: Bash
+  # would try the pattern at every length of the text).
+  if [[ ${_hpc_configs_text:0:3} == $'\xef\xbb\xbf' ]]; then _hpc_configs_text=${_hpc_configs_text:3}; fi
 
-  # Parser state, seen by the _hpc_configs_ helpers through Bash's dynamic scope.
-  local _hpc_configs_rest=$_hpc_configs_text _hpc_configs_line=1 _hpc_configs_word=''
-  local _hpc_configs_depth=0 _hpc_configs_error='' _hpc_configs_taken=''
-  local -a _hpc_configs_found=()
+  # Parser state, seen by the _hpc_configs_ helpers through Bash's dynamic scope: the lines (each
+  # with its newline), the next one to give, what is left of a long line, the current piece.
+  local -a _hpc_configs_lines=() _hpc_configs_found=()
+  local -A _hpc_configs_run_text=() _hpc_configs_run_lines=()
+  local _hpc_configs_next=0 _hpc_configs_long='' _hpc_configs_rest='' _hpc_configs_line=0
+  local _hpc_configs_word='' _hpc_configs_depth=0 _hpc_configs_error=''
+  _hpc_configs_split_lines
   if ! _hpc_configs_parse; then
     hpc_say "-C/--configs: $_hpc_configs_file: $_hpc_configs_error"
     return 2
@@ -116,19 +144,139 @@ hpc_configs_read() {
   hpc_configs_words=("${_hpc_configs_found[@]}")
 }
 
+# _hpc_configs_kind FILE: what FILE (not a regular file, not a folder) is, for a message.
+_hpc_configs_kind() {
+  if [[ -p $1 ]]; then
+    printf 'a named pipe (FIFO)'
+  elif [[ -c $1 ]]; then
+    printf 'a character device'
+  elif [[ -b $1 ]]; then
+    printf 'a block device'
+  elif [[ -S $1 ]]; then
+    printf 'a socket'
+  else
+    printf 'a special file'
+  fi
+}
+
+# _hpc_configs_split_lines: splits _hpc_configs_text into _hpc_configs_lines, each line with its
+# newline. CRLF (Windows) and a lone CR (old Mac) end a line as LF does, so that no carriage
+# return reaches the program. (mapfile splits in one pass; <<< adds a newline, taken off again.)
+_hpc_configs_split_lines() {
+  local first
+  local -a parts=()
+  if [[ $_hpc_configs_text == *$'\r'* ]]; then
+    mapfile -d $'\r' parts <<<"$_hpc_configs_text"
+    parts[-1]=${parts[-1]%$'\n'}
+    # A LF right after a CR: the CR and the LF are one line end (CRLF).
+    first=${parts[0]}
+    parts=("${parts[@]/#$'\n'/}")
+    parts[0]=$first
+    parts=("${parts[@]/%$'\r'/$'\n'}")
+    printf -v _hpc_configs_text '%s' "${parts[@]}"
+  fi
+  mapfile _hpc_configs_lines <<<"$_hpc_configs_text"
+  if [[ $_hpc_configs_text == *$'\n' ]]; then
+    unset '_hpc_configs_lines[-1]'
+  fi
+  _hpc_configs_plain_runs
+}
+
+# _hpc_configs_plain_runs: finds the runs of plain continued lines (only ordinary characters and
+# blanks, ending with a backslash and a newline: most of a long configs file) and sets, for the
+# first line of each, _hpc_configs_run_text (the run's text, continuations removed) and
+# _hpc_configs_run_lines (how many lines). Done with whole-array expansions and one split, so
+# that the cost stays linear in the size of the file: a loop of the shell over every line (or a
+# string cut at every word) would cost tens of microseconds each. The last line is never in a
+# run: a continuation there is an error.
+_hpc_configs_plain_runs() {
+  local not_plain=$_hpc_configs_not_plain$'\n\x1e' IFS=$'\x1e' all signature k line=0
+  local -a texts=() kinds=() run_texts=() run_kinds=()
+  ((${#_hpc_configs_lines[@]} > 1)) || return 0
+  # Each line: its text without the continuation, or \x1e when it is no plain continued line.
+  texts=("${_hpc_configs_lines[@]%$'\\\n'}")
+  texts=("${texts[@]/#*["$not_plain"]*/$'\x1e'}")
+  texts[-1]=$'\x1e'
+  # One letter a line: p (plain continued) or x (\x1e); then both split at the x lines.
+  kinds=("${texts[@]/#/p}")
+  kinds=("${kinds[@]/#p$'\x1e'/$'\x1e'}")
+  kinds=("${kinds[@]/#p*/p}")
+  printf -v all '%s' "${texts[@]}"
+  printf -v signature '%s' "${kinds[@]}"
+  local -
+  set -f
+  # shellcheck disable=SC2206 # split at \x1e on purpose (IFS above); nothing is globbed (set -f)
+  run_texts=($all)
+  # shellcheck disable=SC2206
+  run_kinds=($signature)
+  for k in "${!run_kinds[@]}"; do
+    if [[ -n ${run_kinds[k]} ]]; then
+      _hpc_configs_run_text[$line]=${run_texts[k]}
+      _hpc_configs_run_lines[$line]=${#run_kinds[k]}
+    fi
+    line=$((line + ${#run_kinds[k]} + 1))
+  done
+}
+
+# _hpc_configs_take_run: takes the run of plain continued lines that starts at the next line: its
+# words (the first one ends the word in progress, if any; the last one may go on after it).
+_hpc_configs_take_run() {
+  local text=${_hpc_configs_run_text[$_hpc_configs_next]} first
+  local -a plain=()
+  _hpc_configs_next=$((_hpc_configs_next + ${_hpc_configs_run_lines[$_hpc_configs_next]}))
+  _hpc_configs_line=$_hpc_configs_next
+  if ((started)); then
+    first=${text%%[' '$'\t']*}
+    _hpc_configs_word+=$first
+    text=${text:${#first}}
+    [[ -n $text ]] || return 0
+    _hpc_configs_found+=("$_hpc_configs_word")
+    started=0
+  fi
+  # shellcheck disable=SC2206 # split at blanks on purpose; nothing in it is globbed (set -f)
+  plain=($text)
+  if [[ -n $text && ${text: -1} != [' '$'\t'] ]]; then
+    _hpc_configs_word=${plain[-1]}
+    unset 'plain[-1]'
+    started=1
+  fi
+  _hpc_configs_found+=(${plain[@]+"${plain[@]}"})
+}
+
+# _hpc_configs_refill: gives the parser the next piece of the text in _hpc_configs_rest (empty
+# when called): the next line, or of a line longer than _hpc_configs_piece_bytes its next part,
+# cut after a blank (a word, quoted part or reference never ends inside one; comments and
+# _hpc_configs_after_command deal in whole lines); sets _hpc_configs_line to the line's number.
+# False at the end of the text.
+_hpc_configs_refill() {
+  local piece
+  if [[ -z $_hpc_configs_long ]]; then
+    ((_hpc_configs_next < ${#_hpc_configs_lines[@]})) || return 1
+    _hpc_configs_long=${_hpc_configs_lines[_hpc_configs_next]}
+    _hpc_configs_next=$((_hpc_configs_next + 1))
+    _hpc_configs_line=$_hpc_configs_next
+  fi
+  if ((${#_hpc_configs_long} <= _hpc_configs_piece_bytes)); then
+    _hpc_configs_rest=$_hpc_configs_long
+    _hpc_configs_long=''
+    return 0
+  fi
+  piece=${_hpc_configs_long:0:_hpc_configs_piece_bytes}
+  if [[ $piece == *[' '$'\t']* ]]; then
+    # Up to and with the last blank of the first piece_bytes...
+    piece=${piece%[' '$'\t']*}
+  else
+    # ...or, in a longer run without blanks, up to and with the first blank after it.
+    piece=${_hpc_configs_long%%[' '$'\t']*}
+  fi
+  _hpc_configs_rest=${_hpc_configs_long:0:${#piece}+1}
+  _hpc_configs_long=${_hpc_configs_long:${#_hpc_configs_rest}}
+}
+
 # _hpc_configs_fail MESSAGE: records the parse error MESSAGE; returns 2.
 _hpc_configs_fail() {
   _hpc_configs_error=$1
   return 2
-}
-
-# _hpc_configs_take N: moves the first N characters of the text into _hpc_configs_taken, counting
-# the lines they end.
-_hpc_configs_take() {
-  _hpc_configs_taken=${_hpc_configs_rest:0:$1}
-  _hpc_configs_rest=${_hpc_configs_rest:$1}
-  local newlines=${_hpc_configs_taken//[!$'\n']/}
-  _hpc_configs_line=$((_hpc_configs_line + ${#newlines}))
 }
 
 # _hpc_configs_literal TEXT: appends TEXT to the word as literal text (\ $, and } in a default,
@@ -143,12 +291,36 @@ _hpc_configs_literal() {
   _hpc_configs_word+=$text
 }
 
-# _hpc_configs_parse: splits the whole text into _hpc_configs_found; returns 2 on an error.
+# _hpc_configs_parse: splits the text into _hpc_configs_found; returns 2 on an error.
 # (Dispatch on the first character with case and pattern removal: faster in Bash than regular
-# expressions, which are compiled at every use.)
+# expressions, which are compiled at every use. A newline is always the last byte of a piece.)
 _hpc_configs_parse() {
   local started=0 part
-  while [[ -n $_hpc_configs_rest ]]; do
+  local -a plain=()
+  # For the plain text below: split at blanks only, and never globbed (set -f, undone on return).
+  local - IFS=$' \t\n'
+  set -f
+  while :; do
+    if [[ -z $_hpc_configs_rest ]]; then
+      # At the start of a line: a run of plain continued lines is taken at once.
+      if [[ -z $_hpc_configs_long && -n ${_hpc_configs_run_text[$_hpc_configs_next]+x} ]]; then
+        _hpc_configs_take_run
+      fi
+      _hpc_configs_refill || break
+      if ((!started)) && [[ $_hpc_configs_rest != *["$_hpc_configs_not_plain"]* ]]; then
+        # A plain piece (such as the command's last line): its words at once.
+        # shellcheck disable=SC2206 # split at blanks on purpose; nothing in it is globbed (set -f)
+        plain=($_hpc_configs_rest)
+        _hpc_configs_found+=(${plain[@]+"${plain[@]}"})
+        if [[ ${_hpc_configs_rest: -1} == $'\n' ]] && ((${#_hpc_configs_found[@]})); then
+          # The end of the command: only blank lines and comments may follow.
+          _hpc_configs_after_command
+          return
+        fi
+        _hpc_configs_rest=''
+        continue
+      fi
+    fi
     case $_hpc_configs_rest in
       [!"$_hpc_configs_special"]*)
         # Ordinary characters, and the blanks after them: the most common case.
@@ -177,13 +349,12 @@ _hpc_configs_parse() {
         _hpc_configs_rest=${_hpc_configs_rest:${#part}}
         continue
         ;;
-      $'\n'*)
+      $'\n')
         if ((started)); then
           _hpc_configs_found+=("$_hpc_configs_word")
           started=0
         fi
-        _hpc_configs_rest=${_hpc_configs_rest:1}
-        _hpc_configs_line=$((_hpc_configs_line + 1))
+        _hpc_configs_rest=''
         if ((${#_hpc_configs_found[@]})); then
           # The end of the command: only blank lines and comments may follow.
           _hpc_configs_after_command
@@ -191,21 +362,22 @@ _hpc_configs_parse() {
         fi
         continue
         ;;
-      $'\\\n'?*)
-        # A continued line: no word starts or ends here; the next line's indent goes too.
-        _hpc_configs_rest=${_hpc_configs_rest:2}
-        _hpc_configs_line=$((_hpc_configs_line + 1))
-        if [[ $_hpc_configs_rest == [' '$'\t']* && $started == 0 ]]; then
-          part=${_hpc_configs_rest%%[!$' \t']*}
-          _hpc_configs_rest=${_hpc_configs_rest:${#part}}
+      $'\\\n')
+        # A continued line: no word starts or ends here (the next line's indent is blanks).
+        _hpc_configs_rest=''
+        if ((_hpc_configs_next >= ${#_hpc_configs_lines[@]})); then
+          _hpc_configs_fail "trailing backslash at end of file (line $_hpc_configs_line)"
+          return
         fi
         continue
         ;;
       '#'*)
         if ((!started)); then
-          # A comment: everything up to the newline, which stays.
-          [[ $_hpc_configs_rest =~ $_hpc_configs_re_comment ]]
-          _hpc_configs_rest=${_hpc_configs_rest:${#BASH_REMATCH[0]}}
+          # A comment: the rest of the line (every piece of it) up to its newline, which stays.
+          part=${_hpc_configs_long:-$_hpc_configs_rest}
+          _hpc_configs_long=''
+          _hpc_configs_rest=''
+          if [[ ${part: -1} == $'\n' ]]; then _hpc_configs_rest=$'\n'; fi
           continue
         fi
         ;;
@@ -247,32 +419,37 @@ _hpc_configs_parse() {
   fi
 }
 
-# _hpc_configs_count_lines TEXT: adds the newlines in TEXT to the line number.
-_hpc_configs_count_lines() {
-  local newlines=${1//[!$'\n']/}
-  _hpc_configs_line=$((_hpc_configs_line + ${#newlines}))
-}
-
-# _hpc_configs_after_command: checks that only blank lines and comments follow the command;
-# returns 2 naming the line of a second command.
+# _hpc_configs_after_command: checks that only blank lines and comments follow the command (the
+# lines not yet given to the parser); returns 2 naming the line of a second command.
 _hpc_configs_after_command() {
-  [[ $_hpc_configs_rest =~ $_hpc_configs_re_blank_lines ]]
-  _hpc_configs_take "${#BASH_REMATCH[0]}"
-  if [[ ! $_hpc_configs_rest =~ $_hpc_configs_re_blank_end ]]; then
-    _hpc_configs_fail "line $_hpc_configs_line: a second command; the file holds one command (end a line with \\ to continue it)"
-  fi
+  local i text
+  for ((i = _hpc_configs_next; i < ${#_hpc_configs_lines[@]}; i++)); do
+    text=${_hpc_configs_lines[i]}
+    text=${text#"${text%%[!$' \t']*}"}
+    case $text in
+      '' | $'\n' | '#'*) ;;
+      *)
+        _hpc_configs_fail "line $((i + 1)): a second command; the file holds one command (end a line with \\ to continue it)"
+        return
+        ;;
+    esac
+  done
 }
 
 # _hpc_configs_backslash_unquoted: a backslash outside quotes: continues the line before a
 # newline, else makes the next character literal.
 _hpc_configs_backslash_unquoted() {
   case $_hpc_configs_rest in
-    "\\" | $'\\\n')
+    "\\")
       _hpc_configs_fail "trailing backslash at end of file (line $_hpc_configs_line)"
       return
       ;;
-    $'\\\n'*)
-      _hpc_configs_take 2
+    $'\\\n')
+      _hpc_configs_rest=''
+      if ! _hpc_configs_refill; then
+        _hpc_configs_fail "trailing backslash at end of file (line $_hpc_configs_line)"
+        return
+      fi
       ;;
     *)
       _hpc_configs_literal "${_hpc_configs_rest:1:1}"
@@ -285,8 +462,8 @@ _hpc_configs_backslash_unquoted() {
 # newline (which it removes); before anything else it is itself literal.
 _hpc_configs_backslash_dquoted() {
   case $_hpc_configs_rest in
-    $'\\\n'*)
-      _hpc_configs_take 2
+    $'\\\n')
+      _hpc_configs_rest=''
       ;;
     "\\\$"* | "\\\`"* | "\\\""* | "\\\\"*)
       _hpc_configs_literal "${_hpc_configs_rest:1:1}"
@@ -299,33 +476,38 @@ _hpc_configs_backslash_dquoted() {
   esac
 }
 
-# _hpc_configs_squote: a single-quoted part: all of it literal.
+# _hpc_configs_squote: a single-quoted part: all of it literal, over as many lines as it takes.
 _hpc_configs_squote() {
-  local part=${_hpc_configs_rest:1}
-  part=${part%%\'*}
-  if [[ ${_hpc_configs_rest:${#part}+1:1} != "'" ]]; then
-    _hpc_configs_fail "unbalanced ' (single quote) opened on line $_hpc_configs_line"
-    return
-  fi
-  _hpc_configs_rest=${_hpc_configs_rest:${#part}+2}
-  if [[ $part == *$'\n'* ]]; then _hpc_configs_count_lines "$part"; fi
-  _hpc_configs_literal "$part"
+  local opened=$_hpc_configs_line part
+  _hpc_configs_rest=${_hpc_configs_rest:1}
+  while :; do
+    part=${_hpc_configs_rest%%\'*}
+    _hpc_configs_literal "$part"
+    if ((${#part} < ${#_hpc_configs_rest})); then
+      _hpc_configs_rest=${_hpc_configs_rest:${#part}+1}
+      return 0
+    fi
+    _hpc_configs_rest=''
+    if ! _hpc_configs_refill; then
+      _hpc_configs_fail "unbalanced ' (single quote) opened on line $opened"
+      return
+    fi
+  done
 }
 
 # _hpc_configs_dquote: a double-quoted part, from its opening quote.
 _hpc_configs_dquote() {
   local opened=$_hpc_configs_line part=${_hpc_configs_rest:1}
-  # The common case first: nothing in it but plain text.
+  # The common case first: nothing in it but plain text, closed on the same piece.
   part=${part%%["${_hpc_configs_dq_stop%\}}"]*}
   if [[ ${_hpc_configs_rest:${#part}+1:1} == '"' ]]; then
     _hpc_configs_rest=${_hpc_configs_rest:${#part}+2}
-    if [[ $part == *$'\n'* ]]; then _hpc_configs_count_lines "$part"; fi
     if ((_hpc_configs_depth > 0)); then part=${part//\}/\\\}}; fi
     _hpc_configs_word+=$part
     return 0
   fi
   _hpc_configs_rest=${_hpc_configs_rest:1}
-  while [[ -n $_hpc_configs_rest ]]; do
+  while [[ -n $_hpc_configs_rest ]] || _hpc_configs_refill; do
     case $_hpc_configs_rest in
       '"'*)
         _hpc_configs_rest=${_hpc_configs_rest:1}
@@ -341,7 +523,6 @@ _hpc_configs_dquote() {
         # Ordinary characters: nothing in them to escape.
         part=${_hpc_configs_rest%%["$_hpc_configs_dq_stop"]*}
         _hpc_configs_rest=${_hpc_configs_rest:${#part}}
-        if [[ $part == *$'\n'* ]]; then _hpc_configs_count_lines "$part"; fi
         _hpc_configs_word+=$part
         ;;
     esac
@@ -368,7 +549,6 @@ _hpc_configs_dollar() {
           if [[ ${_hpc_configs_rest:${#after}:1} == '}' ]]; then
             # The common case: a default of ordinary characters.
             _hpc_configs_rest=${_hpc_configs_rest:${#after}+1}
-            if [[ $after == *$'\n'* ]]; then _hpc_configs_count_lines "$after"; fi
             _hpc_configs_word+="\${$name:-$after}"
             return 0
           fi
@@ -396,14 +576,23 @@ _hpc_configs_dollar() {
       _hpc_configs_group || return
       ;;
     '`'*)
-      after=${_hpc_configs_rest:1}
-      after=${after%%\`*}
-      if [[ ${_hpc_configs_rest:${#after}+1:1} != '`' ]]; then
-        _hpc_configs_fail "unbalanced \` (backquote) opened on line $opened"
-        return
-      fi
-      _hpc_configs_take $((${#after} + 2))
-      _hpc_configs_literal "$_hpc_configs_taken"
+      # Plain text up to the closing backquote, over as many lines as it takes.
+      _hpc_configs_literal '`'
+      _hpc_configs_rest=${_hpc_configs_rest:1}
+      while :; do
+        after=${_hpc_configs_rest%%\`*}
+        if ((${#after} < ${#_hpc_configs_rest})); then
+          _hpc_configs_literal "$after\`"
+          _hpc_configs_rest=${_hpc_configs_rest:${#after}+1}
+          return 0
+        fi
+        _hpc_configs_literal "$after"
+        _hpc_configs_rest=''
+        if ! _hpc_configs_refill; then
+          _hpc_configs_fail "unbalanced \` (backquote) opened on line $opened"
+          return
+        fi
+      done
       ;;
     *)
       _hpc_configs_word+='\$'
@@ -412,25 +601,29 @@ _hpc_configs_dollar() {
   esac
 }
 
-# _hpc_configs_group: $( or ${ that is no reference: plain text up to the matching ) or }.
+# _hpc_configs_group: $( or ${ that is no reference: plain text up to the matching ) or }, over
+# as many lines as it takes.
 _hpc_configs_group() {
-  local open=${_hpc_configs_rest:1:1} close=')' depth=0 i=1 c n=${#_hpc_configs_rest}
+  local open=${_hpc_configs_rest:1:1} close=')' depth=0 part c opened=$_hpc_configs_line
   if [[ $open == '{' ]]; then close='}'; fi
-  while ((i < n)); do
-    c=${_hpc_configs_rest:i:1}
+  _hpc_configs_literal '$'
+  _hpc_configs_rest=${_hpc_configs_rest:1}
+  while [[ -n $_hpc_configs_rest ]] || _hpc_configs_refill; do
+    part=${_hpc_configs_rest%%["$open$close"]*}
+    _hpc_configs_literal "$part"
+    _hpc_configs_rest=${_hpc_configs_rest:${#part}}
+    [[ -n $_hpc_configs_rest ]] || continue
+    c=${_hpc_configs_rest:0:1}
+    _hpc_configs_literal "$c"
+    _hpc_configs_rest=${_hpc_configs_rest:1}
     if [[ $c == "$open" ]]; then
       depth=$((depth + 1))
-    elif [[ $c == "$close" ]]; then
+    else
       depth=$((depth - 1))
-      if ((depth == 0)); then
-        _hpc_configs_take $((i + 1))
-        _hpc_configs_literal "$_hpc_configs_taken"
-        return 0
-      fi
+      if ((depth == 0)); then return 0; fi
     fi
-    i=$((i + 1))
   done
-  _hpc_configs_fail "unbalanced \$$open opened on line $_hpc_configs_line"
+  _hpc_configs_fail "unbalanced \$$open opened on line $opened"
 }
 
 # _hpc_configs_default CONTEXT: the default of ${NAME:-default} up to (not past) its closing },
@@ -439,7 +632,7 @@ _hpc_configs_group() {
 _hpc_configs_default() {
   local context=$1 stop=$_hpc_configs_du_stop part
   if [[ $context == q ]]; then stop=$_hpc_configs_dq_stop; fi
-  while [[ -n $_hpc_configs_rest ]]; do
+  while [[ -n $_hpc_configs_rest ]] || _hpc_configs_refill; do
     case $_hpc_configs_rest in
       '}'*) return 0 ;;
       '"'*) _hpc_configs_dquote || return ;;
@@ -463,7 +656,6 @@ _hpc_configs_default() {
         # Ordinary characters: nothing in them to escape.
         part=${_hpc_configs_rest%%["$stop"]*}
         _hpc_configs_rest=${_hpc_configs_rest:${#part}}
-        if [[ $part == *$'\n'* ]]; then _hpc_configs_count_lines "$part"; fi
         _hpc_configs_word+=$part
         ;;
     esac

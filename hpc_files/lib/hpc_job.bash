@@ -524,7 +524,7 @@ hpc_job_task() {
     argv=("${hpc_container_cmd[@]}")
   fi
   if [[ ${SLURM_LOCALID:-0} == 0 ]]; then
-    hpc_job_log "starting after $(hpc_job_elapsed) s: $(printf '%q ' "${argv[@]}")"
+    hpc_job_log "starting after $(hpc_job_elapsed) s: $(hpc_mask_quoted argv)"
   fi
   [[ $HPC_JOB_LAUNCHER == torchrun ]] || exec "${argv[@]}"
   hpc_job_torchrun_agent "${argv[@]}"

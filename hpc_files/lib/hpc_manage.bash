@@ -18,7 +18,9 @@
 #                       status saw; else UNKNOWN (forgotten by SLURM).
 #   logs TARGET         Prints the output of the newest job of experiment TARGET, or of the job
 #                       TARGET (every task of an array, each after a '==> FILE <==' line), or of
-#                       the array task JOBID_TASK.
+#                       the array task JOBID_TASK, every secret in it masked: the values of this
+#                       shell's variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASS*,
+#                       *CREDENTIAL*, *AUTH*, *_PWD) and the key in ~/wandb_credentials.txt.
 #     -f, --follow      Then follows it (tail -F) until interrupted.
 #   cancel TARGET       Cancels (scancel) the recorded jobs of experiment TARGET, or the job or
 #                       array task TARGET, that are still pending or running; prints each one.
@@ -381,8 +383,11 @@ hpc_manage_logs() {
     hpc_manage_task_output "$id" "$key"
     files+=("$hpc_manifest_path")
   done
+  # What is printed is masked (hpc_mask_stream): a program may print a secret, as may the
+  # toolkit's lines of a job that ran before masking existed.
   if ((follow)); then
-    exec tail -n +1 -F -- "${files[@]}"
+    tail -n +1 -F -- "${files[@]}" | hpc_mask_stream
+    exit
   fi
   local shown=0 file
   for file in "${files[@]}"; do
@@ -391,7 +396,7 @@ hpc_manage_logs() {
       continue
     fi
     ((${#files[@]} == 1)) || printf '==> %s <==\n' "$file"
-    cat -- "$file" || hpc_die "cannot read $file"
+    hpc_mask_stream <"$file" || hpc_die "cannot read $file"
     shown=$((shown + 1))
   done
   ((shown > 0)) || exit 1

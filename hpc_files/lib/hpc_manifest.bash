@@ -76,7 +76,8 @@ hpc_manifest_git() {
 # hpc_manifest_write JOB_ID SCRIPT: records the submission just made (the plan hpc_plan_*, the
 # submitter's arguments hpc_submit_argv, the command hpc_configs_words) as
 # ${scratch_dir}/hpc_outputs/manifests/EXP_JOB_ID.manifest; SCRIPT is the kept job script.
-# Writes nothing else: no variable of the environment. False when it cannot write.
+# Writes nothing else: no variable of the environment, and no secret (hpc_mask_vars) in the
+# submitter's words or the command. False when it cannot write.
 hpc_manifest_write() {
   local id=$1 script=$2 dir now
   dir=$hpc_plan_scratch_dir/hpc_outputs/manifests
@@ -121,9 +122,13 @@ hpc_manifest_write() {
   hpc_manifest_put output_path "$hpc_manifest_path"
   hpc_manifest_put git_commit "$hpc_manifest_git_commit"
   hpc_manifest_put git_dirty "$hpc_manifest_git_dirty"
-  hpc_manifest_put argv ${hpc_submit_argv[@]+"${hpc_submit_argv[@]}"}
+  # The submitter's words and the command are the user's text: a secret typed in them is masked
+  # (the sbatch options and paths are read back by resubmit and stay exact).
+  local -a words=(${hpc_submit_argv[@]+"${hpc_submit_argv[@]}"}) templates=("${hpc_configs_words[@]}")
+  hpc_mask_vars words templates
+  hpc_manifest_put argv ${words[@]+"${words[@]}"}
   hpc_manifest_put sbatch "${hpc_plan_sbatch_args[@]}"
-  hpc_manifest_put command "${hpc_configs_words[@]}"
+  hpc_manifest_put command "${templates[@]}"
   hpc_manifest_commit "$dir/${hpc_plan_exp_name}_$id.manifest"
 }
 

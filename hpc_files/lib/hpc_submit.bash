@@ -55,7 +55,9 @@ hpc_submit_configs() {
 # the configs file that nothing will define in the job.
 hpc_submit_environment() {
   # Locals named so that no configs file uses them: ${!_hpc_env_name} must see only the caller's variables.
-  local _hpc_env_name _hpc_env_value _hpc_env_required _hpc_env_defined
+  local _hpc_env_name _hpc_env_value _hpc_env_required _hpc_env_defined -
+  # Values of this shell's variables pass through here: no bash -x trace (restored on return).
+  set +x
   printf 'source_dir=%s\nproject_name=%s\nscratch_dir=%s\nexp_name=%s\nnum_nodes=%s\ngpus_per_node=%s\n' \
     "$hpc_plan_source_dir" "$hpc_plan_project_name" "$hpc_plan_scratch_dir" "$hpc_plan_exp_name" \
     "$hpc_plan_nodes" "$hpc_plan_gpus"
@@ -75,9 +77,12 @@ hpc_submit_environment() {
       source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) _hpc_env_defined="defined by the job" ;;
       *)
         if [[ -n ${!_hpc_env_name+x} ]]; then
-          _hpc_env_value=${!_hpc_env_name}
-          # Secrets by name, in any case (wandb_api_key too).
-          case ${_hpc_env_name^^} in *KEY* | *TOKEN* | *SECRET* | *PASSWORD*) _hpc_env_value='(masked)' ;; esac
+          # Secrets by name (in any case), and any secret's value inside another variable's.
+          _hpc_env_value='(masked)'
+          if ! hpc_secret_name "$_hpc_env_name"; then
+            _hpc_env_value=${!_hpc_env_name}
+            hpc_mask_vars _hpc_env_value
+          fi
           _hpc_env_defined="from this shell: $_hpc_env_value"
         elif ((_hpc_env_required)); then
           _hpc_env_defined="NOT DEFINED: the job will fail before the program starts"

@@ -34,9 +34,10 @@ hpc_sweep_check_key() {
 }
 
 # hpc_sweep_load_key: in the job: exports WANDB_API_KEY from the credentials file when the job's
-# environment has none. Prints nothing of the key.
+# environment has none. Prints nothing of the key, not even to a bash -x trace.
 hpc_sweep_load_key() {
-  local file key=''
+  local file key='' -
+  set +x
   if [[ -v WANDB_API_KEY ]] && ((${#WANDB_API_KEY} > 0)); then
     return 0
   fi

@@ -53,6 +53,17 @@ words() {
   same_args templates "$text" hpc_configs_words "$@"
 }
 
+# words_of_file FILE EXPECTED...: the configs file FILE reads into exactly the templates EXPECTED.
+words_of_file() {
+  local file=$1
+  shift
+  hpc_configs_read "$file" || {
+    printf 'hpc_configs_read failed on %s\n' "$file"
+    return 1
+  }
+  same_args templates "$file" hpc_configs_words "$@"
+}
+
 # argv TEXT EXPECTED...: the configs file TEXT, read and expanded, gives exactly EXPECTED.
 argv() {
   local text=$1
@@ -420,27 +431,122 @@ read ok"
   assert_failure 1
 }
 
-@test "speed: a 20-line configs file parses in well under 10 ms" {
+@test "read: CR-only (old Mac) and CRLF line ends leave no carriage return in the words" {
+  words $'python a.py \\\r  --x 1\r' python a.py --x 1
+  words $'x\r' x
+  words $'python \\\r\n  a.py \\\r  b\r\n' python a.py b
+  words $'"two\rlines" \'and\r\nthese\'\r' $'two\nlines' $'and\nthese'
+  words $'# comment\r\rpython \\\r  x # y\r\r# done\r' python x
+  read_error $'python a.py\rpython b.py\r' 'line 2: a second command; the file holds one command (end a line with \ to continue it)'
+  read_error $'# c\r\npython \'a\r\n' "unbalanced ' (single quote) opened on line 2"
+}
+
+@test "read: continued plain lines are read as a run, joined as a shell joins them" {
+  words $'python \\\n--a\\\n1 \\\n  b\\\n"c d" \\\n  e\n' python --a1 'bc d' e
+  words $'"x y"\\\nz \\\nw\n' 'x yz' w
+  words $'"x y"\\\nz\\\nw\n' 'x yzw'
+  words $'a \\\n\\\n\\\n  b \\\n c\n' a b c
+  words $'a \\\n  *.py [x] \\\n  c' a '*.py' '[x]' c
+  read_error $'a \\\n b \\\n' 'trailing backslash at end of file (line 2)'
+  read_error $'a \\\n b \\\n c \\' 'trailing backslash at end of file (line 3)'
+}
+
+@test "read: lines longer than a piece (4 KiB): words, quotes and comments across the cuts" {
+  local line='' i
+  local -a want=(python)
+  for i in {1..1500}; do
+    line+=" --o$i \"v $i\""
+    want+=("--o$i" "v $i")
+  done
+  words "python$line"$'\n' "${want[@]}"
+  local long=${line//\"/}
+  words "python 'a$long' \"b$long\" \${X:-c$long}"$'\n' python "a$long" "b$long" "\${X:-c$long}"
+  words "python a.py # a comment:$line 'unbalanced"$'\n# and more\n' python a.py
+  read_error "python a.py$line"$'\npython b.py\n' 'line 2: a second command; the file holds one command (end a line with \ to continue it)'
+  read_error "python \"a$long"$'\n' 'unbalanced " (double quote) opened on line 1'
+}
+
+@test "read errors: only regular files: a FIFO, a device or a socket is refused at once, without reading it" {
+  mkfifo "$TMP/fifo"
+  # A FIFO with no writer would block a reader forever: the timeout proves it is never opened.
+  run timeout 10 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"; hpc_program=job_submitter.sh; hpc_configs_read "$1"' _ "$TMP/fifo"
+  assert_equal "$status" 2
+  assert_output "job_submitter.sh: -C/--configs: $TMP/fifo: is a named pipe (FIFO), not a regular file; accepted: a text file"
+  run hpc_configs_read /dev/zero
+  assert_equal "$status" 2
+  assert_output "job_submitter.sh: -C/--configs: /dev/zero: is a character device, not a regular file; accepted: a text file"
+  run hpc_configs_read /dev/null
+  assert_equal "$status" 2
+  assert_output "job_submitter.sh: -C/--configs: /dev/null: is a character device, not a regular file; accepted: a text file"
+  # A symlink to a regular file is that file.
+  printf 'python a.py\n' >"$CONFIGS"
+  ln -s "$CONFIGS" "$TMP/link.txt"
+  words_of_file "$TMP/link.txt" python a.py
+}
+
+@test "read errors: a file larger than 4 MiB is refused; 4 MiB exactly is read" {
   {
-    printf '# A 20-line configs file\npython -m my_project.train \\\n'
-    for i in {1..17}; do
-      printf '  --opt%s "value %s" --ref%s=${VAR%s:-default} \\\n' "$i" "$i" "$i" "$i"
+    printf 'python a.py\n#'
+    head -c $((4194304 - 14)) /dev/zero | tr '\0' x
+    printf '\n'
+  } >"$CONFIGS"
+  assert_equal "$(stat -c %s "$CONFIGS")" 4194304
+  words_of_file "$CONFIGS" python a.py
+  printf 'x' >>"$CONFIGS"
+  run hpc_configs_read "$CONFIGS"
+  assert_equal "$status" 2
+  assert_output "job_submitter.sh: -C/--configs: $CONFIGS: larger than 4194304 bytes (4 MiB); a configs file holds one command"
+}
+
+# generated_file FILE LINES: a configs file of LINES generated lines (plain options, quoted
+# values and references, as a long generated sweep would have) and its command's last line.
+generated_file() {
+  local i
+  {
+    printf '# generated\npython -m my_project.train \\\n'
+    for ((i = 1; i <= $2; i++)); do
+      if ((i % 10 == 0)); then
+        printf '  --name%s "value %s" --ref%s=${VAR%s:-default} \\\n' "$i" "$i" "$i" "$i"
+      else
+        printf '  --opt%s %s \\\n' "$i" "$i"
+      fi
     done
     printf '  --last\n'
-  } >"$CONFIGS"
-  # Timed in a fresh shell: bats' own DEBUG trap would slow every command of this one.
-  run --separate-stderr bash -c '
-    source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
-    source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
-    hpc_configs_read "$1"
-    t0=${EPOCHREALTIME/[.,]/}
-    for i in {1..20}; do hpc_configs_read "$1"; done
-    t1=${EPOCHREALTIME/[.,]/}
-    printf "%s %s\n" "${#hpc_configs_words[@]}" "$(((t1 - t0) / 20))"' _ "$CONFIGS"
+  } >"$1"
+}
+
+@test "cost: linear in the size of the file (bytes the parser handles, counted by bash -x, not timed)" {
+  # Every command the parser runs is traced with its expanded words: the trace's size is the
+  # work done on text. A parser that copies the rest of the file at every word (quadratic) makes
+  # the trace of a file twice as long four times as large; a linear one twice.
+  generated_file "$TMP/n.txt" 150
+  generated_file "$TMP/2n.txt" 300
+  local n
+  trace_bytes() {
+    bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+      exec 3>"$2"; BASH_XTRACEFD=3; set -x; hpc_configs_read "$1"; set +x; printf "%s\n" "${#hpc_configs_words[@]}"' _ "$1" "$1.trace"
+    stat -c %s "$1.trace"
+  }
+  run trace_bytes "$TMP/n.txt"
   assert_success
-  local count per_parse_us
-  read -r count per_parse_us <<<"$output"
-  assert_equal "$count" 55
-  echo "# ${per_parse_us} us per parse" >&3
-  ((per_parse_us < 10000))
+  assert_line --index 0 $((3 + 135 * 2 + 15 * 3 + 1))
+  n=${lines[1]}
+  run trace_bytes "$TMP/2n.txt"
+  assert_success
+  assert_line --index 0 $((3 + 270 * 2 + 30 * 3 + 1))
+  echo "# trace bytes: $n for 150 lines, ${lines[1]} for 300" >&3
+  ((lines[1] * 10 <= n * 25))
+}
+
+@test "cost: a 20,000-line configs file is read, every word right (a generous bound: 60 s)" {
+  generated_file "$CONFIGS" 20000
+  run --separate-stderr timeout 60 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+    hpc_configs_read "$1" && printf "%s\n" "${#hpc_configs_words[@]}" "${hpc_configs_words[3]}" "${hpc_configs_words[-4]}" "${hpc_configs_words[-3]}" "${hpc_configs_words[-2]}" "${hpc_configs_words[-1]}"' _ "$CONFIGS"
+  assert_success
+  assert_output "$((3 + 18000 * 2 + 2000 * 3 + 1))
+--opt1
+--name20000
+value 20000
+--ref20000=\${VAR20000:-default}
+--last"
 }
