@@ -121,6 +121,15 @@ hpc_plan_make() {
   # The time-limit warning goes to the batch shell (B:), which passes it on to the program.
   hpc_plan_signal=$hpc_profile_signal_name
   hpc_plan_signal_lead=${hpc_opt_signal_lead:-$hpc_profile_signal_lead_seconds}
+  # SLURM counts time limits in whole minutes (rounded up) and may send the warning up to 60 s
+  # before the lead asked for: it must still come after the job's start.
+  local limit
+  if [[ $hpc_plan_time =~ ^(([0-9]+)-)?([0-9]+):([0-9]+):([0-9]+)$ ]]; then
+    limit=$((((10#${BASH_REMATCH[2]:-0} * 24 + 10#${BASH_REMATCH[3]}) * 60 + 10#${BASH_REMATCH[4]}) * 60 + 10#${BASH_REMATCH[5]}))
+    limit=$(((limit + 59) / 60 * 60))
+    ((limit - hpc_plan_signal_lead >= 60)) ||
+      hpc_die_usage "--signal-lead" "$hpc_plan_signal_lead s before the time limit $hpc_plan_time ($limit s: SLURM counts whole minutes) leaves less than 60 s, and SLURM may send the warning up to 60 s early; accepted: at most $((limit - 60)) s with this time limit"
+  fi
   hpc_plan_sbatch_args+=(--signal="B:$hpc_plan_signal@$hpc_plan_signal_lead")
   hpc_plan_requeue=$hpc_opt_requeue
   if ((hpc_plan_requeue > 0)); then

@@ -233,6 +233,8 @@ train.py|train.py: unexpected word (every value belongs to an option; see --help
 --copy-back a/../../b|--copy-back: 'a/../../b' leaves ${SLURM_TMPDIR} (..); accepted: a path inside it
 --requeue -1|--requeue: '-1' is not accepted; accepted: how many times a warned job may requeue itself, 0 or more
 --signal-lead x|--signal-lead: 'x' is not accepted; accepted: seconds before the time limit for the warning signal, 0 or more
+-t 00:01:10 --signal-lead 61|--signal-lead: 61 s before the time limit 00:01:10 (120 s: SLURM counts whole minutes) leaves less than 60 s, and SLURM may send the warning up to 60 s early; accepted: at most 60 s with this time limit
+-t 00:01:00|--signal-lead: 30 s before the time limit 00:01:00 (60 s: SLURM counts whole minutes) leaves less than 60 s, and SLURM may send the warning up to 60 s early; accepted: at most 0 s with this time limit
 --repeat 0|--repeat: '0' is not accepted; accepted: a whole number, 1 or more
 --repeat 2 -w abc|-w/--repeat/--wandb-offline: choose one: a W&B sweep (-w), an offline grid sweep (--wandb-offline) or repeats (--repeat)
 -w abc -W torchrun|-W/--which-distributed: sweeps run one agent per array task, on one node: accepted without -W
@@ -338,6 +340,7 @@ EOT
 --cluster generic -g 3|1|1|6|30G|gpu:3|||00-01:00:00|default|venv-none|B:USR1@300|no
 -g 0 --requeue 3 --signal-lead 90 -e rq|1|1|1|1G|||debug|00-00:10:00|rq|venv-none|B:USR1@90|yes
 -g 0 --requeue=0 --signal-lead=0|1|1|1|1G|||debug|00-00:10:00|default|venv-none|B:USR1@0|no
+-g 0 -t 00:01:10 --signal-lead 60|1|1|1|1G|||debug|00:01:10|default|venv-none|B:USR1@60|no
 EOT
 }
 

@@ -1,0 +1,70 @@
+#!/usr/bin/env bats
+# Programs shaped like users' programs, not like the toolkit, through a real time limit: a
+# torchrun trainer in the shape of pytorch/examples' DDP tutorial (snapshot.pt, resume) and a
+# program that knows nothing of the warning.
+# shellcheck disable=SC2154 # job_id, job_out and job_state come from hpc_run_job (helpers/cluster.bash)
+
+setup_file() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+  hpc_test_project "real project"
+  cp "$HPC_ROOT/tests/fixtures/project/"{ddp_snapshot.py,oblivious.py} "$PROJECT/"
+}
+
+setup() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+}
+
+@test "torchrun 2x2 DDP trainer: warned, saves snapshot.pt, requeued once, resumes at the next epoch, COMPLETED; rank 0 on the first node; no 138" {
+  # Rank 0 saves ${SLURM_TMPDIR}/snapshot.pt; --copy-back brings it to ${scratch_dir}/${exp_name}/,
+  # where the restarted run finds it (its SLURM_TMPDIR is new).
+  # shellcheck disable=SC2016 # expanded in the job
+  hpc_configs "$PROJECT" 'python ddp_snapshot.py 110 10 ${SLURM_TMPDIR}/snapshot.pt ${scratch_dir}/${exp_name}/snapshot.pt'
+  hpc_submit_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 --time 00:03:00 --signal-lead 60 \
+    --requeue 1 --copy-back snapshot.pt -e ddp
+  hpc_wait_requeued "$job_id" 1 500
+  local state
+  state=$(hpc_job_state "$job_id")
+  [[ $state == "COMPLETED 0:0" ]] || fail "job $job_id ended $state; its output: $(cat "$job_out")"
+  assert_equal "$(hpc_job_field "$job_id" Restarts)" 1
+  # Global rank 0 on the first node in both runs; 4 ranks each run.
+  run grep -E '^RUN rank=0 ' "$job_out"
+  assert_line --index 0 --regexp '^RUN rank=0 local=0 node=n1 pid=[0-9]+ restart=0$'
+  assert_line --index 1 --regexp '^RUN rank=0 local=0 node=n1 pid=[0-9]+ restart=1$'
+  assert_equal "${#lines[@]}" 2
+  assert_equal "$(grep -c '^RUN rank=[0-3] ' "$job_out")" 8
+  # Run 1: the warning reached the workers of both nodes (not the agents), rank 0 saved and all stopped.
+  for node in n1 n2; do
+    assert_equal "$(grep -cE "^\[hpc $node\] time-limit warning SIGUSR1 passed to [0-9]+ \(python\) [0-9]+ \(python\)$" "$job_out")" 1
+  done
+  stopped=$(sed -n 's/^STOPPED epoch=//p' "$job_out")
+  [[ $stopped =~ ^[0-9]+$ ]] || fail "run 1 did not stop at the warning: $(cat "$job_out")"
+  run grep -E '^(SNAPSHOT epoch=|STOPPED|RESUMED|DONE|\[hpc n[12]\] (requeueing|copied back))' "$job_out"
+  assert_line "STOPPED epoch=$stopped"
+  assert_line "SNAPSHOT epoch=$stopped"
+  assert_line --regexp '^\[hpc n1\] requeueing \(restart 1 of 1\)$'
+  assert_line --regexp "^\[hpc n1\] copied back to .*/ddp: snapshot.pt$"
+  # Run 2 resumed from the copied-back snapshot and trained on from the next epoch to the end.
+  assert_line "RESUMED epoch=$stopped from=$SCRATCH/real project/ddp/snapshot.pt"
+  assert_line "DONE epochs=110"
+  first_after=$(sed -n '/^RESUMED /,$p' "$job_out" | sed -n 's/^EPOCH //p' | head -n 1)
+  assert_equal "$first_after" "$((stopped + 1))"
+  # Nobody died of the warning; no node lacked the snapshot's copy-back by mistake.
+  run grep -E '138|copy-back WARNING|found on none' "$job_out"
+  assert_output ''
+  [ -f "$SCRATCH/real project/ddp/snapshot.pt" ]
+}
+
+@test "a program without a handler for the warning runs on to the time limit: TIMEOUT, not killed by SIGUSR1" {
+  hpc_configs "$PROJECT" 'python oblivious.py 600'
+  hpc_run_job "$PROJECT" --gpus 0 --time 00:02:00 --signal-lead 60 -e oblivious
+  [[ $job_state == "TIMEOUT "* ]] || fail "job $job_id ended $job_state: $(cat "$job_out")"
+  run grep -E 'time-limit warning|no process of the program catches|138' "$job_out"
+  assert_line --index 0 --partial "time-limit warning (SIGUSR1): passing it to the program"
+  assert_line --index 1 --partial "no process of the program catches SIGUSR1 (yet)"
+  assert_equal "${#lines[@]}" 2
+  # It ran to the time limit (120 s), well past the warning (at 60 s at the latest).
+  last=$(sed -n 's/^TICK //p' "$job_out" | tail -n 1)
+  ((last >= 100)) || fail "the program stopped after $last s: $(cat "$job_out")"
+}
