@@ -356,8 +356,9 @@ hpc_job_catches() {
     mask=${line#SigCgt:}
     mask=${mask//[[:space:]]/}
     [[ $mask =~ ^[0-9a-fA-F]{1,16}$ ]] || return 1
-    [[ $(((16#$mask >> (number - 1)) & 1)) == 1 ]]
-    return
+    # An explicit status: a bare return in code run from a trap returns the status from before it.
+    [[ $(((16#$mask >> (number - 1)) & 1)) == 1 ]] && return 0
+    return 1
   done 2>/dev/null <"/proc/$pid/status"
   return 1
 }

@@ -152,6 +152,22 @@ EOF
   assert_success
 }
 
+@test "hpc_job_supervise: the carrier SIGURG becomes the warning for the program below that catches it; its status is the task's" {
+  # As an srun task: the wrapper stays the program's parent; SIGURG (from scancel) reaches it.
+  HPC_WARNING_SIGNAL=USR1 bash -c 'source "$1/hpc_files/lib/hpc_job.bash"; set -euo pipefail
+    hpc_job_supervise bash -c "python3 -c \"\$1\" \"\$2\"; exit 3" _ "$2" "$3"' _ "$HPC_ROOT" "$catcher_code" "$tmp/a" 2>"$tmp/log" &
+  started+=($!)
+  local task=$! status=0
+  wait_file "$tmp/a.ready"
+  kill -URG "$task"
+  wait_file "$tmp/a"
+  wait "$task" || status=$?
+  assert_equal "$status" 3
+  assert_equal "$(cat "$tmp/a")" "got USR1"
+  run cat "$tmp/log"
+  assert_output --regexp '^\[hpc n1\] time-limit warning SIGUSR1 passed to [0-9]+ \(python3\)$'
+}
+
 @test "copy-back on a node other than the first: its copy lands as PATH.NODE, and it says what it found" {
   export scratch_dir=$tmp/scratch exp_name=exp SLURM_NODEID=1 SLURMD_NODENAME=n2
   export HPC_JOB_COPY_BACK=$'snapshot.pt\nabsent.txt'
