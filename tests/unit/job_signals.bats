@@ -16,7 +16,10 @@ setup() {
 
 teardown() {
   local pid
-  for pid in "${started[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${started[@]}"; do
+    # Reaped here, so that the shell does not report them as killed.
+    { kill -KILL "$pid" && wait "$pid"; } 2>/dev/null || true
+  done
 }
 
 # catcher FILE: a Python process that writes 'got USR1' to FILE when SIGUSR1 arrives, then
