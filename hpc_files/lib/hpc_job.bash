@@ -204,7 +204,8 @@ hpc_job_copy_back() {
 
 # hpc_job_guard: the phase-1 task of one node (job_step.sh guard). Makes the node's SLURM_TMPDIR
 # (emulated mode), unpacks the data archive into it, prints 'ready NODE' (or 'failed NODE'), then
-# waits for SIGUSR2 (normal end) or SIGTERM (scancel, time limit), copies back (first node) and
+# waits for SIGUSR2 (normal end) or SIGTERM (scancel, time limit), copies back what this node has
+# (printing 'found PATH' for each, for hpc_job_copy_back_missing) and
 # removes what it made, only after the copy succeeded.
 hpc_job_guard() {
   local path sleeper made=0
@@ -624,7 +625,7 @@ hpc_job_task() {
     local rdzv=(--standalone)
     if ((SLURM_JOB_NUM_NODES > 1)); then
       # A static rendezvous: the node's index is its rank among the agents, so global rank 0
-      # runs on the first node, where MASTER_ADDR points and --copy-back looks first (c10d
+      # runs on the first node, where MASTER_ADDR points and --copy-back keeps the plain name (c10d
       # hands out ranks in arrival order).
       rdzv=(--node_rank="$SLURM_NODEID" --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT")
     fi
