@@ -73,3 +73,21 @@ setup() {
   last=$(sed -n 's/^TICK //p' "$job_out" | tail -n 1)
   ((last >= 100)) || fail "the program stopped after $last s: $(cat "$job_out")"
 }
+
+@test "--copy-back looks on every node: each node's copy kept apart (PATH, PATH.n2); a path on no node is named in the log and by status" {
+  # Each rank (one per node) writes its rank into its node's SLURM_TMPDIR.
+  hpc_configs "$PROJECT" "python -c \"import os; open(os.environ['SLURM_TMPDIR'] + '/rank.txt', 'w').write(os.environ['SLURM_PROCID'])\""
+  hpc_run_job "$PROJECT" -W lightning --gpus 1 --num-nodes 2 --copy-back rank.txt absent.txt -e everynode
+  assert_equal "$job_state" "COMPLETED 0:0"
+  dest="$SCRATCH/real project/everynode"
+  assert_equal "$(cat "$dest/rank.txt")" 0
+  assert_equal "$(cat "$dest/rank.txt.n2")" 1
+  run cat "$job_out"
+  assert_line "[hpc n1] copied back to $dest: rank.txt"
+  assert_line "[hpc n2] copied back to $dest: rank.txt.n2"
+  assert_line "[hpc n1] copy-back WARNING: absent.txt was found on none of the 2 node(s): nothing was copied back for it"
+  refute_line --partial "rank.txt was found on none"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status everynode
+  assert_success
+  assert_line "$job_id: copy-back WARNING: absent.txt was found on none of the 2 node(s): nothing was copied back for it"
+}
