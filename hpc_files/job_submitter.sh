@@ -26,8 +26,10 @@
 # How the program is started:
 #   -W, --which-distributed L  lightning: one SLURM task per GPU, started by srun (Lightning reads
 #                              SLURM's variables); torchrun: one torchrun per node, which starts
-#                              one process per GPU (c10d rendezvous on the first node, port
-#                              derived from the job id); 'script' is the old name of torchrun.
+#                              one process per GPU (static rendezvous: node i of the job is
+#                              torchrun's --node_rank i, so global rank 0 runs on the first node,
+#                              MASTER_ADDR; port derived from the job id); 'script' is the old
+#                              name of torchrun.
 #                              Without -W: one process on one node.
 #                              With -W the command must start with python.
 #   -C, --configs FILE         The file holding the command. Default: experiment_configurations.txt.
@@ -40,9 +42,12 @@
 #                              into an archive under ${scratch_dir}/.staging/ (rebuilt when they
 #                              change) and unpacked into ${SLURM_TMPDIR} on every node, under the
 #                              same relative paths. The values run until the next option.
-#   --copy-back PATH...        Paths relative to ${SLURM_TMPDIR} (first node) copied to
-#                              ${scratch_dir}/${exp_name}/ when the program ends, also after the
-#                              time-limit warning; a failed copy fails the job.
+#   --copy-back PATH...        Paths relative to ${SLURM_TMPDIR}, looked for on every node and
+#                              copied to ${scratch_dir}/${exp_name}/ when the program ends, also
+#                              after the time-limit warning: the first node's as PATH, another
+#                              node's as PATH.NODE (snapshot.pt.n2), so copies never overwrite
+#                              each other. A path found on no node is named in the log (copy-back
+#                              WARNING); a failed copy fails the job.
 #   -s, --singularity-container IMAGE.sif
 #                              Run in this Apptainer/Singularity image instead of the venv, with
 #                              binds for /scratch_storage, /data (staged data under data/), /tmp,
@@ -51,8 +56,16 @@
 #
 # Time limits:
 #   --signal-lead SECONDS      The program gets SIGUSR1 (the profile's signal) this long before
-#                              the time limit; HPC_WARNING_SIGNAL names it. 0 to 65535, and
-#                              shorter than the time limit. Default: the cluster's.
+#                              the time limit; HPC_WARNING_SIGNAL names it. 0 to 65535.
+#                              SLURM may send it up to 60 s early, so --time (which SLURM rounds
+#                              up to whole minutes) minus the lead must be 60 s or more.
+#                              Only processes that catch the signal get it (a handler, as
+#                              /proc/PID/status SigCgt shows): in each task's process tree the
+#                              outermost one with a handler (not a torchrun agent: its workers;
+#                              a container runtime is looked through). A program without one is
+#                              not signalled and runs on to the time limit (TIMEOUT); one still
+#                              starting gets it once its handler is installed.
+#                              Default: the cluster's.
 #   --requeue N                A warned job requeues itself up to N times (SLURM_RESTART_COUNT,
 #                              HPC_RESTART_COUNT), appending to the same log. Default: 0.
 #

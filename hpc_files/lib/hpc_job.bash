@@ -172,23 +172,29 @@ hpc_job_copy_one() {
   fi
 }
 
-# hpc_job_copy_back TMPDIR: copies the --copy-back paths (relative to TMPDIR) to
-# ${scratch_dir}/${exp_name}/, each whole or not at all (hpc_job_copy_one); returns 1 and names
-# the incomplete ones when any copy fails.
+# hpc_job_copy_back TMPDIR: copies the --copy-back paths (relative to TMPDIR) found on this node
+# to ${scratch_dir}/${exp_name}/, each whole or not at all (hpc_job_copy_one): the first node's
+# as PATH, another node's as PATH.NODE, so that copies of one path from several nodes stay apart.
+# Sets hpc_job_copy_found to the paths found here; returns 1 and names the incomplete ones when
+# any copy fails.
 hpc_job_copy_back() {
-  local tmpdir=$1 rel dest=${scratch_dir:?}/${exp_name:?}
+  local tmpdir=$1 rel final suffix='' dest=${scratch_dir:?}/${exp_name:?}
   local -a paths copied=() failed=()
+  hpc_job_copy_found=()
   [[ -n ${HPC_JOB_COPY_BACK:-} ]] || return 0
+  [[ ${SLURM_NODEID:-0} == 0 ]] || suffix=.${SLURMD_NODENAME:?}
   mapfile -t paths <<<"$HPC_JOB_COPY_BACK"
   for rel in "${paths[@]}"; do
     # 'ck/' names the folder ck: its copy goes beside it, not into a folder made first.
     while [[ $rel == ?*/ ]]; do rel=${rel%/}; done
     [[ -n $rel ]] || continue
     if [[ ! -e $tmpdir/$rel ]]; then
-      hpc_job_log "copy-back: $rel is not in SLURM_TMPDIR; nothing to copy"
+      hpc_job_log "copy-back: $rel is not in SLURM_TMPDIR on this node; nothing to copy from here"
       continue
     fi
-    if hpc_job_copy_one "$tmpdir/$rel" "$dest/$rel" "$rel"; then copied+=("$rel"); else failed+=("$rel"); fi
+    hpc_job_copy_found+=("$rel")
+    final=$rel$suffix
+    if hpc_job_copy_one "$tmpdir/$rel" "$dest/$final" "$rel"; then copied+=("$final"); else failed+=("$final"); fi
   done
   ((${#copied[@]} == 0)) || hpc_job_log "copied back to $dest: ${copied[*]}"
   ((${#failed[@]})) || return 0
@@ -198,7 +204,8 @@ hpc_job_copy_back() {
 
 # hpc_job_guard: the phase-1 task of one node (job_step.sh guard). Makes the node's SLURM_TMPDIR
 # (emulated mode), unpacks the data archive into it, prints 'ready NODE' (or 'failed NODE'), then
-# waits for SIGUSR2 (normal end) or SIGTERM (scancel, time limit), copies back (first node) and
+# waits for SIGUSR2 (normal end) or SIGTERM (scancel, time limit), copies back what this node has
+# (printing 'found PATH' for each, for hpc_job_copy_back_missing) and
 # removes what it made, only after the copy succeeded.
 hpc_job_guard() {
   local path sleeper made=0
@@ -219,7 +226,9 @@ hpc_job_guard() {
     local rc=0
     trap '' TERM USR2 INT
     [[ -z ${sleeper:-} ]] || kill "$sleeper" 2>/dev/null || true
-    if [[ ${SLURM_NODEID:-0} == 0 ]] && ! hpc_job_copy_back "$path"; then
+    hpc_job_copy_found=()
+    if ! hpc_job_copy_back "$path"; then
+      ((${#hpc_job_copy_found[@]} == 0)) || printf 'found %s\n' "${hpc_job_copy_found[@]}"
       if ((made)); then
         hpc_job_log "copy-back failed: the complete results stay in $path on $SLURMD_NODENAME (not removed; plai_cleanups removes it later)"
       else
@@ -227,6 +236,8 @@ hpc_job_guard() {
       fi
       exit 1
     fi
+    # What this node had, for the batch shell's count of paths found nowhere.
+    ((${#hpc_job_copy_found[@]} == 0)) || printf 'found %s\n' "${hpc_job_copy_found[@]}"
     if ((made)); then
       hpc_job_tmpdir_remove "$path" || { hpc_job_log "could not remove $path" && rc=1; }
     fi
@@ -263,6 +274,8 @@ hpc_job_start_guards() {
       --mem=0 --kill-on-bad-exit=0 bash "$hpc_job_toolkit_dir/job_step.sh" guard
   }
   hpc_job_guard_pid=$hpc_job_guards_PID
+  # Its own copy of the guards' output: bash closes the coprocess's when it has ended.
+  exec {hpc_job_guard_out}<&"${hpc_job_guards[0]}"
   while ((ready < SLURM_JOB_NUM_NODES)); do
     # No time limit here: unpacking a large dataset takes what it takes; a guard that ends
     # without a word closes the pipe.
@@ -285,7 +298,27 @@ hpc_job_stop_guards() {
   kill -USR2 "$hpc_job_guard_pid" 2>/dev/null || true
   wait "$hpc_job_guard_pid" 2>/dev/null || rc=$?
   hpc_job_guard_pid=
+  hpc_job_copy_back_missing
   ((rc == 0)) || return 1
+}
+
+# hpc_job_copy_back_missing: reads what the guards found ('found PATH' lines; they have ended, so
+# the pipe ends) and says loudly which --copy-back paths no node had.
+hpc_job_copy_back_missing() {
+  local line rel
+  local -A found=()
+  [[ -n ${hpc_job_guard_out:-} ]] || return 0
+  while IFS= read -r -t 10 line <&"$hpc_job_guard_out"; do
+    [[ $line != found\ * ]] || found[${line#found }]=1
+  done
+  exec {hpc_job_guard_out}<&-
+  hpc_job_guard_out=
+  [[ -n ${HPC_JOB_COPY_BACK:-} ]] || return 0
+  while IFS= read -r rel; do
+    while [[ $rel == ?*/ ]]; do rel=${rel%/}; done
+    [[ -n $rel && -z ${found[$rel]:-} ]] || continue
+    hpc_job_log "copy-back WARNING: $rel was found on none of the $SLURM_JOB_NUM_NODES node(s): nothing was copied back for it"
+  done <<<"$HPC_JOB_COPY_BACK"
 }
 
 # hpc_job_master: exports MASTER_ADDR (this, the first node) and MASTER_PORT (a preset one wins,
@@ -314,15 +347,98 @@ hpc_job_load_modules() {
   module load "${hpc_job_modules[@]}" || hpc_job_fail "modules" "module load ${hpc_job_modules[*]} failed"
 }
 
-# hpc_job_forward SIGNAL: the batch shell's trap: passes SIGNAL on to the program (srun passes it
-# on to every task; the torchrun agents pass it on to their workers).
+# hpc_job_catches PID SIGNAL: true when process PID has a handler for SIGNAL (a name, e.g. USR1):
+# bit N-1 of the SigCgt mask in /proc/PID/status for signal N.
+hpc_job_catches() {
+  local pid=$1 number mask line
+  number=$(kill -l "$2" 2>/dev/null) || return 1
+  while IFS= read -r line; do
+    [[ $line == SigCgt:* ]] || continue
+    mask=${line#SigCgt:}
+    mask=${mask//[[:space:]]/}
+    [[ $mask =~ ^[0-9a-fA-F]{1,16}$ ]] || return 1
+    # An explicit status: a bare return in code run from a trap returns the status from before it.
+    [[ $(((16#$mask >> (number - 1)) & 1)) == 1 ]] && return 0
+    return 1
+  done 2>/dev/null <"/proc/$pid/status"
+  return 1
+}
+
+# hpc_job_is_runtime PID: true when PID is a container runtime (apptainer or singularity, run
+# directly or by an interpreter, or Apptainer's starter): it passes every signal on to the
+# program inside, whether the program takes it or not, so the warning looks through it to the
+# processes below.
+hpc_job_is_runtime() {
+  local comm='' word
+  local -a argv=()
+  IFS= read -r comm 2>/dev/null <"/proc/$1/comm" || return 1
+  [[ $comm == starter* || $comm == [Aa]pptainer* || $comm == [Ss]ingularity* ]] && return 0
+  mapfile -d '' -n 2 argv 2>/dev/null <"/proc/$1/cmdline" || return 1
+  for word in "${argv[@]}"; do
+    [[ ${word##*/} == apptainer || ${word##*/} == singularity ]] && return 0
+  done
+  return 1
+}
+
+# hpc_job_warn_tree PID SIGNAL: sends SIGNAL to the outermost processes of the tree at PID that
+# catch it (in each branch the first one from the top; a container runtime is looked through);
+# processes without a handler, which SIGNAL would kill, never get it. Appends what got it
+# ('PID (name)') to hpc_job_warned_to.
+hpc_job_warn_tree() {
+  local pid=$1 signal=$2 child comm=''
+  if ! hpc_job_is_runtime "$pid" && hpc_job_catches "$pid" "$signal"; then
+    IFS= read -r comm 2>/dev/null <"/proc/$pid/comm" || true
+    kill -"$signal" "$pid" 2>/dev/null && hpc_job_warned_to+=("$pid ($comm)")
+    return 0
+  fi
+  for child in $(pgrep -P "$pid" 2>/dev/null); do
+    hpc_job_warn_tree "$child" "$signal"
+  done
+}
+
+# hpc_job_warn ROOT SIGNAL: passes the time-limit warning SIGNAL to the processes below ROOT that
+# catch it (hpc_job_warn_tree). When none does yet (the program is still starting), it looks
+# again every second while ROOT runs: the warning is delivered once a handler is installed; a
+# program that never installs one runs on to the time limit.
+hpc_job_warn() {
+  local root=$1 signal=$2 said=0
+  while kill -0 "$root" 2>/dev/null; do
+    hpc_job_warned_to=()
+    hpc_job_warn_tree "$root" "$signal"
+    if ((${#hpc_job_warned_to[@]})); then
+      hpc_job_log "time-limit warning SIG$signal passed to ${hpc_job_warned_to[*]}"
+      return 0
+    fi
+    if ((said == 0)); then
+      hpc_job_log "no process of the program catches SIG$signal (yet): it gets the warning once it installs a handler, else it runs on until the time limit"
+      said=1
+    fi
+    sleep 1
+  done
+}
+
+# hpc_job_forward SIGNAL: the batch shell's trap. The time-limit warning goes only to processes
+# that catch it (its default action would kill the others): directly below the program here (no
+# launcher), or, for srun's tasks on every node, through the carrier signal URG (ignored by
+# default, so nothing dies of it) that scancel sends to the job's steps and each task's
+# hpc_job_supervise turns into the warning. srun itself would pass the warning to every process
+# of the step, torchrun's agent included. Other signals go to the program as they are.
 hpc_job_forward() {
   if [[ $1 == "${HPC_WARNING_SIGNAL:-}" ]]; then
     hpc_job_warned=1
     hpc_job_log "time-limit warning (SIG$1): passing it to the program, then waiting for it to finish"
-  else
-    hpc_job_log "received SIG$1; passing it to the program"
+    [[ -n ${hpc_job_program_pid:-} ]] || return 0
+    if [[ $hpc_job_launcher == none ]]; then
+      hpc_job_warn "$hpc_job_program_pid" "$1" &
+    else
+      local target=$SLURM_JOB_ID
+      # An array task by its own name: the array's first task shares the array's job id.
+      [[ -z ${SLURM_ARRAY_TASK_ID:-} ]] || target=${SLURM_ARRAY_JOB_ID:?}_$SLURM_ARRAY_TASK_ID
+      scancel --signal=URG "$target" || hpc_job_log "scancel --signal=URG $target failed: the warning did not reach the program"
+    fi
+    return 0
   fi
+  hpc_job_log "received SIG$1; passing it to the program"
   [[ -z ${hpc_job_program_pid:-} ]] || kill -"$1" "$hpc_job_program_pid" 2>/dev/null || true
 }
 
@@ -508,10 +624,10 @@ hpc_job_task() {
     py=${argv[0]}
     local rdzv=(--standalone)
     if ((SLURM_JOB_NUM_NODES > 1)); then
-      # All nodes may share one address (as on the local cluster): say which agent hosts the
-      # c10d store, or both try to.
-      rdzv=(--rdzv_backend=c10d --rdzv_endpoint="$MASTER_ADDR:$MASTER_PORT" --rdzv_id="$SLURM_JOB_ID"
-        --rdzv_conf="is_host=$((SLURM_NODEID == 0 ? 1 : 0))")
+      # A static rendezvous: the node's index is its rank among the agents, so global rank 0
+      # runs on the first node, where MASTER_ADDR points and --copy-back keeps the plain name (c10d
+      # hands out ranks in arrival order).
+      rdzv=(--node_rank="$SLURM_NODEID" --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT")
     fi
     # --no-python: torchrun runs the user's command as written, python and all its arguments.
     argv=("$py" -m torch.distributed.run --nnodes="$SLURM_JOB_NUM_NODES" --nproc_per_node="$gpus_per_node"
@@ -526,23 +642,25 @@ hpc_job_task() {
   if [[ ${SLURM_LOCALID:-0} == 0 ]]; then
     hpc_job_log "starting after $(hpc_job_elapsed) s: $(hpc_mask_quoted argv)"
   fi
-  [[ $HPC_JOB_LAUNCHER == torchrun ]] || exec "${argv[@]}"
-  hpc_job_torchrun_agent "${argv[@]}"
+  [[ $HPC_JOB_LAUNCHER != none ]] || exec "${argv[@]}"
+  hpc_job_supervise "${argv[@]}"
 }
 
-# hpc_job_torchrun_agent ARGV...: runs the torchrun agent and passes the time-limit warning on to
-# its workers: the agent itself would die of it (it handles only TERM, INT, HUP and QUIT).
-hpc_job_torchrun_agent() {
-  local agent status=0
+# hpc_job_supervise ARGV...: one srun task (lightning: a rank; torchrun: the agent) runs ARGV
+# and stays its parent: the carrier signal URG (hpc_job_forward) becomes the time-limit warning
+# for the processes below that catch it (a torchrun agent does not: its workers get it); TERM
+# goes to the program. Exits with the program's status.
+hpc_job_supervise() {
+  local program status=0
   "$@" &
-  agent=$!
-  # shellcheck disable=SC2064 # the agent's pid is fixed now
-  trap "pkill -$HPC_WARNING_SIGNAL -P $agent 2>/dev/null || true" "$HPC_WARNING_SIGNAL"
+  program=$!
+  # shellcheck disable=SC2064 # the program's pid is fixed now
+  trap "hpc_job_warn $program $HPC_WARNING_SIGNAL &" URG
   # shellcheck disable=SC2064
-  trap "kill -TERM $agent 2>/dev/null || true" TERM
+  trap "kill -TERM $program 2>/dev/null || true" TERM
   while :; do
-    wait "$agent" || status=$?
-    kill -0 "$agent" 2>/dev/null || break
+    wait "$program" || status=$?
+    kill -0 "$program" 2>/dev/null || break
     status=0
   done
   exit "$status"

@@ -191,14 +191,19 @@ hpc_plan_make() {
 # hpc_plan_check_lead: exit 2 unless the warning's lead is shorter than the time limit (a
 # warning at or before the start would come at once, or never).
 hpc_plan_check_lead() {
+  local limit lead
   hpc_plan_time_seconds "$hpc_plan_time"
-  [[ -n $hpc_plan_seconds ]] && ((hpc_plan_signal_lead >= hpc_plan_seconds)) || return 0
+  [[ -n $hpc_plan_seconds ]] || return 0
+  # SLURM counts time limits in whole minutes (rounded up) and may send the warning up to 60 s
+  # before the lead asked for: it must still come after the job's start.
+  limit=$(((hpc_plan_seconds + 59) / 60 * 60))
+  ((limit - hpc_plan_signal_lead < 60)) || return 0
   if [[ -n $hpc_opt_signal_lead ]]; then
-    hpc_die_usage "--signal-lead" "$hpc_plan_signal_lead s is not shorter than the time limit $hpc_plan_time ($hpc_plan_seconds s); accepted: 0 to $((hpc_plan_seconds - 1))"
+    hpc_die_usage "--signal-lead" "$hpc_plan_signal_lead s before the time limit $hpc_plan_time ($limit s: SLURM counts whole minutes) leaves less than 60 s, and SLURM may send the warning up to 60 s early; accepted: at most $((limit - 60 > 0 ? limit - 60 : 0)) s with this time limit"
   fi
-  local lead
-  printf -v lead '%02d:%02d:%02d' "$((hpc_plan_signal_lead / 3600))" "$((hpc_plan_signal_lead / 60 % 60))" "$((hpc_plan_signal_lead % 60))"
-  hpc_die_usage "-t/--time" "'$hpc_plan_time' is not longer than the warning's lead of $hpc_plan_signal_lead s (the cluster's); accepted: more than $lead, or a shorter --signal-lead"
+  lead=$((hpc_plan_signal_lead + 60))
+  printf -v lead '%02d:%02d:%02d' "$((lead / 3600))" "$((lead / 60 % 60))" "$((lead % 60))"
+  hpc_die_usage "-t/--time" "'$hpc_plan_time' leaves less than 60 s before the cluster's warning lead of $hpc_plan_signal_lead s (SLURM may send it up to 60 s early); accepted: $lead or more, or a shorter --signal-lead"
 }
 
 # hpc_plan_summary: prints the one-line summary of the plan.

@@ -113,3 +113,17 @@ setup() {
   assert_failure
   [ "$(find "$APPTAINER_STANDIN_LOG" -type f | wc -l)" -ge 1 ]
 }
+
+@test "the time-limit warning in a container: a program without a handler is not signalled through the runtime, runs on to TIMEOUT" {
+  # The runtime (the stand-in, as Apptainer's starter) catches USR1 and passes it on: the toolkit
+  # looks through it and finds no process that takes the warning.
+  cp "$HPC_ROOT/tests/fixtures/project/oblivious.py" "$PROJECT/"
+  hpc_configs "$PROJECT" "python3 '$PROJECT/oblivious.py' 600"
+  hpc_run_job "$PROJECT" -s "$PROJECT/app.sif" -g 0 --time 00:02:00 --signal-lead 60 -e boxwarn
+  [[ $job_state == "TIMEOUT "* ]] || fail "job $job_id ended $job_state: $(cat "$job_out")"
+  assert_equal "$(grep -c '^\[hpc n1\] no process of the program catches SIGUSR1 (yet)' "$job_out")" 1
+  run grep -E 'passed to|exit (code|status) 138' "$job_out"
+  assert_output ''
+  last=$(sed -n 's/^TICK //p' "$job_out" | tail -n 1)
+  ((last >= 100)) || fail "the program stopped after $last s: $(cat "$job_out")"
+}

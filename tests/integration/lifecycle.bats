@@ -19,10 +19,10 @@ teardown() {
   hpc_cluster_mode provided
 }
 
-@test "time limit of 1 min, warning 40 s before: signal on both nodes, checkpoint copied back whole, tmpdir gone" {
+@test "time limit of 2 min, warning 60 s before: signal on both nodes, checkpoint copied back whole, tmpdir gone" {
   hpc_cluster_mode emulated
   hpc_configs "$PROJECT" 'python ckpt.py'
-  hpc_run_job "$PROJECT" -W lightning --gpus 1 --num-nodes 2 --time 00:01:00 --signal-lead 40 \
+  hpc_run_job "$PROJECT" -W lightning --gpus 1 --num-nodes 2 --time 00:02:00 --signal-lead 60 \
     --copy-back checkpoints -e warned
   assert_equal "$job_state" "COMPLETED 0:0"
   run cat "$job_out"
@@ -38,40 +38,10 @@ teardown() {
   done
 }
 
-# wait_requeued ID RESTARTS TIMEOUT: waits until job ID has been restarted RESTARTS times and has
-# ended (between restarts a job can read as ended for seconds: the count tells them apart). A
-# requeued job's 120 s wait before it may start again (Slurm's BeginTime after a requeue) is cut
-# short, so the test takes minutes less.
-wait_requeued() {
-  local id=$1 restarts=$2 timeout=$3 start=$SECONDS state pending_since=''
-
-  while :; do
-    state=$(squeue -h -j "$id" -o '%T %r' 2>/dev/null) || state=
-    # Only once the last run is wholly gone from the nodes (its Epilog done): a rerun launched
-    # while the node still cleans up the same job id fails to start.
-    if [[ $state == "PENDING BeginTime" ]] && ! sinfo -h -N -o %T | grep -q 'completing' &&
-      ! pgrep -f "slurmstepd: \[$id\." >/dev/null; then
-      pending_since=${pending_since:-$SECONDS}
-      if ((SECONDS - pending_since >= 3)); then
-        scontrol update JobId="$id" StartTime=now || true
-        pending_since=''
-      fi
-    fi
-    if [[ -z $state && $(hpc_job_field "$id" Restarts) == "$restarts" ]]; then
-      case $(hpc_job_field "$id" JobState) in
-        COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) return 0 ;;
-      esac
-    fi
-    ((SECONDS - start < timeout)) ||
-      fail "job $id did not end after $restarts restarts within ${timeout}s: $(scontrol show job "$id" | grep -E 'JobState|Restarts')"
-    sleep 1
-  done
-}
-
 @test "--requeue 2: three runs with restart counts 0, 1, 2, each resuming; one log; requeued from the batch shell" {
   hpc_configs "$PROJECT" 'python ckpt.py'
-  hpc_submit_job "$PROJECT" --gpus 0 --time 00:01:00 --signal-lead 50 --requeue 2 --copy-back checkpoints -e requeued
-  wait_requeued "$job_id" 2 400
+  hpc_submit_job "$PROJECT" --gpus 0 --time 00:02:00 --signal-lead 60 --requeue 2 --copy-back checkpoints -e requeued
+  hpc_wait_requeued "$job_id" 2 400
   local state
   state=$(hpc_job_state "$job_id")
   [[ $state == "COMPLETED 0:0" ]] || fail "job $job_id ended $state; its output: $(grep -v '^CHECKPOINT' "$job_out")"

@@ -194,9 +194,11 @@ HPC_CLUSTER=mars|-g 1|--cluster: 'mars' is not a known cluster; accepted: cedar 
 |--signal-lead x|--signal-lead: 'x' is not accepted; accepted: seconds before the time limit for the warning signal, 0 to 65535
 |--signal-lead 70000|--signal-lead: '70000' is not accepted; accepted: seconds before the time limit for the warning signal, 0 to 65535
 |--signal-lead 65536|--signal-lead: '65536' is not accepted; accepted: seconds before the time limit for the warning signal, 0 to 65535
-|-t 00:05:00 --signal-lead 300|--signal-lead: 300 s is not shorter than the time limit 00:05:00 (300 s); accepted: 0 to 299
-|-t 00:05:00 --signal-lead 900|--signal-lead: 900 s is not shorter than the time limit 00:05:00 (300 s); accepted: 0 to 299
-|-t 00:00:20|-t/--time: '00:00:20' is not longer than the warning's lead of 30 s (the cluster's); accepted: more than 00:00:30, or a shorter --signal-lead
+|-t 00:05:00 --signal-lead 300|--signal-lead: 300 s before the time limit 00:05:00 (300 s: SLURM counts whole minutes) leaves less than 60 s, and SLURM may send the warning up to 60 s early; accepted: at most 240 s with this time limit
+|-t 00:05:00 --signal-lead 900|--signal-lead: 900 s before the time limit 00:05:00 (300 s: SLURM counts whole minutes) leaves less than 60 s, and SLURM may send the warning up to 60 s early; accepted: at most 240 s with this time limit
+|-t 00:01:10 --signal-lead 61|--signal-lead: 61 s before the time limit 00:01:10 (120 s: SLURM counts whole minutes) leaves less than 60 s, and SLURM may send the warning up to 60 s early; accepted: at most 60 s with this time limit
+|-t 00:00:20|-t/--time: '00:00:20' leaves less than 60 s before the cluster's warning lead of 30 s (SLURM may send it up to 60 s early); accepted: 00:01:30 or more, or a shorter --signal-lead
+|-t 00:01:00|-t/--time: '00:01:00' leaves less than 60 s before the cluster's warning lead of 30 s (SLURM may send it up to 60 s early); accepted: 00:01:30 or more, or a shorter --signal-lead
 # Arrays and containers.
 |--repeat 0|--repeat: '0' is not accepted; accepted: a whole number, 1 or more
 |--repeat 2 -w abc|-w/--repeat/--wandb-offline: choose one: a W&B sweep (-w), an offline grid sweep (--wandb-offline) or repeats (--repeat)

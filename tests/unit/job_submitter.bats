@@ -244,6 +244,7 @@ EOT
 --cluster generic -g 2 -m 3G|1|1|4|6G|gpu:2|||00-01:00:00|default|venv-none|B:USR1@300|no
 -g 0 --requeue 3 --signal-lead 90 -e rq|1|1|1|1G|||debug|00-00:10:00|rq|venv-none|B:USR1@90|yes
 -g 0 --requeue=0 --signal-lead=0|1|1|1|1G|||debug|00-00:10:00|default|venv-none|B:USR1@0|no
+-g 0 -t 00:01:10 --signal-lead 60|1|1|1|1G|||debug|00:01:10|default|venv-none|B:USR1@60|no
 EOT
 }
 

@@ -387,6 +387,22 @@ EOT
   assert_equal "$(row 300_3)" "300_3 arr venv-none PENDING - $outputs/arr_venv-none_300.out"
 }
 
+@test "status: a job whose log says a --copy-back path was found on no node gets a line saying so" {
+  make_manifest e 110
+  make_manifest e 111
+  slurm_jobs <<'EOT'
+scontrol 110 110 COMPLETED 0:0
+scontrol 111 111 COMPLETED 0:0
+EOT
+  printf '%s\n' 'EPOCH 1' '[hpc n1] copy-back WARNING: snapshot.pt was found on none of the 2 node(s): nothing was copied back for it' >"$outputs/e_venv-none_110.out"
+  printf '%s\n' 'EPOCH 1' '[hpc n1] copied back to /x: snapshot.pt' >"$outputs/e_venv-none_111.out"
+  manage status e
+  assert_equal "$status" 0
+  assert_equal "${#lines[@]}" 4
+  assert_equal "$(row 110)" "110 e venv-none COMPLETED 0:0 $outputs/e_venv-none_110.out"
+  assert_equal "${lines[3]}" "110: copy-back WARNING: snapshot.pt was found on none of the 2 node(s): nothing was copied back for it"
+}
+
 @test "status: no submission yet says so (exit 0); SLURM unreachable is a failure (exit 1)" {
   manage status
   assert_equal "$status" 0

@@ -1,0 +1,93 @@
+#!/usr/bin/env bats
+# Programs shaped like users' programs, not like the toolkit, through a real time limit: a
+# torchrun trainer in the shape of pytorch/examples' DDP tutorial (snapshot.pt, resume) and a
+# program that knows nothing of the warning.
+# shellcheck disable=SC2154 # job_id, job_out and job_state come from hpc_run_job (helpers/cluster.bash)
+
+setup_file() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+  hpc_test_project "real project"
+  cp "$HPC_ROOT/tests/fixtures/project/"{ddp_snapshot.py,oblivious.py} "$PROJECT/"
+}
+
+setup() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+}
+
+@test "torchrun 2x2 DDP trainer: warned, saves snapshot.pt, requeued once, resumes at the next epoch, COMPLETED; rank 0 on the first node; no 138" {
+  # Rank 0 saves ${SLURM_TMPDIR}/snapshot.pt; --copy-back brings it to ${scratch_dir}/${exp_name}/,
+  # where the restarted run finds it (its SLURM_TMPDIR is new).
+  # shellcheck disable=SC2016 # expanded in the job
+  hpc_configs "$PROJECT" 'python ddp_snapshot.py 110 10 ${SLURM_TMPDIR}/snapshot.pt ${scratch_dir}/${exp_name}/snapshot.pt'
+  hpc_submit_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 --time 00:03:00 --signal-lead 60 \
+    --requeue 1 --copy-back snapshot.pt -e ddp
+  hpc_wait_requeued "$job_id" 1 500
+  local state
+  state=$(hpc_job_state "$job_id")
+  [[ $state == "COMPLETED 0:0" ]] || fail "job $job_id ended $state; its output: $(cat "$job_out")"
+  assert_equal "$(hpc_job_field "$job_id" Restarts)" 1
+  # The ranks share the node's output: a line may start before another rank's newline (whole
+  # lines per rank are not this test's subject). One mark per line, for the checks below.
+  marks=$BATS_TEST_TMPDIR/marks
+  sed -E 's/(RUN rank=|WARNED rank=|EPOCH |SNAPSHOT epoch=|STOPPED epoch=|RESUMED epoch=|DONE epochs=|\[hpc n[0-9]\] )/\n\1/g' "$job_out" >"$marks"
+  # Global rank 0 on the first node in both runs; 4 ranks each run.
+  run grep -E '^RUN rank=0 ' "$marks"
+  assert_line --index 0 --regexp '^RUN rank=0 local=0 node=n1 pid=[0-9]+ restart=0$'
+  assert_line --index 1 --regexp '^RUN rank=0 local=0 node=n1 pid=[0-9]+ restart=1$'
+  assert_equal "${#lines[@]}" 2
+  assert_equal "$(grep -c '^RUN rank=[0-3] ' "$marks")" 8
+  # Run 1: the warning reached the workers of both nodes (not the agents), rank 0 saved and all stopped.
+  for node in n1 n2; do
+    assert_equal "$(grep -cE "^\[hpc $node\] time-limit warning SIGUSR1 passed to [0-9]+ \(python\) [0-9]+ \(python\)$" "$marks")" 1
+  done
+  stopped=$(sed -n 's/^STOPPED epoch=//p' "$marks")
+  [[ $stopped =~ ^[0-9]+$ ]] || fail "run 1 did not stop at the warning: $(cat "$marks")"
+  run grep -E '^(SNAPSHOT epoch=|STOPPED|RESUMED|DONE|\[hpc n[12]\] (requeueing|copied back))' "$marks"
+  assert_line "STOPPED epoch=$stopped"
+  assert_line "SNAPSHOT epoch=$stopped"
+  assert_line --regexp '^\[hpc n1\] requeueing \(restart 1 of 1\)$'
+  assert_line --regexp "^\[hpc n1\] copied back to .*/ddp: snapshot.pt$"
+  # Run 2 resumed from the copied-back snapshot and trained on from the next epoch to the end.
+  assert_line "RESUMED epoch=$stopped from=$SCRATCH/real project/ddp/snapshot.pt"
+  assert_line "DONE epochs=110"
+  first_after=$(sed -n '/^RESUMED /,$p' "$marks" | sed -n 's/^EPOCH //p' | head -n 1)
+  assert_equal "$first_after" "$((stopped + 1))"
+  # Nobody died of the warning; no node lacked the snapshot's copy-back by mistake.
+  run grep -E 'exit (code|status) 138|copy-back WARNING|found on none' "$marks"
+  assert_output ''
+  [ -f "$SCRATCH/real project/ddp/snapshot.pt" ]
+}
+
+@test "a program without a handler for the warning runs on to the time limit: TIMEOUT, not killed by SIGUSR1" {
+  hpc_configs "$PROJECT" 'python oblivious.py 600'
+  hpc_run_job "$PROJECT" --gpus 0 --time 00:02:00 --signal-lead 60 -e oblivious
+  [[ $job_state == "TIMEOUT "* ]] || fail "job $job_id ended $job_state: $(cat "$job_out")"
+  # Warned once, and nobody got the signal: nobody catches it.
+  assert_equal "$(grep -c '^\[hpc n1\] time-limit warning (SIGUSR1): passing it to the program' "$job_out")" 1
+  assert_equal "$(grep -c '^\[hpc n1\] no process of the program catches SIGUSR1 (yet)' "$job_out")" 1
+  run grep -E 'passed to|exit (code|status) 138' "$job_out"
+  assert_output ''
+  # It ran to the time limit (120 s), well past the warning (at 60 s at the latest).
+  last=$(sed -n 's/^TICK //p' "$job_out" | tail -n 1)
+  ((last >= 100)) || fail "the program stopped after $last s: $(cat "$job_out")"
+}
+
+@test "--copy-back looks on every node: each node's copy kept apart (PATH, PATH.n2); a path on no node is named in the log and by status" {
+  # Each rank (one per node) writes its rank into its node's SLURM_TMPDIR.
+  hpc_configs "$PROJECT" "python -c \"import os; open(os.environ['SLURM_TMPDIR'] + '/rank.txt', 'w').write(os.environ['SLURM_PROCID'])\""
+  hpc_run_job "$PROJECT" -W lightning --gpus 1 --num-nodes 2 --copy-back rank.txt absent.txt -e everynode
+  assert_equal "$job_state" "COMPLETED 0:0"
+  dest="$SCRATCH/real project/everynode"
+  assert_equal "$(cat "$dest/rank.txt")" 0
+  assert_equal "$(cat "$dest/rank.txt.n2")" 1
+  run cat "$job_out"
+  assert_line "[hpc n1] copied back to $dest: rank.txt"
+  assert_line "[hpc n2] copied back to $dest: rank.txt.n2"
+  assert_line "[hpc n1] copy-back WARNING: absent.txt was found on none of the 2 node(s): nothing was copied back for it"
+  refute_line --partial "rank.txt was found on none"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status everynode
+  assert_success
+  assert_line "$job_id: copy-back WARNING: absent.txt was found on none of the 2 node(s): nothing was copied back for it"
+}

@@ -1,0 +1,196 @@
+#!/usr/bin/env bats
+# hpc_files/lib/hpc_job.bash without SLURM: the time-limit warning goes only to the processes
+# that catch it (SigCgt in /proc/PID/status), the outermost one of each branch, looking through a
+# container runtime; a program still starting gets it once it installs its handler. And
+# --copy-back from a node other than the first keeps that node's copy apart.
+# shellcheck disable=SC2030,SC2031 # each @test runs in its own subshell: what it exports stays there, on purpose
+
+setup() {
+  load '../helpers/common'
+  tmp=$(hpc_test_tmp)
+  # shellcheck source=hpc_files/lib/hpc_job.bash
+  source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
+  export SLURM_JOB_ID=4242 SLURMD_NODENAME=n1
+  started=()
+}
+
+teardown() {
+  local pid
+  for pid in "${started[@]}"; do
+    # Reaped here, so that the shell does not report them as killed.
+    { kill -KILL "$pid" && wait "$pid"; } 2>/dev/null || true
+  done
+}
+
+# catcher FILE: a Python process that writes 'got USR1' to FILE when SIGUSR1 arrives, then
+# exits 0; prints 'ready' to FILE.ready once its handler is installed.
+catcher_code='import signal, sys, time
+def on(s, f):
+    open(sys.argv[1], "w").write("got USR1")
+    sys.exit(0)
+signal.signal(signal.SIGUSR1, on)
+open(sys.argv[1] + ".ready", "w").write("ready")
+time.sleep(60)'
+
+# wait_file FILE: waits (5 s at most) until FILE exists.
+wait_file() {
+  local i
+  for ((i = 0; i < 50; i++)); do
+    [[ -e $1 ]] && return 0
+    sleep 0.1
+  done
+  fail "$1 did not appear"
+}
+
+@test "hpc_job_catches: true for a process with a USR1 handler, false for one without and for no process" {
+  python3 -c "$catcher_code" "$tmp/a" &
+  started+=($!)
+  local catcher=$!
+  sleep 60 &
+  started+=($!)
+  local plain=$!
+  wait_file "$tmp/a.ready"
+  run hpc_job_catches "$catcher" USR1
+  assert_success
+  run hpc_job_catches "$plain" USR1
+  assert_failure
+  run hpc_job_catches "$catcher" USR2
+  assert_failure
+  run hpc_job_catches 999999999 USR1
+  assert_failure
+  run hpc_job_catches "$catcher" NOSUCHSIGNAL
+  assert_failure
+}
+
+@test "hpc_job_warn_tree: a shell running two programs: only the one that catches USR1 gets it; the other runs on" {
+  bash -c 'python3 -c "$1" "$2" & sleep 60 & wait' _ "$catcher_code" "$tmp/a" &
+  started+=($!)
+  local shell=$! plain
+  wait_file "$tmp/a.ready"
+  plain=$(pgrep -P "$shell" -x sleep)
+  hpc_job_warned_to=()
+  hpc_job_warn_tree "$shell" USR1
+  assert_equal "${#hpc_job_warned_to[@]}" 1
+  [[ ${hpc_job_warned_to[0]} =~ ^[0-9]+\ \(python3\)$ ]]
+  wait_file "$tmp/a"
+  assert_equal "$(cat "$tmp/a")" "got USR1"
+  # The shell and the program without a handler are alive: USR1 would have killed them.
+  kill -0 "$shell"
+  kill -0 "$plain"
+}
+
+@test "hpc_job_warn_tree: the outermost catcher of a branch gets it, not its children (forked workers)" {
+  # A catching parent whose forked child inherits the handler: only the parent is signalled.
+  python3 -c '
+import os, signal, sys, time
+got = []
+signal.signal(signal.SIGUSR1, lambda s, f: got.append(os.getpid()))
+child = os.fork()
+if child == 0:
+    time.sleep(3)
+    sys.exit(7 if got else 0)
+open(sys.argv[1] + ".ready", "w").write("ready")
+while not got:
+    time.sleep(0.05)
+_, status = os.waitpid(child, 0)
+open(sys.argv[1], "w").write(f"parent got it; child status {os.waitstatus_to_exitcode(status)}")
+' "$tmp/p" &
+  started+=($!)
+  local parent=$!
+  wait_file "$tmp/p.ready"
+  hpc_job_warned_to=()
+  hpc_job_warn_tree "$parent" USR1
+  assert_equal "${#hpc_job_warned_to[@]}" 1
+  [[ ${hpc_job_warned_to[0]} == "$parent "* ]]
+  wait "$parent"
+  assert_equal "$(cat "$tmp/p")" "parent got it; child status 0"
+}
+
+@test "hpc_job_warn_tree: a container runtime that passes signals on (apptainer) is looked through: the program below gets it once" {
+  mkdir -p "$tmp/bin"
+  # A runtime like Apptainer's: it catches USR1 and passes it to the program, which would die of
+  # it when it has no handler; the toolkit must not signal the runtime.
+  cat >"$tmp/bin/apptainer" <<'EOF'
+#!/usr/bin/env bash
+"$@" &
+child=$!
+trap 'echo runtime-got-USR1 >>"$RUNTIME_LOG"; kill -USR1 $child' USR1
+while kill -0 "$child" 2>/dev/null; do wait "$child" || true; done
+EOF
+  chmod +x "$tmp/bin/apptainer"
+  RUNTIME_LOG=$tmp/runtime.log "$tmp/bin/apptainer" python3 -c "$catcher_code" "$tmp/a" &
+  started+=($!)
+  local runtime=$!
+  wait_file "$tmp/a.ready"
+  # Started by its interpreter (#!/usr/bin/env bash), as the test machines' stand-in is.
+  assert_equal "$(cat "/proc/$runtime/comm")" bash
+  hpc_job_warned_to=()
+  hpc_job_warn_tree "$runtime" USR1
+  assert_equal "${#hpc_job_warned_to[@]}" 1
+  [[ ${hpc_job_warned_to[0]} =~ ^[0-9]+\ \(python3\)$ ]]
+  wait_file "$tmp/a"
+  [ ! -e "$tmp/runtime.log" ]
+}
+
+@test "hpc_job_warn: a program still starting gets the warning once its handler is installed" {
+  bash -c 'sleep 2; exec python3 -c "$1" "$2"' _ "$catcher_code" "$tmp/a" &
+  started+=($!)
+  local program=$!
+  run hpc_job_warn "$program" USR1
+  assert_success
+  assert_line --index 0 "[hpc n1] no process of the program catches SIGUSR1 (yet): it gets the warning once it installs a handler, else it runs on until the time limit"
+  assert_line --index 1 --regexp '^\[hpc n1\] time-limit warning SIGUSR1 passed to [0-9]+ \(python3\)$'
+  wait_file "$tmp/a"
+  assert_equal "$(cat "$tmp/a")" "got USR1"
+}
+
+@test "hpc_job_warn: a program that never catches it is left alone and the wait ends with it" {
+  sleep 3 &
+  started+=($!)
+  local program=$!
+  run hpc_job_warn "$program" USR1
+  assert_success
+  assert_output "[hpc n1] no process of the program catches SIGUSR1 (yet): it gets the warning once it installs a handler, else it runs on until the time limit"
+  run wait "$program"
+  assert_success
+}
+
+@test "hpc_job_supervise: the carrier SIGURG becomes the warning for the program below that catches it; its status is the task's" {
+  # As an srun task: the wrapper stays the program's parent; SIGURG (from scancel) reaches it.
+  HPC_WARNING_SIGNAL=USR1 bash -c 'source "$1/hpc_files/lib/hpc_job.bash"; set -euo pipefail
+    hpc_job_supervise bash -c "python3 -c \"\$1\" \"\$2\"; exit 3" _ "$2" "$3"' _ "$HPC_ROOT" "$catcher_code" "$tmp/a" 2>"$tmp/log" &
+  started+=($!)
+  local task=$! status=0
+  wait_file "$tmp/a.ready"
+  kill -URG "$task"
+  wait_file "$tmp/a"
+  wait "$task" || status=$?
+  assert_equal "$status" 3
+  assert_equal "$(cat "$tmp/a")" "got USR1"
+  run cat "$tmp/log"
+  assert_output --regexp '^\[hpc n1\] time-limit warning SIGUSR1 passed to [0-9]+ \(python3\)$'
+}
+
+@test "copy-back on a node other than the first: its copy lands as PATH.NODE, and it says what it found" {
+  export scratch_dir=$tmp/scratch exp_name=exp SLURM_NODEID=1 SLURMD_NODENAME=n2
+  export HPC_JOB_COPY_BACK=$'snapshot.pt\nabsent.txt'
+  mkdir -p "$tmp/tmpdir" "$scratch_dir/exp"
+  echo node2 >"$tmp/tmpdir/snapshot.pt"
+  echo node1 >"$scratch_dir/exp/snapshot.pt"
+  run hpc_job_copy_back "$tmp/tmpdir"
+  assert_success
+  assert_line "[hpc n2] copy-back: absent.txt is not in SLURM_TMPDIR on this node; nothing to copy from here"
+  assert_line "[hpc n2] copied back to $scratch_dir/exp: snapshot.pt.n2"
+  assert_equal "$(cat "$scratch_dir/exp/snapshot.pt")" node1
+  assert_equal "$(cat "$scratch_dir/exp/snapshot.pt.n2")" node2
+  hpc_job_copy_back "$tmp/tmpdir" 2>/dev/null
+  assert_equal "${hpc_job_copy_found[*]}" snapshot.pt
+}
+
+@test "copy-back: a path that no node had is named loudly by the batch shell" {
+  export HPC_JOB_COPY_BACK=$'snapshot.pt\nckpt/\nlogs' SLURM_JOB_NUM_NODES=2
+  exec {hpc_job_guard_out}< <(printf 'ready n1\nfound logs\nfound snapshot.pt\nready n2\nfound snapshot.pt\n')
+  run hpc_job_copy_back_missing
+  assert_success
+  assert_output "[hpc n1] copy-back WARNING: ckpt was found on none of the 2 node(s): nothing was copied back for it"
+}
