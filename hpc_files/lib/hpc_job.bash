@@ -387,6 +387,14 @@ hpc_job_main() {
   exit "$hpc_job_status"
 }
 
+# hpc_job_enter_venv VENV: what bin/activate does, without sourcing it: activate holds the
+# venv's path inside double quotes, so a path with $(...) in it would run as code.
+hpc_job_enter_venv() {
+  export VIRTUAL_ENV=$1
+  export PATH=$1/bin:$PATH
+  unset PYTHONHOME
+}
+
 # hpc_job_task ARGV_TEMPLATES...: one program process of the job (job_step.sh task): enters the
 # runner's environment, expands the command and becomes it (torchrun in front of it, if so).
 hpc_job_task() {
@@ -405,9 +413,8 @@ hpc_job_task() {
   fi
   case $HPC_JOB_RUNNER in
     venv)
-      [[ -r $HPC_JOB_VENV/bin/activate ]] || hpc_job_fail "venv" "no virtual environment at $HPC_JOB_VENV"
-      # shellcheck source=/dev/null
-      source "$HPC_JOB_VENV/bin/activate" || hpc_job_fail "venv" "activating $HPC_JOB_VENV failed"
+      [[ -x $HPC_JOB_VENV/bin/python ]] || hpc_job_fail "venv" "no virtual environment at $HPC_JOB_VENV"
+      hpc_job_enter_venv "$HPC_JOB_VENV"
       # The toolkit's helpers (hpc_helpers) are importable by the program without installing them.
       export PYTHONPATH=$HPC_JOB_PYTHON_HELPERS${PYTHONPATH:+:$PYTHONPATH}
       hpc_configs_expand "$@" || hpc_job_fail "command" "the configs file refers to a variable this job does not define"

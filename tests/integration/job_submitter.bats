@@ -188,3 +188,18 @@ print("ok")' "$json" "$PROJECT" "$SCRATCH"
     [ ! -e "$expected" ]
   done
 }
+
+@test "the venv is entered without sourcing bin/activate: a project path holding \$(...) runs nothing" {
+  other="$BATS_TEST_TMPDIR/p\$(touch pwned)"
+  hpc_project_make "$other"
+  hpc_configs "$other" 'python probe.py env'
+  # The first job builds the venv (its install job is another helper's part): start clean after it.
+  hpc_run_job "$other" -g 0 -e build
+  find "$BATS_TEST_TMPDIR" "$SCRATCH" -name pwned -delete
+  hpc_run_job "$other" -g 0 -e venvpath
+  assert_equal "$job_state" "COMPLETED 0:0"
+  run sed -n 's/^PROBE //p' "$job_out"
+  [[ $output == *"\"VIRTUAL_ENV\": \"$other/virtual_env\""* ]] || fail "VIRTUAL_ENV: $output"
+  run find "$BATS_TEST_TMPDIR" "$SCRATCH" -name pwned
+  assert_output ''
+}
