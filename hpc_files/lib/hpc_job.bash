@@ -136,13 +136,22 @@ hpc_job_guard() {
   hpc_job_guard_end() {
     local rc=0
     trap '' TERM USR2 INT
+    # The batch shell re-sends the stop signal until each node says it got it: a message to a
+    # node whose slurmd is away is lost. (After the batch shell has gone, nobody reads this.)
+    printf 'stopping %s\n' "$SLURMD_NODENAME" 2>/dev/null || true
     [[ -z ${sleeper:-} ]] || kill "$sleeper" 2>/dev/null || true
     if [[ ${SLURM_NODEID:-0} == 0 ]] && ! hpc_job_copy_back "$path"; then
       hpc_job_log "copy-back failed: $path is kept"
+      printf 'cleanup-failed %s\n' "$SLURMD_NODENAME" 2>/dev/null || true
       exit 1
     fi
     if ((made)); then
       hpc_job_tmpdir_remove "$path" || { hpc_job_log "could not remove $path" && rc=1; }
+    fi
+    if ((rc)); then
+      printf 'cleanup-failed %s\n' "$SLURMD_NODENAME" 2>/dev/null || true
+    else
+      printf 'done %s\n' "$SLURMD_NODENAME" 2>/dev/null || true
     fi
     exit "$rc"
   }
@@ -167,39 +176,127 @@ hpc_job_guard() {
   while :; do wait "$sleeper" || true; done
 }
 
-# hpc_job_start_guards: phase 1. Starts one guard per node and waits until each is ready.
+# hpc_job_seconds DURATION: prints SLURM's duration text ([D-]HH:MM:SS, MM:SS, as squeue's %L
+# writes it) in seconds; returns 1 for anything else (UNLIMITED, NOT_SET, INVALID).
+hpc_job_seconds() {
+  local re='^(([0-9]+)-)?(([0-9]+):)?([0-9]+):([0-9]+)$'
+  [[ $1 =~ $re ]] || return 1
+  printf '%d\n' "$(((10#${BASH_REMATCH[2]:-0} * 24 + 10#${BASH_REMATCH[4]:-0}) * 3600 + 10#${BASH_REMATCH[5]} * 60 + 10#${BASH_REMATCH[6]}))"
+}
+
+# hpc_job_time_bounds: sets hpc_job_time_left (seconds this job has left, from squeue; one day
+# when unlimited or unknown) and hpc_job_setup_timeout (how long the nodes' setup may take:
+# HPC_JOB_SETUP_TIMEOUT, else 3/4 of the time left and at least 60 s: staging a large dataset
+# takes long, but a node that never gets ready must not hold the job until its time limit).
+hpc_job_time_bounds() {
+  local left
+  left=$(squeue -h -j "${SLURM_JOB_ID:?}" -o %L 2>/dev/null) || left=
+  hpc_job_time_left=$(hpc_job_seconds "$left") || hpc_job_time_left=86400
+  hpc_job_setup_timeout=${HPC_JOB_SETUP_TIMEOUT:-$((hpc_job_time_left * 3 / 4))}
+  ((hpc_job_setup_timeout >= 60)) || [[ -n ${HPC_JOB_SETUP_TIMEOUT:-} ]] || hpc_job_setup_timeout=60
+}
+
+# hpc_job_nodes_except NODE...: prints the job's nodes that are not among NODE..., space-separated.
+hpc_job_nodes_except() {
+  local node all out=()
+  all=$(scontrol show hostnames "${SLURM_JOB_NODELIST:?}" 2>/dev/null) || all=$SLURM_JOB_NODELIST
+  for node in $all; do
+    [[ " $* " == *" $node "* ]] || out+=("$node")
+  done
+  printf '%s\n' "${out[*]:-?}"
+}
+
+# hpc_job_start_guards: phase 1. Starts one guard per node and waits until each is ready, at
+# most hpc_job_setup_timeout seconds.
 hpc_job_start_guards() {
-  local line ready=0
+  local line left status deadline ready=()
   hpc_job_guard_pid=
+  hpc_job_time_bounds
   # A coprocess: its output (the guards' 'ready' lines) comes back on a pipe, no file needed.
   coproc hpc_job_guards {
     exec srun --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --overlap --cpus-per-task=1 \
       --mem=0 --kill-on-bad-exit=0 bash "$hpc_job_toolkit_dir/job_step.sh" guard
   }
   hpc_job_guard_pid=$hpc_job_guards_PID
-  while ((ready < SLURM_JOB_NUM_NODES)); do
-    # No time limit here: unpacking a large dataset takes what it takes; a guard that ends
-    # without a word closes the pipe.
-    if ! IFS= read -r line <&"${hpc_job_guards[0]}"; then
+  # Our own copy of the pipe: bash closes a coprocess's descriptors when it ends, and the
+  # guards' last lines may still be in the pipe then.
+  exec {hpc_job_guard_fd}<&"${hpc_job_guards[0]}"
+  deadline=$((SECONDS + hpc_job_setup_timeout))
+  while ((${#ready[@]} < SLURM_JOB_NUM_NODES)); do
+    left=$((deadline - SECONDS))
+    status=0
+    ((left > 0)) && IFS= read -r -t "$left" line <&"$hpc_job_guard_fd" || status=$?
+    if ((left <= 0 || status > 128)); then
+      hpc_job_fail "node setup" "node(s) $(hpc_job_nodes_except "${ready[@]}") not ready within ${hpc_job_setup_timeout} s (the bound: 3/4 of the job's time left, or HPC_JOB_SETUP_TIMEOUT)"
+    elif ((status != 0)); then
+      # A guard that ends without a word closes the pipe.
       hpc_job_fail "node setup" "a node's setup step ended without saying it was ready (see above)"
     fi
     case $line in
-      ready\ *) ready=$((ready + 1)) ;;
+      ready\ *) ready+=("${line#ready }") ;;
       failed\ *) hpc_job_fail "node setup" "node ${line#failed } could not make its SLURM_TMPDIR, stage the data or copy the image (see above)" ;;
     esac
   done
 }
 
-# hpc_job_stop_guards: phase 3. Tells every guard to copy back and clean up, and waits for them;
-# returns 1 when a guard failed (a failed copy-back).
+# hpc_job_stop_guards: phase 3. Tells every guard to copy back and clean up (SIGUSR2 through
+# their srun), re-sending it every HPC_JOB_STOP_RESEND (5) s to the nodes that have not answered
+# 'stopping', for at most HPC_JOB_STOP_TIMEOUT (30) s: a message to a node whose slurmd is away
+# is lost. Then waits for their 'done' lines, at most until the job's time is up. A node that
+# never answers is named in the log and left to SLURM's own end of the job (SIGTERM to the
+# guard). Returns 1 when a guard's copy-back or removal failed.
 hpc_job_stop_guards() {
-  local rc=0
-  [[ -n ${hpc_job_guard_pid:-} ]] || return 0
-  # srun forwards SIGUSR2 to its tasks (SIGTERM to srun itself would SIGKILL them).
-  kill -USR2 "$hpc_job_guard_pid" 2>/dev/null || true
-  wait "$hpc_job_guard_pid" 2>/dev/null || rc=$?
+  local pid=${hpc_job_guard_pid:-} line status now rc=0 node
+  local resend=${HPC_JOB_STOP_RESEND:-5} ack_timeout=${HPC_JOB_STOP_TIMEOUT:-30}
+  local -A acked=() finished=()
+  [[ -n $pid ]] || return 0
   hpc_job_guard_pid=
-  ((rc == 0)) || return 1
+  # srun forwards SIGUSR2 to its tasks (SIGTERM to srun itself would SIGKILL them).
+  kill -USR2 "$pid" 2>/dev/null || true
+  local start=$SECONDS next_send=$((SECONDS + resend)) end_by=$((SECONDS + ${hpc_job_time_left:-86400}))
+  while ((${#finished[@]} < SLURM_JOB_NUM_NODES)); do
+    status=0
+    IFS= read -r -t 1 line <&"$hpc_job_guard_fd" || status=$?
+    if ((status == 0)); then
+      node=${line#* }
+      case $line in
+        stopping\ *) acked[$node]=1 ;;
+        done\ * | failed\ *) acked[$node]=1 finished[$node]=1 ;;
+        cleanup-failed\ *) acked[$node]=1 finished[$node]=1 rc=1 ;;
+      esac
+      ((${#finished[@]} < SLURM_JOB_NUM_NODES)) || break
+    elif ((status <= 128)); then
+      # The pipe closed: every guard has ended.
+      hpc_job_log "the guards' step ended before node(s) $(hpc_job_nodes_except "${!finished[@]}") confirmed its cleanup (see above)"
+      break
+    fi
+    now=$SECONDS
+    if ((${#acked[@]} < SLURM_JOB_NUM_NODES)); then
+      if ((now - start >= ack_timeout)); then
+        hpc_job_log "the guard of node(s) $(hpc_job_nodes_except "${!acked[@]}") did not answer the stop signal within ${ack_timeout} s (sent every ${resend} s): the cleanup of its SLURM_TMPDIR may not have run; SLURM's end of the job will signal it again"
+        break
+      fi
+      if ((now >= next_send)); then
+        kill -USR2 "$pid" 2>/dev/null || true
+        next_send=$((now + resend))
+      fi
+    elif ((now >= end_by)); then
+      hpc_job_log "the guard of node(s) $(hpc_job_nodes_except "${!finished[@]}") did not finish its cleanup before the job's time was up"
+      break
+    fi
+  done
+  if ((${#finished[@]} < SLURM_JOB_NUM_NODES)) && [[ -z ${finished[${SLURMD_NODENAME:-?}]:-} && -n ${HPC_JOB_COPY_BACK:-} ]]; then
+    # This (the first) node copies back: without its word the copy cannot count as done.
+    rc=1
+  fi
+  # srun ends soon after its tasks; unless a node is away, then SLURM ends it with the job.
+  for ((now = 0; now < 50; now++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  kill -0 "$pid" 2>/dev/null || wait "$pid" 2>/dev/null || true
+  exec {hpc_job_guard_fd}<&-
+  return "$rc"
 }
 
 # hpc_job_master: exports MASTER_ADDR (this, the first node) and MASTER_PORT (a preset one wins,
