@@ -185,13 +185,15 @@ hpc_job_seconds() {
 }
 
 # hpc_job_time_bounds: sets hpc_job_time_left (seconds this job has left, from squeue; one day
-# when unlimited or unknown) and hpc_job_setup_timeout (how long the nodes' setup may take:
-# HPC_JOB_SETUP_TIMEOUT, else 3/4 of the time left and at least 60 s: staging a large dataset
-# takes long, but a node that never gets ready must not hold the job until its time limit).
+# when unlimited or unknown), hpc_job_end_by (the value of SECONDS then) and
+# hpc_job_setup_timeout (how long the nodes' setup may take: HPC_JOB_SETUP_TIMEOUT, else 3/4 of
+# the time left and at least 60 s: staging a large dataset takes long, but a node that never
+# gets ready must not hold the job until its time limit).
 hpc_job_time_bounds() {
   local left
   left=$(squeue -h -j "${SLURM_JOB_ID:?}" -o %L 2>/dev/null) || left=
   hpc_job_time_left=$(hpc_job_seconds "$left") || hpc_job_time_left=86400
+  hpc_job_end_by=$((SECONDS + hpc_job_time_left))
   hpc_job_setup_timeout=${HPC_JOB_SETUP_TIMEOUT:-$((hpc_job_time_left * 3 / 4))}
   ((hpc_job_setup_timeout >= 60)) || [[ -n ${HPC_JOB_SETUP_TIMEOUT:-} ]] || hpc_job_setup_timeout=60
 }
@@ -253,7 +255,7 @@ hpc_job_stop_guards() {
   hpc_job_guard_pid=
   # srun forwards SIGUSR2 to its tasks (SIGTERM to srun itself would SIGKILL them).
   kill -USR2 "$pid" 2>/dev/null || true
-  local start=$SECONDS next_send=$((SECONDS + resend)) end_by=$((SECONDS + ${hpc_job_time_left:-86400}))
+  local start=$SECONDS next_send=$((SECONDS + resend)) end_by=${hpc_job_end_by:-$((SECONDS + 86400))}
   while ((${#finished[@]} < SLURM_JOB_NUM_NODES)); do
     status=0
     IFS= read -r -t 1 line <&"$hpc_job_guard_fd" || status=$?
@@ -431,6 +433,7 @@ hpc_job_main() {
   # The program learns which signal warns of the time limit (hpc_helpers.signals reads it).
   export HPC_WARNING_SIGNAL=${hpc_job_signal:-USR1}
   export HPC_RESTART_COUNT=${SLURM_RESTART_COUNT:-0}
+  export HPC_JOB_LABEL_RANKS=${hpc_job_label_ranks:-0}
   hpc_job_warned=0
   hpc_job_requeue_max=${hpc_job_requeue_max:-0}
   hpc_job_log "job ${SLURM_JOB_ID} ($hpc_job_runner, launcher $hpc_job_launcher) on ${SLURM_JOB_NODELIST}: $num_nodes node(s) x $gpus_per_node GPU(s), restart $HPC_RESTART_COUNT"
@@ -483,6 +486,42 @@ hpc_job_main() {
   hpc_job_maybe_requeue
   exit "$hpc_job_status"
 }
+
+# hpc_job_rank_lines_code: the rank-lines wrapper, run as bash -c CODE hpc_rank_lines MODE ARGV...
+# in front of each rank's command: MODE '-' (whole lines), 'rank' (labelled with the RANK that
+# torchrun gives each worker) or 'rank=N'. The command's stdout and stderr go through one awk
+# each that writes every line whole, in one write (up to 4 KiB: PIPE_BUF), with '[rank N] ' in
+# front when labelled; then the wrapper becomes the command, so that the worker's pid and its
+# signals stay the program's. The awks ignore the signals SLURM and torchrun send to the whole
+# process tree and end when the program closes its output. Inline code, not a file: with a
+# container it runs inside the image (which needs bash; without awk the lines pass unchanged).
+IFS= read -r -d '' hpc_job_rank_lines_code <<'EOF' || true
+label=
+case $1 in
+  rank) label="[rank ${RANK:-?}] " ;;
+  rank=*) label="[rank ${1#rank=}] " ;;
+esac
+shift
+if command -v awk >/dev/null 2>&1; then
+  exec {err}>&2
+  exec 2> >(trap '' INT TERM HUP QUIT USR1 USR2 && exec awk -v p="$label" '{ print p $0; fflush() }' >&"$err") {err}>&-
+  exec > >(trap '' INT TERM HUP QUIT USR1 USR2 && exec awk -v p="$label" '{ print p $0; fflush() }')
+fi
+exec "$@"
+EOF
+
+# hpc_job_torchrun_code: python -c CODE ARGS... runs torchrun (torch.distributed.run) with ARGS,
+# with a handler for the time-limit warning that does nothing: slurmstepd signals the whole
+# process group of the task, and the agent, which handles only TERM, INT, HUP and QUIT, would die
+# of it (exit 138) while its workers save their work. A handler, unlike an ignored signal, is not
+# inherited: the workers get the signal's default action or their own handler.
+IFS= read -r -d '' hpc_job_torchrun_code <<'EOF' || true
+import os, runpy, signal, sys
+name = os.environ.get("HPC_WARNING_SIGNAL", "USR1")
+signal.signal(getattr(signal, name if name.startswith("SIG") else "SIG" + name), lambda *_: None)
+sys.argv[0] = "torchrun"
+runpy.run_module("torch.distributed.run", run_name="__main__", alter_sys=True)
+EOF
 
 # hpc_job_enter_venv VENV: what bin/activate does, without sourcing it: activate holds the
 # venv's path inside double quotes, so a path with $(...) in it would run as code.
@@ -538,9 +577,12 @@ hpc_job_task() {
       rdzv=(--rdzv_backend=c10d --rdzv_endpoint="$MASTER_ADDR:$MASTER_PORT" --rdzv_id="$SLURM_JOB_ID"
         --rdzv_conf="is_host=$((SLURM_NODEID == 0 ? 1 : 0))")
     fi
-    # --no-python: torchrun runs the user's command as written, python and all its arguments.
-    argv=("$py" -m torch.distributed.run --nnodes="$SLURM_JOB_NUM_NODES" --nproc_per_node="$gpus_per_node"
-      "${rdzv[@]}" --no-python "${argv[@]}")
+    # --no-python: torchrun runs the user's command as written, python and all its arguments,
+    # each worker behind the rank-lines wrapper: the workers of a node share one output pipe.
+    local lines_mode=-
+    [[ $HPC_JOB_LABEL_RANKS != 1 ]] || lines_mode=rank
+    argv=("$py" -c "$hpc_job_torchrun_code" --nnodes="$SLURM_JOB_NUM_NODES" --nproc_per_node="$gpus_per_node"
+      "${rdzv[@]}" --no-python bash -c "$hpc_job_rank_lines_code" hpc_rank_lines "$lines_mode" "${argv[@]}")
   fi
   if [[ $HPC_JOB_RUNNER == singularity ]]; then
     # One container per task: per node for torchrun (torchrun runs inside it), per GPU for lightning.
@@ -548,15 +590,24 @@ hpc_job_task() {
       hpc_job_fail "container" "cannot run the container (see above)"
     argv=("${hpc_container_cmd[@]}")
   fi
+  if [[ $HPC_JOB_LAUNCHER == lightning && $HPC_JOB_LABEL_RANKS == 1 ]]; then
+    # Each srun task is a rank (its own pipe to slurmstepd, which passes on whole lines).
+    argv=(bash -c "$hpc_job_rank_lines_code" hpc_rank_lines "rank=${SLURM_PROCID:?}" "${argv[@]}")
+  fi
   if [[ ${SLURM_LOCALID:-0} == 0 ]]; then
-    hpc_job_log "starting after $(hpc_job_elapsed) s: $(printf '%q ' "${argv[@]}")"
+    local shown=("${argv[@]}") i
+    for i in "${!shown[@]}"; do
+      [[ ${shown[i]} != "$hpc_job_rank_lines_code" ]] || shown[i]=HPC_RANK_LINES_CODE
+      [[ ${shown[i]} != "$hpc_job_torchrun_code" ]] || shown[i]=HPC_TORCHRUN_CODE:torch.distributed.run
+    done
+    hpc_job_log "starting after $(hpc_job_elapsed) s: $(printf '%q ' "${shown[@]}")"
   fi
   [[ $HPC_JOB_LAUNCHER == torchrun ]] || exec "${argv[@]}"
   hpc_job_torchrun_agent "${argv[@]}"
 }
 
 # hpc_job_torchrun_agent ARGV...: runs the torchrun agent and passes the time-limit warning on to
-# its workers: the agent itself would die of it (it handles only TERM, INT, HUP and QUIT).
+# its workers (when it reaches only this shell; the agent itself ignores it: hpc_job_torchrun_code).
 hpc_job_torchrun_agent() {
   local agent status=0
   "$@" &

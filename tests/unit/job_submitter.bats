@@ -225,6 +225,8 @@ train.py|train.py: unexpected word (every value belongs to an option; see --help
 -n 2|-n/--num-nodes: 2 nodes need a launcher; accepted with -W lightning or -W torchrun, else 1
 -W torchrun -g 0|-g/--gpus: 0 GPUs cannot be used with -W torchrun, which starts one process per GPU; accepted: 1 or more, or no -W
 -W lightning -g 0|-g/--gpus: 0 GPUs cannot be used with -W lightning, which starts one process per GPU; accepted: 1 or more, or no -W
+--label-ranks -g 1|--label-ranks: labels the lines of each rank of a distributed job; accepted with -W lightning or -W torchrun
+--label-ranks=yes|--label-ranks: takes no value
 -d data|-d/--data: 'data': does not exist: there is no @SCRATCH@
 -d a b -g 1|-d/--data: 'a': does not exist: there is no @SCRATCH@
 -d /etc/hosts|-d/--data: '/etc/hosts': is an absolute path; give it relative to @SCRATCH@
@@ -433,6 +435,17 @@ configs file uses \$HOME: from this shell: $HOME"
   submit -y -W torchrun -g 2 -n 2
   assert_equal "$status" 0
   assert_equal "$(normalise "$outputs/default_venv-torchrun_4243.sh")" "$(normalise "$BATS_TEST_TMPDIR/dry.sh")"
+}
+
+@test "--label-ranks reaches the job script as hpc_job_label_ranks=1, and only when given" {
+  make_ready_venv
+  use_configs standard.txt
+  submit -y -W torchrun -g 2 -n 2 --label-ranks
+  assert_equal "$status" 0
+  assert_equal "$(grep -c '^hpc_job_label_ranks=1$' "$outputs/default_venv-torchrun_4242.sh")" 1
+  submit -y -W lightning -g 2 -n 2
+  assert_equal "$status" 0
+  assert_equal "$(grep -c 'label_ranks' "$outputs/default_venv-lightning_4243.sh")" 0
 }
 
 @test "--dry-run without a venv says an install job would come first, and still creates nothing" {
