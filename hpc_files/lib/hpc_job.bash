@@ -11,6 +11,7 @@
 #   phase 2  the program: runner (venv) x launcher (none, lightning, torchrun), started in the
 #            background and waited for, so that signal traps run at once and are forwarded;
 #   phase 3  the guards remove what phase 1 made; the job exits with the program's status.
+# Every wait of the batch shell on the guards is bounded (hpc_job_start_guards, hpc_job_stop_guards).
 
 # shellcheck source=hpc_files/lib/hpc_common.bash
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_common.bash"
@@ -116,8 +117,9 @@ hpc_job_copy_back() {
 
 # hpc_job_guard: the phase-1 task of one node (job_step.sh guard). Makes the node's SLURM_TMPDIR
 # (emulated mode), unpacks the data archive into it, prints 'ready NODE' (or 'failed NODE'), then
-# waits for SIGUSR2 (normal end) or SIGTERM (scancel, time limit), copies back (first node) and
-# removes what it made, only after the copy succeeded.
+# waits for SIGUSR2 (normal end) or SIGTERM (scancel, time limit), says 'stopping NODE', copies
+# back (first node) and removes what it made, only after the copy succeeded, and says 'done NODE'
+# (or 'cleanup-failed NODE'). Its lines reach the batch shell through the guards' srun.
 hpc_job_guard() {
   local path sleeper made=0
   if ! hpc_job_node_tmpdir; then
