@@ -11,6 +11,7 @@
 #   phase 2  the program: runner (venv) x launcher (none, lightning, torchrun), started in the
 #            background and waited for, so that signal traps run at once and are forwarded;
 #   phase 3  the guards remove what phase 1 made; the job exits with the program's status.
+# Every wait of the batch shell on the guards is bounded (hpc_job_start_guards, hpc_job_stop_guards).
 
 # shellcheck source=hpc_files/lib/hpc_common.bash
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_common.bash"
@@ -204,9 +205,10 @@ hpc_job_copy_back() {
 
 # hpc_job_guard: the phase-1 task of one node (job_step.sh guard). Makes the node's SLURM_TMPDIR
 # (emulated mode), unpacks the data archive into it, prints 'ready NODE' (or 'failed NODE'), then
-# waits for SIGUSR2 (normal end) or SIGTERM (scancel, time limit), copies back what this node has
-# (printing 'found PATH' for each, for hpc_job_copy_back_missing) and
-# removes what it made, only after the copy succeeded.
+# waits for SIGUSR2 (normal end) or SIGTERM (scancel, time limit), says 'stopping NODE', copies
+# back what this node has (printing 'found PATH' for each, for hpc_job_copy_back_missing), removes
+# what it made, only after the copy succeeded, and says 'done NODE' (or 'cleanup-failed NODE').
+# Its lines reach the batch shell through the guards' srun.
 hpc_job_guard() {
   local path sleeper made=0
   if ! hpc_job_node_tmpdir; then
@@ -225,6 +227,9 @@ hpc_job_guard() {
   hpc_job_guard_end() {
     local rc=0
     trap '' TERM USR2 INT
+    # The batch shell re-sends the stop signal until each node says it got it: a message to a
+    # node whose slurmd is away is lost. (After the batch shell has gone, nobody reads this.)
+    printf 'stopping %s\n' "$SLURMD_NODENAME" 2>/dev/null || true
     [[ -z ${sleeper:-} ]] || kill "$sleeper" 2>/dev/null || true
     hpc_job_copy_found=()
     if ! hpc_job_copy_back "$path"; then
@@ -234,12 +239,18 @@ hpc_job_guard() {
       else
         hpc_job_log "copy-back failed: the complete results are in the cluster's $path on $SLURMD_NODENAME, which the cluster removes when the job ends"
       fi
+      printf 'cleanup-failed %s\n' "$SLURMD_NODENAME" 2>/dev/null || true
       exit 1
     fi
     # What this node had, for the batch shell's count of paths found nowhere.
     ((${#hpc_job_copy_found[@]} == 0)) || printf 'found %s\n' "${hpc_job_copy_found[@]}"
     if ((made)); then
       hpc_job_tmpdir_remove "$path" || { hpc_job_log "could not remove $path" && rc=1; }
+    fi
+    if ((rc)); then
+      printf 'cleanup-failed %s\n' "$SLURMD_NODENAME" 2>/dev/null || true
+    else
+      printf 'done %s\n' "$SLURMD_NODENAME" 2>/dev/null || true
     fi
     exit "$rc"
   }
@@ -264,59 +275,143 @@ hpc_job_guard() {
   while :; do wait "$sleeper" || true; done
 }
 
-# hpc_job_start_guards: phase 1. Starts one guard per node and waits until each is ready.
+# hpc_job_seconds DURATION: prints SLURM's duration text ([D-]HH:MM:SS, MM:SS, as squeue's %L
+# writes it) in seconds; returns 1 for anything else (UNLIMITED, NOT_SET, INVALID).
+hpc_job_seconds() {
+  local re='^(([0-9]+)-)?(([0-9]+):)?([0-9]+):([0-9]+)$'
+  [[ $1 =~ $re ]] || return 1
+  printf '%d\n' "$(((10#${BASH_REMATCH[2]:-0} * 24 + 10#${BASH_REMATCH[4]:-0}) * 3600 + 10#${BASH_REMATCH[5]} * 60 + 10#${BASH_REMATCH[6]}))"
+}
+
+# hpc_job_time_bounds: sets hpc_job_time_left (seconds this job has left, from squeue; one day
+# when unlimited or unknown), hpc_job_end_by (the value of SECONDS then) and
+# hpc_job_setup_timeout (how long the nodes' setup may take: HPC_JOB_SETUP_TIMEOUT, else 3/4 of
+# the time left and at least 60 s: staging a large dataset takes long, but a node that never
+# gets ready must not hold the job until its time limit).
+hpc_job_time_bounds() {
+  local left
+  left=$(squeue -h -j "${SLURM_JOB_ID:?}" -o %L 2>/dev/null) || left=
+  hpc_job_time_left=$(hpc_job_seconds "$left") || hpc_job_time_left=86400
+  hpc_job_end_by=$((SECONDS + hpc_job_time_left))
+  hpc_job_setup_timeout=${HPC_JOB_SETUP_TIMEOUT:-$((hpc_job_time_left * 3 / 4))}
+  ((hpc_job_setup_timeout >= 60)) || [[ -n ${HPC_JOB_SETUP_TIMEOUT:-} ]] || hpc_job_setup_timeout=60
+}
+
+# hpc_job_nodes_except NODE...: prints the job's nodes that are not among NODE..., space-separated.
+hpc_job_nodes_except() {
+  local node all out=()
+  all=$(scontrol show hostnames "${SLURM_JOB_NODELIST:?}" 2>/dev/null) || all=$SLURM_JOB_NODELIST
+  for node in $all; do
+    [[ " $* " == *" $node "* ]] || out+=("$node")
+  done
+  printf '%s\n' "${out[*]:-?}"
+}
+
+# hpc_job_start_guards: phase 1. Starts one guard per node and waits until each is ready, at
+# most hpc_job_setup_timeout seconds.
 hpc_job_start_guards() {
-  local line ready=0
+  local line left status deadline ready=()
   hpc_job_guard_pid=
+  # What the guards say they found, for hpc_job_copy_back_missing.
+  declare -gA hpc_job_copy_found_paths=()
+  hpc_job_time_bounds
   # A coprocess: its output (the guards' 'ready' lines) comes back on a pipe, no file needed.
   coproc hpc_job_guards {
     exec srun --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --overlap --cpus-per-task=1 \
       --mem=0 --kill-on-bad-exit=0 bash "$hpc_job_toolkit_dir/job_step.sh" guard
   }
   hpc_job_guard_pid=$hpc_job_guards_PID
-  # Its own copy of the guards' output: bash closes the coprocess's when it has ended.
-  exec {hpc_job_guard_out}<&"${hpc_job_guards[0]}"
-  while ((ready < SLURM_JOB_NUM_NODES)); do
-    # No time limit here: unpacking a large dataset takes what it takes; a guard that ends
-    # without a word closes the pipe.
-    if ! IFS= read -r line <&"${hpc_job_guards[0]}"; then
+  # Our own copy of the pipe: bash closes a coprocess's descriptors when it ends, and the
+  # guards' last lines may still be in the pipe then.
+  exec {hpc_job_guard_fd}<&"${hpc_job_guards[0]}"
+  deadline=$((SECONDS + hpc_job_setup_timeout))
+  while ((${#ready[@]} < SLURM_JOB_NUM_NODES)); do
+    left=$((deadline - SECONDS))
+    status=0
+    ((left > 0)) && IFS= read -r -t "$left" line <&"$hpc_job_guard_fd" || status=$?
+    if ((left <= 0 || status > 128)); then
+      hpc_job_fail "node setup" "node(s) $(hpc_job_nodes_except "${ready[@]}") not ready within ${hpc_job_setup_timeout} s (the bound: 3/4 of the job's time left, or HPC_JOB_SETUP_TIMEOUT)"
+    elif ((status != 0)); then
+      # A guard that ends without a word closes the pipe.
       hpc_job_fail "node setup" "a node's setup step ended without saying it was ready (see above)"
     fi
     case $line in
-      ready\ *) ready=$((ready + 1)) ;;
+      ready\ *) ready+=("${line#ready }") ;;
       failed\ *) hpc_job_fail "node setup" "node ${line#failed } could not make its SLURM_TMPDIR, stage the data or copy the image (see above)" ;;
     esac
   done
 }
 
-# hpc_job_stop_guards: phase 3. Tells every guard to copy back and clean up, and waits for them;
-# returns 1 when a guard failed (a failed copy-back).
+# hpc_job_stop_guards: phase 3. Tells every guard to copy back and clean up (SIGUSR2 through
+# their srun), re-sending it every HPC_JOB_STOP_RESEND (5) s to the nodes that have not answered
+# 'stopping', for at most HPC_JOB_STOP_TIMEOUT (30) s: a message to a node whose slurmd is away
+# is lost. Then waits for their 'done' lines, at most until the job's time is up. A node that
+# never answers is named in the log and left to SLURM's own end of the job (SIGTERM to the
+# guard). Returns 1 when a guard's copy-back or removal failed.
 hpc_job_stop_guards() {
-  local rc=0
-  [[ -n ${hpc_job_guard_pid:-} ]] || return 0
-  # srun forwards SIGUSR2 to its tasks (SIGTERM to srun itself would SIGKILL them).
-  kill -USR2 "$hpc_job_guard_pid" 2>/dev/null || true
-  wait "$hpc_job_guard_pid" 2>/dev/null || rc=$?
+  local pid=${hpc_job_guard_pid:-} line status now rc=0 node
+  local resend=${HPC_JOB_STOP_RESEND:-5} ack_timeout=${HPC_JOB_STOP_TIMEOUT:-30}
+  local -A acked=() finished=()
+  [[ -n $pid ]] || return 0
   hpc_job_guard_pid=
+  # srun forwards SIGUSR2 to its tasks (SIGTERM to srun itself would SIGKILL them).
+  kill -USR2 "$pid" 2>/dev/null || true
+  local start=$SECONDS next_send=$((SECONDS + resend)) end_by=${hpc_job_end_by:-$((SECONDS + 86400))}
+  while ((${#finished[@]} < SLURM_JOB_NUM_NODES)); do
+    status=0
+    IFS= read -r -t 1 line <&"$hpc_job_guard_fd" || status=$?
+    if ((status == 0)); then
+      node=${line#* }
+      case $line in
+        stopping\ *) acked[$node]=1 ;;
+        found\ *) hpc_job_copy_found_paths[${line#found }]=1 ;;
+        done\ * | failed\ *) acked[$node]=1 finished[$node]=1 ;;
+        cleanup-failed\ *) acked[$node]=1 finished[$node]=1 rc=1 ;;
+      esac
+      ((${#finished[@]} < SLURM_JOB_NUM_NODES)) || break
+    elif ((status <= 128)); then
+      # The pipe closed: every guard has ended.
+      hpc_job_log "the guards' step ended before node(s) $(hpc_job_nodes_except "${!finished[@]}") confirmed its cleanup (see above)"
+      break
+    fi
+    now=$SECONDS
+    if ((${#acked[@]} < SLURM_JOB_NUM_NODES)); then
+      if ((now - start >= ack_timeout)); then
+        hpc_job_log "the guard of node(s) $(hpc_job_nodes_except "${!acked[@]}") did not answer the stop signal within ${ack_timeout} s (sent every ${resend} s): the cleanup of its SLURM_TMPDIR may not have run; SLURM's end of the job will signal it again"
+        break
+      fi
+      if ((now >= next_send)); then
+        kill -USR2 "$pid" 2>/dev/null || true
+        next_send=$((now + resend))
+      fi
+    elif ((now >= end_by)); then
+      hpc_job_log "the guard of node(s) $(hpc_job_nodes_except "${!finished[@]}") did not finish its cleanup before the job's time was up"
+      break
+    fi
+  done
+  if ((${#finished[@]} < SLURM_JOB_NUM_NODES)) && [[ -z ${finished[${SLURMD_NODENAME:-?}]:-} && -n ${HPC_JOB_COPY_BACK:-} ]]; then
+    # This (the first) node copies back: without its word the copy cannot count as done.
+    rc=1
+  fi
+  # srun ends soon after its tasks; unless a node is away, then SLURM ends it with the job.
+  for ((now = 0; now < 50; now++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  kill -0 "$pid" 2>/dev/null || wait "$pid" 2>/dev/null || true
+  exec {hpc_job_guard_fd}<&-
   hpc_job_copy_back_missing
-  ((rc == 0)) || return 1
+  return "$rc"
 }
 
-# hpc_job_copy_back_missing: reads what the guards found ('found PATH' lines; they have ended, so
-# the pipe ends) and says loudly which --copy-back paths no node had.
+# hpc_job_copy_back_missing: says loudly which --copy-back paths no node had (the guards' 'found
+# PATH' lines, collected by hpc_job_stop_guards into hpc_job_copy_found_paths).
 hpc_job_copy_back_missing() {
-  local line rel
-  local -A found=()
-  [[ -n ${hpc_job_guard_out:-} ]] || return 0
-  while IFS= read -r -t 10 line <&"$hpc_job_guard_out"; do
-    [[ $line != found\ * ]] || found[${line#found }]=1
-  done
-  exec {hpc_job_guard_out}<&-
-  hpc_job_guard_out=
+  local rel
   [[ -n ${HPC_JOB_COPY_BACK:-} ]] || return 0
   while IFS= read -r rel; do
     while [[ $rel == ?*/ ]]; do rel=${rel%/}; done
-    [[ -n $rel && -z ${found[$rel]:-} ]] || continue
+    [[ -n $rel && -z ${hpc_job_copy_found_paths[$rel]:-} ]] || continue
     hpc_job_log "copy-back WARNING: $rel was found on none of the $SLURM_JOB_NUM_NODES node(s): nothing was copied back for it"
   done <<<"$HPC_JOB_COPY_BACK"
 }
@@ -536,6 +631,7 @@ hpc_job_main() {
   # The program learns which signal warns of the time limit (hpc_helpers.signals reads it).
   export HPC_WARNING_SIGNAL=${hpc_job_signal:-USR1}
   export HPC_RESTART_COUNT=${SLURM_RESTART_COUNT:-0}
+  export HPC_JOB_LABEL_RANKS=${hpc_job_label_ranks:-0}
   hpc_job_warned=0
   hpc_job_requeue_max=${hpc_job_requeue_max:-0}
   hpc_job_log "job ${SLURM_JOB_ID} ($hpc_job_runner, launcher $hpc_job_launcher) on ${SLURM_JOB_NODELIST}: $num_nodes node(s) x $gpus_per_node GPU(s), restart $HPC_RESTART_COUNT"
@@ -582,6 +678,37 @@ hpc_job_main() {
   exit "$hpc_job_status"
 }
 
+# hpc_job_rank_lines_code: the rank-lines wrapper, run as bash -c CODE hpc_rank_lines MODE ARGV...
+# in front of each rank's command: MODE '-' (whole lines), 'rank' (labelled with the RANK that
+# torchrun gives each worker) or 'rank=N'. The command's stdout and stderr go through one awk
+# each that writes every line whole, in one write (up to 4 KiB: PIPE_BUF), with '[rank N] ' in
+# front when labelled; then the wrapper becomes the command, so that the worker's pid and its
+# signals stay the program's. The awks ignore the signals SLURM and torchrun send to the whole
+# process tree and end when the program closes its output. Inline code, not a file: with a
+# container it runs inside the image (which needs bash; without awk the lines pass unchanged).
+IFS= read -r -d '' hpc_job_rank_lines_code <<'EOF' || true
+label=
+case $1 in
+  rank) label="[rank ${RANK:-?}] " ;;
+  rank=*) label="[rank ${1#rank=}] " ;;
+esac
+shift
+if command -v awk >/dev/null 2>&1; then
+  exec {err}>&2
+  exec 2> >(trap '' INT TERM HUP QUIT USR1 USR2 && exec awk -v p="$label" '{ print p $0; fflush() }' >&"$err") {err}>&-
+  exec > >(trap '' INT TERM HUP QUIT USR1 USR2 && exec awk -v p="$label" '{ print p $0; fflush() }')
+fi
+exec "$@"
+EOF
+
+# hpc_job_enter_venv VENV: what bin/activate does, without sourcing it: activate holds the
+# venv's path inside double quotes, so a path with $(...) in it would run as code.
+hpc_job_enter_venv() {
+  export VIRTUAL_ENV=$1
+  export PATH=$1/bin:$PATH
+  unset PYTHONHOME
+}
+
 # hpc_job_task ARGV_TEMPLATES...: one program process of the job (job_step.sh task): enters the
 # runner's environment, expands the command and becomes it (torchrun in front of it, if so).
 hpc_job_task() {
@@ -600,9 +727,8 @@ hpc_job_task() {
   fi
   case $HPC_JOB_RUNNER in
     venv)
-      [[ -r $HPC_JOB_VENV/bin/activate ]] || hpc_job_fail "venv" "no virtual environment at $HPC_JOB_VENV"
-      # shellcheck source=/dev/null
-      source "$HPC_JOB_VENV/bin/activate" || hpc_job_fail "venv" "activating $HPC_JOB_VENV failed"
+      [[ -x $HPC_JOB_VENV/bin/python ]] || hpc_job_fail "venv" "no virtual environment at $HPC_JOB_VENV"
+      hpc_job_enter_venv "$HPC_JOB_VENV"
       # The toolkit's helpers (hpc_helpers) are importable by the program without installing them.
       export PYTHONPATH=$HPC_JOB_PYTHON_HELPERS${PYTHONPATH:+:$PYTHONPATH}
       hpc_configs_expand "$@" || hpc_job_fail "command" "the configs file refers to a variable this job does not define"
@@ -629,9 +755,12 @@ hpc_job_task() {
       # hands out ranks in arrival order).
       rdzv=(--node_rank="$SLURM_NODEID" --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT")
     fi
-    # --no-python: torchrun runs the user's command as written, python and all its arguments.
+    # --no-python: torchrun runs the user's command as written, python and all its arguments,
+    # each worker behind the rank-lines wrapper: the workers of a node share one output pipe.
+    local lines_mode=-
+    [[ $HPC_JOB_LABEL_RANKS != 1 ]] || lines_mode=rank
     argv=("$py" -m torch.distributed.run --nnodes="$SLURM_JOB_NUM_NODES" --nproc_per_node="$gpus_per_node"
-      "${rdzv[@]}" --no-python "${argv[@]}")
+      "${rdzv[@]}" --no-python bash -c "$hpc_job_rank_lines_code" hpc_rank_lines "$lines_mode" "${argv[@]}")
   fi
   if [[ $HPC_JOB_RUNNER == singularity ]]; then
     # One container per task: per node for torchrun (torchrun runs inside it), per GPU for lightning.
@@ -639,8 +768,16 @@ hpc_job_task() {
       hpc_job_fail "container" "cannot run the container (see above)"
     argv=("${hpc_container_cmd[@]}")
   fi
+  if [[ $HPC_JOB_LAUNCHER == lightning && $HPC_JOB_LABEL_RANKS == 1 ]]; then
+    # Each srun task is a rank (its own pipe to slurmstepd, which passes on whole lines).
+    argv=(bash -c "$hpc_job_rank_lines_code" hpc_rank_lines "rank=${SLURM_PROCID:?}" "${argv[@]}")
+  fi
   if [[ ${SLURM_LOCALID:-0} == 0 ]]; then
-    hpc_job_log "starting after $(hpc_job_elapsed) s: $(hpc_mask_quoted argv)"
+    local shown=("${argv[@]}") i
+    for i in "${!shown[@]}"; do
+      [[ ${shown[i]} != "$hpc_job_rank_lines_code" ]] || shown[i]=HPC_RANK_LINES_CODE
+    done
+    hpc_job_log "starting after $(hpc_job_elapsed) s: $(hpc_mask_quoted shown)"
   fi
   [[ $HPC_JOB_LAUNCHER != none ]] || exec "${argv[@]}"
   hpc_job_supervise "${argv[@]}"

@@ -12,7 +12,7 @@ hpc_opt_defaults() {
   hpc_opt_yes=0 hpc_opt_wandb_sweepid='' hpc_opt_singularity='' hpc_opt_help=0
   hpc_opt_requeue=0 hpc_opt_signal_lead='' hpc_opt_workdir=''
   hpc_opt_repeat='' hpc_opt_num_sweeps='' hpc_opt_max_concurrent='' hpc_opt_wandb_offline=0
-  hpc_opt_sweep_config=''
+  hpc_opt_sweep_config='' hpc_opt_label_ranks=0
   hpc_opt_data=() hpc_opt_copy_back=()
 }
 
@@ -86,9 +86,10 @@ hpc_opt_parse() {
         ;;
       --requeue) name=--requeue ;;
       --signal-lead) name=--signal-lead ;;
-      --dry-run | -y | --yes | -h | --help)
+      --dry-run | -y | --yes | -h | --help | --label-ranks)
         ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
         case $opt in
+          --label-ranks) hpc_opt_label_ranks=1 ;;
           --dry-run) hpc_opt_dry_run=1 ;;
           -y | --yes) hpc_opt_yes=1 ;;
           -h | --help) hpc_opt_help=1 ;;

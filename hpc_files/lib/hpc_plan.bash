@@ -94,6 +94,7 @@ hpc_plan_make() {
   case $hpc_plan_launcher in
     none)
       ((hpc_plan_nodes == 1)) || hpc_die_usage "-n/--num-nodes" "$hpc_plan_nodes nodes need a launcher; accepted with -W lightning or -W torchrun, else 1"
+      ((hpc_opt_label_ranks == 0)) || hpc_die_usage "--label-ranks" "labels the lines of each rank of a distributed job; accepted with -W lightning or -W torchrun"
       hpc_plan_ntasks_per_node=1
       hpc_plan_cpus_per_task=$((hpc_plan_cpus * (hpc_plan_gpus > 1 ? hpc_plan_gpus : 1)))
       ;;
@@ -283,6 +284,7 @@ hpc_plan_render() {
   hpc_plan_emit ' )\n'
   hpc_plan_emit 'hpc_job_signal=%q\n' "$hpc_plan_signal"
   hpc_plan_emit 'hpc_job_requeue_max=%q\n' "$hpc_plan_requeue"
+  ((${hpc_opt_label_ranks:-0} == 0)) || hpc_plan_emit 'hpc_job_label_ranks=1\n'
   hpc_plan_emit 'hpc_job_data_archive=%q\n' "${hpc_plan_data_archive:-}"
   local copy_back=''
   ((${#hpc_opt_copy_back[@]} == 0)) || printf -v copy_back '%s\n' "${hpc_opt_copy_back[@]}"

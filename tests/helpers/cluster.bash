@@ -146,3 +146,22 @@ hpc_wait_requeued() {
     sleep 1
   done
 }
+
+# hpc_wait_output FILE REGEX [TIMEOUT_S]: waits until a line of FILE matches REGEX (grep -E);
+# fails the test after TIMEOUT_S (default 60) seconds.
+hpc_wait_output() {
+  local file=$1 regex=$2 timeout=${3:-60} start=$SECONDS
+  until grep -qE -- "$regex" "$file" 2>/dev/null; do
+    ((SECONDS - start <= timeout)) || fail "no line matching '$regex' in $file within ${timeout}s"
+    sleep 0.2
+  done
+}
+
+# hpc_slurmd_kill NODE: SIGKILLs NODE's slurmd, found by its pid file; its job steps live on
+# (each is its own slurmstepd), as when a node's daemon crashes. local_cluster.sh up restarts it.
+hpc_slurmd_kill() {
+  local pid
+  read -r pid <"$HPC_CLUSTER_DIR/run/slurmd-$1.pid" || fail "no pid file for the slurmd of $1"
+  [[ $(cat "/proc/$pid/comm" 2>/dev/null) == slurmd ]] || fail "pid $pid is not the slurmd of $1"
+  kill -KILL "$pid"
+}

@@ -188,3 +188,72 @@ print("ok")' "$json" "$PROJECT" "$SCRATCH"
     [ ! -e "$expected" ]
   done
 }
+
+@test "the venv is entered without sourcing bin/activate: a project path holding \$(...) runs nothing" {
+  other="$BATS_TEST_TMPDIR/p\$(touch pwned)"
+  hpc_project_make "$other"
+  hpc_configs "$other" 'python probe.py env'
+  # The first job builds the venv (its install job is another helper's part): start clean after it.
+  hpc_run_job "$other" -g 0 -e build
+  find "$BATS_TEST_TMPDIR" "$SCRATCH" -name pwned -delete
+  hpc_run_job "$other" -g 0 -e venvpath
+  assert_equal "$job_state" "COMPLETED 0:0"
+  run sed -n 's/^PROBE //p' "$job_out"
+  [[ $output == *"\"VIRTUAL_ENV\": \"$other/virtual_env\""* ]] || fail "VIRTUAL_ENV: $output"
+  run find "$BATS_TEST_TMPDIR" "$SCRATCH" -name pwned
+  assert_output ''
+}
+
+# whole_lines RANKS N [LABELLED]: every rank 0..RANKS-1 printed its N LINE lines and its
+# LINES DONE line whole (with '[rank R] ' in front, same R, when LABELLED), and no line is broken.
+whole_lines() {
+  local ranks=$1 n=$2 label='' rank broken
+  for ((rank = 0; rank < ranks; rank++)); do
+    [[ -z ${3:-} ]] || label="\[rank $rank\] "
+    assert_equal "$(grep -cE "^${label}LINE rank=$rank i=[0-9]+ x{60}\$" "$job_out")" "$n"
+    assert_equal "$(grep -cE "^${label}LINES DONE rank=$rank seconds=[0-9.]+\$" "$job_out")" 1
+  done
+  # A broken line shows as a line holding LINE that is not one (or lowers a count above); the
+  # toolkit's own lines name the command.
+  [[ -z ${3:-} ]] || label='\[rank [0-9]+\] '
+  broken=$(grep -vE '^\[hpc n[0-9]+\] ' "$job_out" | grep -E 'LINE' | grep -vE "^(${label}LINE rank=[0-9] i=[0-9]+ x{60}|${label}LINES DONE rank=[0-9] seconds=[0-9.]+)\$" || true)
+  assert_equal "$broken" ''
+}
+
+@test "ranks sharing a node print with plain print(): every line arrives whole (torchrun, lightning)" {
+  hpc_configs "$PROJECT" 'python probe.py lines 20000'
+  hpc_run_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 -e lines
+  assert_equal "$job_state" "COMPLETED 0:0"
+  whole_lines 4 20000
+  hpc_run_job "$PROJECT" -W lightning --gpus 2 --num-nodes 2 -e linesl
+  assert_equal "$job_state" "COMPLETED 0:0"
+  whole_lines 4 20000
+}
+
+@test "--label-ranks: each line of rank R starts with '[rank R] ' (torchrun, lightning), stdout and stderr" {
+  hpc_configs "$PROJECT" 'python probe.py lines 20000'
+  hpc_run_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 --label-ranks -e labels
+  assert_equal "$job_state" "COMPLETED 0:0"
+  whole_lines 4 20000 labelled
+  hpc_run_job "$PROJECT" -W lightning --gpus 2 --num-nodes 2 --label-ranks -e labelsl
+  assert_equal "$job_state" "COMPLETED 0:0"
+  whole_lines 4 20000 labelled
+}
+
+@test "torchrun with --label-ranks: the time-limit warning reaches each worker through the wrapper; copy-back whole" {
+  hpc_cluster_mode emulated
+  hpc_configs "$PROJECT" 'python ckpt.py'
+  hpc_run_job "$PROJECT" -W torchrun --gpus 1 --num-nodes 2 --time 00:01:00 --signal-lead 40 \
+    --copy-back checkpoints --label-ranks -e warnedtr
+  assert_equal "$job_state" "COMPLETED 0:0"
+  run cat "$job_out"
+  # ckpt.py names its rank by SLURM_PROCID (the node here); the label is torchrun's RANK.
+  assert_line --regexp '^\[rank [01]\] SIGNAL rank=0 node=n1 signal=SIGUSR1$'
+  assert_line --regexp '^\[rank [01]\] SIGNAL rank=1 node=n2 signal=SIGUSR1$'
+  final=$(sed -n 's/^\[rank [01]\] FINAL //p' "$job_out")
+  [ -n "$final" ]
+  assert_equal "$(sha256sum "$SCRATCH/my project/warnedtr/checkpoints/state.bin" | cut -d' ' -f1)" "$final"
+  for node in n1 n2; do
+    [ ! -e "$HPC_CLUSTER_DIR/scratch/$node/hpc_tmpdir.$(id -un).$job_id" ]
+  done
+}

@@ -223,6 +223,8 @@ WANDB_API_KEY=k|-w abc -g 2|-g/--gpus: a sweep agent gets one GPU; accepted: 0 o
 |-m 1G -m 2G|-m/--mem-per-gpu: given twice ('1G', then '2G'); accepted: once
 |--requeue 1 --requeue 2|--requeue: given twice ('1', then '2'); accepted: once
 |--signal-lead 1 --signal-lead 2|--signal-lead: given twice ('1', then '2'); accepted: once
+|--label-ranks -g 1|--label-ranks: labels the lines of each rank of a distributed job; accepted with -W lightning or -W torchrun
+|--label-ranks=yes|--label-ranks: takes no value
 |-a x -a y|-a/--account: given twice ('x', then 'y'); accepted: once
 |-C a -C b|-C/--configs: given twice ('a', then 'b'); accepted: once
 |--repeat 2 --repeat 3|--repeat: given twice ('2', then '3'); accepted: once

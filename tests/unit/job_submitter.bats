@@ -342,6 +342,17 @@ configs file uses \$HOME: from this shell: $HOME"
   assert_equal "$(normalise "$outputs/default_venv-torchrun_4243.sh")" "$(normalise "$BATS_TEST_TMPDIR/dry.sh")"
 }
 
+@test "--label-ranks reaches the job script as hpc_job_label_ranks=1, and only when given" {
+  make_ready_venv
+  use_configs standard.txt
+  submit -y -W torchrun -g 2 -n 2 --label-ranks
+  assert_equal "$status" 0
+  assert_equal "$(grep -c '^hpc_job_label_ranks=1$' "$outputs/default_venv-torchrun_4242.sh")" 1
+  submit -y -W lightning -g 2 -n 2
+  assert_equal "$status" 0
+  assert_equal "$(grep -c 'label_ranks' "$outputs/default_venv-lightning_4243.sh")" 0
+}
+
 @test "--dry-run without a venv says an install job would come first, and still creates nothing" {
   local before
   before=$(listing "$tmp")

@@ -1,0 +1,65 @@
+#!/usr/bin/env bats
+# The rank-lines wrapper (hpc_job_rank_lines_code in hpc_job.bash) without SLURM: labels, whole
+# lines from writers that share one pipe, the program's status and pid.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+  load '../helpers/common'
+  source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
+}
+
+# wrapped MODE ARGV...: ARGV behind the wrapper in MODE (-, rank, rank=N).
+wrapped() {
+  bash -c "$hpc_job_rank_lines_code" hpc_rank_lines "$@"
+}
+
+@test "rank=N labels stdout and stderr apart; the status is the program's" {
+  run --separate-stderr wrapped rank=3 bash -c 'echo out; echo err >&2; printf "no newline"; exit 7'
+  assert_equal "$status" 7
+  assert_equal "$output" "[rank 3] out
+[rank 3] no newline"
+  assert_equal "$stderr" "[rank 3] err"
+}
+
+@test "rank takes torchrun's RANK of the worker; - only keeps lines whole" {
+  RANK=5 run wrapped rank echo hi
+  assert_output "[rank 5] hi"
+  RANK=5 run wrapped - echo hi
+  assert_output "hi"
+}
+
+@test "the wrapper becomes the program: same pid, so signals reach the program itself" {
+  bash -c "$hpc_job_rank_lines_code" hpc_rank_lines - bash -c 'echo "$$" >"$0"' "$BATS_TEST_TMPDIR/pid" &
+  pid=$!
+  wait "$pid"
+  assert_equal "$(cat "$BATS_TEST_TMPDIR/pid")" "$pid"
+}
+
+@test "four writers on one pipe, 20000 unflushed lines each: every line whole" {
+  log_file=$BATS_TEST_TMPDIR/out
+  for rank in 0 1 2 3; do
+    wrapped "rank=$rank" python3 -c '
+import sys
+for i in range(20000):
+    print(f"LINE rank={sys.argv[1]} i={i} " + "x" * 60)' "$rank" &
+  done | cat >"$log_file"
+  for rank in 0 1 2 3; do
+    assert_equal "$(grep -cE "^\[rank $rank\] LINE rank=$rank i=[0-9]+ x{60}\$" "$log_file")" 20000
+  done
+  assert_equal "$(wc -l <"$log_file")" 80000
+}
+
+@test "the line filters ignore the signals sent to the whole process group; the program still gets them" {
+  # A program that handles USR1, signals its own process group (its own session here, as a
+  # task's under slurmstepd), prints after it and exits: the filters must still be there.
+  run setsid -w bash -c "$hpc_job_rank_lines_code" hpc_rank_lines rank=1 python3 -c '
+import os, signal, time
+got = []
+signal.signal(signal.SIGUSR1, lambda *_: got.append(1))
+os.killpg(0, signal.SIGUSR1)
+time.sleep(0.2)
+print("after", len(got))'
+  assert_success
+  assert_output "[rank 1] after 1"
+}
