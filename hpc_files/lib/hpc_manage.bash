@@ -536,7 +536,8 @@ hpc_manage_resubmit() {
     args+=("$arg")
   done
   [[ -z $new_spec ]] || args+=(--array="$new_spec")
-  out=$(sbatch "${args[@]}" "$script" 2>&1) || hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
+  # As at submission: a SLURM_TMPDIR of this shell must not reach the job (hpc_job_tmpdir_choose).
+  out=$(unset SLURM_TMPDIR && sbatch "${args[@]}" "$script" 2>&1) || hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
   new_id=${out##*$'\n'}
   new_id=${new_id%%;*}
   [[ $new_id =~ ^[0-9]+$ ]] || hpc_die "sbatch gave no job id: ${out//$'\n'/ }"

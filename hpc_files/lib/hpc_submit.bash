@@ -107,7 +107,10 @@ hpc_submit_dry_run() {
   script=$(hpc_plan_render_script)
   printf '== sbatch invocation\nsbatch'
   printf ' %q' "${hpc_plan_sbatch_args[@]}"
-  printf ' JOB_SCRIPT\n\n== job script\n%s\n\n== environment of the program\n' "$script"
+  printf ' JOB_SCRIPT\n\n== job script\n'
+  # A secret written literally into the configs file is in the script: not on the screen.
+  printf '%s\n' "$script" | hpc_mask_stream
+  printf '\n== environment of the program\n'
   hpc_submit_environment
   printf '\n== summary\n%s\n' "$(hpc_plan_summary)"
   if ((venv_ready == 0)); then

@@ -331,6 +331,15 @@ configs file uses \$HOME: from this shell: $HOME"
     "$(printf '%s\n' "${want[@]/#--output=*/--output=/dev/null}" | LC_ALL=C sort)"
 }
 
+@test "--dry-run masks a secret written literally into the configs file, in the job script it prints" {
+  make_ready_venv
+  printf 'python train.py --password hunter2-sentinel\n' >"$project/hpc_files/experiment_configurations.txt"
+  DB_PASS=hunter2-sentinel submit --dry-run -g 0
+  assert_equal "$status" 0
+  [[ $output != *hunter2-sentinel* && $stderr != *hunter2-sentinel* ]] || fail "the secret was printed: $output"
+  assert_output --partial '--password (masked)'
+}
+
 @test "--dry-run shows the same job script a real submission writes" {
   make_ready_venv
   use_configs standard.txt
