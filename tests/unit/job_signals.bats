@@ -48,11 +48,11 @@ wait_file() {
   local catcher=$!
   sleep 60 &
   started+=($!)
-  local plain=$!
+  local idle=$!
   wait_file "$tmp/a.ready"
   run hpc_job_catches "$catcher" USR1
   assert_success
-  run hpc_job_catches "$plain" USR1
+  run hpc_job_catches "$idle" USR1
   assert_failure
   run hpc_job_catches "$catcher" USR2
   assert_failure
@@ -189,7 +189,8 @@ EOF
 
 @test "copy-back: a path that no node had is named loudly by the batch shell" {
   export HPC_JOB_COPY_BACK=$'snapshot.pt\nckpt/\nlogs' SLURM_JOB_NUM_NODES=2
-  exec {hpc_job_guard_out}< <(printf 'ready n1\nfound logs\nfound snapshot.pt\nready n2\nfound snapshot.pt\n')
+  # What hpc_job_stop_guards collected from the guards' 'found PATH' lines.
+  declare -gA hpc_job_copy_found_paths=([logs]=1 [snapshot.pt]=1)
   run hpc_job_copy_back_missing
   assert_success
   assert_output "[hpc n1] copy-back WARNING: ckpt was found on none of the 2 node(s): nothing was copied back for it"
