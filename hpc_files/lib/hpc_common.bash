@@ -18,7 +18,9 @@ hpc_die() {
 
 # hpc_die_usage OPTION MESSAGE: bad input; one line naming the option and what it accepts, exit 2.
 hpc_die_usage() {
-  hpc_say "$1: $2"
+  local message="$1: $2"
+  # A value holding a newline is quoted in the message: shown as \n, so it stays one line.
+  hpc_say "${message//$'\n'/\\n}"
   exit 2
 }
 

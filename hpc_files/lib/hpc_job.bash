@@ -173,6 +173,25 @@ hpc_job_copy_one() {
   fi
 }
 
+# hpc_job_copy_link DEST REL: true when a folder on REL's way below DEST (DEST/a, DEST/a/b, ...,
+# not REL itself) is a symbolic link, which a copy would follow out of DEST; sets
+# hpc_job_copy_link_path to it.
+hpc_job_copy_link() {
+  local path=$1 part
+  local -a parts
+  [[ $2 == */* ]] || return 1
+  IFS=/ read -r -a parts <<<"${2%/*}"
+  for part in "${parts[@]}"; do
+    [[ -n $part && $part != . ]] || continue
+    path=$path/$part
+    if [[ -L $path ]]; then
+      hpc_job_copy_link_path=$path
+      return 0
+    fi
+  done
+  return 1
+}
+
 # hpc_job_copy_back TMPDIR: copies the --copy-back paths (relative to TMPDIR) found on this node
 # to ${scratch_dir}/${exp_name}/, each whole or not at all (hpc_job_copy_one): the first node's
 # as PATH, another node's as PATH.NODE, so that copies of one path from several nodes stay apart.
@@ -195,6 +214,11 @@ hpc_job_copy_back() {
     fi
     hpc_job_copy_found+=("$rel")
     final=$rel$suffix
+    if hpc_job_copy_link "$dest" "$final"; then
+      hpc_job_log "copy-back of $rel FAILED: $hpc_job_copy_link_path is a symbolic link, and the toolkit never writes through one; nothing was changed"
+      failed+=("$final")
+      continue
+    fi
     if hpc_job_copy_one "$tmpdir/$rel" "$dest/$final" "$rel"; then copied+=("$final"); else failed+=("$final"); fi
   done
   ((${#copied[@]} == 0)) || hpc_job_log "copied back to $dest: ${copied[*]}"
@@ -400,15 +424,21 @@ hpc_job_stop_guards() {
   done
   kill -0 "$pid" 2>/dev/null || wait "$pid" 2>/dev/null || true
   exec {hpc_job_guard_fd}<&-
-  hpc_job_copy_back_missing
+  hpc_job_copy_back_missing "$( ((${#finished[@]} == SLURM_JOB_NUM_NODES)) || hpc_job_nodes_except "${!finished[@]}")"
   return "$rc"
 }
 
-# hpc_job_copy_back_missing: says loudly which --copy-back paths no node had (the guards' 'found
-# PATH' lines, collected by hpc_job_stop_guards into hpc_job_copy_found_paths).
+# hpc_job_copy_back_missing [SILENT_NODES]: says loudly which --copy-back paths no node had (the
+# guards' 'found PATH' lines, collected by hpc_job_stop_guards into hpc_job_copy_found_paths).
+# With SILENT_NODES (nodes whose guard's last lines never arrived, as when SLURM ends the job at
+# its time limit) that cannot be known: it says so instead of naming paths as missing.
 hpc_job_copy_back_missing() {
   local rel
   [[ -n ${HPC_JOB_COPY_BACK:-} ]] || return 0
+  if [[ -n ${1:-} ]]; then
+    hpc_job_log "copy-back: node(s) $1 did not report what they copied back (their own lines above say it); the copy-back is not confirmed"
+    return 0
+  fi
   while IFS= read -r rel; do
     while [[ $rel == ?*/ ]]; do rel=${rel%/}; done
     [[ -n $rel && -z ${hpc_job_copy_found_paths[$rel]:-} ]] || continue

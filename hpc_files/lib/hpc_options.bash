@@ -14,6 +14,14 @@ hpc_opt_defaults() {
   hpc_opt_repeat='' hpc_opt_num_sweeps='' hpc_opt_max_concurrent='' hpc_opt_wandb_offline=0
   hpc_opt_sweep_config='' hpc_opt_label_ranks=0
   hpc_opt_data=() hpc_opt_copy_back=()
+  # The variable names a profile as --cluster does: never a path.
+  [[ -z $hpc_opt_cluster ]] || hpc_opt_is_profile_name "$hpc_opt_cluster" ||
+    hpc_die_usage "HPC_CLUSTER" "'$hpc_opt_cluster' is not accepted; accepted: the name of a profile in hpc_files/clusters/"
+}
+
+# hpc_opt_is_profile_name VALUE: true for the name of a cluster profile, never a path.
+hpc_opt_is_profile_name() {
+  [[ $1 =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ ]]
 }
 
 # hpc_opt_is_count VALUE MIN: true when VALUE is a decimal integer >= MIN (no sign, no spaces).
@@ -192,7 +200,7 @@ hpc_opt_set() {
       ;;
     --cluster)
       # A profile's name, never a path (empty would silently mean "match the hostname").
-      [[ $value =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ ]] ||
+      hpc_opt_is_profile_name "$value" ||
         hpc_die_usage "$name" "'$value' is not accepted; accepted: the name of a profile in hpc_files/clusters/"
       hpc_opt_cluster=$value
       ;;

@@ -160,6 +160,8 @@ refused() {
 # Profiles.
 |--cluster mars|--cluster: 'mars' is not a known cluster; accepted: cedar generic local plai
 HPC_CLUSTER=mars|-g 1|--cluster: 'mars' is not a known cluster; accepted: cedar generic local plai
+HPC_CLUSTER=../clusters/local|-g 1|HPC_CLUSTER: '../clusters/local' is not accepted; accepted: the name of a profile in hpc_files/clusters/
+HPC_CLUSTER=../../../../tmp/evil|--dry-run -g 0|HPC_CLUSTER: '../../../../tmp/evil' is not accepted; accepted: the name of a profile in hpc_files/clusters/
 |--cluster ../clusters/local|--cluster: '../clusters/local' is not accepted; accepted: the name of a profile in hpc_files/clusters/
 |--cluster=|--cluster: '' is not accepted; accepted: the name of a profile in hpc_files/clusters/
 |--cluster cedar -a my-lab|-a/--account: 'my-lab' is not an account of cluster cedar; accepted: def-fwood rrg-kevinlb
@@ -275,5 +277,18 @@ EOT
     cp -R "$HPC_WARM_CACHE/." "$BATS_TEST_TMPDIR/cache/"
     submitter=$tmp/$dir/hpc_files/job_submitter.sh
     out=$(refused "" "-g 1" "project: '$tmp/$dir' contains a backslash, a double quote, a % or a newline") || fail "$out"
+  done
+}
+
+@test "bad input: a value holding a newline is still one line (the newline shown as \\n)" {
+  local opt want
+  for opt in -g -e -p -t; do
+    rm -f -- "${stub_log:?}"/*
+    run --separate-stderr timeout 20 bash "$project/hpc_files/job_submitter.sh" "$opt" $'1\n2' </dev/null
+    assert_equal "$opt -> $status" "$opt -> 2"
+    [[ $stderr != *$'\n'* ]] || fail "$opt: more than one line: $stderr"
+    want="'1\\n2' is not"
+    [[ $stderr == *"$want"* ]] || fail "$opt: $stderr"
+    assert_equal "$(calls sbatch)" 0
   done
 }

@@ -195,3 +195,11 @@ EOF
   assert_success
   assert_output "[hpc n1] copy-back WARNING: ckpt was found on none of the 2 node(s): nothing was copied back for it"
 }
+
+@test "copy-back: when a node's last lines never arrived (the job ending), no path is called missing; the log says the copy is unconfirmed" {
+  export HPC_JOB_COPY_BACK=$'snapshot.pt\nlogs' SLURM_JOB_NUM_NODES=2
+  declare -gA hpc_job_copy_found_paths=()
+  run hpc_job_copy_back_missing n1
+  assert_success
+  assert_output "[hpc n1] copy-back: node(s) n1 did not report what they copied back (their own lines above say it); the copy-back is not confirmed"
+}

@@ -147,6 +147,21 @@ copy_back_env() {
   assert_output ""
 }
 
+@test "copy-back never writes through a symlinked folder in the results: the file it points to is untouched" {
+  copy_back_env
+  mkdir -p "$tmp/victim" "$tmp/tmpdir/out" "$scratch_dir/exp"
+  printf 'precious\n' >"$tmp/victim/res.txt"
+  printf 'new\n' >"$tmp/tmpdir/out/res.txt"
+  ln -s "$tmp/victim" "$scratch_dir/exp/out"
+  export HPC_JOB_COPY_BACK=$'out/res.txt\nmetrics.csv'
+  run hpc_job_copy_back "$tmp/tmpdir"
+  assert_failure 1
+  assert_line "[hpc n1] copy-back of out/res.txt FAILED: $scratch_dir/exp/out is a symbolic link, and the toolkit never writes through one; nothing was changed"
+  assert_line "[hpc n1] copy-back INCOMPLETE: not copied back to $scratch_dir/exp: out/res.txt"
+  assert_equal "$(cat "$tmp/victim/res.txt")" precious
+  assert_equal "$(cat "$scratch_dir/exp/metrics.csv")" metrics
+}
+
 @test "copy-back onto a full disk: no truncated file under a result's name, the older copy intact, the log names what is incomplete" {
   copy_back_env
   small_disk "$scratch_dir/exp" 300k
