@@ -9,8 +9,9 @@
 # BUILD/.hpc_deps last, only when everything succeeded: the dependency file's name and content as
 # read when the job started (hpc_venv_expect of RUNNER_LIB, venv_runner.bash: SLURM runs a copy
 # of this script, so its own folder is not known here); the submitter compares it to the file.
-# A failed install removes the build it made. SYSTEM_SITE (true|false) gives the venv the
-# system's packages too (--system-site-packages), as the cluster profile says.
+# BUILD/.hpc_build, written first, records that the toolkit made BUILD (only recorded builds are
+# ever removed). A failed install removes the build it made. SYSTEM_SITE (true|false) gives the
+# venv the system's packages too (--system-site-packages), as the cluster profile says.
 set -euo pipefail
 runner_lib=${1:?} source_dir=${2:?} system_site=${3:-false}
 # shellcheck source=virtual_env_hpc_files/venv_runner.bash
@@ -39,12 +40,17 @@ python3 -c 'import venv, ensurepip' 2>/dev/null ||
 [[ ! -L $builds ]] || fail "$builds is a symbolic link; the toolkit makes that folder itself"
 mkdir -p -- "$builds" || fail "cannot create $builds"
 if [[ -e $build || -L $build ]]; then
-  # Only this job's own earlier run (a requeued install job) has its id; a finished build stays.
-  [[ -d $build && ! -L $build && ! -e $build/.hpc_deps ]] || fail "$build exists already"
+  # Only this job's own earlier run (a requeued install job) made it and recorded so; a finished
+  # build stays, and so does anything else of that name.
+  hpc_venv_recorded "$build" && [[ ! -e $build/.hpc_deps && ! -L $build/.hpc_deps ]] ||
+    fail "$build exists already"
   echo "[hpc venv] removing what an earlier run of this job left in $build"
   rm -rf --one-file-system -- "${build:?}"
 fi
+mkdir -- "$build" || fail "cannot create $build"
 made=1
+# First of all, the record that this job made the build: only recorded builds are ever removed.
+hpc_venv_record "$build" || fail "cannot write $build/.hpc_build"
 venv_args=()
 [[ $system_site != true ]] || venv_args+=(--system-site-packages)
 python3 -m venv "${venv_args[@]}" "$build" || fail "python3 -m venv $build"

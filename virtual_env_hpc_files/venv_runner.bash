@@ -11,6 +11,9 @@
 # newest build (a plain folder in projects of older versions of the toolkit), switched with one
 # rename once no queued or running job names it. After a new build, the builds that no queued or
 # running job of the project names (asked of SLURM) are removed; nothing is when SLURM cannot say.
+# Only a build that holds the toolkit's record that it made it (BUILD/.hpc_build, written by its
+# install job before anything else, or when an older plain virtual_env is moved aside) is ever
+# removed: a folder of the same name that anyone else made stays.
 #
 # Two locks in the project: .virtual_env.lock, held by the one submission that builds, and
 # .virtual_env.use.lock, held shared by every submission from choosing its build until it has
@@ -70,6 +73,24 @@ hpc_venv_find() {
   return 1
 }
 
+# hpc_venv_record BUILD: writes BUILD/.hpc_build, the toolkit's record that it made BUILD: BUILD's
+# name and a newline. False, writing nothing, when BUILD/.hpc_build is there already (any kind).
+hpc_venv_record() {
+  local record=$1/.hpc_build
+  [[ ! -e $record && ! -L $record ]] || return 1
+  (set -C && printf '%s\n' "${1##*/}" >"$record")
+}
+
+# hpc_venv_recorded BUILD: true when BUILD is a folder of the user's (not a link) holding the
+# toolkit's record that it made BUILD: .hpc_build, a regular file of the user's (not a link)
+# whose content is BUILD's name and a newline.
+hpc_venv_recorded() {
+  local record=$1/.hpc_build
+  [[ -d $1 && ! -L $1 && -O $1 && -f $record && ! -L $record && -O $record ]] || return 1
+  hpc_venv_read "$record"
+  [[ $hpc_venv_text == "${1##*/}"$'\n' ]]
+}
+
 # hpc_venv_lock FD MODE: flock MODE (-s shared, -x exclusive) on FD, waiting at most an hour
 # and a half (an install job's time limit and then some); false when that ran out.
 hpc_venv_lock() {
@@ -112,12 +133,14 @@ hpc_venv_live_jobs() {
 
 # hpc_venv_link SOURCE_DIR BUILD_NAME: makes SOURCE_DIR/virtual_env a symbolic link to
 # .virtual_env_builds/BUILD_NAME with one rename. A plain virtual_env that the toolkit built (it
-# has .hpc_deps) is moved among the builds first; anything else there is left alone.
+# has .hpc_deps) is moved among the builds first, with the record that the toolkit put it there;
+# anything else there is left alone.
 hpc_venv_link() {
-  local link=$1/virtual_env new=$1/.virtual_env.new.$$
+  local link=$1/virtual_env new=$1/.virtual_env.new.$$ legacy=$1/.virtual_env_builds/venv-legacy-$$
   if [[ -d $link && ! -L $link ]]; then
     [[ -f $link/.hpc_deps ]] || return 0
-    mv -T -- "$link" "$1/.virtual_env_builds/venv-legacy-$$" || return 1
+    mv -T -- "$link" "$legacy" || return 1
+    hpc_venv_record "$legacy" || hpc_say "could not record that the toolkit moved $link to $legacy: it will not be removed"
   elif [[ -L $link ]]; then
     [[ $(readlink -- "$link") == .virtual_env_builds/venv-* ]] || return 0
   elif [[ -e $link ]]; then
@@ -132,10 +155,11 @@ hpc_venv_link() {
 
 # hpc_venv_collect SOURCE_DIR BUILD_NAME: after BUILD_NAME was built: points virtual_env to it
 # unless a queued or running job names virtual_env itself, then removes every other build that
-# none names and whose install job is over. Call with .virtual_env.use.lock held exclusively.
+# none names, whose install job is over and that holds the toolkit's record (hpc_venv_recorded);
+# those without it are named once. Call with .virtual_env.use.lock held exclusively.
 # Removes nothing, and leaves virtual_env as it is, when SLURM cannot say.
 hpc_venv_collect() {
-  local builds=$1/.virtual_env_builds build name linked='' link_q others=0
+  local builds=$1/.virtual_env_builds build name linked='' link_q others=0 unrecorded=''
   [[ -d $builds && ! -L $builds ]] || return 0
   for build in "$builds"/venv-*; do
     [[ ! -e $build || ${build##*/} == "$2" ]] || others=$((others + 1))
@@ -164,8 +188,14 @@ hpc_venv_collect() {
     # A job script names its build by its path; an install job's build is named by its id.
     [[ $hpc_venv_live_scripts != *"/.virtual_env_builds/$name"* ]] || continue
     [[ $'\n'$hpc_venv_live_ids != *$'\n'"${name#venv-}"$'\n'* ]] || continue
+    if ! hpc_venv_recorded "$build"; then
+      unrecorded+=" $name"
+      continue
+    fi
     rm -rf --one-file-system -- "${build:?}" || hpc_say "could not remove the unused $build"
   done
+  [[ -z $unrecorded ]] ||
+    hpc_say "left in $builds, with no record that the toolkit made them:$unrecorded"
 }
 
 # shellcheck disable=SC2034 # hpc_plan_venv is read by hpc_plan_render

@@ -715,6 +715,51 @@ numpy"
   assert_equal "$(calls scontrol)" 1
 }
 
+@test "a rebuild removes only the builds an install job recorded: planted venv-N folders stay" {
+  printf 'numpy\n' >"$project/requirements.txt"
+  HPC_STUB_JOB_ID=4242 submit -y
+  assert_equal "$status" 0
+  # The install job recorded that it made its build.
+  assert_equal "$(<"$project/.virtual_env_builds/venv-4242/.hpc_build")" venv-4242
+  local builds=$project/.virtual_env_builds
+  # No record; a record of another build; a record that is a symbolic link; one that is a folder.
+  mkdir "$builds/venv-998" "$builds/venv-997" "$builds/venv-996" "$builds/venv-995"
+  echo mine >"$builds/venv-998/mine"
+  echo venv-4242 >"$builds/venv-997/.hpc_build"
+  echo venv-996 >"$tmp/record"
+  ln -s -- "$tmp/record" "$builds/venv-996/.hpc_build"
+  mkdir "$builds/venv-995/.hpc_build"
+  printf 'scipy\n' >"$project/requirements.txt"
+  forget_calls
+  HPC_STUB_JOB_ID=4300 submit -y -e b
+  assert_equal "$status" 0
+  assert_equal "$(cd "$builds" && echo *)" "venv-4300 venv-995 venv-996 venv-997 venv-998"
+  assert_equal "$(<"$builds/venv-998/mine")" mine
+  assert_equal "$(<"$tmp/record")" venv-996
+  [[ -L $builds/venv-996/.hpc_build ]]
+  assert_equal "$(readlink "$project/virtual_env")" .virtual_env_builds/venv-4300
+  assert_equal "$(grep -c 'no record that the toolkit made' <<<"$stderr")" 1
+}
+
+@test "an install job never removes a planted folder of its own id that it did not record" {
+  printf 'numpy\n' >"$project/requirements.txt"
+  mkdir -p "$project/.virtual_env_builds/venv-4242"
+  echo mine >"$project/.virtual_env_builds/venv-4242/mine"
+  submit -y
+  assert_equal "$status" 1
+  assert_equal "$(<"$project/.virtual_env_builds/venv-4242/mine")" mine
+  grep -qF "[hpc venv] FAILED: $project/.virtual_env_builds/venv-4242 exists already" "$outputs/venv_install_4242.out"
+
+  # What an earlier run of the same job (requeued) made and recorded is made again.
+  forget_calls
+  rm -f -- "$project/.virtual_env_builds/venv-4242/mine"
+  echo venv-4242 >"$project/.virtual_env_builds/venv-4242/.hpc_build"
+  submit -y
+  assert_equal "$status" 0
+  grep -qF "[hpc venv] removing what an earlier run of this job left in $project/.virtual_env_builds/venv-4242" "$outputs/venv_install_4242.out"
+  assert_equal "$(readlink "$project/virtual_env")" .virtual_env_builds/venv-4242
+}
+
 @test "a failed rebuild keeps the old venv in use, says so, exit 1, and removes what it built" {
   printf 'numpy\n' >"$project/requirements.txt"
   HPC_STUB_JOB_ID=4242 submit -y
