@@ -199,7 +199,8 @@ print("ok")' "$json" "$PROJECT" "$SCRATCH"
   hpc_run_job "$other" -g 0 -e venvpath
   assert_equal "$job_state" "COMPLETED 0:0"
   run sed -n 's/^PROBE //p' "$job_out"
-  [[ $output == *"\"VIRTUAL_ENV\": \"$other/virtual_env\""* ]] || fail "VIRTUAL_ENV: $output"
+  # The job runs from the build its script names (virtual_env is a link to it).
+  [[ $output == *"\"VIRTUAL_ENV\": \"$other/.virtual_env_builds/venv-"* ]] || fail "VIRTUAL_ENV: $output"
   run find "$BATS_TEST_TMPDIR" "$SCRATCH" -name pwned
   assert_output ''
 }
@@ -243,7 +244,7 @@ whole_lines() {
 @test "torchrun with --label-ranks: the time-limit warning reaches each worker through the wrapper; copy-back whole" {
   hpc_cluster_mode emulated
   hpc_configs "$PROJECT" 'python ckpt.py'
-  hpc_run_job "$PROJECT" -W torchrun --gpus 1 --num-nodes 2 --time 00:01:00 --signal-lead 40 \
+  hpc_run_job "$PROJECT" -W torchrun --gpus 1 --num-nodes 2 --time 00:02:00 --signal-lead 60 \
     --copy-back checkpoints --label-ranks -e warnedtr
   assert_equal "$job_state" "COMPLETED 0:0"
   run cat "$job_out"
@@ -254,6 +255,8 @@ whole_lines() {
   [ -n "$final" ]
   assert_equal "$(sha256sum "$SCRATCH/my project/warnedtr/checkpoints/state.bin" | cut -d' ' -f1)" "$final"
   for node in n1 n2; do
-    [ ! -e "$HPC_CLUSTER_DIR/scratch/$node/hpc_tmpdir.$(id -un).$job_id" ]
+    # hpc_tmpdir.<user>.<job id>.<token>: none left.
+    run compgen -G "$HPC_CLUSTER_DIR/scratch/$node/hpc_tmpdir.$(id -un).$job_id*"
+    assert_output ''
   done
 }
