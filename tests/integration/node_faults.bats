@@ -28,7 +28,11 @@ teardown() {
 
 # tmpdir_of NODE: the emulated SLURM_TMPDIR of this test's job on NODE.
 tmpdir_of() {
-  printf '%s/scratch/%s/hpc_tmpdir.%s.%s\n' "$HPC_CLUSTER_DIR" "$1" "$(id -un)" "$job_id"
+  local base match
+  # hpc_tmpdir.<user>.<job id>.<token>: the token is the job's own (unguessable) part.
+  base=$HPC_CLUSTER_DIR/scratch/$1/hpc_tmpdir.$(id -un).$job_id
+  match=$(compgen -G "$base.*") || match=$base.none
+  printf '%s\n' "${match%%$'\n'*}"
 }
 
 # wait_gone PATH TIMEOUT_S: waits until PATH no longer exists; fails the test after TIMEOUT_S.
