@@ -89,8 +89,9 @@ hpc_fit_check() {
     esac
   done
   ((${#all[@]})) || return 0
-  if [[ -n $hpc_plan_partition ]]; then
-    IFS=, read -ra wanted <<<"$hpc_plan_partition"
+  # sbatch takes the partition from SBATCH_PARTITION when no option gives one, as users set it.
+  if [[ -n ${hpc_plan_partition:-${SBATCH_PARTITION:-}} ]]; then
+    IFS=, read -ra wanted <<<"${hpc_plan_partition:-$SBATCH_PARTITION}"
   elif [[ -n $default ]]; then
     wanted=("$default")
   elif [[ $hpc_profile_partition_routed == true ]]; then

@@ -10,6 +10,8 @@
 
 SENTINEL_KEY=hpc-sentinel-key-0123456789abcdef
 
+bats_require_minimum_version 1.5.0
+
 setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
@@ -172,13 +174,14 @@ COMPLETED"
   [ ! -e "$HPC_CLUSTER_DIR/scratch/$node/slurm_tmpdir/job$job_id" ]
 }
 
-@test "without a partition (no default here) the submission fails with sbatch's reason and nothing runs" {
+@test "without a partition (no default here) the submission is refused in one line naming the partitions, and nothing runs" {
   needs_venv
   unset SBATCH_PARTITION
   hpc_configs "$PROJECT" 'python probe.py env'
-  run bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 -e nopart
-  assert_equal "$status" 1
-  assert_line "job_submitter.sh: sbatch refused the job: sbatch: error: Batch job submission failed: No partition specified or system default partition"
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 -e nopart
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -p/--partition: the cluster has no default partition and none was given; accepted: compute"
+  [[ ! -e "$SCRATCH/${PROJECT##*/}/nopart" ]] || fail "a folder was made for the refused job"
   run squeue -h -n nopart
   assert_output ""
 }

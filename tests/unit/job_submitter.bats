@@ -1040,6 +1040,9 @@ sinfo_cache() {
   # A partition given: accepted.
   HPC_STUB_SINFO_TABLE=$'batch|2|4|4000|gpu:2\nlong|1|4|4000|(null)' submit -y --cluster generic -p batch
   assert_equal "$status" 0
+  # Or given as users do, in SBATCH_PARTITION, which sbatch reads: accepted too.
+  HPC_STUB_SINFO_TABLE=$'batch|2|4|4000|gpu:2\nlong|1|4|4000|(null)' SBATCH_PARTITION=long submit -y --cluster generic -g 0
+  assert_equal "$status" 0
   # A cluster that puts jobs into partitions itself (profile partition_routed: Cedar): accepted.
   unset HPC_STUB_SINFO_TABLE
   forget_calls
