@@ -403,8 +403,8 @@ _hpc_configs_parse() {
         _hpc_configs_take_run
       fi
       _hpc_configs_refill || break
-      if ((!started)) && [[ $_hpc_configs_rest != *["$_hpc_configs_not_plain"]* ]]; then
-        # A plain piece (such as the command's last line): its words at once.
+      if ((!started)) && [[ ${_hpc_configs_rest: -1} == [$' \t\n'] && $_hpc_configs_rest != *["$_hpc_configs_not_plain"]* ]]; then
+        # A plain piece (such as the command's last line) ending a word: its words at once.
         # shellcheck disable=SC2206 # split at blanks on purpose; nothing in it is globbed (set -f)
         plain=($_hpc_configs_rest)
         _hpc_configs_check_plain "$_hpc_configs_rest" || return

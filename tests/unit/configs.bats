@@ -638,3 +638,17 @@ nested() {
   assert_equal "$status" 1
   assert_output "configs: references nested deeper than 32 levels (used in: $deep)"
 }
+
+@test "read: a run without blanks longer than a piece is cut where nothing is left half read" {
+  local unit='{X.b$A\x\\y${B}:-${C:-d.e}"q r"'"'s t'"'$D$E\$F}' template='{X.b${A}x\\y${B}:-${C:-d.e}q rs t${D}${E}\$F}' i long='' expect=''
+  for i in {1..300}; do
+    long+=$unit
+    expect+=$template
+  done
+  words "python $long end"$'\n' python "$expect" end
+  # The same with pieces of a few bytes: every cut lands inside a run.
+  for i in 3 5 8 13; do
+    _hpc_configs_piece_bytes=$i
+    words "python $unit$unit x${unit}y"$'\n' python "$template$template" "x${template}y"
+  done
+}
