@@ -44,7 +44,9 @@
 # pieces of about 4 KiB, cut after a blank), never on the rest of the file, and runs of plain
 # continued lines (most of a long generated file) are found and split with whole-array
 # expansions. Only regular files up to 4 MiB are read. tests/unit/configs.bats counts the work
-# (the size of a bash -x trace) for files of N and 2N lines.
+# (the size of a bash -x trace) for files of N and 2N lines. A word (template) longer than
+# 131072 bytes (Linux's MAX_ARG_STRLEN) is refused while it is read, and so are ${NAME:-...}
+# nested deeper than 32 levels (reading and expanding recurse once a level).
 #
 # Templates (the hpc_configs_words elements, hpc_configs_expand's arguments): one per argument;
 # '\' makes the next character literal and an unescaped '$' begins a reference, written ${NAME} or
