@@ -44,7 +44,9 @@
 # pieces of about 4 KiB, cut after a blank), never on the rest of the file, and runs of plain
 # continued lines (most of a long generated file) are found and split with whole-array
 # expansions. Only regular files up to 4 MiB are read. tests/unit/configs.bats counts the work
-# (the size of a bash -x trace) for files of N and 2N lines.
+# (the size of a bash -x trace) for files of N and 2N lines. A word (template) longer than
+# 131072 bytes (Linux's MAX_ARG_STRLEN) is refused while it is read, and so are ${NAME:-...}
+# nested deeper than 32 levels (reading and expanding recurse once a level).
 #
 # Templates (the hpc_configs_words elements, hpc_configs_expand's arguments): one per argument;
 # '\' makes the next character literal and an unescaped '$' begins a reference, written ${NAME} or
@@ -72,6 +74,8 @@ _hpc_configs_special=$' \t\n\\\'"$`#;&|<>()'
 _hpc_configs_dq_stop='"\$`}'
 _hpc_configs_du_stop=$'\'"\\$`}'
 _hpc_configs_template_stop='\$}'
+# What ends a run of escapes and ordinary characters outside quotes (_hpc_configs_escapes).
+_hpc_configs_escapes_stop=$' \t\n\'"$`#;&|<>()'
 # What a plain piece (split at blanks at once) has none of: the special characters but blanks.
 _hpc_configs_not_plain=$'\\\'"$`#;&|<>()'
 
@@ -83,6 +87,16 @@ hpc_configs_max_bytes=4194304
 # long line cut after a blank): every string operation works on one piece, never on the rest of
 # the file, so reading is linear in the size of the file.
 _hpc_configs_piece_bytes=4096
+# hpc_configs_max_word: the longest word or template read (131072 bytes): Linux passes no longer
+# argument to a program (MAX_ARG_STRLEN). A longer one is refused as it is read, in pieces, so
+# that reaching the limit costs no more than reading that many bytes.
+hpc_configs_max_word=131072
+# hpc_configs_max_depth: the most ${NAME:-...} nested in one another (reading and expanding recurse
+# once a level: a bound keeps Bash far from its stack's end).
+hpc_configs_max_depth=32
+# What may end a piece cut inside a run without blanks: the last byte before the cut is none of
+# these (a backslash, or a $, {, : or name character that may begin or go on with a reference).
+_hpc_configs_no_cut_after=$'\\$:{'${_hpc_configs_name_chars}
 
 # hpc_configs_read FILE: reads the configs file FILE into hpc_configs_words (templates, one per
 # argument). On bad input prints one line '-C/--configs: FILE: PROBLEM' and returns 2. FILE must
@@ -130,9 +144,11 @@ hpc_configs_read() {
   local -a _hpc_configs_lines=() _hpc_configs_found=()
   local -A _hpc_configs_run_text=() _hpc_configs_run_lines=()
   local _hpc_configs_next=0 _hpc_configs_long='' _hpc_configs_rest='' _hpc_configs_line=0
+  local _hpc_configs_at=0 _hpc_configs_size=0
   local _hpc_configs_word='' _hpc_configs_depth=0 _hpc_configs_error=''
   _hpc_configs_split_lines
-  if ! _hpc_configs_parse; then
+  _hpc_configs_parse
+  if [[ -n $_hpc_configs_error ]]; then
     hpc_say "-C/--configs: $_hpc_configs_file: $_hpc_configs_error"
     return 2
   fi
@@ -167,7 +183,7 @@ _hpc_configs_split_lines() {
   local -a parts=()
   if [[ $_hpc_configs_text == *$'\r'* ]]; then
     mapfile -d $'\r' parts <<<"$_hpc_configs_text"
-    parts[-1]=${parts[-1]%$'\n'}
+    parts[-1]=${parts[-1]/%$'\n'/}
     # A LF right after a CR: the CR and the LF are one line end (CRLF).
     first=${parts[0]}
     parts=("${parts[@]/#$'\n'/}")
@@ -194,7 +210,8 @@ _hpc_configs_plain_runs() {
   local -a texts=() kinds=() run_texts=() run_kinds=()
   ((${#_hpc_configs_lines[@]} > 1)) || return 0
   # Each line: its text without the continuation, or \x1e when it is no plain continued line.
-  texts=("${_hpc_configs_lines[@]%$'\\\n'}")
+  # (/% and not %: Bash's % tries the pattern at every byte, each try to the end: quadratic.)
+  texts=("${_hpc_configs_lines[@]/%$'\\\n'/}")
   texts=("${texts[@]/#*["$not_plain"]*/$'\x1e'}")
   texts[-1]=$'\x1e'
   # One letter a line: p (plain continued) or x (\x1e); then both split at the x lines.
@@ -230,11 +247,12 @@ _hpc_configs_take_run() {
     _hpc_configs_word+=$first
     text=${text:${#first}}
     [[ -n $text ]] || return 0
-    _hpc_configs_found+=("$_hpc_configs_word")
+    _hpc_configs_push || return
     started=0
   fi
   # shellcheck disable=SC2206 # split at blanks on purpose; nothing in it is globbed (set -f)
   plain=($text)
+  _hpc_configs_check_plain "$text" || return
   if [[ -n $text && ${text: -1} != [' '$'\t'] ]]; then
     _hpc_configs_word=${plain[-1]}
     unset 'plain[-1]'
@@ -246,36 +264,116 @@ _hpc_configs_take_run() {
 # _hpc_configs_refill: gives the parser the next piece of the text in _hpc_configs_rest (empty
 # when called): the next line, or of a line longer than _hpc_configs_piece_bytes its next part,
 # cut after a blank (a word, quoted part or reference never ends inside one; comments and
-# _hpc_configs_after_command deal in whole lines); sets _hpc_configs_line to the line's number.
-# False at the end of the text.
+# _hpc_configs_after_command deal in whole lines), or in a long run without blanks after a byte
+# where nothing is left half read (_hpc_configs_cut); sets _hpc_configs_line to the line's number.
+# The line stays whole in _hpc_configs_long, read from offset _hpc_configs_at (copying the rest
+# of a long line at every piece would be quadratic). False at the end of the text, and on an
+# error (a word too long: recorded, and kept over the error of a caller that then gives up).
 _hpc_configs_refill() {
-  local piece
+  local window piece cut
+  if ((${#_hpc_configs_word} > hpc_configs_max_word)); then
+    _hpc_configs_too_long
+    return 1
+  fi
   if [[ -z $_hpc_configs_long ]]; then
     ((_hpc_configs_next < ${#_hpc_configs_lines[@]})) || return 1
     _hpc_configs_long=${_hpc_configs_lines[_hpc_configs_next]}
+    _hpc_configs_size=${#_hpc_configs_long}
+    _hpc_configs_at=0
     _hpc_configs_next=$((_hpc_configs_next + 1))
     _hpc_configs_line=$_hpc_configs_next
   fi
-  if ((${#_hpc_configs_long} <= _hpc_configs_piece_bytes)); then
-    _hpc_configs_rest=$_hpc_configs_long
+  if ((_hpc_configs_size - _hpc_configs_at <= _hpc_configs_piece_bytes)); then
+    _hpc_configs_rest=${_hpc_configs_long:_hpc_configs_at}
     _hpc_configs_long=''
     return 0
   fi
-  piece=${_hpc_configs_long:0:_hpc_configs_piece_bytes}
-  if [[ $piece == *[' '$'\t']* ]]; then
-    # Up to and with the last blank of the first piece_bytes...
-    piece=${piece%[' '$'\t']*}
+  window=${_hpc_configs_long:_hpc_configs_at:_hpc_configs_piece_bytes}
+  if [[ $window == *[' '$'\t']* ]]; then
+    # Up to and with the last blank of the window...
+    piece=${window%[' '$'\t']*}
+    cut=$((${#piece} + 1))
   else
-    # ...or, in a longer run without blanks, up to and with the first blank after it.
-    piece=${_hpc_configs_long%%[' '$'\t']*}
+    # ...or, in a run without blanks, after a byte where nothing is left half read.
+    _hpc_configs_cut "$window" || return 1
   fi
-  _hpc_configs_rest=${_hpc_configs_long:0:${#piece}+1}
-  _hpc_configs_long=${_hpc_configs_long:${#_hpc_configs_rest}}
+  _hpc_configs_rest=${_hpc_configs_long:_hpc_configs_at:cut}
+  _hpc_configs_at=$((_hpc_configs_at + cut))
+  if ((_hpc_configs_at >= _hpc_configs_size)); then _hpc_configs_long=''; fi
 }
 
-# _hpc_configs_fail MESSAGE: records the parse error MESSAGE; returns 2.
+# _hpc_configs_cut WINDOW: sets cut (of _hpc_configs_refill) to where the window WINDOW of a run
+# without blanks can end: after its last byte outside _hpc_configs_no_cut_after, or after its
+# last \c (c any byte) whose backslash follows another byte (an escape, whole), or after its
+# last name character before a \ or $ (a name ends there), or else after the first place
+# further on after a byte outside _hpc_configs_no_cut_after or an escape. A run with none in twice the longest word is a word too long
+# (returns 1, the error recorded).
+_hpc_configs_cut() {
+  local window=$1 head run tail
+  head=${window%[!"$_hpc_configs_no_cut_after"]*}
+  if ((${#head} < ${#window})); then
+    cut=$((${#head} + 1))
+    return 0
+  fi
+  head=${window%[!\\]\\?*}
+  if ((${#head} < ${#window})); then
+    cut=$((${#head} + 3))
+    return 0
+  fi
+  head=${window%["$_hpc_configs_name_chars"][\\\$]*}
+  if ((${#head} < ${#window})); then
+    cut=$((${#head} + 1))
+    return 0
+  fi
+  # Rare (a run of name characters, or of \ $ { :): the first place after the window.
+  run=${_hpc_configs_long:_hpc_configs_at:2*hpc_configs_max_word+8}
+  run=${run%%[' '$'\t']*}
+  if ((${#run} > 2 * hpc_configs_max_word)); then
+    _hpc_configs_too_long
+    return 1
+  fi
+  tail=${run:${#window}}
+  cut=$((${#run} + 1))
+  head=${tail%%[!"$_hpc_configs_no_cut_after"]*}
+  if ((${#head} < ${#tail})); then cut=$((${#window} + ${#head} + 1)); fi
+  head=${tail%%[!\\]\\?*}
+  if ((${#head} < ${#tail} && ${#window} + ${#head} + 3 < cut)); then
+    cut=$((${#window} + ${#head} + 3))
+  fi
+}
+
+# _hpc_configs_too_long: records the error of a word longer than hpc_configs_max_word; returns 2.
+_hpc_configs_too_long() {
+  _hpc_configs_fail "line $_hpc_configs_line: a word longer than $hpc_configs_max_word bytes, the most Linux passes as one argument"
+}
+
+# _hpc_configs_push: adds the word (template) in progress to _hpc_configs_found; returns 2 when
+# it is too long.
+_hpc_configs_push() {
+  if ((${#_hpc_configs_word} > hpc_configs_max_word)); then
+    _hpc_configs_too_long
+    return
+  fi
+  _hpc_configs_found+=("$_hpc_configs_word")
+}
+
+# _hpc_configs_check_plain TEXT: returns 2 (the error recorded) when the plain words in the array
+# plain, split from TEXT, hold one too long (looked at only when TEXT is that long).
+_hpc_configs_check_plain() {
+  local word
+  ((${#1} > hpc_configs_max_word)) || return 0
+  for word in ${plain[@]+"${plain[@]}"}; do
+    if ((${#word} > hpc_configs_max_word)); then
+      _hpc_configs_too_long
+      return
+    fi
+  done
+}
+
+# _hpc_configs_fail MESSAGE: records the parse error MESSAGE (unless one is recorded: the first
+# error is the one reported); returns 2.
 _hpc_configs_fail() {
-  _hpc_configs_error=$1
+  _hpc_configs_error=${_hpc_configs_error:-$1}
   return 2
 }
 
@@ -307,10 +405,11 @@ _hpc_configs_parse() {
         _hpc_configs_take_run
       fi
       _hpc_configs_refill || break
-      if ((!started)) && [[ $_hpc_configs_rest != *["$_hpc_configs_not_plain"]* ]]; then
-        # A plain piece (such as the command's last line): its words at once.
+      if ((!started)) && [[ ${_hpc_configs_rest: -1} == [$' \t\n'] && $_hpc_configs_rest != *["$_hpc_configs_not_plain"]* ]]; then
+        # A plain piece (such as the command's last line) ending a word: its words at once.
         # shellcheck disable=SC2206 # split at blanks on purpose; nothing in it is globbed (set -f)
         plain=($_hpc_configs_rest)
+        _hpc_configs_check_plain "$_hpc_configs_rest" || return
         _hpc_configs_found+=(${plain[@]+"${plain[@]}"})
         if [[ ${_hpc_configs_rest: -1} == $'\n' ]] && ((${#_hpc_configs_found[@]})); then
           # The end of the command: only blank lines and comments may follow.
@@ -333,7 +432,7 @@ _hpc_configs_parse() {
           started=1
         fi
         if [[ $_hpc_configs_rest == [' '$'\t']* ]]; then
-          _hpc_configs_found+=("$_hpc_configs_word")
+          _hpc_configs_push || return
           started=0
           part=${_hpc_configs_rest%%[!$' \t']*}
           _hpc_configs_rest=${_hpc_configs_rest:${#part}}
@@ -342,7 +441,7 @@ _hpc_configs_parse() {
         ;;
       [' '$'\t']*)
         if ((started)); then
-          _hpc_configs_found+=("$_hpc_configs_word")
+          _hpc_configs_push || return
           started=0
         fi
         part=${_hpc_configs_rest%%[!$' \t']*}
@@ -351,7 +450,7 @@ _hpc_configs_parse() {
         ;;
       $'\n')
         if ((started)); then
-          _hpc_configs_found+=("$_hpc_configs_word")
+          _hpc_configs_push || return
           started=0
         fi
         _hpc_configs_rest=''
@@ -408,14 +507,14 @@ _hpc_configs_parse() {
     esac
     if [[ $_hpc_configs_rest == [' '$'\t']* ]]; then
       # The blanks after a quoted part or a reference, at once.
-      _hpc_configs_found+=("$_hpc_configs_word")
+      _hpc_configs_push || return
       started=0
       part=${_hpc_configs_rest%%[!$' \t']*}
       _hpc_configs_rest=${_hpc_configs_rest:${#part}}
     fi
   done
   if ((started)); then
-    _hpc_configs_found+=("$_hpc_configs_word")
+    _hpc_configs_push
   fi
 }
 
@@ -451,11 +550,31 @@ _hpc_configs_backslash_unquoted() {
         return
       fi
       ;;
-    *)
-      _hpc_configs_literal "${_hpc_configs_rest:1:1}"
-      _hpc_configs_rest=${_hpc_configs_rest:2}
-      ;;
+    *) _hpc_configs_escapes ;;
   esac
+}
+
+# _hpc_configs_escapes: a run of \c escapes (outside quotes) and ordinary characters, at once: a
+# long word of escapes (\x\x...) costs one step a run, not one a byte.
+_hpc_configs_escapes() {
+  local stop=$_hpc_configs_escapes_stop run pair=$'\x01' text
+  if ((_hpc_configs_depth > 0)); then stop+='}'; fi
+  run=${_hpc_configs_rest%%["$stop"]*}
+  text=${run//"\\\\"/$pair}
+  if [[ $text == *"\\" ]]; then
+    # The last backslash escapes a special character: left for the next step.
+    run=${run%?}
+    text=${text%?}
+  fi
+  if [[ -z $run || $run == *"$pair"* ]]; then
+    # A backslash before a special character (or a run holding \x01): one escape.
+    _hpc_configs_literal "${_hpc_configs_rest:1:1}"
+    _hpc_configs_rest=${_hpc_configs_rest:2}
+    return 0
+  fi
+  text=${text//"\\"/}
+  _hpc_configs_literal "${text//$pair/\\}"
+  _hpc_configs_rest=${_hpc_configs_rest:${#run}}
 }
 
 # _hpc_configs_backslash_dquoted: a backslash inside double quotes: escapes only $ ` " \ and a
@@ -544,6 +663,10 @@ _hpc_configs_dollar() {
           _hpc_configs_rest=${after:1}
           ;;
         ':-'*)
+          if ((_hpc_configs_depth >= hpc_configs_max_depth)); then
+            _hpc_configs_fail "line $_hpc_configs_line: references nested deeper than $hpc_configs_max_depth levels (\${NAME:-\${NAME:-...}})"
+            return
+          fi
           _hpc_configs_rest=${after:2}
           after=${_hpc_configs_rest%%["$_hpc_configs_du_stop"]*}
           if [[ ${_hpc_configs_rest:${#after}:1} == '}' ]]; then
@@ -679,6 +802,10 @@ hpc_configs_expand() {
     _hpc_configs_t=$_hpc_configs_template
     _hpc_configs_v=''
     if ! _hpc_configs_scan 1 0; then
+      if [[ -z $_hpc_configs_unset ]]; then
+        _hpc_configs_too_deep "$_hpc_configs_template"
+        return 1
+      fi
       printf 'configs: variable %s is not set in the job (used in: %s)\n' \
         "$_hpc_configs_unset" "$_hpc_configs_template" >&2
       return 1
@@ -689,11 +816,24 @@ hpc_configs_expand() {
   hpc_configs_argv=("${_hpc_configs_out[@]}")
 }
 
+# _hpc_configs_too_deep TEMPLATE: prints that TEMPLATE nests references too deep, to stderr.
+_hpc_configs_too_deep() {
+  printf 'configs: references nested deeper than %s levels (used in: %s)\n' \
+    "$hpc_configs_max_depth" "$1" >&2
+}
+
 # _hpc_configs_scan EVALUATE IN_DEFAULT: walks the template text _hpc_configs_t (up to the } that
 # closes a default when IN_DEFAULT is 1), appending its value to _hpc_configs_v when EVALUATE is 1
-# and noting references when _hpc_configs_note is set; returns 1 on an unset NAME.
+# and noting references when _hpc_configs_note is set; returns 1 on an unset NAME (named in
+# _hpc_configs_unset), and 1 with _hpc_configs_unset empty on defaults nested deeper than
+# hpc_configs_max_depth (one call a level: the bound keeps the recursion short).
 _hpc_configs_scan() {
   local _hpc_configs_eval=$1 _hpc_configs_in_default=$2 _hpc_configs_name _hpc_configs_after
+  local _hpc_configs_level=$((${_hpc_configs_level:-0} + $2))
+  if ((_hpc_configs_level > hpc_configs_max_depth)); then
+    _hpc_configs_unset=''
+    return 1
+  fi
   while [[ -n $_hpc_configs_t ]]; do
     case $_hpc_configs_t in
       "\\"*)
@@ -765,6 +905,8 @@ _hpc_configs_scan() {
 # hpc_configs_references TEMPLATE...: prints the names the templates refer to, one per line, each
 # once, in order of first appearance: NAME when the job fails without it (a use with no default,
 # not inside another reference's default), NAME:- when every use has a default or sits in one.
+# Defaults nested too deep: prints 'configs: references nested deeper than ...' to stderr and
+# returns 1.
 hpc_configs_references() {
   local _hpc_configs_template _hpc_configs_t _hpc_configs_v='' _hpc_configs_note=1
   local _hpc_configs_unset='' _hpc_configs_n
@@ -772,7 +914,10 @@ hpc_configs_references() {
   local -A _hpc_configs_required=()
   for _hpc_configs_template in "$@"; do
     _hpc_configs_t=$_hpc_configs_template
-    _hpc_configs_scan 0 0 || true
+    if ! _hpc_configs_scan 0 0; then
+      _hpc_configs_too_deep "$_hpc_configs_template"
+      return 1
+    fi
   done
   for _hpc_configs_n in "${_hpc_configs_names[@]}"; do
     if ((_hpc_configs_required[$_hpc_configs_n])); then

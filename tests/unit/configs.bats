@@ -550,3 +550,105 @@ value 20000
 --ref20000=\${VAR20000:-default}
 --last"
 }
+
+# read_bounded MESSAGE: reads $CONFIGS in a fresh shell bounded by a generous timeout (10 s: the
+# bound is a hang, not a speed); passes when it is refused with status 2 and exactly MESSAGE
+# (after 'job_submitter.sh: -C/--configs: FILE: '), or, with MESSAGE '', read into 2 words.
+read_bounded() {
+  run timeout 10 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+    hpc_program=job_submitter.sh; hpc_configs_read "$1" || exit; printf "%s\n" "${#hpc_configs_words[@]}" "${#hpc_configs_words[1]}"' _ "$CONFIGS"
+  if [[ -z $1 ]]; then
+    assert_success
+    assert_line --index 0 2
+  else
+    assert_failure 2
+    assert_output "job_submitter.sh: -C/--configs: $CONFIGS: $1"
+  fi
+}
+
+@test "read errors: a word longer than 131072 bytes (Linux's most for one argument) is refused early" {
+  local too_long='line 2: a word longer than 131072 bytes, the most Linux passes as one argument'
+  # 131072 bytes, unquoted, single-quoted, double-quoted, escaped: read.
+  { printf 'python \\\n'; head -c 131072 /dev/zero | tr '\0' a; printf '\n'; } >"$CONFIGS"
+  read_bounded ''
+  assert_line --index 1 131072
+  { printf "python \\\\\n'"; head -c 131072 /dev/zero | tr '\0' a; printf "'\n"; } >"$CONFIGS"
+  read_bounded ''
+  { printf 'python \\\n"'; head -c 131072 /dev/zero | tr '\0' a; printf '"\n'; } >"$CONFIGS"
+  read_bounded ''
+  { printf 'python \\\n'; head -c 131072 /dev/zero | sed 's/\x0\x0/\\x/g'; printf '\n'; } >"$CONFIGS"
+  read_bounded ''
+  assert_line --index 1 65536
+  # One byte more, and words of megabytes of each kind: refused, at once.
+  { printf 'python \\\n'; head -c 131073 /dev/zero | tr '\0' a; printf '\n'; } >"$CONFIGS"
+  read_bounded "$too_long"
+  { printf 'python \\\n'; head -c 4000000 /dev/zero | tr '\0' a; printf '\n'; } >"$CONFIGS"
+  read_bounded "$too_long"
+  { printf "python \\\\\n'"; head -c 3000000 /dev/zero | tr '\0' a; printf "'\n"; } >"$CONFIGS"
+  read_bounded "$too_long"
+  { printf 'python \\\n"'; head -c 3000000 /dev/zero | tr '\0' a; printf '"\n'; } >"$CONFIGS"
+  read_bounded "$too_long"
+  { printf 'python \\\n'; head -c 4000000 /dev/zero | sed 's/\x0\x0/\\x/g'; printf '\n'; } >"$CONFIGS"
+  read_bounded "$too_long"
+  { printf 'python \\\n'; head -c 800000 /dev/zero | sed 's/\x0\{8\}/"$HOME"/g'; printf '\n'; } >"$CONFIGS"
+  read_bounded "$too_long"
+  { printf 'python \\\n'; head -c 800000 /dev/zero | sed 's/\x0\{5\}/$HOME/g'; printf '\n'; } >"$CONFIGS"
+  read_bounded "$too_long"
+}
+
+@test "read: a word of many references is read in bounded time" {
+  { printf 'python \\\n'; head -c 90000 /dev/zero | sed 's/\x0\{5\}/$HOME/g'; printf '\n'; } >"$CONFIGS"
+  read_bounded ''
+  assert_line --index 1 126000
+}
+
+# nested N: ${A:-${A:-...x}} nested N levels deep.
+nested() {
+  local open close
+  printf -v open '%*s' "$1" ''
+  printf -v close '%*s' "$1" ''
+  printf '%s%s%s' "${open// /\$\{A:-}" x "${close// /\}}"
+}
+
+@test "read errors: references nested deeper than 32 levels are refused (no deep recursion)" {
+  local too_deep='line 2: references nested deeper than 32 levels (${NAME:-${NAME:-...}})'
+  printf 'python \\\n%s\n' "$(nested 32)" >"$CONFIGS"
+  read_bounded ''
+  printf 'python \\\n"%s"\n' "$(nested 32)" >"$CONFIGS"
+  read_bounded ''
+  printf 'python \\\n%s\n' "$(nested 33)" >"$CONFIGS"
+  read_bounded "$too_deep"
+  printf 'python \\\n"%s"\n' "$(nested 33)" >"$CONFIGS"
+  read_bounded "$too_deep"
+  printf 'python \\\n%s\n' "$(nested 3000)" >"$CONFIGS"
+  read_bounded "$too_deep"
+}
+
+@test "expand: templates nested deeper than 32 levels fail with one line, never a deep recursion" {
+  local ok deep
+  ok=$(nested 32)
+  expands "$ok" -- x
+  deep=$(nested 3000)
+  run timeout 10 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+    hpc_configs_expand "$1"' _ "$deep"
+  assert_equal "$status" 1
+  assert_output "configs: references nested deeper than 32 levels (used in: $deep)"
+  run timeout 10 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+    hpc_configs_references "$1"' _ "$deep"
+  assert_equal "$status" 1
+  assert_output "configs: references nested deeper than 32 levels (used in: $deep)"
+}
+
+@test "read: a run without blanks longer than a piece is cut where nothing is left half read" {
+  local unit='{X.b$A\x\\y${B}:-${C:-d.e}"q r"'"'s t'"'$D$E\$F}' template='{X.b${A}x\\y${B}:-${C:-d.e}q rs t${D}${E}\$F}' i long='' expect=''
+  for i in {1..300}; do
+    long+=$unit
+    expect+=$template
+  done
+  words "python $long end"$'\n' python "$expect" end
+  # The same with pieces of a few bytes: every cut lands inside a run.
+  for i in 3 5 8 13; do
+    _hpc_configs_piece_bytes=$i
+    words "python $unit$unit x${unit}y"$'\n' python "$template$template" "x${template}y"
+  done
+}
