@@ -10,6 +10,8 @@
 # What the program sees in the container (hpc_container_argv, hpc_container_export_job_env):
 #   /scratch_storage  <scratch_dir>/<exp_name>/singularity_<SLURM_JOB_ID>_<SLURM_ARRAY_TASK_ID:-0>
 #                     on the shared scratch, made by hpc_container_argv and kept after the job
+#   /checkpoints      the experiment's checkpoints_dir on scratch (each array task its own),
+#                     made by the job and kept: checkpoints_dir=/checkpoints
 #   /data             $SLURM_TMPDIR/data: staged data (--data data/x is /data/x)
 #   $HOME /tmp /db    $SLURM_TMPDIR/home, tmp, db: node-local, removed with SLURM_TMPDIR
 #   the workdir       $SLURM_TMPDIR/workdir at --workdir PATH (default /hpc_workdir): where the
@@ -37,7 +39,7 @@ hpc_container_scratch=''
 hpc_container_extra_binds=()
 
 # The bind targets the runner owns: a workdir may not be one of them or inside one.
-_hpc_container_reserved=(/scratch_storage /data /db /tmp /hpc_python_helpers /.singularity.d /proc /sys /dev)
+_hpc_container_reserved=(/scratch_storage /checkpoints /data /db /tmp /hpc_python_helpers /.singularity.d /proc /sys /dev)
 # Folders of the image a workdir bind would hide as a whole.
 _hpc_container_system=(/ /bin /boot /etc /home /lib /lib32 /lib64 /opt /root /run /sbin /srv /usr /usr/bin /usr/lib /usr/local /var)
 
@@ -216,7 +218,7 @@ hpc_container_argv() {
   fi
   local runtime=$1 tmpdir=${2%/} scratch_dir=${3%/} exp_name=$4 workdir=${5:-$hpc_container_default_workdir}
   shift 5
-  local home=${HOME:-} path bind helpers=()
+  local home=${HOME:-} path bind helpers=() checkpoints=() ckpt=''
   hpc_container_cmd=()
   if [[ ! -f $tmpdir/image.sif ]]; then
     hpc_say "container: no image in '$tmpdir' (hpc_container_node_setup was not run on this node)"
@@ -227,7 +229,10 @@ hpc_container_argv() {
     return 1
   fi
   hpc_container_scratch=$scratch_dir${exp_name:+/$exp_name}/singularity_${SLURM_JOB_ID}_${SLURM_ARRAY_TASK_ID:-0}
-  for path in "$tmpdir" "$hpc_container_scratch" "$home" "$workdir"; do
+  # The experiment's checkpoints_dir (made by the batch shell): kept on scratch, like the job's folder.
+  [[ -z ${checkpoints_dir:-} || ! -d $checkpoints_dir ]] || ckpt=$checkpoints_dir
+  [[ -z $ckpt ]] || checkpoints=(--bind "$ckpt:/checkpoints")
+  for path in "$tmpdir" "$hpc_container_scratch" "$home" "$workdir" ${ckpt:+"$ckpt"}; do
     if [[ $path == *[,:]* ]]; then
       hpc_say "container: '$path' holds ',' or ':', which Apptainer's --bind cannot carry"
       return 1
@@ -245,6 +250,7 @@ hpc_container_argv() {
     --bind "$tmpdir/data:/data"
     --bind "$tmpdir/db:/db"
     --bind "$hpc_container_scratch:/scratch_storage"
+    ${checkpoints[@]+"${checkpoints[@]}"}
     --bind "$tmpdir/home:$home"
     --bind "$tmpdir/workdir:$workdir")
   # (${a[@]+"${a[@]}"}: an empty array is an error under set -u before bash 4.4.)
@@ -285,7 +291,8 @@ hpc_container_export_env() {
 # gpus_per_node, HPC_WARNING_SIGNAL, HPC_RESTART_COUNT, HPC_DIST_SOURCE, every WANDB_*
 # (WANDB_API_KEY among them);
 # and the container's own paths: source_dir and HPC_WORKDIR = WORKDIR (default
-# hpc_container_default_workdir), scratch_dir=/scratch_storage, HPC_PYTHON_HELPERS (when the
+# hpc_container_default_workdir), scratch_dir=/scratch_storage, checkpoints_dir=/checkpoints
+# (when the job has one: see hpc_container_argv), HPC_PYTHON_HELPERS (when the
 # helpers are bound, see hpc_container_argv).
 hpc_container_export_job_env() {
   local workdir=${1:-$hpc_container_default_workdir} name names=()
@@ -303,6 +310,7 @@ hpc_container_export_job_env() {
     names+=("NODE_RANK=$SLURM_NODEID")
   fi
   names+=("SLURM_TMPDIR=/tmp" "scratch_dir=/scratch_storage" "source_dir=$workdir" "HPC_WORKDIR=$workdir")
+  [[ -z ${checkpoints_dir:-} ]] || names+=("checkpoints_dir=/checkpoints")
   if [[ -n ${HPC_JOB_PYTHON_HELPERS:-} && -d ${HPC_JOB_PYTHON_HELPERS} && $HPC_JOB_PYTHON_HELPERS != *[,:]* ]]; then
     names+=("HPC_PYTHON_HELPERS=/hpc_python_helpers")
   fi
@@ -310,12 +318,13 @@ hpc_container_export_job_env() {
 }
 
 # hpc_container_expand WORKDIR TEMPLATE...: hpc_configs_expand of the configs templates as the
-# program sees its paths: $scratch_dir is /scratch_storage, $SLURM_TMPDIR is /tmp and
-# $source_dir is WORKDIR (default hpc_container_default_workdir) while it expands; sets
+# program sees its paths: $scratch_dir is /scratch_storage, $SLURM_TMPDIR is /tmp,
+# $checkpoints_dir is /checkpoints (when the job has one) and $source_dir is WORKDIR (default hpc_container_default_workdir) while it expands; sets
 # hpc_configs_argv, returns its status. The caller's variables are unchanged afterwards.
 hpc_container_expand() {
   # shellcheck disable=SC2034 # hpc_configs_expand reads them by name (${!NAME}), in this scope
   local scratch_dir=/scratch_storage SLURM_TMPDIR=/tmp source_dir=${1:-$hpc_container_default_workdir}
+  [[ -z ${checkpoints_dir:-} ]] || local checkpoints_dir=/checkpoints
   shift
   hpc_configs_expand "$@"
 }

@@ -625,26 +625,100 @@ hpc_job_run_program() {
   rm -f -- "${first_failure:?}"
 }
 
-# hpc_job_array_setup: what an array task gets: repeats a seed and their own checkpoints folder;
-# offline grid points their own command and W&B's offline mode; every job checkpoints_dir.
+# hpc_job_array_setup: what an array task gets: repeats a seed; offline grid points their own
+# command and W&B's offline mode. Then every job's own folders (hpc_job_own_folders).
 hpc_job_array_setup() {
-  export checkpoints_dir=$scratch_dir/$exp_name/checkpoints
   case ${hpc_job_mode:-single} in
     repeat)
       export seed=${SLURM_ARRAY_TASK_ID:?}
-      checkpoints_dir=$checkpoints_dir/task_$SLURM_ARRAY_TASK_ID
       ;;
     offline)
       local i=${SLURM_ARRAY_TASK_ID:?}
       [[ -n ${hpc_job_offline_commands[i]:-} ]] || hpc_job_fail "sweep" "no grid point $i in this job"
       IFS=$'\x1f' read -r -a hpc_command <<<"${hpc_job_offline_commands[i]}"
-      export WANDB_MODE=offline WANDB_DIR=$scratch_dir/$exp_name
-      mkdir -p -- "$WANDB_DIR" || hpc_job_fail "sweep" "cannot make $WANDB_DIR"
+      export WANDB_MODE=offline
       hpc_job_log "grid point $i of ${#hpc_job_offline_commands[@]}, offline"
       ;;
   esac
   export HPC_JOB_MODE=${hpc_job_mode:-single}
+  hpc_job_own_folders
+}
+
+# hpc_job_own_folders: (the batch shell) the folders of this experiment, each array task its own
+# (task_N), so that runs of one experiment never share files: checkpoints_dir
+# (${scratch_dir}/${exp_name}/checkpoints[/task_N]); WANDB_DIR (${scratch_dir}/${exp_name}[/task_N],
+# where W&B writes wandb/), unless the submitting shell set one; and with --workdir, HPC_WORKDIR,
+# where each task starts ([WORKDIR/task_N]). Containers get /scratch_storage as WANDB_DIR (their
+# own folder on scratch: the host's paths are not visible in them).
+hpc_job_own_folders() {
+  local task=''
+  [[ ${hpc_job_mode:-single} == single ]] || task=task_${SLURM_ARRAY_TASK_ID:?}
+  export checkpoints_dir=$scratch_dir/$exp_name/checkpoints${task:+/$task}
   mkdir -p -- "$checkpoints_dir" || hpc_job_fail "folders" "cannot make $checkpoints_dir"
+  if [[ -n ${WANDB_DIR:-} ]]; then
+    hpc_job_log "WANDB_DIR=$WANDB_DIR from the submitting shell is kept"
+  elif [[ $hpc_job_runner == singularity ]]; then
+    export WANDB_DIR=/scratch_storage
+  else
+    export WANDB_DIR=$scratch_dir/$exp_name${task:+/$task}
+    mkdir -p -- "$WANDB_DIR" || hpc_job_fail "folders" "cannot make $WANDB_DIR"
+  fi
+  [[ -n ${hpc_job_workdir:-} ]] || return 0
+  # The submission made it; a folder removed since is not made again here.
+  [[ -d $hpc_job_workdir ]] || hpc_job_fail "workdir" "the working folder $hpc_job_workdir (--workdir) is missing"
+  export HPC_WORKDIR=$hpc_job_workdir${task:+/$task}
+  mkdir -p -- "$HPC_WORKDIR" || hpc_job_fail "workdir" "cannot make $HPC_WORKDIR"
+}
+
+# hpc_job_is_python WORD: true for python, python3, python3.11, or such a name with a path.
+hpc_job_is_python() {
+  [[ ${1##*/} =~ ^python([0-9]+(\.[0-9]+)?)?$ ]]
+}
+
+# hpc_job_resolve_program SOURCE_DIR: (--workdir) makes the project's files of the expanded
+# command (hpc_configs_argv) absolute under SOURCE_DIR, so that the program, which starts in its
+# working folder, still finds them: the program itself when it is a relative path with a '/'
+# (./run.sh, scripts/train.sh: a bare name is looked up on PATH), and python's script (the first
+# word after python's own options: python -u train.py). Everything else stays as written: a
+# relative path among the arguments is the working folder's. Sets hpc_job_python_module when
+# python runs a module (-m), which it imports from the working folder.
+hpc_job_resolve_program() {
+  local src=$1 word i=1 j n=${#hpc_configs_argv[@]}
+  hpc_job_python_module=0
+  word=${hpc_configs_argv[0]}
+  [[ $word != */* || $word == /* ]] || hpc_configs_argv[0]=$src/$word
+  hpc_job_is_python "$word" || return 0
+  while ((i < n)); do
+    word=${hpc_configs_argv[i]}
+    case $word in
+      --) i=$((i + 1)) && break ;;
+      --check-hash-based-pycs) i=$((i + 2)) ;;
+      -) return 0 ;;
+      --*) i=$((i + 1)) ;;
+      -*)
+        # A cluster of one-letter options (-uB); c and m end it (code, module), W and X take
+        # the rest of the word or the next word.
+        i=$((i + 1))
+        for ((j = 1; j < ${#word}; j++)); do
+          case ${word:j:1} in
+            c) return 0 ;;
+            m)
+              hpc_job_python_module=1
+              return 0
+              ;;
+            W | X)
+              ((j < ${#word} - 1)) || i=$((i + 1))
+              break
+              ;;
+          esac
+        done
+        ;;
+      *) break ;;
+    esac
+  done
+  ((i < n)) || return 0
+  word=${hpc_configs_argv[i]}
+  [[ $word == /* || $word == - ]] || hpc_configs_argv[i]=$src/$word
 }
 
 # hpc_job_main: the batch shell's whole job (the generated script's last line).
@@ -762,6 +836,12 @@ hpc_job_task() {
       # The toolkit's helpers (hpc_helpers) are importable by the program without installing them.
       export PYTHONPATH=$HPC_JOB_PYTHON_HELPERS${PYTHONPATH:+:$PYTHONPATH}
       hpc_configs_expand "$@" || hpc_job_fail "command" "the configs file refers to a variable this job does not define"
+      if [[ -n ${HPC_WORKDIR:-} ]]; then
+        # The command's program is the project's; the program starts in its working folder.
+        hpc_job_resolve_program "$source_dir"
+        ((hpc_job_python_module == 0)) || export PYTHONPATH=$PYTHONPATH:$source_dir
+        cd -- "$HPC_WORKDIR" || hpc_job_fail "workdir" "cannot enter $HPC_WORKDIR"
+      fi
       ;;
     singularity)
       # shellcheck source=singularity_hpc_files/container_runner.bash

@@ -204,7 +204,12 @@ hpc_opt_set() {
         hpc_die_usage "$name" "'$value' is not accepted; accepted: the name of a profile in hpc_files/clusters/"
       hpc_opt_cluster=$value
       ;;
-    --workdir) hpc_opt_workdir=$value ;;
+    --workdir)
+      # Empty would silently mean the default; -s checks the container's path later.
+      [[ -n $value && $value != *$'\n'* ]] ||
+        hpc_die_usage "$name" "'$value' is not accepted; accepted: a folder path (without -s: absolute or relative to the current folder; with -s: absolute in the container)"
+      hpc_opt_workdir=$value
+      ;;
     --repeat | --num-sweeps | --max-concurrent)
       hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number, 1 or more"
       case $name in
@@ -250,5 +255,7 @@ hpc_opt_refuse_unbuilt() {
     [[ $hpc_opt_launcher == none ]] || hpc_die_usage "-W/--which-distributed" "sweeps run one agent per array task, on one node: accepted without -W"
     ((hpc_opt_num_nodes == 1)) || hpc_die_usage "-n/--num-nodes" "sweeps run one agent per array task, on one node: accepted: 1"
   fi
-  [[ -n $hpc_opt_singularity || -z $hpc_opt_workdir ]] || hpc_die_usage "--workdir" "is for container jobs; accepted with -s/--singularity-container"
+  # A W&B agent runs the sweep's program (program: train.py) from its working folder.
+  [[ -n $hpc_opt_singularity || -z $hpc_opt_workdir || -z $hpc_opt_wandb_sweepid ]] ||
+    hpc_die_usage "--workdir" "W&B agents (-w) start the sweep's program in the project folder; accepted without -w (or with -s: the container's folder)"
 }

@@ -285,6 +285,7 @@ hpc_plan_render() {
   hpc_plan_emit 'hpc_job_signal=%q\n' "$hpc_plan_signal"
   hpc_plan_emit 'hpc_job_requeue_max=%q\n' "$hpc_plan_requeue"
   ((${hpc_opt_label_ranks:-0} == 0)) || hpc_plan_emit 'hpc_job_label_ranks=1\n'
+  [[ -z ${hpc_plan_workdir:-} ]] || hpc_plan_emit 'hpc_job_workdir=%q\n' "$hpc_plan_workdir"
   hpc_plan_emit 'hpc_job_data_archive=%q\n' "${hpc_plan_data_archive:-}"
   local copy_back=''
   ((${#hpc_opt_copy_back[@]} == 0)) || printf -v copy_back '%s\n' "${hpc_opt_copy_back[@]}"

@@ -37,6 +37,35 @@ hpc_submit_container_checks() {
   fi
 }
 
+# shellcheck disable=SC2034 # hpc_plan_workdir is read by hpc_plan_render and hpc_submit_make_folders
+# hpc_submit_workdir_check: without -s, --workdir is a folder on the cluster's shared file
+# system where the program starts: absolute, or relative to the current folder, '..' going up the
+# path as written (as the shell's cd reads it). Sets hpc_plan_workdir to it, absolute and clean
+# (empty without --workdir). It need not exist (the submission makes it), but what exists of it
+# must be folders: exit 2 otherwise, having made nothing.
+hpc_submit_workdir_check() {
+  local path=$hpc_opt_workdir part dir=''
+  local -a parts clean=()
+  hpc_plan_workdir=''
+  [[ -n $path && -z $hpc_opt_singularity ]] || return 0
+  [[ $path == /* ]] || path=$PWD/$path
+  IFS=/ read -r -a parts <<<"$path"
+  for part in "${parts[@]}"; do
+    case $part in
+      '' | .) ;;
+      ..) ((${#clean[@]} == 0)) || unset 'clean[-1]' ;;
+      *) clean+=("$part") ;;
+    esac
+  done
+  ((${#clean[@]})) || hpc_die_usage "--workdir" "'$hpc_opt_workdir' is the root folder; accepted: a folder of your own, absolute or relative to the current folder"
+  for part in "${clean[@]}"; do
+    dir+=/$part
+    [[ -e $dir || -L $dir ]] || break
+    [[ -d $dir ]] || hpc_die_usage "--workdir" "'$hpc_opt_workdir': $dir is not a folder; accepted: a folder, absolute or relative to the current folder"
+  done
+  printf -v hpc_plan_workdir '/%s' "${clean[@]}"
+}
+
 # hpc_submit_configs: reads the configs file (-C, else experiment_configurations.txt beside the
 # submitter) into hpc_configs_words; exit 2 when it is missing or malformed.
 hpc_submit_configs() {
@@ -51,6 +80,26 @@ hpc_submit_configs() {
   ((rc == 0)) || exit 2
 }
 
+# hpc_submit_own_folders_text: prints where the job's files land: checkpoints_dir, WANDB_DIR and
+# the folder the program starts in (see hpc_job_own_folders), each array task its own.
+hpc_submit_own_folders_text() {
+  local task='' exp=$hpc_plan_scratch_dir/$hpc_plan_exp_name
+  [[ ${hpc_plan_mode:-single} == single ]] || task=/task_N
+  printf 'checkpoints_dir=%s\n' "$exp/checkpoints$task"
+  if [[ -n ${WANDB_DIR:-} ]]; then
+    printf 'WANDB_DIR=%s (from this shell)\n' "$WANDB_DIR"
+  elif [[ $hpc_plan_runner == singularity ]]; then
+    printf 'WANDB_DIR=/scratch_storage (in the container: %s/singularity_JOBID_TASK)\n' "$exp"
+  else
+    printf 'WANDB_DIR=%s\n' "$exp$task"
+  fi
+  if [[ -n ${hpc_plan_workdir:-} ]]; then
+    printf 'working folder: %s%s (HPC_WORKDIR)\n' "$hpc_plan_workdir" "$task"
+  elif [[ $hpc_plan_runner == venv ]]; then
+    printf 'working folder: %s (the project)\n' "$hpc_plan_source_dir"
+  fi
+}
+
 # hpc_submit_environment: prints the environment the job's program gets, and flags references of
 # the configs file that nothing will define in the job.
 hpc_submit_environment() {
@@ -61,6 +110,7 @@ hpc_submit_environment() {
   printf 'source_dir=%s\nproject_name=%s\nscratch_dir=%s\nexp_name=%s\nnum_nodes=%s\ngpus_per_node=%s\n' \
     "$hpc_plan_source_dir" "$hpc_plan_project_name" "$hpc_plan_scratch_dir" "$hpc_plan_exp_name" \
     "$hpc_plan_nodes" "$hpc_plan_gpus"
+  hpc_submit_own_folders_text
   case $hpc_profile_tmpdir_provided in
     true) printf 'SLURM_TMPDIR=(made by the cluster on every node)\n' ;;
     false) printf 'SLURM_TMPDIR=(made by the toolkit on every node under %s, removed at the end)\n' "$hpc_profile_tmpdir_root" ;;
@@ -74,7 +124,7 @@ hpc_submit_environment() {
     _hpc_env_required=1
     [[ $_hpc_env_name == *:- ]] && _hpc_env_required=0 && _hpc_env_name=${_hpc_env_name%:-}
     case $_hpc_env_name in
-      source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) _hpc_env_defined="defined by the job" ;;
+      source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | checkpoints_dir | HPC_WORKDIR | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) _hpc_env_defined="defined by the job" ;;
       *)
         if [[ -n ${!_hpc_env_name+x} ]]; then
           # Secrets by name (in any case), and any secret's value inside another variable's.
@@ -116,6 +166,9 @@ hpc_submit_dry_run() {
   if ((venv_ready == 0)); then
     printf 'The virtual environment %s would be built first by an install job.\n' "$hpc_plan_venv"
   fi
+  if [[ -n $hpc_plan_workdir && ! -d $hpc_plan_workdir ]]; then
+    printf 'The working folder %s would be made.\n' "$hpc_plan_workdir"
+  fi
   if ((${#hpc_opt_data[@]})); then
     if hpc_stage_cached "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}"; then
       printf 'Data: the archive %s is current and would be reused.\n' "$hpc_stage_archive"
@@ -148,13 +201,13 @@ hpc_submit_check_fit() {
   hpc_fit_judge
 }
 
-# hpc_submit_make_folders: makes the plan's outputs and checkpoints folders, recording in
+# hpc_submit_make_folders: makes the plan's outputs and checkpoints folders (and --workdir's), recording in
 # hpc_submit_made the folders this submission created (none that existed before), and arms
 # hpc_submit_unmake_folders for an exit before SLURM accepts the job.
 hpc_submit_make_folders() {
   local top dir
   hpc_submit_made=()
-  for top in "$hpc_plan_outputs_dir" "$hpc_plan_checkpoints_dir"; do
+  for top in "$hpc_plan_outputs_dir" "$hpc_plan_checkpoints_dir" ${hpc_plan_workdir:+"$hpc_plan_workdir"}; do
     dir=$top
     # Up to the first ancestor that exists (a symlink counts as existing: never made here).
     while [[ -n $dir && ! -e $dir && ! -L $dir ]]; do
@@ -164,8 +217,8 @@ hpc_submit_make_folders() {
   done
   ((${#hpc_submit_made[@]})) || return 0
   trap hpc_submit_unmake_folders EXIT
-  mkdir -p -- "$hpc_plan_outputs_dir" "$hpc_plan_checkpoints_dir" ||
-    hpc_die "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir"
+  mkdir -p -- "$hpc_plan_outputs_dir" "$hpc_plan_checkpoints_dir" ${hpc_plan_workdir:+"$hpc_plan_workdir"} ||
+    hpc_die "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir${hpc_plan_workdir:+ and $hpc_plan_workdir}"
 }
 
 # hpc_submit_unmake_folders: removes the folders hpc_submit_make_folders created, deepest first,
@@ -173,7 +226,7 @@ hpc_submit_make_folders() {
 # step put in them (an install job's log) keeps them.
 hpc_submit_unmake_folders() {
   local top dir
-  for top in "$hpc_plan_checkpoints_dir" "$hpc_plan_outputs_dir"; do
+  for top in ${hpc_plan_workdir:+"$hpc_plan_workdir"} "$hpc_plan_checkpoints_dir" "$hpc_plan_outputs_dir"; do
     dir=$top
     while hpc_plan_in_list "$dir" "${hpc_submit_made[@]}" && [[ -d $dir && ! -L $dir ]]; do
       rmdir -- "${dir:?}" 2>/dev/null || break
@@ -205,6 +258,7 @@ hpc_submit_main() {
   fi
   hpc_opt_refuse_unbuilt
   hpc_submit_container_checks
+  hpc_submit_workdir_check
   hpc_profile_load "$hpc_opt_cluster"
   hpc_submit_configs
   hpc_plan_mode=single hpc_plan_array='' hpc_plan_offline_commands=()
@@ -244,7 +298,7 @@ hpc_submit_main() {
   # Made before the venv's install job, which writes its log there; removed again when the
   # submission fails before SLURM accepts the job.
   hpc_submit_made=()
-  [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir ]] || hpc_submit_make_folders
+  [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir && -d ${hpc_plan_workdir:-/} ]] || hpc_submit_make_folders
   [[ $hpc_plan_runner != venv ]] || hpc_venv_ensure
   if ((${#hpc_opt_data[@]})); then
     local rc=0
@@ -270,8 +324,12 @@ hpc_submit_main() {
   hpc_manifest_write "$id" "$final" || hpc_say "job $id was submitted, but its manifest could not be written"
   printf 'Submitted job %s (%s)\n' "$id" "$hpc_plan_summary"
   if [[ ${hpc_plan_mode:-single} == offline ]]; then
-    printf 'Offline runs go to %s/wandb; when the array has ended, upload them from a machine with internet:\n  wandb sync %q/wandb/offline-run-*\n' \
-      "$hpc_plan_scratch_dir/$hpc_plan_exp_name" "$hpc_plan_scratch_dir/$hpc_plan_exp_name"
+    if [[ -n ${WANDB_DIR:-} ]]; then
+      printf 'Offline runs go to %s/wandb (WANDB_DIR of this shell); when the array has ended, upload them from a machine with internet:\n  wandb sync %q/wandb\n' "$WANDB_DIR" "$WANDB_DIR"
+    else
+      printf 'Offline runs go to %s/task_N/wandb; when the array has ended, upload them from a machine with internet:\n  wandb sync %q/task_*/wandb\n' \
+        "$hpc_plan_scratch_dir/$hpc_plan_exp_name" "$hpc_plan_scratch_dir/$hpc_plan_exp_name"
+    fi
   fi
   printf 'Job script: %s\nOutput:     %s\nFollow it:  tail -F %q\n' "$final" "${hpc_plan_output//%j/$id}" "${hpc_plan_output//%j/$id}"
 }

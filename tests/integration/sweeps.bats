@@ -135,8 +135,11 @@ COMPLETED"
 lr=0.01 batch_size=8 mode=offline
 lr=0.1 batch_size=16 mode=offline
 lr=0.1 batch_size=8 mode=offline"
-  run find "$SCRATCH/sweep project/offline/wandb" -maxdepth 1 -name 'offline-run-*'
-  assert_equal "${#lines[@]}" 4
+  # Each task its own WANDB_DIR: no race on a shared latest-run or debug.log.
+  for task in 0 1 2 3; do
+    run find "$SCRATCH/sweep project/offline/task_$task/wandb" -maxdepth 1 -name 'offline-run-*'
+    assert_equal "${#lines[@]}" 1
+  done
 }
 
 @test "offline sweeps refuse random and bayes methods" {

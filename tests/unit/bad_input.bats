@@ -211,7 +211,13 @@ WANDB_API_KEY=k|-w abc -g 2|-g/--gpus: a sweep agent gets one GPU; accepted: 0 o
 -HOME|-w abc --num-sweeps 2|HOME: is not set
 |-s x.sif|-s/--singularity-container: 'x.sif': no such file
 |-s proj.img --workdir /code|-s/--singularity-container: 'proj.img': no such file
-|--workdir /code|--workdir: is for container jobs; accepted with -s/--singularity-container
+|--workdir=|--workdir: '' is not accepted; accepted: a folder path (without -s: absolute or relative to the current folder; with -s: absolute in the container)
+|--workdir /dev/null|--workdir: '/dev/null': /dev/null is not a folder; accepted: a folder, absolute or relative to the current folder
+|--workdir /dev/null/sub/dir|--workdir: '/dev/null/sub/dir': /dev/null is not a folder; accepted: a folder, absolute or relative to the current folder
+|--workdir /|--workdir: '/' is the root folder; accepted: a folder of your own, absolute or relative to the current folder
+|--workdir /tmp/../..|--workdir: '/tmp/../..' is the root folder; accepted: a folder of your own, absolute or relative to the current folder
+WANDB_API_KEY=k|-w abc --num-sweeps 2 --workdir @TMP@/w|--workdir: W&B agents (-w) start the sweep's program in the project folder; accepted without -w (or with -s: the container's folder)
+|-g 1 --workdir @TMP@/a --workdir @TMP@/b|--workdir: given twice
 # Options given twice (only --data and --copy-back take several).
 |-g 1 -g 2|-g/--gpus: given twice ('1', then '2'); accepted: once
 |--gpus=1 -g 1|-g/--gpus: given twice ('1', then '1'); accepted: once
@@ -282,7 +288,7 @@ EOT
 
 @test "bad input: a value holding a newline is still one line (the newline shown as \\n)" {
   local opt want
-  for opt in -g -e -p -t; do
+  for opt in -g -e -p -t --workdir; do
     rm -f -- "${stub_log:?}"/*
     run --separate-stderr timeout 20 bash "$project/hpc_files/job_submitter.sh" "$opt" $'1\n2' </dev/null
     assert_equal "$opt -> $status" "$opt -> 2"
