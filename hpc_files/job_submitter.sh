@@ -57,7 +57,19 @@
 #                              Run in this Apptainer/Singularity image instead of the venv, with
 #                              binds for /scratch_storage, /data (staged data under data/), /tmp,
 #                              /db, $HOME and the workdir.
-#   --workdir PATH             The container's working folder (absolute). Default: /hpc_workdir.
+#   --workdir PATH             The folder the program starts in, where its relative paths
+#                              (snapshot.pt, lightning_logs/, wandb/) land; HPC_WORKDIR names it.
+#                              Without -s: a folder on the shared file system, absolute or
+#                              relative to the current folder ('..' as cd reads it), made by the
+#                              submission when missing (what exists of it must be folders);
+#                              array tasks start in PATH/task_N (made by the job). The command
+#                              stays the project's: its program when a relative path with a '/'
+#                              (./run.sh), and python's script (python -u train.py), are taken
+#                              from source_dir; other relative arguments are PATH's. Not with -w
+#                              (agents run the sweep's program from the project).
+#                              Default: the project (source_dir).
+#                              With -s: the container's working folder, an absolute path inside
+#                              it. Default there: /hpc_workdir.
 #
 # Time limits:
 #   --signal-lead SECONDS      The program gets SIGUSR1 (the profile's signal) this long before
@@ -82,8 +94,9 @@
 #   --wandb-offline            Run a grid sweep without a W&B server: one task per grid point of
 #                              the sweep file, WANDB_MODE=offline; sync the runs afterwards.
 #   --sweep-config FILE        The sweep file. Default: sweeper.yml beside this script.
-#   --repeat K                 The same experiment K times; task i sees seed=i and its own
-#                              checkpoints_dir.
+#   --repeat K                 The same experiment K times; task i sees seed=i.
+#                              Every array task has its own checkpoints_dir and WANDB_DIR
+#                              (.../task_N, see below).
 #   --max-concurrent K         At most K tasks at once (%K). Default: the cluster's throttle.
 #
 # Names and places:
@@ -106,6 +119,9 @@
 #
 # The job's program sees source_dir, project_name, scratch_dir=${SCRATCH}/${project_name},
 # exp_name, num_nodes, gpus_per_node and SLURM_TMPDIR (on every node). SCRATCH must be set.
+# Its own folders, made by the job: checkpoints_dir=${scratch_dir}/${exp_name}/checkpoints and
+# WANDB_DIR=${scratch_dir}/${exp_name} (W&B writes wandb/ in it; a WANDB_DIR of this shell is
+# kept); an array task's are .../checkpoints/task_N and ${scratch_dir}/${exp_name}/task_N.
 # Output: ${scratch_dir}/hpc_outputs/EXP_KIND_JOBID.out, with the job script beside it (.sh).
 # Exit status: 0 submitted (or dry run accepted), 1 refused or failed, 2 bad input.
 # After submitting: bash job_submitter.sh status | logs EXP | cancel EXP | resubmit EXP --failed

@@ -9,7 +9,7 @@ project_name       ``project_name``                                basename of s
 exp_name           ``exp_name``                                    ``""``
 slurm_tmpdir       ``SLURM_TMPDIR``                                JobEnvError, or a temporary
                                                                    folder with tmpdir_fallback
-checkpoints        ``checkpoints_dir`` when the job sets it (a repeat's own folder), else
+checkpoints        ``checkpoints_dir`` (every job sets it: an array task's own folder), else
                    scratch_dir / exp_name / ``checkpoints``
 outputs            scratch_dir / ``hpc_outputs``
 num_nodes          ``num_nodes``, ``SLURM_JOB_NUM_NODES``,         1
