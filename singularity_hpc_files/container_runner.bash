@@ -319,11 +319,13 @@ hpc_container_export_job_env() {
 
 # hpc_container_expand WORKDIR TEMPLATE...: hpc_configs_expand of the configs templates as the
 # program sees its paths: $scratch_dir is /scratch_storage, $SLURM_TMPDIR is /tmp,
-# $checkpoints_dir is /checkpoints (when the job has one) and $source_dir is WORKDIR (default hpc_container_default_workdir) while it expands; sets
+# $checkpoints_dir is /checkpoints (when the job has one) and $source_dir and $HPC_WORKDIR are WORKDIR (default hpc_container_default_workdir) while it expands; sets
 # hpc_configs_argv, returns its status. The caller's variables are unchanged afterwards.
 hpc_container_expand() {
   # shellcheck disable=SC2034 # hpc_configs_expand reads them by name (${!NAME}), in this scope
   local scratch_dir=/scratch_storage SLURM_TMPDIR=/tmp source_dir=${1:-$hpc_container_default_workdir}
+  # shellcheck disable=SC2034 # as above
+  local HPC_WORKDIR=$source_dir
   [[ -z ${checkpoints_dir:-} ]] || local checkpoints_dir=/checkpoints
   shift
   hpc_configs_expand "$@"

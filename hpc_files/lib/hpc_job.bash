@@ -663,7 +663,11 @@ hpc_job_own_folders() {
     export WANDB_DIR=$scratch_dir/$exp_name${task:+/$task}
     mkdir -p -- "$WANDB_DIR" || hpc_job_fail "folders" "cannot make $WANDB_DIR"
   fi
-  [[ -n ${hpc_job_workdir:-} ]] || return 0
+  if [[ -z ${hpc_job_workdir:-} ]]; then
+    # One in the submitting shell (sbatch passes it on) is not this job's.
+    unset HPC_WORKDIR
+    return 0
+  fi
   # The submission made it; a folder removed since is not made again here.
   [[ -d $hpc_job_workdir ]] || hpc_job_fail "workdir" "the working folder $hpc_job_workdir (--workdir) is missing"
   export HPC_WORKDIR=$hpc_job_workdir${task:+/$task}

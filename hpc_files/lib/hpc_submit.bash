@@ -124,7 +124,12 @@ hpc_submit_environment() {
     _hpc_env_required=1
     [[ $_hpc_env_name == *:- ]] && _hpc_env_required=0 && _hpc_env_name=${_hpc_env_name%:-}
     case $_hpc_env_name in
-      source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | checkpoints_dir | HPC_WORKDIR | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) _hpc_env_defined="defined by the job" ;;
+      source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | checkpoints_dir | WANDB_DIR | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) _hpc_env_defined="defined by the job" ;;
+      HPC_WORKDIR)
+        # --workdir's (a container's always): one of this shell is not passed on.
+        _hpc_env_defined="NOT DEFINED: the job will fail before the program starts"
+        [[ -z $hpc_plan_workdir && $hpc_plan_runner == venv ]] || _hpc_env_defined="defined by the job"
+        ;;
       *)
         if [[ -n ${!_hpc_env_name+x} ]]; then
           # Secrets by name (in any case), and any secret's value inside another variable's.

@@ -49,6 +49,12 @@ array_states() {
   run grep -E '^(TRAINED|RESUMED)' "$job_out"
   assert_output "RESUMED at 3
 TRAINED rank=0 epochs=2 cwd=$work_a checkpoints_dir=$exp_root/exp_a/checkpoints"
+  # A module of the project, run with -m, is found from the working folder too.
+  hpc_configs "$PROJECT" 'python -m files_land 1'
+  hpc_run_job "$PROJECT" -g 0 -e exp_m --workdir "$BATS_FILE_TMPDIR/runs/m"
+  assert_equal "$job_state" "COMPLETED 0:0"
+  run grep '^TRAINED' "$job_out"
+  assert_output "TRAINED rank=0 epochs=1 cwd=$BATS_FILE_TMPDIR/runs/m checkpoints_dir=$exp_root/exp_m/checkpoints"
   # Nothing of theirs in the project.
   [ ! -e "$PROJECT/snapshot.pt" ]
   # Without --workdir the program starts in the project, as before.

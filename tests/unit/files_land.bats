@@ -107,6 +107,7 @@ kept_script() {
   assert_equal "$(shape "$tmp/runs")$(shape "$SCRATCH")" "$before"
 }
 
+# shellcheck disable=SC2016 # configs lines and the lines naming them are single-quoted on purpose
 @test "--dry-run with --workdir makes nothing, says the working folder would be made, and shows where files land" {
   local before
   before=$(shape "$tmp")
@@ -126,6 +127,14 @@ kept_script() {
   submit --dry-run -g 0 -e plain
   assert_line "working folder: $project (the project)"
   assert_line "WANDB_DIR=$SCRATCH/my project/plain"
+  # The configs file may name them: defined by the job (HPC_WORKDIR only with --workdir).
+  printf 'python train.py --ckpt ${checkpoints_dir} --wandb ${WANDB_DIR} --in ${HPC_WORKDIR}\n' >"$project/hpc_files/experiment_configurations.txt"
+  submit --dry-run -g 0 -e plain
+  assert_line 'configs file uses $checkpoints_dir: defined by the job'
+  assert_line 'configs file uses $WANDB_DIR: defined by the job'
+  assert_line 'configs file uses $HPC_WORKDIR: NOT DEFINED: the job will fail before the program starts'
+  submit --dry-run -g 0 -e plain --workdir "$tmp/w"
+  assert_line 'configs file uses $HPC_WORKDIR: defined by the job'
 }
 
 @test "with -s, --workdir keeps its meaning: the container's folder, checked as before; no host folder is made" {
@@ -195,7 +204,8 @@ EOT
     )
   done
   (
-    export WANDB_DIR=/users/own
+    # A WANDB_DIR of the submitting shell is kept; an HPC_WORKDIR of it is not the job's.
+    export WANDB_DIR=/users/own HPC_WORKDIR=/elsewhere
     hpc_job_mode=single hpc_job_workdir=''
     run hpc_job_own_folders
     assert_output "[hpc n1] WANDB_DIR=/users/own from the submitting shell is kept"
@@ -235,8 +245,8 @@ EOT
   [[ $joined == *$'--bind\n'"$scratch/exp/checkpoints/task_1:/checkpoints"$'\n'* ]] || fail "no /checkpoints bind: $joined"
   hpc_container_export_job_env /code
   assert_equal "$APPTAINERENV_checkpoints_dir|$SINGULARITYENV_checkpoints_dir" "/checkpoints|/checkpoints"
-  hpc_container_expand /code python train.py --ckpt '${checkpoints_dir}/last.pt'
-  assert_equal "${hpc_configs_argv[3]}" /checkpoints/last.pt
+  hpc_container_expand /code python train.py --ckpt '${checkpoints_dir}/last.pt' '$HPC_WORKDIR'
+  assert_equal "${hpc_configs_argv[3]}|${hpc_configs_argv[4]}" "/checkpoints/last.pt|/code"
   assert_equal "$checkpoints_dir" "$scratch/exp/checkpoints/task_1"
   # /checkpoints is the runner's: not a workdir.
   run hpc_container_check_workdir /checkpoints/x
