@@ -132,10 +132,11 @@ refused() {
 |-n 0|-n/--num-nodes: '0' is not accepted; accepted: a whole number of nodes, 1 or more
 |-n two|-n/--num-nodes: 'two' is not accepted; accepted: a whole number of nodes, 1 or more
 |-W deepspeed|-W/--which-distributed: 'deepspeed' is not accepted; accepted: lightning, torchrun (alias: script), none
-|-t 25:00:00|-t/--time: '25:00:00' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
-|-t 1-2|-t/--time: '1-2' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
-|-t 00:00:00|-t/--time: '00:00:00' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
-|-t 00-00:60:00|-t/--time: '00-00:60:00' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
+|-t 25:00:00|-t/--time: '25:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|-t 1-24|-t/--time: '1-24' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|-t 00:00:00|-t/--time: '00:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|-t UNLIMITED|-t/--time: 'UNLIMITED' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|-t 00-00:60:00|-t/--time: '00-00:60:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
 |-m 10|-m/--mem-per-gpu: '10' is not accepted; accepted: a whole amount with a unit K, M, G or T, e.g. 10G or 512M
 |-m 0G|-m/--mem-per-gpu: '0G' is not accepted; accepted: a whole amount with a unit K, M, G or T, e.g. 10G or 512M
 |-t|-t/--time: needs a value
