@@ -403,3 +403,16 @@ def test_repository_profiles_are_valid(path: Path) -> None:
     profile = load_profile(path)
     assert profile.name == path.stem
     assert render_shell(profile).count("\n") == len(DEFAULTS)
+
+
+def test_a_schema_change_bumps_the_helpers_version() -> None:
+    """Compiled profiles in users' caches are keyed by the YAML and ``__version__``
+    (hpc_profile.bash): a new key or default with the same version would leave an old cache
+    without it. On a schema change, bump ``__version__`` (and pyproject's) and renew this pin."""
+    import hashlib
+
+    import hpc_helpers
+
+    schema = render_shell(validate({"name": "x"}))
+    fingerprint = hashlib.sha256(schema.encode()).hexdigest()[:16]
+    assert (hpc_helpers.__version__, fingerprint) == ("0.2.0", "2a118462c449d13e")
