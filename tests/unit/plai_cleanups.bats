@@ -142,6 +142,16 @@ names() {
   [ -f "$root/hpc_tmpdir.$user.152.fedcba9876543210/sub/file.txt" ]
 }
 
+@test "a preempted job's folder is removed: PREEMPTED has ended, as status counts it" {
+  leftover "hpc_tmpdir.$user.161.0123456789abcdef" 161
+  b161=$(bytes "$root/hpc_tmpdir.$user.161.0123456789abcdef")
+  export HPC_STUB_SQUEUE="161 PREEMPTED"
+  clean
+  assert_success
+  assert_line "removed: hpc_tmpdir.$user.161.0123456789abcdef (job 161 ended: PREEMPTED; $b161 bytes freed)"
+  [ ! -e "$root/hpc_tmpdir.$user.161.0123456789abcdef" ]
+}
+
 @test "today's layout: other suffixes, another job's record, symlinks and other owners are kept, untouched" {
   for name in "hpc_tmpdir.$user.161.0123456789abcde" "hpc_tmpdir.$user.162.0123456789ABCDEF" \
     "hpc_tmpdir.$user.163.0123456789abcdefa" "hpc_tmpdir.$user.164.0123456789abcdef.x" "hpc_tmpdir.$user.165.g123456789abcdef"; do
