@@ -7,16 +7,12 @@
 # SLURM job states (squeue %T, scontrol JobState) of a job that has ended for good, and of those
 # the ones `resubmit --failed` runs again. Space-separated, with a space at both ends.
 hpc_facts_ended_states=' COMPLETED CANCELLED FAILED TIMEOUT NODE_FAIL BOOT_FAIL DEADLINE OUT_OF_MEMORY PREEMPTED '
+# shellcheck disable=SC2034 # read by hpc_manage.bash
 hpc_facts_failed_states=' FAILED TIMEOUT NODE_FAIL CANCELLED '
 
 # hpc_facts_state_ended STATE: true when a job in STATE has ended (nothing of it runs or will).
 hpc_facts_state_ended() {
   [[ -n $1 && $1 != *' '* && $hpc_facts_ended_states == *" $1 "* ]]
-}
-
-# hpc_facts_state_failed STATE: true when a job that ended in STATE is one to run again.
-hpc_facts_state_failed() {
-  [[ -n $1 && $1 != *' '* && $hpc_facts_failed_states == *" $1 "* ]]
 }
 
 # An emulated SLURM_TMPDIR (made by hpc_job.bash where the cluster gives jobs none) is named

@@ -249,8 +249,9 @@ hpc_opt_set() {
   esac
 }
 
-# hpc_opt_refuse_unbuilt: options that parse but whose feature this version does not have yet.
-hpc_opt_refuse_unbuilt() {
+# hpc_opt_check_combinations: options that exclude or need one another (one array mode at a
+# time; sweep options with a sweep; --workdir with a container); exit 2 naming them.
+hpc_opt_check_combinations() {
   local modes=0
   [[ -z $hpc_opt_wandb_sweepid ]] || modes=$((modes + 1))
   [[ -z $hpc_opt_repeat ]] || modes=$((modes + 1))

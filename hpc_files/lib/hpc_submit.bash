@@ -197,7 +197,7 @@ hpc_submit_main() {
     hpc_usage "$hpc_submitter"
     exit 0
   fi
-  hpc_opt_refuse_unbuilt
+  hpc_opt_check_combinations
   hpc_submit_container_checks
   hpc_profile_load "$hpc_opt_cluster"
   hpc_submit_configs

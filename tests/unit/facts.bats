@@ -57,13 +57,11 @@ code_lines_outside_facts() {
     run hpc_facts_state_ended "$state"
     assert_failure
   done
-  for state in FAILED TIMEOUT NODE_FAIL CANCELLED; do
-    run hpc_facts_state_failed "$state"
+  # The failed ones (resubmit --failed) are among the ended ones.
+  assert_equal "$hpc_facts_failed_states" ' FAILED TIMEOUT NODE_FAIL CANCELLED '
+  for state in $hpc_facts_failed_states; do
+    run hpc_facts_state_ended "$state"
     assert_success
-  done
-  for state in COMPLETED PREEMPTED 'FAILED TIMEOUT' ''; do
-    run hpc_facts_state_failed "$state"
-    assert_failure
   done
 }
 
