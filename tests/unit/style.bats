@@ -26,6 +26,66 @@ unused_functions() {
   done
 }
 
+# banned_constructs FILE...: prints FILE:LINE: NAME: TEXT for each code line (comments not
+# counted) of FILEs that uses a banned construct, unless the line carries the marker
+# '# hpc-allow: NAME (why)'. NAME: eval (runs data as code), function (the keyword: NAME() {
+# is the style), pwd ($(pwd) or `pwd`: $PWD costs no process), ls (its output parsed: names with
+# blanks or newlines break; use a glob).
+banned_constructs() {
+  # shellcheck disable=SC2016 # regular expressions, not expansions
+  local -A banned=(
+    [eval]='(^|[;&|(!{[:space:]])eval([[:space:]]|;|$)'
+    [function]='(^|[;&|({[:space:]])function[[:space:]]+[A-Za-z_][A-Za-z0-9_]*'
+    [pwd]='\$\([[:space:]]*pwd[[:space:]]*\)|`[[:space:]]*pwd[[:space:]]*`'
+    [ls]='(\$\(|`|<\()[[:space:]]*(command[[:space:]]+)?ls([[:space:]]|\)|`|$)|(^|[;&({[:space:]])ls([[:space:]][^|#]*)?\|'
+  )
+  local name
+  for name in eval function pwd ls; do
+    grep -nE -- "${banned[$name]}" "$@" /dev/null | grep -vE '^[^:]+:[0-9]+:[[:space:]]*#' |
+      grep -vE "# hpc-allow: $name \(.+\)" | sed -E "s/^([^:]+:[0-9]+):/\1: $name: /" || true
+  done
+}
+
+@test "style: no eval, function keyword, \$(pwd) or parsed ls output in the shipped Bash files" {
+  local -a files
+  mapfile -t files < <(shipped_bash)
+  ((${#files[@]} > 20))
+  run banned_constructs "${files[@]}"
+  assert_success
+  assert_output ''
+}
+
+@test "style: the banned-constructs check finds each planted construct; the allow marker needs a reason" {
+  local f=$BATS_TEST_TMPDIR/planted.bash
+  cat >"$f" <<'PLANTED'
+# eval in a comment is fine, and so is function, $(pwd) and $(ls)
+x=1 # no construct here: evaluate, functions, lsof, pwdx
+eval "$x"
+  if true; then eval "y=$x"; fi
+function f {
+  :
+}
+here=$(pwd)
+there=`pwd`
+for n in $(ls /tmp); do :; done
+ls -1 /tmp | wc -l
+mapfile -t n < <(ls)
+eval "$x" # hpc-allow: eval (a reason)
+eval "$x" # hpc-allow: eval
+PLANTED
+  run banned_constructs "$f"
+  assert_success
+  assert_output "$f:3: eval: eval \"\$x\"
+$f:4: eval:   if true; then eval \"y=\$x\"; fi
+$f:14: eval: eval \"\$x\" # hpc-allow: eval
+$f:5: function: function f {
+$f:8: pwd: here=\$(pwd)
+$f:9: pwd: there=\`pwd\`
+$f:10: ls: for n in \$(ls /tmp); do :; done
+$f:11: ls: ls -1 /tmp | wc -l
+$f:12: ls: mapfile -t n < <(ls)"
+}
+
 @test "style: every function of the shipped Bash files is called from them (no dead code)" {
   local -a files
   mapfile -t files < <(shipped_bash)
