@@ -3,7 +3,8 @@
 #
 # The whole test suite: installs what it needs (tests/install_deps.sh), brings the local SLURM
 # cluster up, runs the linters (shellcheck -x on every shell file, ruff, mypy --strict), bats
-# (tests/unit, then tests/integration on the cluster) and pytest (tests/python), and brings the
+# (tests/unit, then tests/integration on the cluster; the unit tests' own shells with set -u, see
+# tests/helpers/strict_env.bash) and pytest (tests/python), and brings the
 # cluster down again even when tests fail, if it was this run that brought it up.
 # Prints each runner's own summary, then one line 'suite: N passed, N failed'; exits 1 when any
 # check or test failed.
@@ -108,7 +109,9 @@ fi
 echo "== bats ${bats_paths[*]}"
 bats_log=$(mktemp)
 status=0
-node_modules/bats/bin/bats --recursive --timing --formatter tap "${bats_paths[@]}" | tee "$bats_log" || status=$?
+# The unit tests run with set -u (tests/helpers/strict_env.bash): no second run, no extra cost.
+BASH_ENV=$root/tests/helpers/strict_env.bash \
+  node_modules/bats/bin/bats --recursive --timing --formatter tap "${bats_paths[@]}" | tee "$bats_log" || status=$?
 bats_ok=$(grep -c '^ok ' "$bats_log" || true)
 bats_not_ok=$(grep -c '^not ok ' "$bats_log" || true)
 rm -f "$bats_log"

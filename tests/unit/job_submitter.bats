@@ -386,12 +386,12 @@ configs file uses \$HOME: from this shell: $HOME"
 
 @test "--dry-run without sbatch on PATH: the plan and the script, SLURM not asked, exit 0, nothing created" {
   make_ready_venv
-  PATH=$(path_without sbatch)
-  run command -v sbatch
+  local before without_sbatch
+  without_sbatch=$(path_without sbatch)
+  run env PATH="$without_sbatch" bash -c 'command -v sbatch'
   assert_failure
-  local before
   before=$(listing "$tmp")
-  submit --dry-run -g 1
+  PATH=$without_sbatch submit --dry-run -g 1
   assert_equal "$status" 0
   assert_equal "$stderr" ""
   assert_line --index 0 "== sbatch invocation"

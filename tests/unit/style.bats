@@ -86,6 +86,13 @@ $f:11: ls: ls -1 /tmp | wc -l
 $f:12: ls: mapfile -t n < <(ls)"
 }
 
+@test "style: hpc_fit.bash declares what it reads: no file-wide shellcheck disable=SC2154" {
+  # A file-wide disable (a directive before the first command) hides every misspelt name.
+  run grep -nE '^# shellcheck disable=([A-Z0-9,]*,)?SC2154' hpc_files/lib/hpc_fit.bash
+  assert_failure
+  assert_output ''
+}
+
 @test "style: every function of the shipped Bash files is called from them (no dead code)" {
   local -a files
   mapfile -t files < <(shipped_bash)
