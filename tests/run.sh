@@ -2,7 +2,7 @@
 # Usage: bash tests/run.sh [--no-install] [--no-cluster] [--no-lint] [--no-pytest] [--bats PATH]...
 #
 # The whole test suite: installs what it needs (tests/install_deps.sh), brings the local SLURM
-# cluster up, runs the linters (shellcheck -x on every shell file, ruff, mypy --strict), bats
+# cluster up, runs the linters (shellcheck -x and shfmt -d on every shell file, ruff, mypy --strict), bats
 # (tests/unit, then tests/integration on the cluster; the unit tests' own shells with set -u, see
 # tests/helpers/strict_env.bash) and pytest (tests/python), and brings the
 # cluster down again even when tests fail, if it was this run that brought it up.
@@ -11,7 +11,7 @@
 #
 #   --no-install   skip tests/install_deps.sh
 #   --no-cluster   do not start the cluster (integration tests then fail; use with --bats)
-#   --no-lint      skip shellcheck, ruff and mypy
+#   --no-lint      skip shellcheck, shfmt, ruff and mypy
 #   --no-pytest    skip pytest
 #   --bats PATH    run these bats files or folders instead of tests/unit and tests/integration
 #
@@ -98,6 +98,14 @@ if ((lint)); then
   shellcheck -x "${shell_files[@]}" || status=1
   echo "shellcheck: ${#shell_files[@]} files, status $status"
   record shellcheck "$status"
+  # shfmt -d: the style of .editorconfig. The golden job scripts are the renderer's output,
+  # compared byte for byte: not reformatted.
+  status=0
+  shfmt_files=()
+  for f in "${shell_files[@]}"; do [[ $f == tests/fixtures/submitter/golden/* ]] || shfmt_files+=("$f"); done
+  shfmt -d "${shfmt_files[@]}" || status=1
+  echo "shfmt: ${#shfmt_files[@]} files, status $status"
+  record shfmt "$status"
   status=0
   ruff check python_helpers tests/python bench || status=1
   record ruff "$status"

@@ -93,6 +93,26 @@ $f:12: ls: mapfile -t n < <(ls)"
   assert_output ''
 }
 
+@test "style: shfmt with the repository's .editorconfig keeps its style and flags other styles" {
+  command -v shfmt >/dev/null || fail "shfmt is missing: pip install -r requirements-dev.txt"
+  local dir=$BATS_TEST_TMPDIR/fmt
+  mkdir -p "$dir"
+  cp .editorconfig "$dir/"
+  # shellcheck disable=SC2016 # shell code as data
+  printf '%s\n' '#!/usr/bin/env bash' 'f() {' '  case $1 in' '    a) [[ -n $1 ]] &&' '      echo "x" >&2 ;;' '  esac' '}' >"$dir/good"
+  run shfmt -d "$dir/good"
+  assert_success
+  assert_output ''
+  printf '#!/usr/bin/env bash\nf() {\n\techo x\n}\n' >"$dir/tabs.sh"
+  # shellcheck disable=SC2016 # shell code as data
+  printf 'case $1 in\na) echo a ;;\nesac\n' >"$dir/flat.bash"
+  local bad
+  for bad in tabs.sh flat.bash; do
+    run shfmt -d "$dir/$bad"
+    assert_failure
+  done
+}
+
 @test "style: every function of the shipped Bash files is called from them (no dead code)" {
   local -a files
   mapfile -t files < <(shipped_bash)
