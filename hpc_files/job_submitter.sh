@@ -18,7 +18,8 @@
 #   -m, --mem-per-gpu AMOUNT   Memory per GPU, with a unit: 10G, 512M. The job asks for
 #                              AMOUNT x GPUs per node. Default: the cluster's; on a cluster
 #                              without a profile none is asked for (SLURM's default applies).
-#   -t, --time TIME            Time limit, dd-HH:MM:SS or HH:MM:SS. Default: the cluster's.
+#   -t, --time TIME            Time limit as SLURM writes it: M, M:S, H:M:S, D-H, D-H:M or
+#                              D-H:M:S (e.g. 1-12:00:00). Default: the cluster's.
 #   -G, --gpu-type TYPE        GPU type, one of the cluster's (e.g. v100l on Cedar).
 #   -a, --account NAME         SLURM account, one of the cluster's. Default: the cluster's.
 #   -p, --partition NAME       SLURM partition. Default: the cluster's.

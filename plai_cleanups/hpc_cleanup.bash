@@ -20,7 +20,8 @@
 #   no-record  it holds the toolkit's record .hpc_tmpdir (a regular file) naming that job id;
 #   job-active squeue, asked once for all the user's jobs in every state, does not show the job
 #              in a state other than an ended one (COMPLETED, CANCELLED, FAILED, TIMEOUT,
-#              NODE_FAIL, BOOT_FAIL, DEADLINE, OUT_OF_MEMORY); a job squeue no longer knows has
+#              NODE_FAIL, BOOT_FAIL, DEADLINE, OUT_OF_MEMORY, PREEMPTED: hpc_facts_state_ended,
+#              the list status uses too); a job squeue no longer knows has
 #              ended. When squeue fails, nothing at all is removed (code squeue).
 # Removal: the entry checked again (a real folder, the user's), du -sbx (the bytes freed), then
 # rm -rf --one-file-system -- "${path:?}" (once more after making the user's unwritable
@@ -41,9 +42,6 @@ source "$hpc_files_dir/lib/hpc_configs.bash"
 
 # Per job id of this user: its state (hpc_cleanup_query_jobs).
 declare -gA hpc_cleanup_job_state=()
-
-# The squeue states (%T) of a job that has ended for good; any other state keeps its folder.
-hpc_cleanup_ended_re='^(COMPLETED|CANCELLED|FAILED|TIMEOUT|NODE_FAIL|BOOT_FAIL|DEADLINE|OUT_OF_MEMORY)$'
 
 # hpc_cleanup_user: prints the user name in the folders' names, worked out as the job side does
 # (hpc_job_tmpdir_path): $USER, else id -un.
@@ -111,35 +109,16 @@ _hpc_cleanup_keep() {
   hpc_cleanup_kept_text+=("$3")
 }
 
-# hpc_cleanup_record_matches PATH ID: true when PATH/.hpc_tmpdir, the record hpc_job_tmpdir_make
-# writes, is a regular file (not a link) whose first line is ID.
-hpc_cleanup_record_matches() {
-  local record=''
-  [[ -f $1/.hpc_tmpdir && ! -L $1/.hpc_tmpdir ]] || return 1
-  IFS= read -r -n 32 record <"$1/.hpc_tmpdir" 2>/dev/null || [[ -n $record ]] || return 1
-  [[ $record == "$2" ]]
-}
-
-# hpc_cleanup_name_id USER NAME: true when NAME is a folder name the toolkit gives USER's jobs,
-# hpc_tmpdir.<USER>.<job id>.<16 hex digits> (or, from earlier versions, without the digits);
-# sets hpc_cleanup_id to the job id. USER is compared as a string, never as a pattern.
-hpc_cleanup_name_id() {
-  local prefix=hpc_tmpdir.$1.
-  hpc_cleanup_id=''
-  [[ ${2:0:${#prefix}} == "$prefix" && ${2:${#prefix}} =~ ^([1-9][0-9]*)(\.[0-9a-f]{16})?$ ]] || return 1
-  hpc_cleanup_id=${BASH_REMATCH[1]}
-}
-
 # hpc_cleanup_static_reason ROOT ROOT_DEV ROOT_PHYSICAL USER NAME: every check of the rule but
 # squeue's. Prints nothing and returns 0 when the entry ROOT/NAME passes them; else prints
 # "CODE TEXT" (the first check it fails) and returns 1.
 hpc_cleanup_static_reason() {
   local root=$1 root_dev=$2 root_phys=$3 user=$4 name=$5 id path
   path=$root/$name
-  hpc_cleanup_name_id "$user" "$name" || true
-  id=$hpc_cleanup_id
+  hpc_facts_tmpdir_name_id "$user" "$name" || true
+  id=$hpc_facts_tmpdir_id
   if [[ -z $id ]]; then
-    printf 'name not named hpc_tmpdir.%s.<job id>.<16 hex digits>\n' "$user"
+    printf 'name not named %s.%s.<job id>.<16 hex digits>\n' "$hpc_facts_tmpdir_prefix" "$user"
   elif [[ -L $path ]]; then
     printf 'symlink a symbolic link, never followed\n'
   elif [[ ! -d $path ]]; then
@@ -150,8 +129,8 @@ hpc_cleanup_static_reason() {
     printf 'other-fs a mount point of another file system than the root\n'
   elif hpc_cleanup_has_mount_inside "$root_phys/$name"; then
     printf 'mount another file system is mounted inside it\n'
-  elif ! hpc_cleanup_record_matches "$path" "$id"; then
-    printf 'no-record no .hpc_tmpdir record of job %s in it: not made by the toolkit for that job\n' "$id"
+  elif ! hpc_facts_tmpdir_record_matches "$path" "$id"; then
+    printf 'no-record no %s record of job %s in it: not made by the toolkit for that job\n' "$hpc_facts_tmpdir_record" "$id"
   else
     return 0
   fi
@@ -180,7 +159,7 @@ hpc_cleanup_select() {
     return 1
   }
   hpc_cleanup_read_mounts
-  for path in "$root"/hpc_tmpdir.*; do
+  for path in "$root/$hpc_facts_tmpdir_prefix".*; do
     # No match leaves the pattern itself.
     [[ -e $path || -L $path ]] || continue
     name=${path##*/}
@@ -200,10 +179,10 @@ hpc_cleanup_select() {
     return 1
   fi
   for name in "${pending[@]}"; do
-    hpc_cleanup_name_id "$user" "$name" || continue
-    id=$hpc_cleanup_id
+    hpc_facts_tmpdir_name_id "$user" "$name" || continue
+    id=$hpc_facts_tmpdir_id
     state=${hpc_cleanup_job_state[$id]-}
-    if [[ -n $state && ! $state =~ $hpc_cleanup_ended_re ]]; then
+    if [[ -n $state ]] && ! hpc_facts_state_ended "$state"; then
       _hpc_cleanup_keep "$name" job-active "job $id is $state"
     else
       hpc_cleanup_chosen+=("$name")
@@ -237,7 +216,7 @@ hpc_cleanup_rm() {
 hpc_cleanup_list() {
   local root=$1 path n=0 line
   local -a lines=()
-  for path in "$root"/hpc_tmpdir.*; do
+  for path in "$root/$hpc_facts_tmpdir_prefix".*; do
     [[ -e $path || -L $path ]] || continue
     n=$((n + 1))
     line=$(stat -c '%A %U' -- "$path" 2>/dev/null) || line='?'
@@ -247,7 +226,7 @@ hpc_cleanup_list() {
   done
   local word=entries
   ((n != 1)) || word=entry
-  printf '%s %s named hpc_tmpdir.* in %s\n' "$n" "$word" "$root"
+  printf '%s %s named %s.* in %s\n' "$n" "$word" "$hpc_facts_tmpdir_prefix" "$root"
   ((n == 0)) || printf '%s\n' "${lines[@]}"
 }
 

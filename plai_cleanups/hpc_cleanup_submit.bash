@@ -8,13 +8,8 @@
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_cleanup.bash"
 # shellcheck source=hpc_files/lib/hpc_profile.bash
 source "$hpc_files_dir/lib/hpc_profile.bash"
-# The Python helpers (profiles, hostlists): beside hpc_files/ in the repository, inside it when
-# installed (as hpc_submit_locate finds them).
-if [[ -d $hpc_files_dir/python_helpers ]]; then
-  hpc_python_helpers_dir=$hpc_files_dir/python_helpers
-else
-  hpc_python_helpers_dir=${hpc_files_dir%/*}/python_helpers
-fi
+# The Python helpers (profiles, hostlists), found as the submitter finds them.
+hpc_facts_locate "$hpc_files_dir"
 
 # Per node: its job id, its report; per job id: its last state seen by squeue.
 declare -gA hpc_cleanup_job=() hpc_cleanup_report=() hpc_cleanup_final_state=()
@@ -232,7 +227,7 @@ hpc_cleanup_wait() {
       for id in "${hpc_cleanup_job_ids[@]}"; do
         state=${now[$id]-}
         hpc_cleanup_final_state[$id]=$state
-        [[ -z $state || $state =~ $hpc_cleanup_ended_re ]] || active=$((active + 1))
+        [[ -z $state ]] || hpc_facts_state_ended "$state" || active=$((active + 1))
       done
       ((active)) || return 0
     elif ((!warned)); then

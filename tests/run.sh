@@ -2,15 +2,16 @@
 # Usage: bash tests/run.sh [--no-install] [--no-cluster] [--no-lint] [--no-pytest] [--bats PATH]...
 #
 # The whole test suite: installs what it needs (tests/install_deps.sh), brings the local SLURM
-# cluster up, runs the linters (shellcheck -x on every shell file, ruff, mypy --strict), bats
-# (tests/unit, then tests/integration on the cluster) and pytest (tests/python), and brings the
+# cluster up, runs the linters (shellcheck -x and shfmt -d on every shell file, ruff, mypy --strict), bats
+# (tests/unit, then tests/integration on the cluster; the unit tests' own shells with set -u, see
+# tests/helpers/strict_env.bash) and pytest (tests/python), and brings the
 # cluster down again even when tests fail, if it was this run that brought it up.
 # Prints each runner's own summary, then one line 'suite: N passed, N failed'; exits 1 when any
 # check or test failed.
 #
 #   --no-install   skip tests/install_deps.sh
 #   --no-cluster   do not start the cluster (integration tests then fail; use with --bats)
-#   --no-lint      skip shellcheck, ruff and mypy
+#   --no-lint      skip shellcheck, shfmt, ruff and mypy
 #   --no-pytest    skip pytest
 #   --bats PATH    run these bats files or folders instead of tests/unit and tests/integration
 #
@@ -97,6 +98,14 @@ if ((lint)); then
   shellcheck -x "${shell_files[@]}" || status=1
   echo "shellcheck: ${#shell_files[@]} files, status $status"
   record shellcheck "$status"
+  # shfmt -d: the style of .editorconfig. The golden job scripts are the renderer's output,
+  # compared byte for byte: not reformatted.
+  status=0
+  shfmt_files=()
+  for f in "${shell_files[@]}"; do [[ $f == tests/fixtures/submitter/golden/* ]] || shfmt_files+=("$f"); done
+  shfmt -d "${shfmt_files[@]}" || status=1
+  echo "shfmt: ${#shfmt_files[@]} files, status $status"
+  record shfmt "$status"
   status=0
   ruff check python_helpers tests/python bench || status=1
   record ruff "$status"
@@ -108,7 +117,9 @@ fi
 echo "== bats ${bats_paths[*]}"
 bats_log=$(mktemp)
 status=0
-node_modules/bats/bin/bats --recursive --timing --formatter tap "${bats_paths[@]}" | tee "$bats_log" || status=$?
+# The unit tests run with set -u (tests/helpers/strict_env.bash): no second run, no extra cost.
+BASH_ENV=$root/tests/helpers/strict_env.bash \
+  node_modules/bats/bin/bats --recursive --timing --formatter tap "${bats_paths[@]}" | tee "$bats_log" || status=$?
 bats_ok=$(grep -c '^ok ' "$bats_log" || true)
 bats_not_ok=$(grep -c '^not ok ' "$bats_log" || true)
 rm -f "$bats_log"

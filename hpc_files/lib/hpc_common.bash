@@ -2,6 +2,9 @@
 # hpc_common.bash: messages, usage and small checks shared by every toolkit command.
 # Functions here are prefixed hpc_ and never exit the caller's shell unless their name says so.
 
+# shellcheck source=hpc_files/lib/hpc_facts.bash
+source "${BASH_SOURCE[0]%/*}/hpc_facts.bash"
+
 # hpc_program: the name of the running command, used as the prefix of every message.
 hpc_program=${hpc_program:-${0##*/}}
 

@@ -54,7 +54,7 @@
 # literal } inside a default as \}. Example: the file line
 #   python "train.py" --out="$SCRATCH/run 1" --tag='$x' ${SEED:-4\2}
 # gives the templates  python  train.py  --out=${SCRATCH}/run 1  --tag=\$x  ${SEED:-42}
-# The job script holds them as hpc_command=( $(hpc_configs_quote_templates ...) ) and runs
+# The job script holds them as hpc_command=( ... ), each quoted with printf %q, and runs
 # hpc_configs_expand "${hpc_command[@]}" && exec "${hpc_configs_argv[@]}".
 #
 # Internal names start with _hpc_configs_; a reference to such a name is not supported.
@@ -936,15 +936,4 @@ _hpc_configs_note_name() {
     _hpc_configs_required[$1]=0
   fi
   if (($2)); then _hpc_configs_required[$1]=1; fi
-}
-
-# hpc_configs_quote_templates TEMPLATE...: prints the templates on one line, each quoted with
-# printf %q and separated by spaces, for the job script's hpc_command=( ... ).
-hpc_configs_quote_templates() {
-  local template quoted line=''
-  for template in "$@"; do
-    printf -v quoted '%q' "$template"
-    line+=${line:+ }$quoted
-  done
-  printf '%s\n' "$line"
 }

@@ -1,5 +1,4 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2154 # reads hpc_plan_*, hpc_profile_* and hpc_slurm_* (hpc_profile.bash) of the other libraries
 # shellcheck disable=SC2034 # hpc_plan_misfit* and hpc_slurm_text are read by hpc_submit.bash and hpc_profile.bash
 # hpc_fit.bash: whether any node of the cluster could ever run the plan. A request for more
 # nodes, CPUs, GPUs or memory than a partition has is accepted by SLURM and pends forever (or is
@@ -10,6 +9,13 @@
 # What sinfo says is kept as a summary, one line per partition, for the profile's GRES name:
 #   d DEFAULT_PARTITION          (d alone: the cluster has none)
 #   p PARTITION NODES CPUS MB GPUS   (node count; the largest node's CPUs, memory, GPUs)
+
+# What this library reads, set by the others: the plan (hpc_plan.bash), the profile, and what
+# sinfo said (hpc_profile_slurm_facts). Declared here, not set (values already there are kept),
+# so that the linter knows each name and catches a misspelt one.
+declare -g hpc_plan_nodes hpc_plan_cpus hpc_plan_cpus_per_task hpc_plan_gpus hpc_plan_mb \
+  hpc_plan_mem_per_gpu hpc_plan_ntasks_per_node hpc_profile_gpu_gres_name hpc_profile_name \
+  hpc_profile_partition_routed hpc_slurm_fresh hpc_slurm_raw
 
 # hpc_fit_summarize RAW: sets hpc_slurm_text to the summary of sinfo's lines
 # 'PARTITION|NODES|CPUS|MEMORY_MB|GRES' (RAW: the default partition marked *, a partition on

@@ -109,7 +109,8 @@ hpc_job_tmpdir_path() {
     return 1
   }
   sum=$(printf '%s:%s' "$HPC_JOB_TMPDIR_TOKEN" "${SLURMD_NODENAME:-$(hostname)}" | sha256sum) || return 1
-  printf '%s/hpc_tmpdir.%s.%s.%s\n' "${root%/}" "${USER:-$(id -un)}" "${SLURM_JOB_ID:?}" "${sum:0:16}"
+  hpc_facts_tmpdir_name "${USER:-$(id -un)}" "${SLURM_JOB_ID:?}" "${sum:0:16}"
+  printf '%s/%s\n' "${root%/}" "$hpc_facts_tmpdir_name"
 }
 
 # hpc_job_tmpdir_make PATH: makes PATH mode 0700 with the record .hpc_tmpdir (the job id) that
@@ -121,15 +122,15 @@ hpc_job_tmpdir_make() {
     hpc_job_log "cannot make SLURM_TMPDIR $path: something else already has that name"
     return 1
   fi
-  printf '%s\n' "$SLURM_JOB_ID" >"$path/.hpc_tmpdir"
+  hpc_facts_tmpdir_record_write "$path" "$SLURM_JOB_ID"
 }
 
 # hpc_job_tmpdir_remove PATH: removes this job's emulated SLURM_TMPDIR: only a real folder (not
 # a symlink) of this user that holds this job's record, without crossing into other file systems.
 hpc_job_tmpdir_remove() {
   local path=${1:?}
-  [[ -d $path && ! -L $path && -O $path && -f $path/.hpc_tmpdir && ! -L $path/.hpc_tmpdir ]] || return 0
-  [[ $(<"$path/.hpc_tmpdir") == "$SLURM_JOB_ID" ]] || return 0
+  [[ -d $path && ! -L $path && -O $path ]] || return 0
+  hpc_facts_tmpdir_record_matches "$path" "$SLURM_JOB_ID" || return 0
   rm -rf --one-file-system -- "${path:?}"
 }
 

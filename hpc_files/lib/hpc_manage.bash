@@ -44,9 +44,9 @@ source "${BASH_SOURCE[0]%/*}/hpc_manifest.bash"
 
 hpc_manage_lib=${BASH_SOURCE[0]}
 
-# States after which a job or array task runs no more; and those that resubmit --failed redoes.
-hpc_manifest_ended_states=' COMPLETED FAILED TIMEOUT NODE_FAIL CANCELLED OUT_OF_MEMORY BOOT_FAIL DEADLINE PREEMPTED '
-hpc_manifest_failed_states=' FAILED TIMEOUT NODE_FAIL CANCELLED '
+# States after which a job or array task runs no more; and those that resubmit --failed redoes
+# (one list for every command: hpc_facts.bash).
+hpc_manifest_ended_states=$hpc_facts_ended_states hpc_manifest_failed_states=$hpc_facts_failed_states
 
 # hpc_manage_locate: sets hpc_manage_project, hpc_manage_dir (the manifests' folder) from the
 # submitter's place and SCRATCH, as a submission does; exit 2 when SCRATCH is unusable.

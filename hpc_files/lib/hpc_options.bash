@@ -29,19 +29,33 @@ hpc_opt_is_count() {
   [[ $1 =~ ^[0-9]{1,6}$ ]] && ((10#$1 >= $2))
 }
 
-# hpc_opt_check_time VALUE: true for dd-HH:MM:SS or HH:MM:SS with hours < 24, minutes and
-# seconds < 60, and not all zero.
+# One grammar for times and memory sizes, shared with the cluster profiles (is_slurm_time and
+# is_slurm_mem in python_helpers' profile.py); both sides are tested on tests/fixtures/grammar/.
+
+# hpc_opt_check_time VALUE: true for a SLURM time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S, with
+# hours < 24, minutes and seconds < 60 (a leading minutes field is free), not zero. No UNLIMITED:
+# the warning signal is timed from the limit.
 hpc_opt_check_time() {
-  local re='^(([0-9]{1,3})-)?([0-9]{2}):([0-9]{2}):([0-9]{2})$'
-  [[ $1 =~ $re ]] || return 1
-  local d=${BASH_REMATCH[2]:-0} h=${BASH_REMATCH[3]} m=${BASH_REMATCH[4]} s=${BASH_REMATCH[5]}
-  ((10#$h < 24 && 10#$m < 60 && 10#$s < 60)) || return 1
-  ((10#$d + 10#$h + 10#$m + 10#$s > 0))
+  local d=0 h=0 m s=0
+  if [[ $1 =~ ^([0-9]{1,6})(:([0-9]{1,2}))?$ ]]; then
+    m=${BASH_REMATCH[1]} s=${BASH_REMATCH[3]:-0}
+    ((10#$s < 60 && 10#$m + 10#$s > 0))
+    return
+  fi
+  if [[ $1 =~ ^([0-9]{1,3})-([0-9]{1,2})(:([0-9]{1,2}))?(:([0-9]{1,2}))?$ ]]; then
+    d=${BASH_REMATCH[1]} h=${BASH_REMATCH[2]} m=${BASH_REMATCH[4]:-0} s=${BASH_REMATCH[6]:-0}
+  elif [[ $1 =~ ^([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})$ ]]; then
+    h=${BASH_REMATCH[1]} m=${BASH_REMATCH[2]} s=${BASH_REMATCH[3]}
+  else
+    return 1
+  fi
+  ((10#$h < 24 && 10#$m < 60 && 10#$s < 60 && 10#$d + 10#$h + 10#$m + 10#$s > 0))
 }
 
-# hpc_opt_check_mem VALUE: true for a positive whole amount with a unit: 512M, 10G, 1T (K too).
+# hpc_opt_check_mem VALUE: true for a positive whole amount with a unit: 512M, 10G, 1T, 2048K (k,
+# m, g, t too). No bare number: SLURM reads it as MB, too easily meant as GB.
 hpc_opt_check_mem() {
-  [[ $1 =~ ^[0-9]{1,7}[KMGT]$ ]] && ((10#${1%?} > 0))
+  [[ $1 =~ ^[0-9]{1,7}[KMGTkmgt]$ ]] && ((10#${1%?} > 0))
 }
 
 # hpc_opt_check_relative NAME PATH BASE: PATH must be a relative path that stays inside BASE.
@@ -168,7 +182,7 @@ hpc_opt_set() {
       esac
       ;;
     -t/--time)
-      hpc_opt_check_time "$value" || hpc_die_usage "$name" "'$value' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00"
+      hpc_opt_check_time "$value" || hpc_die_usage "$name" "'$value' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00"
       hpc_opt_time=$value
       ;;
     -m/--mem-per-gpu)
@@ -240,8 +254,9 @@ hpc_opt_set() {
   esac
 }
 
-# hpc_opt_refuse_unbuilt: options that parse but whose feature this version does not have yet.
-hpc_opt_refuse_unbuilt() {
+# hpc_opt_check_combinations: options that exclude or need one another (one array mode at a
+# time; sweep options with a sweep; --workdir with a container); exit 2 naming them.
+hpc_opt_check_combinations() {
   local modes=0
   [[ -z $hpc_opt_wandb_sweepid ]] || modes=$((modes + 1))
   [[ -z $hpc_opt_repeat ]] || modes=$((modes + 1))

@@ -2,8 +2,8 @@
 # shellcheck disable=SC2154 # reads hpc_files_dir and hpc_python_helpers_dir (hpc_submit_locate) and the compiled profile's hpc_profile_*
 # hpc_profile.bash: cluster profiles (hpc_files/clusters/*.yaml) as shell variables.
 # YAML is read by the Python helpers (python -m hpc_helpers profile FILE) only when a profile is
-# new or changed: the result is cached as a shell file named by the profile's checksum, so an
-# ordinary submission runs no Python at all.
+# new or changed: the result is cached as a shell file that records the YAML and the helpers'
+# version it was made from, so an ordinary submission runs no Python at all.
 
 # hpc_python_for_helpers: prints a Python 3 that can import yaml, preparing one when needed (a
 # small venv inside the toolkit, made once); dies with the reason when there is no Python 3.
@@ -39,10 +39,26 @@ hpc_profile_read_file() {
   IFS= read -r -d '' hpc_profile_text <"$1" || true
 }
 
+# hpc_profile_read_helpers_version: sets hpc_profile_helpers_version to the Python helpers' version
+# (__version__ in hpc_helpers/__init__.py, read without a process; bumped with the profile schema,
+# see tests/python/test_profile.py), empty when it cannot be read.
+hpc_profile_read_helpers_version() {
+  local line re='^__version__ = "([^"]+)"$' file=$hpc_python_helpers_dir/src/hpc_helpers/__init__.py
+  hpc_profile_helpers_version=
+  [[ -r $file ]] || return 0
+  while IFS= read -r line; do
+    if [[ $line =~ $re ]]; then
+      hpc_profile_helpers_version=${BASH_REMATCH[1]}
+      return 0
+    fi
+  done <"$file"
+}
+
 # hpc_profile_source FILE: loads profile FILE into hpc_profile_* from its compiled shell file,
-# compiling it first when missing or made from other content. The compiled file records the YAML
-# it was made from (hpc_profile_source_text), so checking it costs no process. Exit 2 on a bad
-# profile, with the helpers' message.
+# compiling it first when missing or made from other content or by another version of the
+# helpers (a new schema key would be missing from an old cache). The compiled file records both
+# (hpc_profile_source_text, hpc_profile_source_version), so checking it costs no process. Exit 2
+# on a bad profile, with the helpers' message.
 hpc_profile_source() {
   # Compiled profiles live in HPC_CACHE_DIR (default: hpc_files/.cache).
   local file=$1 dir=${HPC_CACHE_DIR:-$hpc_files_dir/.cache}/profiles name cache tmp
@@ -50,10 +66,12 @@ hpc_profile_source() {
   name=${name%.yaml}
   cache=$dir/$name.sh
   hpc_profile_read_file "$file"
-  hpc_profile_source_text=
+  [[ -n ${hpc_profile_helpers_version:-} ]] || hpc_profile_read_helpers_version
+  hpc_profile_source_text='' hpc_profile_source_version=''
   # shellcheck source=/dev/null
   [[ -f $cache ]] && source "$cache"
-  [[ $hpc_profile_source_text != "$hpc_profile_text" || -z $hpc_profile_text ]] || return 0
+  [[ $hpc_profile_source_text != "$hpc_profile_text" || -z $hpc_profile_text ||
+    $hpc_profile_source_version != "$hpc_profile_helpers_version" || -z $hpc_profile_helpers_version ]] || return 0
 
   mkdir -p -- "$dir"
   tmp=$(mktemp "$dir/.$name.XXXXXX")
@@ -61,7 +79,7 @@ hpc_profile_source() {
     rm -f -- "${tmp:?}"
     hpc_die_usage "--cluster" "the profile $file is not valid (see above)"
   fi
-  printf 'hpc_profile_source_text=%q\n' "$hpc_profile_text" >>"$tmp"
+  printf 'hpc_profile_source_text=%q\nhpc_profile_source_version=%q\n' "$hpc_profile_text" "$hpc_profile_helpers_version" >>"$tmp"
   # Renamed into place when complete: a concurrent submission never reads half a file.
   mv -f -- "$tmp" "$cache"
   # shellcheck source=/dev/null

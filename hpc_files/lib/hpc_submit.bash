@@ -7,15 +7,9 @@
 # parent: the project), and the folders of the runners and Python helpers, which sit beside
 # hpc_files/ in the toolkit's repository and inside it in an installed project.
 hpc_submit_locate() {
-  local toolkit
   hpc_source_dir=${hpc_files_dir%/*}
   hpc_source_dir=${hpc_source_dir:-/}
-  toolkit=$hpc_source_dir
-  [[ -d $hpc_files_dir/virtual_env_hpc_files ]] && toolkit=$hpc_files_dir
-  # shellcheck disable=SC2034 # read by venv_runner.bash
-  hpc_venv_dir=$toolkit/virtual_env_hpc_files
-  hpc_container_lib=$toolkit/singularity_hpc_files/container_runner.bash
-  hpc_python_helpers_dir=$toolkit/python_helpers
+  hpc_facts_locate "$hpc_files_dir"
 }
 
 # shellcheck disable=SC2034 # hpc_submit_image and hpc_submit_workdir are read by hpc_plan_render
@@ -261,7 +255,7 @@ hpc_submit_main() {
     hpc_usage "$hpc_submitter"
     exit 0
   fi
-  hpc_opt_refuse_unbuilt
+  hpc_opt_check_combinations
   hpc_submit_container_checks
   hpc_submit_workdir_check
   hpc_profile_load "$hpc_opt_cluster"

@@ -117,6 +117,17 @@ hpc_run_job() {
   job_state=$(hpc_job_state "$job_id")
 }
 
+# hpc_warm_venv PROJECT COMMAND [ARGS...]: for setup_file: the first submission of PROJECT (the
+# configs file COMMAND, -g 0 ARGS) builds its venv with an install job, which later jobs reuse;
+# fails unless it ends COMPLETED 0:0, with its output.
+hpc_warm_venv() {
+  local project=$1 command=$2
+  shift 2
+  hpc_configs "$project" "$command"
+  hpc_run_job "$project" -g 0 "$@"
+  [[ $job_state == "COMPLETED 0:0" ]] || fail "warm-up job: $job_state: $(cat "$job_out")"
+}
+
 # hpc_wait_requeued ID RESTARTS TIMEOUT: waits until job ID has been restarted RESTARTS times and has
 # ended (between restarts a job can read as ended for seconds: the count tells them apart). A
 # requeued job's 120 s wait before it may start again (Slurm's BeginTime after a requeue) is cut

@@ -12,3 +12,37 @@ hpc_test_tmp() {
   mkdir -p "$dir"
   printf '%s\n' "$dir"
 }
+
+# hpc_test_profile_names: the names of the cluster profiles in hpc_files/clusters/, in the order
+# and form a refusal of an unknown one lists them (space-separated).
+hpc_test_profile_names() {
+  local file names=()
+  for file in "$HPC_ROOT"/hpc_files/clusters/*.yaml; do
+    file=${file##*/}
+    names+=("${file%.yaml}")
+  done
+  printf '%s\n' "${names[*]}"
+}
+
+# path_without COMMAND...: prints PATH without COMMANDs (e.g. a dry run on a machine without
+# sbatch): each folder of PATH that holds one of them is replaced by a folder of links to
+# everything else in it (made under BATS_TEST_TMPDIR), so every other command stays found.
+path_without() {
+  local dir new='' n=0 command shadow
+  local -a dirs excluded=()
+  IFS=: read -ra dirs <<<"$PATH"
+  for command in "$@"; do excluded+=(! -name "$command"); done
+  for dir in "${dirs[@]}"; do
+    for command in "$@"; do
+      [[ -e $dir/$command || -L $dir/$command ]] || continue
+      n=$((n + 1))
+      shadow=$BATS_TEST_TMPDIR/path_without.$n
+      mkdir -p "$shadow"
+      find "$dir" -mindepth 1 -maxdepth 1 "${excluded[@]}" -exec ln -s -t "$shadow" -- {} +
+      dir=$shadow
+      break
+    done
+    new+=${new:+:}$dir
+  done
+  printf '%s\n' "$new"
+}

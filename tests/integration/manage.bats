@@ -12,10 +12,7 @@ setup_file() {
   load '../helpers/cluster'
   hpc_test_project "manage project"
   cp "$HPC_ROOT/tests/fixtures/manage/tasks.py" "$PROJECT/"
-  # The first submission builds the venv with an install job; later ones reuse it.
-  hpc_configs "$PROJECT" 'python probe.py exit 0'
-  hpc_run_job "$PROJECT" -g 0 -e warm
-  [[ $job_state == "COMPLETED 0:0" ]] || fail "warm-up job: $job_state: $(cat "$job_out")"
+  hpc_warm_venv "$PROJECT" 'python probe.py exit 0' -e warm
 }
 
 setup() {

@@ -8,9 +8,7 @@ setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
   hpc_test_project "faults project"
-  hpc_configs "$PROJECT" 'python probe.py env'
-  hpc_run_job "$PROJECT" -g 0
-  [[ $job_state == "COMPLETED 0:0" ]] || fail "warm-up job: $job_state: $(cat "$job_out")"
+  hpc_warm_venv "$PROJECT" 'python probe.py env'
 }
 
 setup() {

@@ -12,10 +12,8 @@ setup_file() {
   load '../helpers/cluster'
   hpc_test_project "refusals project"
   rm -f -- "$PROJECT/requirements.txt"
-  hpc_configs "$PROJECT" 'python probe.py env'
-  # The first submission builds the (empty) venv with an install job.
-  hpc_run_job "$PROJECT" -g 0 -e warm
-  [[ $job_state == "COMPLETED 0:0" ]] || fail "warm-up job: $job_state"
+  # The (empty) venv.
+  hpc_warm_venv "$PROJECT" 'python probe.py env' -e warm
 }
 
 setup() {

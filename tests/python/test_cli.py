@@ -343,7 +343,7 @@ def test_unknown_command(cli) -> None:
 
 
 def test_version_and_help(cli) -> None:
-    assert cli("--version").stdout == "hpc_helpers 0.1.0\n"
+    assert cli("--version").stdout == "hpc_helpers 0.2.0\n"
     r = cli("--help")
     assert r.status == 0
     for command in ("profile", "hostlist", "port", "count-sweeps", "grid-config", "paths", "dist"):

@@ -157,11 +157,49 @@ def test_profile_get_unknown_key() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("90", "90"), ("'2-00:00:00'", "2-00:00:00"), ("1:30", "1:30"), ("UNLIMITED", "UNLIMITED")],
+    [("90", "90"), ("'2-00:00:00'", "2-00:00:00"), ("1:30", "1:30"), ("2-12", "2-12")],
 )
 def test_time_forms(tmp_path: Path, value: str, expected: str) -> None:
     path = write(tmp_path, "t.yaml", f"name: t\ndefaults: {{time: {value}}}\n")
     assert load_profile(path)["defaults.time"] == expected
+
+
+GRAMMAR = Path(__file__).resolve().parents[1] / "fixtures" / "grammar"
+
+
+def grammar_rows(table: str) -> list[tuple[str, str]]:
+    """(verdict, value) rows of tests/fixtures/grammar/TABLE, the options' table too."""
+    rows = []
+    for line in (GRAMMAR / table).read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            verdict, value = line.split(" ", 1)
+            rows.append((verdict, value))
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("key", "table"),
+    [
+        ("defaults.time", "time.txt"),
+        ("defaults.mem_per_gpu", "mem.txt"),
+        ("defaults.mem_no_gpu", "mem.txt"),
+    ],
+)
+def test_profile_values_follow_the_options_grammar(key: str, table: str) -> None:
+    """A profile accepts exactly the times and sizes that -t/--time and -m/--mem-per-gpu accept."""
+    rows = grammar_rows(table)
+    assert len(rows) > 10
+    section, leaf = key.split(".")
+    wrong = []
+    for verdict, value in rows:
+        try:
+            validate({"name": "x", section: {leaf: value}})
+            got = "ok"
+        except ProfileError:
+            got = "bad"
+        if got != verdict:
+            wrong.append(f"{value!r} is {got}, expected {verdict}")
+    assert wrong == []
 
 
 MALICIOUS = """\
@@ -270,6 +308,9 @@ printf 'types=%s\0' "${#hpc_profile_gpu_types[@]}"
         ("name: x\nsignal: {lead_seconds: -5}\n", "signal.lead_seconds", "got -5"),
         ("name: x\ndefaults: {time: 1 hour}\n", "defaults.time", "got '1 hour'"),
         ("name: x\ndefaults: {time: 1.5}\n", "defaults.time", "got 1.5"),
+        ("name: x\ndefaults: {time: UNLIMITED}\n", "defaults.time", "got 'UNLIMITED'"),
+        ("name: x\ndefaults: {mem_per_gpu: 16001}\n", "defaults.mem_per_gpu", "got 16001"),
+        ("name: x\ndefaults: {mem_per_gpu: '16001'}\n", "defaults.mem_per_gpu", "got '16001'"),
         ("name: x\ndefaults: {mem_per_gpu: 16 GB}\n", "defaults.mem_per_gpu", "got '16 GB'"),
         ("name: x\ndefaults: {mem_no_gpu: 16}\n", "defaults.mem_no_gpu", "got 16"),
         ("name: x\ndefaults: {cpus: 0}\n", "defaults.cpus", "expected an integer >= 1, got 0"),
@@ -362,3 +403,16 @@ def test_repository_profiles_are_valid(path: Path) -> None:
     profile = load_profile(path)
     assert profile.name == path.stem
     assert render_shell(profile).count("\n") == len(DEFAULTS)
+
+
+def test_a_schema_change_bumps_the_helpers_version() -> None:
+    """Compiled profiles in users' caches are keyed by the YAML and ``__version__``
+    (hpc_profile.bash): a new key or default with the same version would leave an old cache
+    without it. On a schema change, bump ``__version__`` (and pyproject's) and renew this pin."""
+    import hashlib
+
+    import hpc_helpers
+
+    schema = render_shell(validate({"name": "x"}))
+    fingerprint = hashlib.sha256(schema.encode()).hexdigest()[:16]
+    assert (hpc_helpers.__version__, fingerprint) == ("0.2.0", "2a118462c449d13e")

@@ -10,6 +10,7 @@
 # ENV: space-separated NAME=value (set) or -NAME (unset) for that run; ARGS: the submitter's
 # words, split on spaces; LINE: what stderr's one line must contain after 'job_submitter.sh: ',
 # starting with the option's name. In all three, @TMP@ is the test's temporary folder,
+# @PROFILES@ the names of the profiles in hpc_files/clusters/ (as a refusal lists them),
 # @SCRATCH@ the project's ${SCRATCH}/${project_name} and @LONG@ an experiment name of 300
 # characters.
 
@@ -17,41 +18,16 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
   load '../helpers/common'
-  export PYTHONDONTWRITEBYTECODE=1
-  HPC_WARM_CACHE="$BATS_FILE_TMPDIR/warm cache"
-  export HPC_WARM_CACHE
-  local profile
-  for profile in "$HPC_ROOT"/hpc_files/clusters/*.yaml; do
-    profile=${profile##*/}
-    (
-      hpc_files_dir=$HPC_ROOT/hpc_files hpc_python_helpers_dir=$HPC_ROOT/python_helpers
-      # shellcheck source=hpc_files/lib/hpc_common.bash
-      source "$hpc_files_dir/lib/hpc_common.bash"
-      # shellcheck source=hpc_files/lib/hpc_profile.bash
-      source "$hpc_files_dir/lib/hpc_profile.bash"
-      HPC_CACHE_DIR=$HPC_WARM_CACHE hpc_profile_load "${profile%.yaml}"
-    )
-  done
+  load '../helpers/submitter'
+  hpc_test_warm_profiles
 }
 
 setup() {
   load '../helpers/common'
-  fixtures=$HPC_ROOT/tests/fixtures/submitter
-  tmp=$(hpc_test_tmp)
-  project="$tmp/my project"
-  mkdir -p "$project" "$tmp/scratch space"
-  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
-  printf 'python main.py --lr 0.1\n' >"$project/hpc_files/experiment_configurations.txt"
-  submitter=$project/hpc_files/job_submitter.sh
-  # The profile cache and the stubs' records lie outside $tmp, whose listing must not change.
-  cp -R "$HPC_WARM_CACHE" "$BATS_TEST_TMPDIR/cache"
-  stub_log="$BATS_TEST_TMPDIR/stub log"
-  mkdir -p "$stub_log"
-  unset HPC_PYTHON HPC_HOSTNAME MASTER_PORT HPC_STUB_SBATCH HPC_STUB_INSTALL HPC_STUB_SINFO \
-    HPC_STUB_SINFO_TABLE HPC_STUB_SQUEUE_STATES HPC_STUB_PYTHON HPC_STUB_JOB_ID WANDB_API_KEY
-  export SCRATCH="$tmp/scratch space" HPC_CLUSTER=local HPC_CACHE_DIR="$BATS_TEST_TMPDIR/cache" \
-    HPC_STUB_LOG=$stub_log
-  export PATH=$fixtures/bin:$PATH
+  # shellcheck source=tests/helpers/submitter.bash
+  source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
+  # The profile cache lies outside $tmp, whose listing must not change.
+  hpc_test_submitter_project "$BATS_TEST_TMPDIR/cache" "$(hpc_test_tmp)/scratch space"
   # A built venv, so that nothing would wait for an install job.
   mkdir -p "$project/virtual_env/bin"
   : >"$project/virtual_env/bin/activate"
@@ -82,6 +58,7 @@ expand() {
   long=${long//0/x}
   text=${text//@SCRATCH@/$SCRATCH/my project}
   text=${text//@TMP@/$tmp}
+  text=${text//@PROFILES@/$(hpc_test_profile_names)}
   printf '%s' "${text//@LONG@/$long}"
 }
 
@@ -132,10 +109,11 @@ refused() {
 |-n 0|-n/--num-nodes: '0' is not accepted; accepted: a whole number of nodes, 1 or more
 |-n two|-n/--num-nodes: 'two' is not accepted; accepted: a whole number of nodes, 1 or more
 |-W deepspeed|-W/--which-distributed: 'deepspeed' is not accepted; accepted: lightning, torchrun (alias: script), none
-|-t 25:00:00|-t/--time: '25:00:00' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
-|-t 1-2|-t/--time: '1-2' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
-|-t 00:00:00|-t/--time: '00:00:00' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
-|-t 00-00:60:00|-t/--time: '00-00:60:00' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00-02:00:00
+|-t 25:00:00|-t/--time: '25:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|-t 1-24|-t/--time: '1-24' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|-t 00:00:00|-t/--time: '00:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|-t UNLIMITED|-t/--time: 'UNLIMITED' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|-t 00-00:60:00|-t/--time: '00-00:60:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
 |-m 10|-m/--mem-per-gpu: '10' is not accepted; accepted: a whole amount with a unit K, M, G or T, e.g. 10G or 512M
 |-m 0G|-m/--mem-per-gpu: '0G' is not accepted; accepted: a whole amount with a unit K, M, G or T, e.g. 10G or 512M
 |-t|-t/--time: needs a value
@@ -158,8 +136,8 @@ refused() {
 |-p a/b|-p/--partition: 'a/b' is not a partition name
 |-G 'v100'|-G/--gpu-type: ''v100'' is not a GPU type name
 # Profiles.
-|--cluster mars|--cluster: 'mars' is not a known cluster; accepted: cedar generic local plai
-HPC_CLUSTER=mars|-g 1|--cluster: 'mars' is not a known cluster; accepted: cedar generic local plai
+|--cluster mars|--cluster: 'mars' is not a known cluster; accepted: @PROFILES@
+HPC_CLUSTER=mars|-g 1|--cluster: 'mars' is not a known cluster; accepted: @PROFILES@
 HPC_CLUSTER=../clusters/local|-g 1|HPC_CLUSTER: '../clusters/local' is not accepted; accepted: the name of a profile in hpc_files/clusters/
 HPC_CLUSTER=../../../../tmp/evil|--dry-run -g 0|HPC_CLUSTER: '../../../../tmp/evil' is not accepted; accepted: the name of a profile in hpc_files/clusters/
 |--cluster ../clusters/local|--cluster: '../clusters/local' is not accepted; accepted: the name of a profile in hpc_files/clusters/

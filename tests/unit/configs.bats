@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # hpc_configs.bash: the configs file read into templates (hpc_configs_read), their expansion in
 # the job (hpc_configs_expand), the names they refer to (hpc_configs_references) and their quoting
-# for the job script (hpc_configs_quote_templates). Tables of inputs and exact outputs; arguments
-# are compared as NUL-terminated bytes (od -c), so every element is checked exactly.
+# in the job script's hpc_command=( ... ). Tables of inputs and exact outputs; arguments are
+# compared as NUL-terminated bytes (od -c), so every element is checked exactly.
 # shellcheck disable=SC2016,SC1003,SC2088 # $, backslashes and ~ in single quotes are the inputs, on purpose
 
 bats_require_minimum_version 1.5.0
@@ -20,6 +20,14 @@ setup() {
   # The job's environment for the expansion tables.
   export X='x val' E='' DOLLAR='$HOME' STAR='*' SUB='$(touch pwned)' NL=$'a\nb' BS='a\b'
   unset U U2 || true
+}
+
+# render_command TEMPLATE...: the job script's line hpc_command=( ... ), written as hpc_plan.bash
+# writes it (each template quoted with printf %q).
+render_command() {
+  printf 'hpc_command=('
+  printf ' %q' "$@"
+  printf ' )\n'
 }
 
 # nul_dump ARG...: the arguments as NUL-terminated bytes, shown by od, for exact comparisons.
@@ -319,13 +327,11 @@ read_error() {
   [[ ! -e pwned ]]
   run hpc_configs_references "${hpc_configs_words[@]}"
   [[ ! -e pwned ]]
-  run hpc_configs_quote_templates "${hpc_configs_words[@]}"
-  [[ ! -e pwned ]]
   # Also in a job script made from them, run by a fresh shell.
   {
     printf 'set -euo pipefail\nsource %q\nsource %q\n' "$HPC_ROOT/hpc_files/lib/hpc_common.bash" \
       "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
-    printf 'hpc_command=( %s )\n' "$(hpc_configs_quote_templates "${hpc_configs_words[@]}")"
+    render_command "${hpc_configs_words[@]}"
     printf 'hpc_configs_expand "${hpc_command[@]}"\nprintf "%%s\\0" "${hpc_configs_argv[@]}"\n'
   } >job.sh
   run --separate-stderr bash job.sh
@@ -362,14 +368,12 @@ A:-"
     $'tab\there' '*' '~' '#c' '!x' "a'b\"c" $'\x01ctrl' '${U:-a\}b}' $'\xff' '-' '--' '--x=$(id)'
   )
   local line
-  line=$(hpc_configs_quote_templates "${templates[@]}")
+  line=$(render_command "${templates[@]}")
   [[ $line != *$'\n'* ]]
-  printf 'set -euo pipefail\nhpc_command=( %s )\nprintf "%%s\\0" "${hpc_command[@]}"\n' "$line" >job.sh
+  printf 'set -euo pipefail\n%s\nprintf "%%s\\0" "${hpc_command[@]}"\n' "$line" >job.sh
   run bash -c 'bash job.sh | od -An -v -c'
   assert_success
   assert_output "$(nul_dump "${templates[@]}")"
-  run hpc_configs_quote_templates
-  assert_output ''
 }
 
 @test "round trip: configs file -> templates -> job script -> the program's arguments" {
@@ -386,7 +390,7 @@ EOF
   {
     printf 'set -euo pipefail\nsource %q\nsource %q\n' "$HPC_ROOT/hpc_files/lib/hpc_common.bash" \
       "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
-    printf 'hpc_command=( %s )\n' "$(hpc_configs_quote_templates "${hpc_configs_words[@]}")"
+    render_command "${hpc_configs_words[@]}"
     printf 'hpc_configs_expand "${hpc_command[@]}"\nprintf "%%s\\0" "${hpc_configs_argv[@]}"\n'
   } >job.sh
   run bash -c 'SCRATCH_DIR="/s p" SLURM_JOB_ID=7 bash job.sh | od -An -v -c'
@@ -409,7 +413,6 @@ EOF
     hpc_configs_read "$1"
     hpc_configs_expand "${hpc_configs_words[@]}"
     hpc_configs_references "${hpc_configs_words[@]}"
-    hpc_configs_quote_templates "${hpc_configs_words[@]}" >/dev/null
     printf "[%s]" "${hpc_configs_argv[@]}"
     echo
     hpc_configs_expand "\${U}" || echo "status $?"

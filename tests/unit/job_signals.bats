@@ -190,7 +190,7 @@ EOF
 @test "copy-back: a path that no node had is named loudly by the batch shell" {
   export HPC_JOB_COPY_BACK=$'snapshot.pt\nckpt/\nlogs' SLURM_JOB_NUM_NODES=2
   # What hpc_job_stop_guards collected from the guards' 'found PATH' lines.
-  declare -gA hpc_job_copy_found_paths=([logs]=1 [snapshot.pt]=1)
+  declare -gA hpc_job_copy_found_paths=([logs]=1 ['snapshot.pt']=1)
   run hpc_job_copy_back_missing
   assert_success
   assert_output "[hpc n1] copy-back WARNING: ckpt was found on none of the 2 node(s): nothing was copied back for it"

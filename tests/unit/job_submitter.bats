@@ -14,26 +14,18 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
   load '../helpers/common'
-  # Python must not write __pycache__ into the repository while the cache is compiled.
-  export PYTHONDONTWRITEBYTECODE=1
-  HPC_WARM_CACHE="$BATS_FILE_TMPDIR/warm cache"
-  export HPC_WARM_CACHE
-  # Every profile compiled once with the toolkit's own code; installed copies have the same
-  # content, so the submitter finds them compiled.
-  for profile in "$HPC_ROOT"/hpc_files/clusters/*.yaml; do
-    profile=${profile##*/}
-    (HPC_CACHE_DIR=$HPC_WARM_CACHE profile_load "$HPC_ROOT/hpc_files" "${profile%.yaml}")
-  done
+  load '../helpers/submitter'
+  hpc_test_warm_profiles
 }
 
 # profile_load HPC_FILES NAME: loads cluster profile NAME of the toolkit in the folder HPC_FILES
 # (the repository's or an installed one) into hpc_profile_*, as the submitter does: compiled into
 # HPC_CACHE_DIR when it is not there yet. Sources the toolkit's libraries: call it in a subshell.
 profile_load() {
-  local hpc_files_dir=$1 hpc_python_helpers_dir=$1/python_helpers
-  [[ -d $hpc_python_helpers_dir ]] || hpc_python_helpers_dir=$1/../python_helpers
+  local hpc_files_dir=$1
   # shellcheck source=hpc_files/lib/hpc_common.bash
   source "$hpc_files_dir/lib/hpc_common.bash"
+  hpc_facts_locate "$hpc_files_dir"
   # shellcheck source=hpc_files/lib/hpc_profile.bash
   source "$hpc_files_dir/lib/hpc_profile.bash"
   hpc_profile_load "$2"
@@ -41,21 +33,10 @@ profile_load() {
 
 setup() {
   load '../helpers/common'
-  fixtures=$HPC_ROOT/tests/fixtures/submitter
-  tmp=$(hpc_test_tmp)
-  project="$tmp/my project"
-  mkdir -p "$project" "$tmp/scratch"
-  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
-  printf 'python main.py --lr 0.1\n' >"$project/hpc_files/experiment_configurations.txt"
-  submitter=$project/hpc_files/job_submitter.sh
-  cp -R "$HPC_WARM_CACHE" "$tmp/cache"
-  # Outside $tmp, so that listings of $tmp do not see the stubs' records.
-  stub_log="$BATS_TEST_TMPDIR/stub log"
-  mkdir -p "$stub_log"
-  unset HPC_PYTHON HPC_HOSTNAME MASTER_PORT HPC_STUB_SBATCH HPC_STUB_INSTALL \
-    HPC_STUB_SQUEUE_STATES HPC_STUB_SQUEUE_JOBS HPC_STUB_SCRIPTS HPC_STUB_PYTHON HPC_STUB_JOB_ID name
-  export SCRATCH=$tmp/scratch HPC_CLUSTER=local HPC_CACHE_DIR=$tmp/cache HPC_STUB_LOG=$stub_log
-  export PATH=$fixtures/bin:$PATH
+  # shellcheck source=tests/helpers/submitter.bash
+  source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
+  unset name
+  hpc_test_submitter_project "$(hpc_test_tmp)/cache" "$(hpc_test_tmp)/scratch"
   outputs="$SCRATCH/my project/hpc_outputs"
 }
 
@@ -401,6 +382,39 @@ configs file uses \$HOME: from this shell: $HOME"
   assert_line "sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified"
   assert_equal "${lines[${#lines[@]} - 1]}" "Dry run: nothing was submitted or created."
   [[ ! -e "$SCRATCH/my project" ]]
+}
+
+@test "--dry-run without sbatch on PATH: the plan and the script, SLURM not asked, exit 0, nothing created" {
+  make_ready_venv
+  local before without_sbatch
+  without_sbatch=$(path_without sbatch)
+  run env PATH="$without_sbatch" bash -c 'command -v sbatch'
+  assert_failure
+  before=$(listing "$tmp")
+  PATH=$without_sbatch submit --dry-run -g 1
+  assert_equal "$status" 0
+  assert_equal "$stderr" ""
+  assert_line --index 0 "== sbatch invocation"
+  assert_line "== job script"
+  assert_line "(sbatch is not here: SLURM was not asked to validate the request)"
+  assert_equal "${lines[${#lines[@]} - 1]}" "Dry run: nothing was submitted or created."
+  assert_equal "$(calls sbatch)" 0
+  assert_equal "$(listing "$tmp")" "$before"
+}
+
+@test "path_without: the command is gone from PATH, every other command of its folders stays" {
+  local stubs=$HPC_ROOT/tests/fixtures/submitter/bin
+  [[ -x $stubs/sbatch && -x $stubs/squeue && :$PATH: == *:$stubs:* ]]
+  run path_without sbatch
+  assert_success
+  local new=$output
+  run env PATH="$new" bash -c 'command -v sbatch'
+  assert_failure
+  run env PATH="$new" bash -c 'command -v squeue bash sed'
+  assert_success
+  assert_equal "${#lines[@]}" 3
+  # One folder for each folder, in order.
+  assert_equal "$(tr ':' '\n' <<<"$new" | wc -l)" "$(tr ':' '\n' <<<"$PATH" | wc -l)"
 }
 
 # ---------------------------------------------------------------------------------------------

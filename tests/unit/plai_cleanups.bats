@@ -142,6 +142,16 @@ names() {
   [ -f "$root/hpc_tmpdir.$user.152.fedcba9876543210/sub/file.txt" ]
 }
 
+@test "a preempted job's folder is removed: PREEMPTED has ended, as status counts it" {
+  leftover "hpc_tmpdir.$user.161.0123456789abcdef" 161
+  b161=$(bytes "$root/hpc_tmpdir.$user.161.0123456789abcdef")
+  export HPC_STUB_SQUEUE="161 PREEMPTED"
+  clean
+  assert_success
+  assert_line "removed: hpc_tmpdir.$user.161.0123456789abcdef (job 161 ended: PREEMPTED; $b161 bytes freed)"
+  [ ! -e "$root/hpc_tmpdir.$user.161.0123456789abcdef" ]
+}
+
 @test "today's layout: other suffixes, another job's record, symlinks and other owners are kept, untouched" {
   for name in "hpc_tmpdir.$user.161.0123456789abcde" "hpc_tmpdir.$user.162.0123456789ABCDEF" \
     "hpc_tmpdir.$user.163.0123456789abcdefa" "hpc_tmpdir.$user.164.0123456789abcdef.x" "hpc_tmpdir.$user.165.g123456789abcdef"; do
@@ -453,7 +463,7 @@ hpc_tmpdir.$user.1104"
     run --separate-stderr bash "$submitter" "${args[@]}" </dev/null
     assert_equal "$words -> $status" "$words -> 2"
     assert_equal "$words -> $output" "$words -> "
-    assert_equal "$words -> $stderr" "$words -> submit_plai_cleanup: $message"
+    assert_equal "$words -> $stderr" "$words -> submit_plai_cleanup: ${message//@PROFILES@/$(hpc_test_profile_names)}"
     assert_equal "$(calls sbatch)" 0
     [[ $(listing "$tmp") == "$before" ]] || fail "$words: created or changed something under $tmp"
   done <<'EOT'
@@ -475,7 +485,7 @@ n1|n1: unexpected word; this command takes only options (see --help)
 --cluster local --nodes n[2-1]|--nodes: 'n[2-1]' is not accepted; accepted: a hostlist of node names and ranges, e.g. 'plai[01-04],plai07'
 --cluster local --nodes n9|--nodes: 'n9' is not a node of partition debug; accepted: n1 n2
 --cluster local --nodes n[1-3]|--nodes: 'n3' is not a node of partition debug; accepted: n1 n2
---cluster mars|--cluster: 'mars' is not a known cluster; accepted: cedar generic local plai
+--cluster mars|--cluster: 'mars' is not a known cluster; accepted: @PROFILES@
 --cluster ../clusters/local|--cluster: '../clusters/local' is not accepted; accepted: the name of a profile in hpc_files/clusters/
 --cluster=|--cluster: '' is not accepted; accepted: the name of a profile in hpc_files/clusters/
 --cluster cedar|--cluster: the cluster 'cedar' gives every job SLURM_TMPDIR (tmpdir.provided: true), so the toolkit leaves no folders there; accepted: a cluster without it, or --root

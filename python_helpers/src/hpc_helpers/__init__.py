@@ -15,5 +15,5 @@ torch):
 The command line is ``python -m hpc_helpers --help``.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["__version__"]

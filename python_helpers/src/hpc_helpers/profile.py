@@ -47,6 +47,8 @@ __all__ = [
     "DEFAULTS",
     "Profile",
     "ProfileError",
+    "is_slurm_mem",
+    "is_slurm_time",
     "load_profile",
     "render_shell",
     "validate",
@@ -132,18 +134,45 @@ DEFAULTS: Mapping[str, Value] = _flat_defaults()
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _WORD = re.compile(r"[A-Za-z0-9_.+-]+")
-# SLURM --time: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S, or UNLIMITED / INFINITE.
-_TIME = re.compile(
-    r"[0-9]+(:[0-9]{1,2}){0,2}|[0-9]+-[0-9]{1,2}(:[0-9]{1,2}){0,2}|UNLIMITED|INFINITE",
-    re.IGNORECASE,
+# One grammar with the options (hpc_opt_check_time / hpc_opt_check_mem in hpc_options.bash; the
+# cases both sides are tested on are in tests/fixtures/grammar/). A SLURM time: M, M:S, H:M:S,
+# D-H, D-H:M or D-H:M:S; hours < 24, minutes and seconds < 60 (a leading minutes field is free),
+# not zero; no UNLIMITED: the warning signal is timed from the limit.
+_TIME_MINUTES = re.compile(r"([0-9]{1,6})(?::([0-9]{1,2}))?")
+_TIME_HOURS = re.compile(
+    r"(?:([0-9]{1,3})-([0-9]{1,2})|([0-9]{1,2}))(?::([0-9]{1,2}))?(?::([0-9]{1,2}))?"
 )
-_MEM = re.compile(r"[0-9]+[KMGT]?", re.IGNORECASE)
+# A SLURM memory size with its unit (a bare number would be MB, too easily meant as GB).
+_MEM = re.compile(r"([0-9]{1,7})[KMGTkmgt]")
+
+
+def is_slurm_time(value: str) -> bool:
+    """True for a time limit as -t/--time accepts it (see tests/fixtures/grammar/time.txt)."""
+    minutes = _TIME_MINUTES.fullmatch(value)
+    if minutes:
+        seconds = int(minutes.group(2) or 0)
+        return seconds < 60 and int(minutes.group(1)) * 60 + seconds > 0
+    hours = _TIME_HOURS.fullmatch(value)
+    if hours is None:
+        return False
+    days, day_hours, plain_hours, mins, secs = hours.groups()
+    if plain_hours is not None and (mins is None or secs is None):
+        return False  # H alone is minutes, H:M is M:S: both matched above
+    fields = [int(days or 0), int(day_hours or plain_hours), int(mins or 0), int(secs or 0)]
+    return fields[1] < 24 and fields[2] < 60 and fields[3] < 60 and sum(fields) > 0
+
+
+def is_slurm_mem(value: str) -> bool:
+    """True for a memory size as -m/--mem-per-gpu accepts it (tests/fixtures/grammar/mem.txt)."""
+    match = _MEM.fullmatch(value)
+    return match is not None and int(match.group(1)) > 0
+
+
 _PATTERNS = {
     "name": _NAME,
     "word": _WORD,
-    "time": _TIME,
-    "mem": _MEM,
 }
+_CHECKS = {"time": is_slurm_time, "mem": is_slurm_mem}
 _KIND_TEXT = {
     "name": "a profile name (letters, digits, '.', '_', '-')",
     "text": "a string",
@@ -155,8 +184,9 @@ _KIND_TEXT = {
     "tristate": "true, false or auto",
     "bool": "true or false",
     "signal": "a signal name without the SIG prefix (USR1, USR2, TERM, ...)",
-    "time": "a SLURM time (MM, HH:MM:SS, D-HH:MM, ...)",
-    "mem": "a SLURM memory size (an integer with an optional K, M, G or T suffix)",
+    "time": "a SLURM time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and "
+    "seconds < 60), not zero",
+    "mem": "a SLURM memory size: a whole amount with a unit K, M, G or T, e.g. 10G or 512M",
 }
 
 
@@ -173,8 +203,11 @@ def _describe(value: object) -> str:
 def _check_str(file: str, key: str, value: str, kind: str, expected: str) -> str:
     if "\0" in value:
         raise ProfileError(file, key, "contains a NUL character")
-    pattern = _PATTERNS.get(kind)
-    ok = value != "" if pattern is None else pattern.fullmatch(value) is not None
+    pattern, check = _PATTERNS.get(kind), _CHECKS.get(kind)
+    if check is not None:
+        ok = check(value)
+    else:
+        ok = value != "" if pattern is None else pattern.fullmatch(value) is not None
     if kind != "text" and not ok:
         raise ProfileError(file, key, f"expected {expected}, got {value!r}")
     return value

@@ -1,0 +1,67 @@
+# shellcheck shell=bash
+# hpc_facts.bash: the facts every side of the toolkit shares, each defined once: where the
+# toolkit's parts lie, which SLURM job states have ended or failed, and the name and record of an
+# emulated SLURM_TMPDIR. Sourced by hpc_common.bash, so the submitter, the job, the management
+# commands and plai_cleanups all read the same ones. Pure: no process, no output.
+
+# SLURM job states (squeue %T, scontrol JobState) of a job that has ended for good, and of those
+# the ones `resubmit --failed` runs again. Space-separated, with a space at both ends.
+hpc_facts_ended_states=' COMPLETED CANCELLED FAILED TIMEOUT NODE_FAIL BOOT_FAIL DEADLINE OUT_OF_MEMORY PREEMPTED '
+# shellcheck disable=SC2034 # read by hpc_manage.bash
+hpc_facts_failed_states=' FAILED TIMEOUT NODE_FAIL CANCELLED '
+
+# hpc_facts_state_ended STATE: true when a job in STATE has ended (nothing of it runs or will).
+hpc_facts_state_ended() {
+  [[ -n $1 && $1 != *' '* && $hpc_facts_ended_states == *" $1 "* ]]
+}
+
+# An emulated SLURM_TMPDIR (made by hpc_job.bash where the cluster gives jobs none) is named
+# <prefix>.<user>.<job id>.<16 hex digits> and holds the record file naming its job id; cleanup
+# tools remove only folders with both.
+hpc_facts_tmpdir_prefix=hpc_tmpdir
+hpc_facts_tmpdir_record=.hpc_tmpdir
+
+# hpc_facts_tmpdir_name USER JOB_ID DIGITS: sets hpc_facts_tmpdir_name to the folder's name.
+hpc_facts_tmpdir_name() {
+  # shellcheck disable=SC2034 # the result, read by the caller
+  hpc_facts_tmpdir_name=$hpc_facts_tmpdir_prefix.$1.$2.$3
+}
+
+# hpc_facts_tmpdir_name_id USER NAME: true when NAME is a folder name the toolkit gives USER's
+# jobs (or, from earlier versions, the name without the digits); sets hpc_facts_tmpdir_id to the
+# job id (digits without a leading zero, as SLURM writes it), else to ''. USER is compared as a
+# string, never as a pattern.
+hpc_facts_tmpdir_name_id() {
+  local prefix=$hpc_facts_tmpdir_prefix.$1.
+  hpc_facts_tmpdir_id=''
+  [[ ${2:0:${#prefix}} == "$prefix" && ${2:${#prefix}} =~ ^([1-9][0-9]*)(\.[0-9a-f]{16})?$ ]] || return 1
+  # shellcheck disable=SC2034 # the result, read by the caller
+  hpc_facts_tmpdir_id=${BASH_REMATCH[1]}
+}
+
+# hpc_facts_tmpdir_record_write DIR JOB_ID: writes DIR's record naming JOB_ID.
+hpc_facts_tmpdir_record_write() {
+  printf '%s\n' "$2" >"$1/$hpc_facts_tmpdir_record"
+}
+
+# hpc_facts_tmpdir_record_matches DIR JOB_ID: true when DIR's record is a regular file (not a
+# link) whose first line is JOB_ID.
+hpc_facts_tmpdir_record_matches() {
+  local record='' file=$1/$hpc_facts_tmpdir_record
+  [[ -f $file && ! -L $file ]] || return 1
+  IFS= read -r -n 32 record <"$file" 2>/dev/null || [[ -n $record ]] || return 1
+  [[ -n $2 && $record == "$2" ]]
+}
+
+# hpc_facts_locate HPC_FILES_DIR: where the toolkit's parts lie, given its hpc_files/ folder:
+# sets hpc_toolkit_dir (the folder that holds the runners and the Python helpers: hpc_files/'s
+# parent in the toolkit's repository, hpc_files/ itself in an installed project), hpc_venv_dir,
+# hpc_container_lib and hpc_python_helpers_dir.
+hpc_facts_locate() {
+  hpc_toolkit_dir=${1%/*}
+  [[ ! -d $1/virtual_env_hpc_files ]] || hpc_toolkit_dir=$1
+  hpc_toolkit_dir=${hpc_toolkit_dir:-/}
+  # shellcheck disable=SC2034 # read by the submitter, venv_runner.bash and plai_cleanups
+  hpc_venv_dir=$hpc_toolkit_dir/virtual_env_hpc_files hpc_container_lib=$hpc_toolkit_dir/singularity_hpc_files/container_runner.bash \
+    hpc_python_helpers_dir=$hpc_toolkit_dir/python_helpers
+}

@@ -1,0 +1,50 @@
+# shellcheck shell=bash
+# Loaded by the unit tests of job_submitter.sh (tests/unit/job_submitter.bats, bad_input.bats):
+# a warm profile cache, a project installed in a temporary folder, PATH stubs of SLURM.
+
+# hpc_test_warm_profiles: for setup_file: compiles every cluster profile once, with the toolkit's
+# own code, into "$BATS_FILE_TMPDIR/warm cache" (exported as HPC_WARM_CACHE). Installed copies
+# have the same content, so a submitter given a copy of it finds them compiled and runs no Python.
+hpc_test_warm_profiles() {
+  local profile
+  export PYTHONDONTWRITEBYTECODE=1
+  export HPC_WARM_CACHE="$BATS_FILE_TMPDIR/warm cache"
+  for profile in "$HPC_ROOT"/hpc_files/clusters/*.yaml; do
+    profile=${profile##*/}
+    (
+      hpc_files_dir=$HPC_ROOT/hpc_files
+      # shellcheck source=hpc_files/lib/hpc_common.bash
+      source "$hpc_files_dir/lib/hpc_common.bash"
+      hpc_facts_locate "$hpc_files_dir"
+      # shellcheck source=hpc_files/lib/hpc_profile.bash
+      source "$hpc_files_dir/lib/hpc_profile.bash"
+      HPC_CACHE_DIR=$HPC_WARM_CACHE hpc_profile_load "${profile%.yaml}"
+    ) || return 1
+  done
+}
+
+# hpc_test_submitter_project CACHE SCRATCH: for setup: a project installed in "$tmp/my project"
+# ($tmp from hpc_test_tmp) with a one-line configs file, SCRATCH made and exported, a copy of the
+# warm profile cache at CACHE (HPC_CACHE_DIR), the stubs of tests/fixtures/submitter/bin first on
+# PATH recording into "$BATS_TEST_TMPDIR/stub log" (stub_log), and no stray variable of the
+# caller's environment. Sets fixtures, tmp, project, submitter and stub_log.
+hpc_test_submitter_project() {
+  # shellcheck disable=SC2034 # fixtures and submitter: for the calling test
+  fixtures=$HPC_ROOT/tests/fixtures/submitter
+  tmp=$(hpc_test_tmp)
+  project="$tmp/my project"
+  mkdir -p "$project" "$2"
+  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
+  printf 'python main.py --lr 0.1\n' >"$project/hpc_files/experiment_configurations.txt"
+  # shellcheck disable=SC2034
+  submitter=$project/hpc_files/job_submitter.sh
+  cp -R "$HPC_WARM_CACHE" "$1"
+  # Outside $tmp, so that listings of $tmp do not see the stubs' records.
+  stub_log="$BATS_TEST_TMPDIR/stub log"
+  mkdir -p "$stub_log"
+  unset HPC_PYTHON HPC_HOSTNAME MASTER_PORT HPC_STUB_SBATCH HPC_STUB_INSTALL HPC_STUB_SINFO \
+    HPC_STUB_SINFO_TABLE HPC_STUB_SQUEUE_STATES HPC_STUB_SQUEUE_JOBS HPC_STUB_SCRIPTS \
+    HPC_STUB_PYTHON HPC_STUB_JOB_ID WANDB_API_KEY
+  export SCRATCH=$2 HPC_CLUSTER=local HPC_CACHE_DIR=$1 HPC_STUB_LOG=$stub_log
+  export PATH=$fixtures/bin:$PATH
+}
