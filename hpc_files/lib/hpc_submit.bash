@@ -51,6 +51,23 @@ hpc_submit_configs() {
   ((rc == 0)) || exit 2
 }
 
+# hpc_submit_array_env: prints checkpoints_dir (hpc_job_array_setup), and for --repeat the first
+# and last task's seed and checkpoints_dir.
+hpc_submit_array_env() {
+  local dir=$hpc_plan_scratch_dir/$hpc_plan_exp_name/checkpoints last
+  if [[ ${hpc_plan_mode:-single} != repeat ]]; then
+    printf 'checkpoints_dir=%s\n' "$dir"
+    return 0
+  fi
+  last=$((hpc_plan_array_count - 1))
+  if ((last == 0)); then
+    printf 'seed=0 (task 0)\ncheckpoints_dir=%s/task_0 (task 0)\n' "$dir"
+  else
+    printf 'seed=0 (task 0) ... %s (task %s)\ncheckpoints_dir=%s/task_0 (task 0) ... %s/task_%s (task %s)\n' \
+      "$last" "$last" "$dir" "$dir" "$last" "$last"
+  fi
+}
+
 # hpc_submit_environment: prints the environment the job's program gets, and flags references of
 # the configs file that nothing will define in the job.
 hpc_submit_environment() {
@@ -61,6 +78,7 @@ hpc_submit_environment() {
   printf 'source_dir=%s\nproject_name=%s\nscratch_dir=%s\nexp_name=%s\nnum_nodes=%s\ngpus_per_node=%s\n' \
     "$hpc_plan_source_dir" "$hpc_plan_project_name" "$hpc_plan_scratch_dir" "$hpc_plan_exp_name" \
     "$hpc_plan_nodes" "$hpc_plan_gpus"
+  hpc_submit_array_env
   case $hpc_profile_tmpdir_provided in
     true) printf 'SLURM_TMPDIR=(made by the cluster on every node)\n' ;;
     false) printf 'SLURM_TMPDIR=(made by the toolkit on every node under %s, removed at the end)\n' "$hpc_profile_tmpdir_root" ;;
@@ -71,12 +89,16 @@ hpc_submit_environment() {
   printf 'PYTHONPATH=%s (the toolkit'"'"'s hpc_helpers) and the venv %s\n' "$hpc_python_helpers_dir/src" "$hpc_plan_venv"
   printf 'and the rest of this shell'"'"'s environment, as sbatch passes it on.\n'
   while IFS= read -r _hpc_env_name; do
-    _hpc_env_required=1
+    _hpc_env_required=1 _hpc_env_defined=''
     [[ $_hpc_env_name == *:- ]] && _hpc_env_required=0 && _hpc_env_name=${_hpc_env_name%:-}
     case $_hpc_env_name in
-      source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) _hpc_env_defined="defined by the job" ;;
+      # --repeat's tasks see their index as seed (hpc_job_array_setup); other jobs have none.
+      seed) [[ ${hpc_plan_mode:-single} != repeat ]] || _hpc_env_defined="defined by the job" ;;&
+      source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | checkpoints_dir | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) _hpc_env_defined="defined by the job" ;;
       *)
-        if [[ -n ${!_hpc_env_name+x} ]]; then
+        if [[ -n ${_hpc_env_defined:-} ]]; then
+          :
+        elif [[ -n ${!_hpc_env_name+x} ]]; then
           # Secrets by name (in any case), and any secret's value inside another variable's.
           _hpc_env_value='(masked)'
           if ! hpc_secret_name "$_hpc_env_name"; then
@@ -273,5 +295,14 @@ hpc_submit_main() {
     printf 'Offline runs go to %s/wandb; when the array has ended, upload them from a machine with internet:\n  wandb sync %q/wandb/offline-run-*\n' \
       "$hpc_plan_scratch_dir/$hpc_plan_exp_name" "$hpc_plan_scratch_dir/$hpc_plan_exp_name"
   fi
-  printf 'Job script: %s\nOutput:     %s\nFollow it:  tail -F %q\n' "$final" "${hpc_plan_output//%j/$id}" "${hpc_plan_output//%j/$id}"
+  local others='' first=${hpc_plan_array%%[-,:%]*}
+  if [[ -n $hpc_plan_array ]]; then
+    # An array: task FIRST's real file, and the others' with the job id filled in.
+    hpc_manifest_output "$hpc_plan_output" "$id" %a '' "$hpc_plan_job_name"
+    others=" (task $first; task %a writes $hpc_manifest_path, %a = ${hpc_plan_array%\%*})"
+    hpc_manifest_output "$hpc_plan_output" "$id" "$first" '' "$hpc_plan_job_name"
+  else
+    hpc_manifest_output "$hpc_plan_output" "$id" '' "$id" "$hpc_plan_job_name"
+  fi
+  printf 'Job script: %s\nOutput:     %s%s\nFollow it:  tail -F %q\n' "$final" "$hpc_manifest_path" "$others" "$hpc_manifest_path"
 }
