@@ -664,7 +664,11 @@ hpc_job_main() {
   export HPC_JOB_LABEL_RANKS=${hpc_job_label_ranks:-0}
   hpc_job_warned=0
   hpc_job_requeue_max=${hpc_job_requeue_max:-0}
-  hpc_job_log "job ${SLURM_JOB_ID} ($hpc_job_runner, launcher $hpc_job_launcher) on ${SLURM_JOB_NODELIST}: $num_nodes node(s) x $gpus_per_node GPU(s), restart $HPC_RESTART_COUNT"
+  # An array task by its own name: its job id alone may be the array's (SLURM gives the array's
+  # id to one of its tasks), which reads as another job's.
+  local name="job ${SLURM_JOB_ID} ("
+  [[ -z ${SLURM_ARRAY_TASK_ID:-} ]] || name="job ${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID (job id $SLURM_JOB_ID; "
+  hpc_job_log "$name$hpc_job_runner, launcher $hpc_job_launcher) on ${SLURM_JOB_NODELIST}: $num_nodes node(s) x $gpus_per_node GPU(s), restart $HPC_RESTART_COUNT"
   hpc_job_load_modules
   hpc_job_array_setup
 

@@ -126,6 +126,37 @@ wait_running() {
 ArrayTaskId=3"
 }
 
+@test "logs of an array: JOBID_TASK prints that task's file, whose header names that task; JOBID every task; an unknown task or job exit 2" {
+  grep -q -- '--repeat)' "$HPC_ROOT/hpc_files/lib/hpc_options.bash" || skip "--repeat is not in this version"
+  hpc_configs "$PROJECT" 'python tasks.py fail 9 3'
+  hpc_submit_job "$PROJECT" -g 0 --repeat 2 -e rep-logs
+  hpc_wait_job "$job_id" 90
+  local id=$job_id task raw file
+  for task in 0 1; do
+    file=$outputs/rep-logs_venv-none_${id}_$task.out
+    raw=$(scontrol -o show job "${id}_$task" | grep -o 'JobId=[0-9]*' | head -1)
+    raw=${raw#JobId=}
+    manage logs "${id}_$task"
+    assert_equal "$status" 0
+    assert_equal "$output" "$(<"$file")"
+    assert_line --index 0 --regexp "^\[hpc n[12]\] job ${id}_$task \(job id $raw; venv, launcher none\) on n[12]: 1 node\(s\) x 0 GPU\(s\), restart 0$"
+    assert_line "TASK id=$task job=$raw code=0"
+  done
+  manage logs "$id"
+  assert_equal "$status" 0
+  assert_equal "$output" "==> $outputs/rep-logs_venv-none_${id}_0.out <==
+$(<"$outputs/rep-logs_venv-none_${id}_0.out")
+==> $outputs/rep-logs_venv-none_${id}_1.out <==
+$(<"$outputs/rep-logs_venv-none_${id}_1.out")"
+  manage logs "${id}_2"
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: ${id}_2: job $id has no array task 2 (its array: 0-1%$(sed -n 's/^array\t0-1%//p' "$manifests/rep-logs_$id.manifest"))"
+  manage logs 999999
+  assert_equal "$status" 2
+  assert_output ''
+  [[ $stderr == "job_submitter.sh: 999999: not a job or an experiment recorded for project manage project (see 'bash job_submitter.sh status'); known: "* ]]
+}
+
 @test "an array being run: cancel cancels its tasks, and status shows them CANCELLED" {
   grep -q -- '--repeat)' "$HPC_ROOT/hpc_files/lib/hpc_options.bash" || skip "--repeat is not in this version"
   hpc_configs "$PROJECT" 'python tasks.py sleep 300'
