@@ -860,10 +860,11 @@ cause && $1 == "rank" { rank = $3; local = $5; sub(/\)$/, "", local) }
 cause && $1 == "exitcode" { print $3, rank, local, host; cause = 0; done = 1 }
 '
 
-# hpc_job_worker_status FILE STATUS: (hpc_job_supervise, torchrun) sets its caller's status to the exit code
-# of torchrun's first failed worker, read from FILE (hpc_job_root_cause_awk; 128+N for a worker
-# killed by signal N), and says which rank on which node. Waits at most 2 s for the line: the awk
-# ends when the last worker's output has drained. Keeps STATUS when torchrun named no worker.
+# hpc_job_worker_status FILE STATUS: (hpc_job_supervise, torchrun) sets the caller's status to
+# the exit code of torchrun's first failed worker, read from FILE (hpc_job_root_cause_awk; 128+N
+# for a worker killed by signal N), and says which rank on which node. Waits at most 2 s for the
+# line: the awk ends when the last worker's output has drained. Keeps STATUS when torchrun named
+# no worker.
 hpc_job_worker_status() {
   local file=$1 i code rank local_rank host
   for ((i = 0; i < 20; i++)); do
