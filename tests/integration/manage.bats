@@ -157,6 +157,26 @@ $(<"$outputs/rep-logs_venv-none_${id}_1.out")"
   [[ $stderr == "job_submitter.sh: 999999: not a job or an experiment recorded for project manage project (see 'bash job_submitter.sh status'); known: "* ]]
 }
 
+@test "a requeued job, during SLURM's requeue delay: status says requeued and when it restarts, as scontrol does" {
+  hpc_configs "$PROJECT" 'python tasks.py sleep 300'
+  hpc_submit_job "$PROJECT" -g 0 --requeue 1 -e requeue-status
+  wait_running "$job_id"
+  local id=$job_id when
+  scontrol requeue "$id"
+  # SLURM holds a requeued job back (BeginTime) until its restart.
+  for _ in $(seq 50); do
+    [[ $(squeue -h -j "$id" -o '%T|%r') == PENDING\|BeginTime ]] && break
+    sleep 0.2
+  done
+  when=$(scontrol -o show job "$id" | grep -o 'StartTime=[^ ]*')
+  when=${when#StartTime=}
+  [[ $when =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T ]] || fail "no start time: $(scontrol -o show job "$id")"
+  manage status requeue-status
+  scancel "$id"
+  assert_equal "$status" 0
+  assert_equal "$(row "$id")" "$id requeue-status venv-none PENDING (requeued, restarts at $when) - $job_out"
+}
+
 @test "an array being run: cancel cancels its tasks, and status shows them CANCELLED" {
   grep -q -- '--repeat)' "$HPC_ROOT/hpc_files/lib/hpc_options.bash" || skip "--repeat is not in this version"
   hpc_configs "$PROJECT" 'python tasks.py sleep 300'
