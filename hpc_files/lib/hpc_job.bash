@@ -697,7 +697,15 @@ hpc_job_main() {
 
   hpc_job_run_program
   trap - TERM INT "$HPC_WARNING_SIGNAL"
-  if ((hpc_job_status == 0)); then
+  local warning_code
+  warning_code=$((128 + $(kill -l "$HPC_WARNING_SIGNAL" 2>/dev/null || echo 0)))
+  if ((hpc_job_warned)) && ((hpc_job_status == 0 || hpc_job_status == warning_code)); then
+    # The program ended after the warning as asked (0, or 128+the signal's number): a stop, not a
+    # crash; only the program knows whether it saved its work.
+    local how=$hpc_job_status
+    ((hpc_job_status == 0)) || how="$hpc_job_status (128+SIG$HPC_WARNING_SIGNAL)"
+    hpc_job_log "stopped at the time-limit warning (SIG$HPC_WARNING_SIGNAL): the program exited with $how after $(hpc_job_elapsed) s; whether it saved its work, its own lines above say"
+  elif ((hpc_job_status == 0)); then
     hpc_job_log "the program finished successfully after $(hpc_job_elapsed) s"
   else
     hpc_job_log "the program failed with exit status $hpc_job_status after $(hpc_job_elapsed) s"

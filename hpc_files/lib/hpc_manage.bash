@@ -386,13 +386,14 @@ hpc_manage_status() {
     printf '%-*s  %-*s  %-*s  %-*s  %-*s  %s\n' "$w1" "${rows_job[i]}" "$w2" "${rows_exp[i]}" \
       "$w3" "${rows_kind[i]}" "$w4" "${rows_state[i]}" "$w5" "${rows_exit[i]}" "${rows_out[i]}"
   done
-  # What a job's log says it lost: a --copy-back path that no node had (hpc_job_copy_back_missing).
+  # What a job's log says it lost: a --copy-back path that no node had (hpc_job_copy_back_missing);
+  # and a stop at the time-limit warning, which a state of FAILED (exit 128+SIGUSR1) hides.
   local line
   for ((i = 1; i < ${#rows_job[@]}; i++)); do
     [[ -f ${rows_out[i]} && -r ${rows_out[i]} ]] || continue
     while IFS= read -r line; do
       printf '%s: %s\n' "${rows_job[i]}" "${line#\[hpc * }"
-    done < <(grep -m 5 -h -e '] copy-back WARNING: ' -- "${rows_out[i]}" 2>/dev/null)
+    done < <(grep -m 5 -h -e '] copy-back WARNING: ' -e '] stopped at the time-limit warning ' -- "${rows_out[i]}" 2>/dev/null)
   done
 }
 

@@ -448,6 +448,26 @@ EOT
   assert_equal "${lines[3]}" "110: copy-back WARNING: snapshot.pt was found on none of the 2 node(s): nothing was copied back for it"
 }
 
+@test "status: a job that stopped at the time-limit warning (FAILED 138:0) gets a line saying so; a crash does not" {
+  make_manifest e 120
+  make_manifest e 121
+  slurm_jobs <<'EOT'
+scontrol 120 120 FAILED 138:0
+scontrol 121 121 FAILED 1:0
+EOT
+  printf '%s\n' '[hpc n1] job 120 (venv, launcher none) on n1: 1 node(s) x 0 GPU(s), restart 0' 'SAVED' \
+    '[hpc n1] stopped at the time-limit warning (SIGUSR1): the program exited with 138 (128+SIGUSR1) after 41.000 s; whether it saved its work, its own lines above say' \
+    >"$outputs/e_venv-none_120.out"
+  printf '%s\n' '[hpc n1] job 121 (venv, launcher none) on n1: 1 node(s) x 0 GPU(s), restart 0' \
+    '[hpc n1] the program failed with exit status 1 after 2.000 s' >"$outputs/e_venv-none_121.out"
+  manage status e
+  assert_equal "$status" 0
+  assert_equal "${#lines[@]}" 4
+  assert_equal "$(row 120)" "120 e venv-none FAILED 138:0 $outputs/e_venv-none_120.out"
+  assert_equal "$(row 121)" "121 e venv-none FAILED 1:0 $outputs/e_venv-none_121.out"
+  assert_equal "${lines[3]}" "120: stopped at the time-limit warning (SIGUSR1): the program exited with 138 (128+SIGUSR1) after 41.000 s; whether it saved its work, its own lines above say"
+}
+
 @test "status: no submission yet says so (exit 0); SLURM unreachable is a failure (exit 1)" {
   manage status
   assert_equal "$status" 0
