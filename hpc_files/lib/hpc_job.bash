@@ -832,7 +832,7 @@ hpc_job_task() {
 hpc_job_supervise() {
   local program status=0 root_cause=''
   # torchrun exits 1 whatever its workers' codes; its stderr names the first failed worker.
-  [[ $HPC_JOB_LAUNCHER != torchrun ]] || root_cause=$(mktemp "${TMPDIR:-/tmp}/hpc_root_cause.XXXXXX") || root_cause=''
+  [[ ${HPC_JOB_LAUNCHER:-} != torchrun ]] || root_cause=$(mktemp "${TMPDIR:-/tmp}/hpc_root_cause.XXXXXX") || root_cause=''
   if [[ -n $root_cause ]]; then
     # The tee and awk ignore the signals srun sends to every process of the step.
     "$@" 2> >(trap '' INT TERM HUP QUIT USR1 USR2 && tee -p >(trap '' INT TERM HUP QUIT USR1 USR2 &&
