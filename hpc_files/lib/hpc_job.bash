@@ -864,8 +864,8 @@ hpc_job_supervise() {
 hpc_job_root_cause_awk='
 /^Root Cause \(first observed failure\):/ { if (!done) cause = 1; next }
 cause && $1 == "host" { host = $3 }
-cause && $1 == "rank" { rank = $3; local = $5; sub(/\)$/, "", local) }
-cause && $1 == "exitcode" { print $3, rank, local, host; cause = 0; done = 1 }
+cause && $1 == "rank" { rank = $3; lrank = $5; sub(/\)$/, "", lrank) }
+cause && $1 == "exitcode" { print $3, rank, lrank, host; cause = 0; done = 1 }
 '
 
 # hpc_job_worker_status FILE STATUS: (hpc_job_supervise, torchrun) sets the caller's status to
