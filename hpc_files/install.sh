@@ -6,6 +6,8 @@
 # that the project needs nothing else:  cd PROJECT_DIR/hpc_files && bash job_submitter.sh --help
 # The templates experiment_configurations.txt and sweeper.yml are copied only when the project
 # has none: running it again updates the toolkit's own files and never your configuration.
+# PROJECT_DIR/.gitignore gets the lines for the venv (virtual_env, .virtual_env_builds/) and the
+# lock files that are missing from it, after your own lines (a symbolic link is not written).
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$src")
@@ -59,3 +61,29 @@ for file in experiment_configurations.txt sweeper.yml; do
     echo "added the template $dest/$file: edit it"
   fi
 done
+
+# The project's .gitignore: the venv (a link: no trailing slash), its builds and the lock files
+# that submissions make in the project. Only missing lines are appended, after the user's own.
+ignores=(/virtual_env /.virtual_env_builds/ /.virtual_env.lock /.virtual_env.use.lock)
+gitignore=$project/.gitignore
+if [[ -L $gitignore ]]; then
+  echo "not writing $gitignore: it is a symbolic link; add to it yourself: ${ignores[*]}"
+else
+  missing=()
+  for line in "${ignores[@]}"; do
+    grep -qxF -- "$line" "$gitignore" 2>/dev/null || missing+=("$line")
+  done
+  if ((${#missing[@]} == 0)); then
+    echo "$gitignore already ignores the virtual environment and its locks"
+  else
+    # A last line without its newline is ended first.
+    end=''
+    [[ ! -s $gitignore ]] || end=$(tail -c 1 -- "$gitignore")
+    {
+      [[ -z $end ]] || echo
+      echo "# hpc toolkit (hpc_files/install.sh): the virtual environment, its builds and locks"
+      printf '%s\n' "${missing[@]}"
+    } >>"$gitignore"
+    echo "added to $gitignore: ${missing[*]}"
+  fi
+fi

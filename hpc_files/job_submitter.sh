@@ -31,7 +31,7 @@
 #                              torchrun's --node_rank i, so global rank 0 runs on the first node,
 #                              MASTER_ADDR; port derived from the job id); 'script' is the old
 #                              name of torchrun.
-#                              Without -W: one process on one node.
+#                              Without -W, or with -W none: one process on one node.
 #                              With -W the command must start with python.
 #                              Each line a rank prints (up to 4 KiB) reaches the output whole,
 #                              also when several ranks share a node and print without flushing.

@@ -743,7 +743,11 @@ hpc_job_main() {
   export HPC_JOB_LABEL_RANKS=${hpc_job_label_ranks:-0}
   hpc_job_warned=0
   hpc_job_requeue_max=${hpc_job_requeue_max:-0}
-  hpc_job_log "job ${SLURM_JOB_ID} ($hpc_job_runner, launcher $hpc_job_launcher) on ${SLURM_JOB_NODELIST}: $num_nodes node(s) x $gpus_per_node GPU(s), restart $HPC_RESTART_COUNT"
+  # An array task by its own name: its job id alone may be the array's (SLURM gives the array's
+  # id to one of its tasks), which reads as another job's.
+  local name="job ${SLURM_JOB_ID} ("
+  [[ -z ${SLURM_ARRAY_TASK_ID:-} ]] || name="job ${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID (job id $SLURM_JOB_ID; "
+  hpc_job_log "$name$hpc_job_runner, launcher $hpc_job_launcher) on ${SLURM_JOB_NODELIST}: $num_nodes node(s) x $gpus_per_node GPU(s), restart $HPC_RESTART_COUNT"
   hpc_job_load_modules
   hpc_job_array_setup
 
@@ -772,7 +776,15 @@ hpc_job_main() {
 
   hpc_job_run_program
   trap - TERM INT "$HPC_WARNING_SIGNAL"
-  if ((hpc_job_status == 0)); then
+  local warning_code
+  warning_code=$((128 + $(kill -l "$HPC_WARNING_SIGNAL" 2>/dev/null || echo 0)))
+  if ((hpc_job_warned)) && ((hpc_job_status == 0 || hpc_job_status == warning_code)); then
+    # The program ended after the warning as asked (0, or 128+the signal's number): a stop, not a
+    # crash; only the program knows whether it saved its work.
+    local how=$hpc_job_status
+    ((hpc_job_status == 0)) || how="$hpc_job_status (128+SIG$HPC_WARNING_SIGNAL)"
+    hpc_job_log "stopped at the time-limit warning (SIG$HPC_WARNING_SIGNAL): the program exited with $how after $(hpc_job_elapsed) s; whether it saved its work, its own lines above say"
+  elif ((hpc_job_status == 0)); then
     hpc_job_log "the program finished successfully after $(hpc_job_elapsed) s"
   else
     hpc_job_log "the program failed with exit status $hpc_job_status after $(hpc_job_elapsed) s"
@@ -903,8 +915,16 @@ hpc_job_task() {
 # for the processes below that catch it (a torchrun agent does not: its workers get it); TERM
 # goes to the program. Exits with the program's status.
 hpc_job_supervise() {
-  local program status=0
-  "$@" &
+  local program status=0 root_cause=''
+  # torchrun exits 1 whatever its workers' codes; its stderr names the first failed worker.
+  [[ ${HPC_JOB_LAUNCHER:-} != torchrun ]] || root_cause=$(mktemp "${TMPDIR:-/tmp}/hpc_root_cause.XXXXXX") || root_cause=''
+  if [[ -n $root_cause ]]; then
+    # The tee and awk ignore the signals srun sends to every process of the step.
+    "$@" 2> >(trap '' INT TERM HUP QUIT USR1 USR2 && tee -p >(trap '' INT TERM HUP QUIT USR1 USR2 &&
+      exec awk "$hpc_job_root_cause_awk" >"$root_cause") >&2) &
+  else
+    "$@" &
+  fi
   program=$!
   # shellcheck disable=SC2064 # the program's pid is fixed now
   trap "hpc_job_warn $program $HPC_WARNING_SIGNAL &" URG
@@ -915,5 +935,39 @@ hpc_job_supervise() {
     kill -0 "$program" 2>/dev/null || break
     status=0
   done
+  if [[ -n $root_cause ]]; then
+    ((status == 0)) || hpc_job_worker_status "$root_cause" "$status"
+    rm -f -- "${root_cause:?}"
+  fi
   exit "$status"
+}
+
+# The first failed worker in torchrun's summary (ChildFailedError: 'Root Cause (first observed
+# failure):', then its host, rank and exitcode lines): prints 'EXITCODE RANK LOCAL_RANK HOST'.
+# Reads to the end, so that the tee in front of it never writes into a closed pipe.
+# shellcheck disable=SC2016 # awk's own $3, not the shell's
+hpc_job_root_cause_awk='
+/^Root Cause \(first observed failure\):/ { if (!done) cause = 1; next }
+cause && $1 == "host" { host = $3 }
+cause && $1 == "rank" { rank = $3; lrank = $5; sub(/\)$/, "", lrank) }
+cause && $1 == "exitcode" { print $3, rank, lrank, host; cause = 0; done = 1 }
+'
+
+# hpc_job_worker_status FILE STATUS: (hpc_job_supervise, torchrun) sets the caller's status to
+# the exit code of torchrun's first failed worker, read from FILE (hpc_job_root_cause_awk; 128+N
+# for a worker killed by signal N), and says which rank on which node. Waits at most 2 s for the
+# line: the awk ends when the last worker's output has drained. Keeps STATUS when torchrun named
+# no worker.
+hpc_job_worker_status() {
+  local file=$1 i code rank local_rank host
+  for ((i = 0; i < 20; i++)); do
+    [[ -s $file ]] && break
+    sleep 0.1
+  done
+  read -r code rank local_rank host 2>/dev/null <"$file" || return 0
+  [[ $code =~ ^-?[0-9]+$ ]] || return 0
+  ((code >= 0)) || code=$((128 - code))
+  ((code != 0 && code != $2)) || return 0
+  hpc_job_log "torchrun exited with $2: its first failed worker, rank $rank (local rank $local_rank) on ${SLURMD_NODENAME:-$host}, exited with $code: that is this node's status"
+  status=$code
 }

@@ -13,7 +13,8 @@
 #   status [TARGET]     Every recorded job of the project, or of experiment TARGET (or the job
 #                       or array task TARGET), array tasks one per line: job id, experiment,
 #                       kind, state, exit code, output file. The state comes from squeue
-#                       (pending, running), then sacct (where the cluster keeps accounting), then
+#                       (pending, running; a job SLURM requeued says 'requeued, restarts at
+#                       TIME', as scontrol show job tells), then sacct (where the cluster keeps accounting), then
 #                       scontrol show job (ended jobs, for MinJobAge), then the last ended state
 #                       status saw; else UNKNOWN (forgotten by SLURM).
 #   logs TARGET         Prints the output of the newest job of experiment TARGET, or of the job
@@ -184,26 +185,36 @@ hpc_manage_set_range() {
 hpc_manage_states() {
   local id key out line ids joined state
   local -a missing=() fields=()
-  declare -gA hpc_st_state=() hpc_st_exit=() hpc_st_raw=()
+  declare -gA hpc_st_state=() hpc_st_exit=() hpc_st_raw=() hpc_st_note=()
   (($#)) || return 0
   local IFS=,
   joined="$*"
   IFS=$' \t\n'
 
-  # 1. squeue: pending and running jobs, array tasks one per line (-r).
-  if ! out=$(squeue -h -r -j "$joined" -o '%A|%F|%K|%T' 2>&1); then
+  # 1. squeue: pending and running jobs, array tasks one per line (-r), with the reason.
+  if ! out=$(squeue -h -r -j "$joined" -o '%A|%F|%K|%T|%r' 2>&1); then
     # A list of jobs that SLURM has all forgotten is an error for squeue.
     [[ $out == *'Invalid job id'* ]] || hpc_die "squeue failed: ${out//$'\n'/ }"
     out=''
   fi
+  local -a requeued=()
   while IFS='|' read -r -a fields; do
-    ((${#fields[@]} == 4)) && [[ ${fields[0]} =~ ^[0-9]+$ ]] || continue
+    ((${#fields[@]} >= 4)) && [[ ${fields[0]} =~ ^[0-9]+$ ]] || continue
     if [[ ${fields[2]} == N/A ]]; then
       hpc_manage_set "${fields[0]}" "${fields[0]}" "${fields[3]}" -
     else
       hpc_manage_set_range "${fields[1]}" "${fields[2]}" "${fields[0]}" "${fields[3]}" -
     fi
+    # Requeued, or waiting for SLURM's delay before a requeued job restarts (Reason=BeginTime).
+    if [[ ${fields[3]} == REQUEUED* || ${fields[3]}/${fields[4]-} == PENDING/BeginTime ]]; then
+      if [[ ${fields[2]} == N/A ]]; then
+        requeued+=("${fields[0]}|${fields[0]}")
+      elif [[ ${fields[2]} =~ ^[0-9]+$ ]]; then
+        requeued+=("${fields[0]}|${fields[1]}_${fields[2]}")
+      fi
+    fi
   done <<<"$out"
+  ((${#requeued[@]} == 0)) || hpc_manage_requeued "${requeued[@]}"
 
   # The jobs with a task that squeue did not answer for.
   hpc_manage_missing "$@"
@@ -284,6 +295,31 @@ hpc_manage_states() {
   done
 }
 
+# hpc_manage_requeued RAW|KEY...: for each job or task KEY (own job id RAW) that squeue shows
+# REQUEUED, or PENDING for its begin time, asks scontrol whether SLURM restarted it (Restarts>0)
+# and sets hpc_st_note[KEY] to 'requeued, restarts at TIME' (StartTime, else EligibleTime).
+hpc_manage_requeued() {
+  local item raw key out word restarts start eligible when
+  for item in "$@"; do
+    raw=${item%%|*} key=${item#*|}
+    out=$(scontrol -o show job "$raw" 2>/dev/null) || continue
+    restarts=0 start='' eligible=''
+    for word in ${out%%$'\n'*}; do
+      case $word in
+        Restarts=*) restarts=${word#*=} ;;
+        StartTime=*) start=${word#*=} ;;
+        EligibleTime=*) eligible=${word#*=} ;;
+      esac
+    done
+    [[ ${hpc_st_state[$key]-} == REQUEUED* || $restarts =~ ^[1-9][0-9]*$ ]] || continue
+    when=''
+    for word in "$start" "$eligible"; do
+      [[ -n $when || ! $word =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T ]] || when=$word
+    done
+    hpc_st_note[$key]="requeued${when:+, restarts at $when}"
+  done
+}
+
 # hpc_manage_missing ID...: sets hpc_manage_missing to the IDs that have a task without a state.
 hpc_manage_missing() {
   local id key
@@ -335,7 +371,7 @@ hpc_manage_status() {
     for key in "${hpc_manage_keys[@]}"; do
       hpc_manage_task_output "$id" "$key"
       rows_job+=("$key") rows_exp+=("${hpc_manage_exp[$id]}") rows_kind+=("${hpc_manage_kind[$id]}")
-      rows_state+=("${hpc_st_state[$key]}") rows_exit+=("${hpc_st_exit[$key]}") rows_out+=("$hpc_manifest_path")
+      rows_state+=("${hpc_st_state[$key]}${hpc_st_note[$key]:+ (${hpc_st_note[$key]})}") rows_exit+=("${hpc_st_exit[$key]}") rows_out+=("$hpc_manifest_path")
     done
   done
   local w1=0 w2=0 w3=0 w4=0 w5=0
@@ -350,13 +386,14 @@ hpc_manage_status() {
     printf '%-*s  %-*s  %-*s  %-*s  %-*s  %s\n' "$w1" "${rows_job[i]}" "$w2" "${rows_exp[i]}" \
       "$w3" "${rows_kind[i]}" "$w4" "${rows_state[i]}" "$w5" "${rows_exit[i]}" "${rows_out[i]}"
   done
-  # What a job's log says it lost: a --copy-back path that no node had (hpc_job_copy_back_missing).
+  # What a job's log says it lost: a --copy-back path that no node had (hpc_job_copy_back_missing);
+  # and a stop at the time-limit warning, which a state of FAILED (exit 128+SIGUSR1) hides.
   local line
   for ((i = 1; i < ${#rows_job[@]}; i++)); do
     [[ -f ${rows_out[i]} && -r ${rows_out[i]} ]] || continue
     while IFS= read -r line; do
       printf '%s: %s\n' "${rows_job[i]}" "${line#\[hpc * }"
-    done < <(grep -m 5 -h -e '] copy-back WARNING: ' -- "${rows_out[i]}" 2>/dev/null)
+    done < <(grep -m 5 -h -e '] copy-back WARNING: ' -e '] stopped at the time-limit warning ' -- "${rows_out[i]}" 2>/dev/null)
   done
 }
 

@@ -75,11 +75,22 @@ hpc_submit_configs() {
 }
 
 # hpc_submit_own_folders_text: prints where the job's files land: checkpoints_dir, WANDB_DIR and
-# the folder the program starts in (see hpc_job_own_folders), each array task its own.
+# the folder the program starts in (see hpc_job_own_folders), each array task its own; for
+# --repeat also the first and last task's seed and checkpoints_dir.
 hpc_submit_own_folders_text() {
-  local task='' exp=$hpc_plan_scratch_dir/$hpc_plan_exp_name
+  local task='' exp=$hpc_plan_scratch_dir/$hpc_plan_exp_name last
   [[ ${hpc_plan_mode:-single} == single ]] || task=/task_N
-  printf 'checkpoints_dir=%s\n' "$exp/checkpoints$task"
+  if [[ ${hpc_plan_mode:-single} == repeat ]]; then
+    last=$((hpc_plan_array_count - 1))
+    if ((last == 0)); then
+      printf 'seed=0 (task 0)\ncheckpoints_dir=%s/task_0 (task 0)\n' "$exp/checkpoints"
+    else
+      printf 'seed=0 (task 0) ... %s (task %s)\ncheckpoints_dir=%s/task_0 (task 0) ... %s/task_%s (task %s)\n' \
+        "$last" "$last" "$exp/checkpoints" "$exp/checkpoints" "$last" "$last"
+    fi
+  else
+    printf 'checkpoints_dir=%s\n' "$exp/checkpoints$task"
+  fi
   if [[ -n ${WANDB_DIR:-} ]]; then
     printf 'WANDB_DIR=%s (from this shell)\n' "$WANDB_DIR"
   elif [[ $hpc_plan_runner == singularity ]]; then
@@ -115,9 +126,11 @@ hpc_submit_environment() {
   printf 'PYTHONPATH=%s (the toolkit'"'"'s hpc_helpers) and the venv %s\n' "$hpc_python_helpers_dir/src" "$hpc_plan_venv"
   printf 'and the rest of this shell'"'"'s environment, as sbatch passes it on.\n'
   while IFS= read -r _hpc_env_name; do
-    _hpc_env_required=1
+    _hpc_env_required=1 _hpc_env_defined=''
     [[ $_hpc_env_name == *:- ]] && _hpc_env_required=0 && _hpc_env_name=${_hpc_env_name%:-}
     case $_hpc_env_name in
+      # --repeat's tasks see their index as seed (hpc_job_own_folders); other jobs have none.
+      seed) [[ ${hpc_plan_mode:-single} != repeat ]] || _hpc_env_defined="defined by the job" ;;&
       source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | checkpoints_dir | WANDB_DIR | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) _hpc_env_defined="defined by the job" ;;
       HPC_WORKDIR)
         # --workdir's (a container's always): one of this shell is not passed on.
@@ -125,7 +138,9 @@ hpc_submit_environment() {
         [[ -z $hpc_plan_workdir && $hpc_plan_runner == venv ]] || _hpc_env_defined="defined by the job"
         ;;
       *)
-        if [[ -n ${!_hpc_env_name+x} ]]; then
+        if [[ -n ${_hpc_env_defined:-} ]]; then
+          :
+        elif [[ -n ${!_hpc_env_name+x} ]]; then
           # Secrets by name (in any case), and any secret's value inside another variable's.
           _hpc_env_value='(masked)'
           if ! hpc_secret_name "$_hpc_env_name"; then
@@ -330,5 +345,14 @@ hpc_submit_main() {
         "$hpc_plan_scratch_dir/$hpc_plan_exp_name" "$hpc_plan_scratch_dir/$hpc_plan_exp_name"
     fi
   fi
-  printf 'Job script: %s\nOutput:     %s\nFollow it:  tail -F %q\n' "$final" "${hpc_plan_output//%j/$id}" "${hpc_plan_output//%j/$id}"
+  local others='' first=${hpc_plan_array%%[-,:%]*}
+  if [[ -n $hpc_plan_array ]]; then
+    # An array: task FIRST's real file, and the others' with the job id filled in.
+    hpc_manifest_output "$hpc_plan_output" "$id" %a '' "$hpc_plan_job_name"
+    others=" (task $first; task %a writes $hpc_manifest_path, %a = ${hpc_plan_array%\%*})"
+    hpc_manifest_output "$hpc_plan_output" "$id" "$first" '' "$hpc_plan_job_name"
+  else
+    hpc_manifest_output "$hpc_plan_output" "$id" '' "$id" "$hpc_plan_job_name"
+  fi
+  printf 'Job script: %s\nOutput:     %s%s\nFollow it:  tail -F %q\n' "$final" "$hpc_manifest_path" "$others" "$hpc_manifest_path"
 }

@@ -119,12 +119,15 @@ print("ok")' "$json" "$PROJECT" "$SCRATCH"
   assert_output 1
 }
 
-@test "a 2-node torchrun job where one rank fails ends FAILED with a non-zero code" {
-  hpc_configs "$PROJECT" 'python probe.py exit 3 2'
-  hpc_run_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 -e exit3t
-  [[ $job_state == FAILED* && $job_state != "FAILED 0:0" ]] || fail "state: $job_state"
-  run grep -c '^EXIT rank=2 code=3' "$job_out"
+@test "a 2-node torchrun job where rank 2 exits 7 ends FAILED 7 (not torchrun's 1); the log names the rank and node" {
+  hpc_configs "$PROJECT" 'python probe.py exit 7 2'
+  hpc_run_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 -e exit7t
+  assert_equal "$job_state" "FAILED 7:0"
+  run grep -c '^EXIT rank=2 code=7' "$job_out"
   assert_output 1
+  # Global rank 2 is local rank 0 of the second node (static rendezvous).
+  run grep -E '^\[hpc n2\] torchrun exited with 1: its first failed worker, rank 2 \(local rank 0\) on n2, exited with 7: that is this node.s status$' "$job_out"
+  assert_equal "${#lines[@]}" 1
 }
 
 @test "two torchrun jobs at once on the same two nodes both finish with all their ranks" {

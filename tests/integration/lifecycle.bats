@@ -68,3 +68,33 @@ teardown() {
   run grep -c 'requeueing' "$job_out"
   assert_output 0
 }
+
+@test "a program that stops at the warning (exit 138 = 128+SIGUSR1; exit 0 with --requeue 1) is reported as stopped there, not as failed" {
+  cp "$HPC_ROOT/tests/fixtures/project/stopper.py" "$PROJECT/"
+  hpc_configs "$PROJECT" 'python stopper.py 138'
+  hpc_submit_job "$PROJECT" --gpus 0 --time 00:02:00 --signal-lead 60 -e stop138
+  local id138=$job_id out138=$job_out
+  hpc_configs "$PROJECT" 'python stopper.py 0'
+  hpc_submit_job "$PROJECT" --gpus 0 --time 00:02:00 --signal-lead 60 --requeue 1 -e stop0
+  local id0=$job_id out0=$job_out
+  hpc_wait_job "$id138" 200
+  # The program's own status stays the job's.
+  assert_equal "$(hpc_job_state "$id138")" "FAILED 138:0"
+  run grep -E '^\[hpc n[12]\] (stopped|the program)' "$out138"
+  assert_output --regexp '^\[hpc n[12]\] stopped at the time-limit warning \(SIGUSR1\): the program exited with 138 \(128\+SIGUSR1\) after [0-9.]+ s; whether it saved its work, its own lines above say$'
+  grep -qx 'SAVED restart=0' "$out138"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status stop138
+  assert_success
+  assert_line --regexp "^$id138 +stop138 +venv-none +FAILED +138:0 "
+  assert_line --regexp "^$id138: stopped at the time-limit warning \(SIGUSR1\): the program exited with 138 \(128\+SIGUSR1\) after [0-9.]+ s; whether it saved its work, its own lines above say$"
+
+  hpc_wait_requeued "$id0" 1 400
+  assert_equal "$(hpc_job_state "$id0")" "COMPLETED 0:0"
+  run grep -E '^\[hpc n[12]\] (stopped|the program|requeueing|not requeued)' "$out0"
+  assert_equal "${#lines[@]}" 4
+  assert_line --index 0 --regexp '^\[hpc n[12]\] stopped at the time-limit warning \(SIGUSR1\): the program exited with 0 after [0-9.]+ s; whether it saved its work, its own lines above say$'
+  assert_line --index 1 --regexp '^\[hpc n[12]\] requeueing \(restart 1 of 1\)$'
+  assert_line --index 2 --regexp '^\[hpc n[12]\] stopped at the time-limit warning \(SIGUSR1\): the program exited with 0 after '
+  assert_line --index 3 --regexp '^\[hpc n[12]\] not requeued: 1 restart\(s\) done of the 1 allowed$'
+  refute_output --partial 'failed'
+}

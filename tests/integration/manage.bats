@@ -123,6 +123,57 @@ wait_running() {
 ArrayTaskId=3"
 }
 
+@test "logs of an array: JOBID_TASK prints that task's file, whose header names that task; JOBID every task; an unknown task or job exit 2" {
+  grep -q -- '--repeat)' "$HPC_ROOT/hpc_files/lib/hpc_options.bash" || skip "--repeat is not in this version"
+  hpc_configs "$PROJECT" 'python tasks.py fail 9 3'
+  hpc_submit_job "$PROJECT" -g 0 --repeat 2 -e rep-logs
+  hpc_wait_job "$job_id" 90
+  local id=$job_id task raw file
+  for task in 0 1; do
+    file=$outputs/rep-logs_venv-none_${id}_$task.out
+    raw=$(scontrol -o show job "${id}_$task" | grep -o 'JobId=[0-9]*' | head -1)
+    raw=${raw#JobId=}
+    manage logs "${id}_$task"
+    assert_equal "$status" 0
+    assert_equal "$output" "$(<"$file")"
+    assert_line --index 0 --regexp "^\[hpc n[12]\] job ${id}_$task \(job id $raw; venv, launcher none\) on n[12]: 1 node\(s\) x 0 GPU\(s\), restart 0$"
+    assert_line "TASK id=$task job=$raw code=0"
+  done
+  manage logs "$id"
+  assert_equal "$status" 0
+  assert_equal "$output" "==> $outputs/rep-logs_venv-none_${id}_0.out <==
+$(<"$outputs/rep-logs_venv-none_${id}_0.out")
+==> $outputs/rep-logs_venv-none_${id}_1.out <==
+$(<"$outputs/rep-logs_venv-none_${id}_1.out")"
+  manage logs "${id}_2"
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: ${id}_2: job $id has no array task 2 (its array: 0-1%$(sed -n 's/^array\t0-1%//p' "$manifests/rep-logs_$id.manifest"))"
+  manage logs 999999
+  assert_equal "$status" 2
+  assert_output ''
+  [[ $stderr == "job_submitter.sh: 999999: not a job or an experiment recorded for project manage project (see 'bash job_submitter.sh status'); known: "* ]]
+}
+
+@test "a requeued job, during SLURM's requeue delay: status says requeued and when it restarts, as scontrol does" {
+  hpc_configs "$PROJECT" 'python tasks.py sleep 300'
+  hpc_submit_job "$PROJECT" -g 0 --requeue 1 -e requeue-status
+  wait_running "$job_id"
+  local id=$job_id when
+  scontrol requeue "$id"
+  # SLURM holds a requeued job back (BeginTime) until its restart.
+  for _ in $(seq 50); do
+    [[ $(squeue -h -j "$id" -o '%T|%r') == PENDING\|BeginTime ]] && break
+    sleep 0.2
+  done
+  when=$(scontrol -o show job "$id" | grep -o 'StartTime=[^ ]*')
+  when=${when#StartTime=}
+  [[ $when =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T ]] || fail "no start time: $(scontrol -o show job "$id")"
+  manage status requeue-status
+  scancel "$id"
+  assert_equal "$status" 0
+  assert_equal "$(row "$id")" "$id requeue-status venv-none PENDING (requeued, restarts at $when) - $job_out"
+}
+
 @test "an array being run: cancel cancels its tasks, and status shows them CANCELLED" {
   grep -q -- '--repeat)' "$HPC_ROOT/hpc_files/lib/hpc_options.bash" || skip "--repeat is not in this version"
   hpc_configs "$PROJECT" 'python tasks.py sleep 300'

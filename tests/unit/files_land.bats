@@ -121,7 +121,7 @@ kept_script() {
   # Arrays: each task its own; a WANDB_DIR of the submitting shell is the job's.
   WANDB_DIR=/mine submit --dry-run -g 0 -e rep --repeat 2 --workdir "$tmp/runs/rep"
   assert_equal "$status" 0
-  assert_line "checkpoints_dir=$SCRATCH/my project/rep/checkpoints/task_N"
+  assert_line "checkpoints_dir=$SCRATCH/my project/rep/checkpoints/task_0 (task 0) ... $SCRATCH/my project/rep/checkpoints/task_1 (task 1)"
   assert_line "WANDB_DIR=/mine (from this shell)"
   assert_line "working folder: $tmp/runs/rep/task_N (HPC_WORKDIR)"
   submit --dry-run -g 0 -e plain

@@ -59,3 +59,58 @@ setup() {
     done
   done
 }
+
+@test "the project's .gitignore gets the venv, its builds and the lock files: once, after the user's own lines" {
+  local want='# hpc toolkit (hpc_files/install.sh): the virtual environment, its builds and locks
+/virtual_env
+/.virtual_env_builds/
+/.virtual_env.lock
+/.virtual_env.use.lock'
+  mkdir -p "$project"
+  run bash "$HPC_ROOT/hpc_files/install.sh" "$project"
+  assert_success
+  assert_line "added to $project/.gitignore: /virtual_env /.virtual_env_builds/ /.virtual_env.lock /.virtual_env.use.lock"
+  assert_equal "$(<"$project/.gitignore")" "$want"
+  # Again: nothing added, nothing duplicated.
+  run bash "$HPC_ROOT/hpc_files/install.sh" "$project"
+  assert_success
+  assert_line "$project/.gitignore already ignores the virtual environment and its locks"
+  assert_equal "$(<"$project/.gitignore")" "$want"
+  # The user's own lines stay as they were (a last line without a newline too); only what is
+  # missing is added, after them.
+  printf 'data/\n/virtual_env\n*.ckpt' >"$project/.gitignore"
+  run bash "$HPC_ROOT/hpc_files/install.sh" "$project"
+  assert_success
+  assert_line "added to $project/.gitignore: /.virtual_env_builds/ /.virtual_env.lock /.virtual_env.use.lock"
+  assert_equal "$(<"$project/.gitignore")" 'data/
+/virtual_env
+*.ckpt
+# hpc toolkit (hpc_files/install.sh): the virtual environment, its builds and locks
+/.virtual_env_builds/
+/.virtual_env.lock
+/.virtual_env.use.lock'
+}
+
+@test "git really ignores the link virtual_env, the builds and the locks; a .gitignore that is a symlink is not written through" {
+  mkdir -p "$project/.virtual_env_builds/venv-1"
+  ln -s .virtual_env_builds/venv-1 "$project/virtual_env"
+  : >"$project/.virtual_env.lock"
+  : >"$project/.virtual_env.use.lock"
+  : >"$project/main.py"
+  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
+  git -C "$project" init -q
+  run git -C "$project" status --porcelain --untracked-files=all
+  assert_success
+  refute_line --regexp "^\?\? \.?virtual_env"
+  assert_line "?? main.py"
+  # A symlinked .gitignore: left alone, and said so.
+  local other
+  other="$(hpc_test_tmp)/elsewhere"
+  printf 'mine\n' >"$other"
+  rm -f -- "$project/.gitignore"
+  ln -s "$other" "$project/.gitignore"
+  run bash "$HPC_ROOT/hpc_files/install.sh" "$project"
+  assert_success
+  assert_line "not writing $project/.gitignore: it is a symbolic link; add to it yourself: /virtual_env /.virtual_env_builds/ /.virtual_env.lock /.virtual_env.use.lock"
+  assert_equal "$(<"$other")" mine
+}

@@ -146,6 +146,20 @@ sorted_options() {
   assert_equal "$(calls sbatch)" 0
 }
 
+@test "--help names every value -W accepts, none included" {
+  run --separate-stderr bash "$submitter" -W bogus </dev/null
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -W/--which-distributed: 'bogus' is not accepted; accepted: lightning, torchrun (alias: script), none"
+  run --separate-stderr bash "$submitter" --help
+  assert_equal "$status" 0
+  # The -W block: from its first line up to the next option.
+  block=$(sed -n '/^  -W, --which-distributed/,/^  --label-ranks/p' <<<"$output")
+  for value in lightning torchrun script none; do
+    [[ $block == *"$value"* ]] || fail "--help's -W block does not name '$value'"
+  done
+  assert_line "                             Without -W, or with -W none: one process on one node."
+}
+
 # ---------------------------------------------------------------------------------------------
 # 2. Bad input: the table of refusals is tests/unit/bad_input.bats.
 
@@ -1102,4 +1116,43 @@ sinfo_cache() {
   forget_calls
   submit -y --copy-back ./out
   assert_equal "$status" 0
+}
+
+# ---------------------------------------------------------------------------------------------
+# Arrays: what the submitter says of them
+
+@test "--repeat: the output and tail -F name task 0's real file, and the others' with the job id filled in" {
+  make_ready_venv
+  submit -y -g 0 --repeat 3 -e rep
+  assert_equal "$status" 0
+  local first=$outputs/rep_venv-none_4242_0.out
+  assert_line --index 1 "Job script: $outputs/rep_venv-none_4242.sh"
+  assert_line --index 2 "Output:     $first (task 0; task %a writes $outputs/rep_venv-none_4242_%a.out, %a = 0-2)"
+  assert_line --index 3 "Follow it:  tail -F $(printf '%q' "$first")"
+  # Only the summary keeps SLURM's pattern.
+  assert_equal "$(grep -c '%A' <<<"$output")" 1
+}
+
+@test "--dry-run of --repeat lists seed and checkpoints_dir (first and last task); every job's checkpoints_dir is defined" {
+  make_ready_venv
+  # shellcheck disable=SC2016 # the references are for the job
+  printf 'python main.py --seed $seed --ckpt ${checkpoints_dir}\n' >"$project/hpc_files/experiment_configurations.txt"
+  submit --dry-run -g 0 --repeat 3 -e rep
+  assert_equal "$status" 0
+  local ck="$SCRATCH/my project/rep/checkpoints"
+  assert_line "seed=0 (task 0) ... 2 (task 2)"
+  assert_line "checkpoints_dir=$ck/task_0 (task 0) ... $ck/task_2 (task 2)"
+  assert_equal "$(grep '^configs file uses' <<<"$output")" "configs file uses \$seed: defined by the job
+configs file uses \$checkpoints_dir: defined by the job"
+  # One task: no range.
+  submit --dry-run -g 0 --repeat 1 -e rep
+  assert_line "seed=0 (task 0)"
+  assert_line "checkpoints_dir=$ck/task_0 (task 0)"
+  # Not an array: checkpoints_dir is the experiment's, and there is no seed.
+  submit --dry-run -g 0 -e rep
+  assert_equal "$status" 0
+  assert_line "checkpoints_dir=$ck"
+  refute_line --partial "seed="
+  assert_equal "$(grep '^configs file uses' <<<"$output")" "configs file uses \$seed: NOT DEFINED: the job will fail before the program starts
+configs file uses \$checkpoints_dir: defined by the job"
 }

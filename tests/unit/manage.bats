@@ -335,7 +335,7 @@ EOT
   # Each source once, asked only about what the ones before did not answer.
   assert_equal "$(calls squeue) $(calls sacct) $(calls scontrol)" "1 1 1"
   argv_of squeue 1
-  assert_equal "${argv[*]}" "-h -r -j 100,101,102,103,200 -o %A|%F|%K|%T"
+  assert_equal "${argv[*]}" "-h -r -j 100,101,102,103,200 -o %A|%F|%K|%T|%r"
   argv_of sacct 1
   assert_equal "${argv[*]}" "-n -P -X -j 101,102,103,200 -o JobID,JobIDRaw,State,ExitCode"
   argv_of scontrol 1
@@ -367,6 +367,51 @@ EOT
   assert_equal "$(row 200_1)" "200_1 arr venv-none UNKNOWN (forgotten by SLURM) - $outputs/arr_venv-none_200_1.out"
   assert_equal "$(row 200_2)" "200_2 arr venv-none COMPLETED 0:0 $outputs/arr_venv-none_200_2.out"
   assert_equal "$(row 200_3)" "200_3 arr venv-none NODE_FAIL 0:0 $outputs/arr_venv-none_200_3.out"
+}
+
+@test "status: a job SLURM requeued (PENDING, BeginTime, Restarts>0; or REQUEUED) says requeued and when it restarts" {
+  make_manifest e 700
+  make_manifest e 701
+  make_manifest arr 702 0-1
+  slurm_jobs <<'EOT'
+squeue 700 700 PENDING/BeginTime -
+scontrol 700 700 PENDING/BeginTime 0:0
+squeue 701 701 PENDING/BeginTime -
+scontrol 701 701 PENDING/BeginTime 0:0
+squeue 702_0 703 REQUEUED -
+scontrol 702_0 703 REQUEUED 0:0
+squeue 702_1 702 RUNNING -
+EOT
+  # The requeued jobs (what SLURM 22.05 shows during its 120 s requeue delay).
+  export HPC_STUB_SCONTROL_EXTRA="Requeue=1 Restarts=1 SubmitTime=2030-01-01T12:00:00 EligibleTime=2030-01-01T12:02:01 StartTime=2030-01-01T12:02:01"
+  manage status 700
+  assert_equal "$status" 0
+  assert_equal "$(row 700)" "700 e venv-none PENDING (requeued, restarts at 2030-01-01T12:02:01) - $outputs/e_venv-none_700.out"
+  argv_of scontrol 1
+  assert_equal "${argv[*]}" "-o show job 700"
+  manage status arr
+  assert_equal "$(row 702_0)" "702_0 arr venv-none REQUEUED (requeued, restarts at 2030-01-01T12:02:01) - $outputs/arr_venv-none_702_0.out"
+  assert_equal "$(row 702_1)" "702_1 arr venv-none RUNNING - $outputs/arr_venv-none_702_1.out"
+  argv_of scontrol "$(calls scontrol)"
+  assert_equal "${argv[*]}" "-o show job 703"
+  # Its start time not known yet: the eligible time; neither: requeued alone.
+  export HPC_STUB_SCONTROL_EXTRA="Restarts=2 EligibleTime=2030-01-01T12:02:01 StartTime=Unknown"
+  manage status 700
+  assert_equal "$(row 700)" "700 e venv-none PENDING (requeued, restarts at 2030-01-01T12:02:01) - $outputs/e_venv-none_700.out"
+  export HPC_STUB_SCONTROL_EXTRA="Restarts=2 EligibleTime=Unknown StartTime=Unknown"
+  manage status 700
+  assert_equal "$(row 700)" "700 e venv-none PENDING (requeued) - $outputs/e_venv-none_700.out"
+  # Pending for its --begin time, never restarted: plain PENDING.
+  export HPC_STUB_SCONTROL_EXTRA="Restarts=0 EligibleTime=2030-01-01T12:02:01 StartTime=2030-01-01T12:02:01"
+  manage status 701
+  assert_equal "$(row 701)" "701 e venv-none PENDING - $outputs/e_venv-none_701.out"
+  # A plain pending job: scontrol is not asked.
+  printf 'squeue 700 700 PENDING -\n' | slurm_jobs
+  local before
+  before=$(calls scontrol)
+  manage status 700
+  assert_equal "$(row 700)" "700 e venv-none PENDING - $outputs/e_venv-none_700.out"
+  assert_equal "$(calls scontrol)" "$before"
 }
 
 @test "status: an array task's %j is its own job id; a pending array's tasks each get a line; a job or task alone" {
@@ -401,6 +446,26 @@ EOT
   assert_equal "${#lines[@]}" 4
   assert_equal "$(row 110)" "110 e venv-none COMPLETED 0:0 $outputs/e_venv-none_110.out"
   assert_equal "${lines[3]}" "110: copy-back WARNING: snapshot.pt was found on none of the 2 node(s): nothing was copied back for it"
+}
+
+@test "status: a job that stopped at the time-limit warning (FAILED 138:0) gets a line saying so; a crash does not" {
+  make_manifest e 120
+  make_manifest e 121
+  slurm_jobs <<'EOT'
+scontrol 120 120 FAILED 138:0
+scontrol 121 121 FAILED 1:0
+EOT
+  printf '%s\n' '[hpc n1] job 120 (venv, launcher none) on n1: 1 node(s) x 0 GPU(s), restart 0' 'SAVED' \
+    '[hpc n1] stopped at the time-limit warning (SIGUSR1): the program exited with 138 (128+SIGUSR1) after 41.000 s; whether it saved its work, its own lines above say' \
+    >"$outputs/e_venv-none_120.out"
+  printf '%s\n' '[hpc n1] job 121 (venv, launcher none) on n1: 1 node(s) x 0 GPU(s), restart 0' \
+    '[hpc n1] the program failed with exit status 1 after 2.000 s' >"$outputs/e_venv-none_121.out"
+  manage status e
+  assert_equal "$status" 0
+  assert_equal "${#lines[@]}" 4
+  assert_equal "$(row 120)" "120 e venv-none FAILED 138:0 $outputs/e_venv-none_120.out"
+  assert_equal "$(row 121)" "121 e venv-none FAILED 1:0 $outputs/e_venv-none_121.out"
+  assert_equal "${lines[3]}" "120: stopped at the time-limit warning (SIGUSR1): the program exited with 138 (128+SIGUSR1) after 41.000 s; whether it saved its work, its own lines above say"
 }
 
 @test "status: no submission yet says so (exit 0); SLURM unreachable is a failure (exit 1)" {
