@@ -642,6 +642,11 @@ hpc_job_array_setup() {
       mkdir -p -- "$WANDB_DIR" || hpc_job_fail "sweep" "cannot make $WANDB_DIR"
       hpc_job_log "grid point $i of ${#hpc_job_offline_commands[@]}, offline"
       ;;
+    map | gather)
+      # shellcheck source=hpc_files/lib/hpc_map.bash
+      source "$hpc_job_toolkit_dir/lib/hpc_map.bash"
+      if [[ $hpc_job_mode == map ]]; then hpc_map_task_setup; else hpc_map_gather_setup; fi
+      ;;
   esac
   export HPC_JOB_MODE=${hpc_job_mode:-single}
   mkdir -p -- "$checkpoints_dir" || hpc_job_fail "folders" "cannot make $checkpoints_dir"
@@ -704,6 +709,8 @@ hpc_job_main() {
     hpc_job_log "FAILED at step 'copy-back': see above"
     ((hpc_job_status != 0)) || hpc_job_status=1
   fi
+  # A map task's final status, for its gather (hpc_map.bash).
+  [[ ${hpc_job_mode:-single} != map ]] || hpc_map_task_end "$hpc_job_status"
   hpc_job_maybe_requeue
   exit "$hpc_job_status"
 }

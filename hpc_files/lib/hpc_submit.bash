@@ -204,6 +204,13 @@ hpc_submit_main() {
     exit 0
   fi
   hpc_opt_refuse_unbuilt
+  hpc_submit_hold=() hpc_plan_extra_lines=''
+  if [[ -n $hpc_opt_map_range$hpc_opt_map_over$hpc_opt_gather$hpc_opt_gather_configs$hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]; then
+    # Map + gather: loaded only when asked for.
+    # shellcheck source=hpc_files/lib/hpc_map.bash
+    source "$hpc_files_dir/lib/hpc_map.bash"
+    hpc_map_check_options
+  fi
   hpc_submit_container_checks
   hpc_profile_load "$hpc_opt_cluster"
   hpc_submit_configs
@@ -220,6 +227,7 @@ hpc_submit_main() {
     hpc_sweep_plan
   else
     hpc_plan_make
+    [[ -z $hpc_opt_map_range$hpc_opt_map_over ]] || hpc_map_plan
   fi
   # --data: checked now (exit 2 on a bad path); the archive is made after the confirmation.
   hpc_plan_data_archive=''
@@ -259,7 +267,7 @@ hpc_submit_main() {
   # known, beside the job's output and named like it (SLURM keeps its own copy of what it runs).
   hpc_plan_render
   # A SLURM_TMPDIR of the submitting shell must not reach the job (sbatch passes the environment on).
-  if ! out=$(unset SLURM_TMPDIR && sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
+  if ! out=$(unset SLURM_TMPDIR && sbatch --parsable "${hpc_submit_hold[@]}" "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
     hpc_die "sbatch refused the job: $out"
   fi
   ((${#hpc_submit_made[@]} == 0)) || trap - EXIT
@@ -268,6 +276,7 @@ hpc_submit_main() {
   final=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_$id.sh
   printf '%s' "$hpc_plan_script" >"$final" || hpc_say "job $id was submitted, but its script could not be kept as $final"
   hpc_manifest_write "$id" "$final" || hpc_say "job $id was submitted, but its manifest could not be written"
+  [[ $hpc_plan_mode != map ]] || hpc_map_after_submit "$id"
   printf 'Submitted job %s (%s)\n' "$id" "$hpc_plan_summary"
   if [[ ${hpc_plan_mode:-single} == offline ]]; then
     printf 'Offline runs go to %s/wandb; when the array has ended, upload them from a machine with internet:\n  wandb sync %q/wandb/offline-run-*\n' \

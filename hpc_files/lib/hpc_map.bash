@@ -1,0 +1,370 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # hpc_plan_* and hpc_map_* set here are read by hpc_plan.bash, hpc_submit.bash and the job
+# shellcheck disable=SC2154 # reads hpc_opt_*, hpc_plan_*, hpc_profile_*, hpc_configs_words and the job's plan (hpc_job_*)
+# hpc_map.bash: map + gather. --map-range A-B or --map-over FILE is one array job (one task per
+# index or per item, a throttle always set); --gather CMD or --gather-configs FILE adds one gather
+# job that runs when the array has ended, whatever its tasks' fate (hpc_followup.bash: afterany,
+# --kill-on-invalid-dep=yes), applies the --gather-when policy to what the tasks wrote, and runs
+# the command only when it is met. Loaded by the submitter only for these options, and by the job
+# only for the modes 'map' and 'gather'.
+#
+# The map's folder, map_dir = ${scratch_dir}/hpc_outputs/map/<exp_name>/<map_id> with map_id =
+# YYYYmmdd-HHMMSS-<array job id>, holds manifest.json, items.txt (the frozen list: comments and
+# blank lines dropped, one item per line), tasks/<i>/status.json (hpc_followup.bash) and
+# tasks/<i>/result.json (written by the task through hpc_helpers.mapreduce), map_status.tsv/.json
+# (the gather's first step) and gather_<jobid>.out. The array is submitted held (--hold), its
+# folder made, the gather submitted, then the array released: a task never starts before its
+# items are frozen, and a failure in between cancels what was submitted.
+#
+# Task variables: map_index (SLURM_ARRAY_TASK_ID), map_item (line map_index of items.txt, else
+# the index), map_count, map_dir, task_dir = ${map_dir}/tasks/${map_index}. Gather variables:
+# map_dir, map_count, map_ok, map_failed (space-separated indices), map_n_ok, map_n_failed,
+# map_status_file.
+
+# shellcheck source=hpc_files/lib/hpc_followup.bash
+source "${BASH_SOURCE[0]%/*}/hpc_followup.bash"
+
+# ---------------------------------------------------------------------------------------------
+# Submission
+
+# hpc_map_wanted: true when any map or gather option was given.
+hpc_map_wanted() {
+  [[ -n $hpc_opt_map_range$hpc_opt_map_over$hpc_opt_gather$hpc_opt_gather_configs ]] ||
+    [[ -n $hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]
+}
+
+# hpc_map_read_items FILE: reads the list FILE into hpc_map_items: one item per line, exactly as
+# written (a CR before the newline dropped), without blank lines and lines whose first non-blank
+# character is '#'. Exit 2 when FILE is missing, not a regular file, or holds no item.
+hpc_map_read_items() {
+  local file=$1 line
+  local -a lines
+  [[ -e $file ]] || hpc_die_usage "--map-over" "'$file': no such file; accepted: a list file, one item per line"
+  [[ -f $file && -r $file ]] || hpc_die_usage "--map-over" "'$file' is not a readable regular file; accepted: a list file, one item per line"
+  mapfile -t lines <"$file"
+  hpc_map_items=()
+  for line in "${lines[@]}"; do
+    line=${line%$'\r'}
+    [[ $line == *[![:space:]]* ]] || continue
+    [[ $line =~ ^[[:space:]]*# ]] && continue
+    hpc_map_items+=("$line")
+  done
+  ((${#hpc_map_items[@]})) || hpc_die_usage "--map-over" "'$file' has no items (only blank lines and comments); accepted: a list file, one item per line"
+}
+
+# hpc_map_parse_command OPTION TEXT: reads TEXT, a command written as in the configs file, into
+# hpc_map_gather_words (templates; nothing evaluated). Exit 2 naming OPTION on a malformed one.
+hpc_map_parse_command() {
+  local LC_ALL=C option=$1 _hpc_configs_text=$2
+  local -a _hpc_configs_lines=() _hpc_configs_found=()
+  local -A _hpc_configs_run_text=() _hpc_configs_run_lines=()
+  local _hpc_configs_next=0 _hpc_configs_long='' _hpc_configs_rest='' _hpc_configs_line=0
+  local _hpc_configs_at=0 _hpc_configs_size=0
+  local _hpc_configs_word='' _hpc_configs_depth=0 _hpc_configs_error=''
+  [[ $_hpc_configs_text == *$'\n' ]] || _hpc_configs_text+=$'\n'
+  _hpc_configs_split_lines
+  _hpc_configs_parse || true
+  [[ -z $_hpc_configs_error ]] || hpc_die_usage "$option" "$_hpc_configs_error; accepted: one command written as in a shell"
+  ((${#_hpc_configs_found[@]})) || hpc_die_usage "$option" "no command in it; accepted: one command written as in a shell"
+  hpc_map_gather_words=("${_hpc_configs_found[@]}")
+}
+
+# hpc_map_check_options: the map and gather options on their own and together; exit 2 with one
+# line on bad input. Sets hpc_map_first, hpc_map_last, hpc_map_count and hpc_map_items.
+hpc_map_check_options() {
+  local re='^([0-9]{1,9})-([0-9]{1,9})$'
+  hpc_map_items=()
+  if [[ -n $hpc_opt_map_range && -n $hpc_opt_map_over ]]; then
+    hpc_die_usage "--map-range/--map-over" "choose one: a range of indices or a list file"
+  fi
+  if [[ -z $hpc_opt_map_range$hpc_opt_map_over ]]; then
+    [[ -z $hpc_opt_gather$hpc_opt_gather_configs ]] ||
+      hpc_die_usage "--gather" "needs a map to gather; accepted with --map-range or --map-over"
+    hpc_die_usage "--gather-when/--gather-cpus/--gather-gpus/--gather-time" "are for a gather; accepted with --map-range or --map-over and --gather"
+  fi
+  if [[ -n $hpc_opt_wandb_sweepid || $hpc_opt_wandb_offline == 1 || -n $hpc_opt_repeat ]]; then
+    hpc_die_usage "--map-range/--map-over" "a map is its own array; accepted without -w, --wandb-offline and --repeat"
+  fi
+  if [[ -n $hpc_opt_map_range ]]; then
+    if ! [[ $hpc_opt_map_range =~ $re ]] || ((10#${BASH_REMATCH[1]} > 10#${BASH_REMATCH[2]})); then
+      hpc_die_usage "--map-range" "'$hpc_opt_map_range' is not accepted; accepted: A-B, whole numbers with A <= B, e.g. 0-3"
+    fi
+    hpc_map_first=$((10#${BASH_REMATCH[1]})) hpc_map_last=$((10#${BASH_REMATCH[2]}))
+  else
+    hpc_map_read_items "$hpc_opt_map_over"
+    hpc_map_first=0 hpc_map_last=$((${#hpc_map_items[@]} - 1))
+  fi
+  hpc_map_count=$((hpc_map_last - hpc_map_first + 1))
+  if [[ -n $hpc_opt_gather && -n $hpc_opt_gather_configs ]]; then
+    hpc_die_usage "--gather/--gather-configs" "choose one: the command, or a file holding it"
+  fi
+  if [[ -z $hpc_opt_gather$hpc_opt_gather_configs && -n $hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]; then
+    hpc_die_usage "--gather-when/--gather-cpus/--gather-gpus/--gather-time" "are for a gather; accepted with --gather or --gather-configs"
+  fi
+  hpc_map_policy=${hpc_opt_gather_when:-all-ok}
+  if [[ $hpc_map_policy =~ ^min-ok=([0-9]{1,9})%$ ]]; then
+    ((10#${BASH_REMATCH[1]} >= 1 && 10#${BASH_REMATCH[1]} <= 100)) ||
+      hpc_die_usage "--gather-when" "'$hpc_map_policy': a percentage must be 1 to 100"
+  elif [[ $hpc_map_policy =~ ^min-ok=([0-9]{1,9})$ ]]; then
+    ((10#${BASH_REMATCH[1]} >= 1)) ||
+      hpc_die_usage "--gather-when" "'$hpc_map_policy': at least 1 task must be ok; accepted: min-ok=1 to min-ok=$hpc_map_count"
+    ((10#${BASH_REMATCH[1]} <= hpc_map_count)) ||
+      hpc_die_usage "--gather-when" "'$hpc_map_policy' asks for more tasks than the map has ($hpc_map_count); accepted: min-ok=1 to min-ok=$hpc_map_count"
+  elif [[ $hpc_map_policy != all-ok && $hpc_map_policy != always ]]; then
+    hpc_die_usage "--gather-when" "'$hpc_map_policy' is not accepted; accepted: all-ok, always, min-ok=K or min-ok=P%"
+  fi
+  if [[ -n $hpc_opt_gather_cpus ]]; then
+    hpc_opt_is_count "$hpc_opt_gather_cpus" 1 || hpc_die_usage "--gather-cpus" "'$hpc_opt_gather_cpus' is not accepted; accepted: a whole number of CPUs, 1 or more"
+  fi
+  if [[ -n $hpc_opt_gather_gpus ]]; then
+    hpc_opt_is_count "$hpc_opt_gather_gpus" 0 || hpc_die_usage "--gather-gpus" "'$hpc_opt_gather_gpus' is not accepted; accepted: a whole number of GPUs, 0 or more"
+  fi
+  if [[ -n $hpc_opt_gather_time ]]; then
+    hpc_opt_check_time "$hpc_opt_gather_time" || hpc_die_usage "--gather-time" "'$hpc_opt_gather_time' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00:30:00"
+  fi
+  hpc_map_gather_words=()
+  if [[ -n $hpc_opt_gather ]]; then
+    hpc_map_parse_command --gather "$hpc_opt_gather"
+  elif [[ -n $hpc_opt_gather_configs ]]; then
+    local saved=("${hpc_configs_words[@]}") rc=0
+    hpc_configs_read "$hpc_opt_gather_configs" 2>/dev/null || rc=$?
+    if ((rc)); then
+      # The reader's own message names -C/--configs: read again for it, under this option's name.
+      local message
+      message=$(hpc_configs_read "$hpc_opt_gather_configs" 2>&1) || true
+      message=${message#*: -C/--configs: }
+      hpc_die_usage "--gather-configs" "$message"
+    fi
+    hpc_map_gather_words=("${hpc_configs_words[@]}")
+    hpc_configs_words=("${saved[@]}")
+  fi
+}
+
+# hpc_map_plan: after hpc_plan_make: the array (range and throttle), the tasks' output files,
+# and the lines of the tasks' job script that say which map they belong to.
+hpc_map_plan() {
+  local throttle i max
+  hpc_plan_mode=map
+  throttle=${hpc_opt_max_concurrent:-${hpc_profile_array_throttle:-10}}
+  if [[ -n $hpc_opt_gather_gpus && -n $hpc_profile_gpu_max_per_node ]] && ((hpc_opt_gather_gpus > hpc_profile_gpu_max_per_node)); then
+    hpc_die_usage "--gather-gpus" "$hpc_opt_gather_gpus GPUs is more than a node of cluster $hpc_profile_name has; accepted: 0 to $hpc_profile_gpu_max_per_node"
+  fi
+  hpc_manifest_check_array_size 1 0
+  max=${hpc_manifest_max_array_size:-}
+  if [[ -n $max ]] && ((hpc_map_last >= max)); then
+    hpc_die_usage "--map-range/--map-over" "index $hpc_map_last is at or above this cluster's MaxArraySize $max; accepted: indices 0 to $((max - 1))"
+  fi
+  hpc_plan_array_count=$hpc_map_count
+  hpc_plan_array=$hpc_map_first-$hpc_map_last%$throttle
+  hpc_plan_output=${hpc_plan_output%_%j.out}_%A_%a.out
+  for i in "${!hpc_plan_sbatch_args[@]}"; do
+    [[ ${hpc_plan_sbatch_args[i]} != --output=* ]] || hpc_plan_sbatch_args[i]=--output=$hpc_plan_output
+  done
+  hpc_plan_sbatch_args+=(--array="$hpc_plan_array")
+  printf -v hpc_map_stamp '%(%Y%m%d-%H%M%S)T' -1
+  hpc_map_root=$hpc_plan_outputs_dir/map/$hpc_plan_exp_name
+  printf -v hpc_plan_extra_lines 'hpc_job_map_root=%q\nhpc_job_map_stamp=%q\nhpc_job_map_count=%q\nhpc_job_map_has_items=%q\nhpc_job_map_attempt=1\nhpc_job_map_log=%q\n' \
+    "$hpc_map_root" "$hpc_map_stamp" "$hpc_map_count" "$((${#hpc_map_items[@]} > 0))" "$hpc_plan_output"
+  # Held until its folder and items exist and its gather is submitted (hpc_map_after_submit).
+  hpc_submit_hold=(--hold)
+}
+
+# hpc_map_json_list NAME ITEM...: sets NAME to a JSON list of the ITEMs as strings.
+hpc_map_json_list() {
+  local -n hpc_map_list_out=$1
+  local item quoted sep=''
+  shift
+  hpc_map_list_out='['
+  for item in "$@"; do
+    hpc_followup_json_string quoted "$item"
+    hpc_map_list_out+=$sep$quoted
+    sep=', '
+  done
+  hpc_map_list_out+=']'
+}
+
+# hpc_map_manifest_json: writes map_dir/manifest.json (atomically): the command, the resolved
+# options, the array and gather ids, the git commit and its dirty flag.
+hpc_map_manifest_json() {
+  local argv command sbatch json tmp
+  hpc_map_json_list argv "${hpc_submit_argv[@]}"
+  hpc_map_json_list command "${hpc_configs_words[@]}"
+  hpc_map_json_list sbatch "${hpc_plan_sbatch_args[@]}"
+  local gather
+  hpc_map_json_list gather "${hpc_map_gather_words[@]}"
+  hpc_manifest_git "$hpc_plan_source_dir"
+  local fields=(
+    "map_id=$hpc_map_id" "exp_name=$hpc_plan_exp_name" "map_dir=$hpc_map_dir"
+    "array=$hpc_plan_array" "count:=$hpc_map_count" "first:=$hpc_map_first" "last:=$hpc_map_last"
+    "policy=$hpc_map_policy" "kind=$hpc_plan_kind" "cluster=$hpc_plan_cluster"
+    "git_commit=${hpc_manifest_git_commit:-}" "git_dirty=${hpc_manifest_git_dirty:-}"
+  )
+  hpc_followup_status_write "$hpc_map_dir/manifest.json" "${fields[@]}" || return 1
+  # The lists and ids, appended to the object written above.
+  json=$(<"$hpc_map_dir/manifest.json")
+  json=${json%\}}
+  json+=", \"array_ids\": [\"${hpc_map_array_ids[*]}\"], \"gather_ids\": [\"${hpc_map_gather_ids[*]}\"]"
+  json+=", \"argv\": $argv, \"command\": $command, \"sbatch\": $sbatch, \"gather_command\": $gather}"
+  tmp=$hpc_map_dir/.manifest.json.tmp
+  printf '%s\n' "$json" >"$tmp" && mv -f -- "$tmp" "$hpc_map_dir/manifest.json"
+}
+
+# hpc_map_gather_plan: turns the plan into the gather job's: one node, one task, --gather-cpus
+# CPUs (1), --gather-gpus GPUs (0), --gather-time (00:30:00), no launcher, the same runner;
+# after every array of the map (afterany), output in the map's folder.
+hpc_map_gather_plan() {
+  local gpus=${hpc_opt_gather_gpus:-0} arg
+  local -a keep=()
+  hpc_plan_mode=gather hpc_plan_launcher=none hpc_plan_nodes=1 hpc_plan_ntasks_per_node=1
+  hpc_plan_cpus_per_task=${hpc_opt_gather_cpus:-1} hpc_plan_gpus=$gpus
+  hpc_plan_time=${hpc_opt_gather_time:-00:30:00}
+  hpc_plan_kind=$hpc_plan_runner-gather
+  hpc_plan_output=$hpc_map_dir/gather_%j.out
+  hpc_plan_mem=$hpc_profile_defaults_mem_no_gpu
+  if ((gpus > 0)); then
+    hpc_plan_gres=$hpc_profile_gpu_gres_name:${hpc_plan_gpu_type:+$hpc_plan_gpu_type:}$gpus
+    [[ -z ${hpc_plan_mem_per_gpu:-} ]] || hpc_plan_mem=$(hpc_plan_mem_times "$hpc_plan_mem_per_gpu" "$gpus")
+  else
+    hpc_plan_gres=''
+  fi
+  hpc_followup_sbatch_args "${hpc_map_array_ids[@]}"
+  for arg in "${hpc_plan_sbatch_args[@]}"; do
+    case $arg in
+      --job-name=*) keep+=("$arg-gather") ;;
+      --nodes=* | --ntasks-per-node=* | --cpus-per-task=* | --mem=* | --time=* | --output=* | --gres=* | --array=* | --signal=*) ;;
+      --requeue | --open-mode=*) ;;
+      *) keep+=("$arg") ;;
+    esac
+  done
+  hpc_plan_sbatch_args=("${keep[@]}" --nodes=1 --ntasks-per-node=1 --cpus-per-task="$hpc_plan_cpus_per_task"
+    --time="$hpc_plan_time" --output="$hpc_plan_output" "${hpc_followup_sbatch[@]}")
+  [[ -z $hpc_plan_mem ]] || hpc_plan_sbatch_args+=(--mem="$hpc_plan_mem")
+  [[ -z $hpc_plan_gres ]] || hpc_plan_sbatch_args+=(--gres="$hpc_plan_gres")
+  local rerun keys
+  printf -v rerun 'bash job_submitter.sh resubmit %q --failed' "$hpc_plan_exp_name"
+  keys=$hpc_map_first-$hpc_map_last
+  printf -v hpc_plan_extra_lines 'hpc_job_map_dir=%q\nhpc_job_map_keys=%q\nhpc_job_map_count=%q\nhpc_job_map_policy=%q\nhpc_job_map_rerun=%q\nhpc_job_map_array_ids=%q\n' \
+    "$hpc_map_dir" "$keys" "$hpc_map_count" "$hpc_map_policy" "$rerun" "${hpc_map_array_ids[*]}"
+  hpc_configs_words=("${hpc_map_gather_words[@]}")
+  hpc_submit_hold=()
+}
+
+# hpc_map_submit_gather: (in a subshell: the plan it changes stays the array's) renders the
+# gather job's script into map_dir/gather.sh, submits it and prints its job id.
+hpc_map_submit_gather() {
+  local out id
+  hpc_map_gather_plan
+  hpc_plan_render
+  printf '%s' "$hpc_plan_script" >"$hpc_map_dir/gather.sh" || return 1
+  if ! out=$(unset SLURM_TMPDIR && sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
+    printf 'sbatch refused the gather job: %s\n' "$out" >&2
+    return 1
+  fi
+  id=${out##*$'\n'}
+  printf '%s\n' "${id%%;*}"
+}
+
+# hpc_map_undo MESSAGE: cancels the map's jobs submitted so far, removes the folder made for
+# it (only that one, never through a link), says MESSAGE and exits 1.
+hpc_map_undo() {
+  trap - EXIT
+  scancel "${hpc_map_array_ids[@]}" "${hpc_map_gather_ids[@]}" 2>/dev/null || true
+  if [[ -n ${hpc_map_made:-} && ! -L $hpc_map_made && -d $hpc_map_made ]]; then rm -rf -- "${hpc_map_made:?}"; fi
+  hpc_die "$1; the map (job ${hpc_map_array_ids[*]}${hpc_map_gather_ids[*]:+, gather ${hpc_map_gather_ids[*]}}) was cancelled"
+}
+
+# hpc_map_after_submit ARRAY_ID: the array was accepted, held: makes the map's folder (items.txt,
+# tasks/), submits the gather, writes manifest.json, then releases the array. On any failure,
+# also an unexpected one (the EXIT trap), the jobs are cancelled and the folder removed; exit 1.
+hpc_map_after_submit() {
+  local id=$1 out gather_id
+  hpc_map_array_ids=("$id") hpc_map_gather_ids=() hpc_map_made=''
+  trap 'hpc_map_undo "the submission stopped before the map was released"' EXIT
+  hpc_map_id=$hpc_map_stamp-$id
+  hpc_map_dir=$hpc_map_root/$hpc_map_id
+  mkdir -p -- "$hpc_map_root" 2>/dev/null || hpc_map_undo "cannot make $hpc_map_root"
+  mkdir -- "$hpc_map_dir" 2>/dev/null || hpc_map_undo "cannot make $hpc_map_dir"
+  hpc_map_made=$hpc_map_dir
+  mkdir -- "$hpc_map_dir/tasks" || hpc_map_undo "cannot make $hpc_map_dir/tasks"
+  if ((${#hpc_map_items[@]})); then
+    printf '%s\n' "${hpc_map_items[@]}" >"$hpc_map_dir/items.txt" || hpc_map_undo "cannot write $hpc_map_dir/items.txt"
+  fi
+  printf '%s' "$hpc_plan_script" >"$hpc_map_dir/task.sh" || hpc_map_undo "cannot write $hpc_map_dir/task.sh"
+  if ((${#hpc_map_gather_words[@]})); then
+    gather_id=$(hpc_map_submit_gather) || hpc_map_undo "the gather job was not submitted (see above)"
+    hpc_map_gather_ids=("$gather_id")
+  fi
+  hpc_map_manifest_json || hpc_map_undo "cannot write $hpc_map_dir/manifest.json"
+  out=$(scontrol release "$id" 2>&1) || hpc_map_undo "scontrol release $id failed: $out"
+  trap - EXIT
+  printf 'Map %s: array job %s (%s), folder %s\n' "$hpc_map_id" "$id" "$hpc_plan_array" "$hpc_map_dir"
+  ((${#hpc_map_gather_ids[@]} == 0)) || printf 'Gather job %s: after the array ends (afterany), policy %s; output %s\n' \
+    "$gather_id" "$hpc_map_policy" "$hpc_map_dir/gather_$gather_id.out"
+}
+
+# ---------------------------------------------------------------------------------------------
+# In the job
+
+# hpc_map_task_setup: (an array task's batch shell) exports the task's variables, makes its own
+# folder and writes its status RUNNING.
+hpc_map_task_setup() {
+  local i=${SLURM_ARRAY_TASK_ID:?} line
+  export map_index=$i map_count=${hpc_job_map_count:?}
+  export map_dir=${hpc_job_map_dir:-${hpc_job_map_root:?}/${hpc_job_map_stamp:?}-${SLURM_ARRAY_JOB_ID:?}}
+  export task_dir=$map_dir/tasks/$i
+  export map_item=$i
+  if ((${hpc_job_map_has_items:-0})); then
+    local -a lines=()
+    mapfile -t -s "$i" -n 1 lines <"$map_dir/items.txt" || hpc_job_fail "map" "cannot read $map_dir/items.txt"
+    ((${#lines[@]})) || hpc_job_fail "map" "no item $i in $map_dir/items.txt"
+    line=${lines[0]}
+    map_item=$line
+  fi
+  [[ ! -L $task_dir ]] || hpc_job_fail "map" "$task_dir is a symbolic link"
+  mkdir -p -- "$task_dir" || hpc_job_fail "map" "cannot make $task_dir"
+  hpc_followup_utc hpc_map_start_utc
+  hpc_map_start_s=$EPOCHREALTIME
+  hpc_map_status RUNNING '' ''
+  hpc_job_log "map task $i of $map_count: $task_dir"
+}
+
+# hpc_map_status STATE EXIT_CODE END_UTC [END_S]: writes the task's status.json.
+hpc_map_status() {
+  local log=${hpc_job_map_log:-}
+  log=${log//%A/${SLURM_ARRAY_JOB_ID:-}}
+  log=${log//%a/${SLURM_ARRAY_TASK_ID:-}}
+  hpc_followup_status_write "$task_dir/status.json" "key=$map_index" "index:=$map_index" "item=$map_item" \
+    "job_id=${SLURM_JOB_ID:-}" "array_job_id=${SLURM_ARRAY_JOB_ID:-}" "task_id=${SLURM_ARRAY_TASK_ID:-}" \
+    "state=$1" "exit_code:=$2" "node=${SLURMD_NODENAME:-}" "start_utc=$hpc_map_start_utc" "end_utc=$3" \
+    "start_s:=${hpc_map_start_s/,/.}" "end_s:=${4:-}" "attempt:=${hpc_job_map_attempt:-1}" "log=$log" ||
+    hpc_job_log "cannot write $task_dir/status.json"
+}
+
+# hpc_map_task_end STATUS: (the batch shell, after the program) writes the task's final status.
+hpc_map_task_end() {
+  local end_utc end_s=${EPOCHREALTIME/,/.}
+  hpc_followup_final_state "$1"
+  hpc_followup_utc end_utc
+  hpc_map_status "$hpc_followup_state" "$1" "$end_utc" "$end_s"
+}
+
+# hpc_map_gather_setup: (the gather's batch shell) reads the tasks' status files into
+# map_status.tsv/.json, exports the gather's variables, and ends the job FAILED, with the
+# verdict line, when the policy is not met.
+hpc_map_gather_setup() {
+  local line name value
+  export map_dir=${hpc_job_map_dir:?} map_count=${hpc_job_map_count:?}
+  hpc_followup_read "$map_dir/tasks" "$hpc_job_map_keys" "$hpc_job_map_policy" "$map_dir/map_status" "$hpc_job_map_rerun"
+  ((hpc_followup_rc != 2)) || hpc_job_fail "gather" "the tasks' status files could not be read (see above)"
+  while IFS= read -r line; do
+    name=${line%%=*} value=${line#*=}
+    case $name in
+      ok) export map_ok=$value ;;
+      failed) export map_failed=$value ;;
+      n_ok) export map_n_ok=$value ;;
+      n_failed) export map_n_failed=$value ;;
+      status_file) export map_status_file=$value ;;
+    esac
+  done <<<"$hpc_followup_vars"
+  ((hpc_followup_rc == 0)) || exit 1
+}
