@@ -86,6 +86,25 @@
 #                              checkpoints_dir.
 #   --max-concurrent K         At most K tasks at once (%K). Default: the cluster's throttle.
 #
+# Map and gather (one array, then one job that runs when it has ended):
+#   --map-range A-B            One task per index A..B (whole numbers, A <= B).
+#   --map-over FILE            One task per line of FILE (blank lines and lines starting with #
+#                              dropped), frozen as items.txt at submission: editing FILE later
+#                              changes nothing. Lines are data: spaces, quotes, $(...) are never run.
+#                              Each task sees map_index, map_item (its line; with --map-range the
+#                              index), map_count, map_dir and task_dir (its own folder) and runs the
+#                              configs file's command. Folder: ${scratch_dir}/hpc_outputs/map/EXP/
+#                              YYYYmmdd-HHMMSS-ARRAYID/ (manifest.json, items.txt, tasks/I/).
+#   --gather CMD               After the array (afterany), one job runs CMD (written as in the
+#   --gather-configs FILE      configs file, or read from FILE) in the same venv or container, with
+#                              map_dir, map_count, map_ok, map_failed, map_n_ok, map_n_failed and
+#                              map_status_file; first it writes map_status.tsv/.json.
+#   --gather-when POLICY       all-ok (default), always, min-ok=K or min-ok=P%: when it is not met
+#                              the gather prints one line (failed indices, the resubmit command)
+#                              and ends FAILED without running CMD.
+#   --gather-cpus N, --gather-gpus N, --gather-time TIME
+#                              The gather job's CPUs (1), GPUs (0) and time limit (00:30:00).
+#
 # Names and places:
 #   -e, --exp-name NAME        The experiment: ${scratch_dir}/NAME/checkpoints is made for it,
 #                              and its output files are named after it. Default: default.
