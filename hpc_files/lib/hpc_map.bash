@@ -69,6 +69,17 @@ hpc_map_parse_command() {
   hpc_map_gather_words=("${_hpc_configs_found[@]}")
 }
 
+# hpc_map_gather_option_given: sets hpc_map_given to the first gather setting given
+# (--gather-when, --gather-cpus, --gather-gpus or --gather-time), for a message.
+hpc_map_gather_option_given() {
+  local name variable
+  for name in when cpus gpus time; do
+    variable=hpc_opt_gather_$name
+    hpc_map_given=--gather-$name
+    [[ -z ${!variable} ]] || return 0
+  done
+}
+
 # hpc_map_check_options: the map and gather options on their own and together; exit 2 with one
 # line on bad input. Sets hpc_map_first, hpc_map_last, hpc_map_count and hpc_map_items.
 hpc_map_check_options() {
@@ -80,7 +91,8 @@ hpc_map_check_options() {
   if [[ -z $hpc_opt_map_range$hpc_opt_map_over ]]; then
     [[ -z $hpc_opt_gather$hpc_opt_gather_configs ]] ||
       hpc_die_usage "--gather" "needs a map to gather; accepted with --map-range or --map-over"
-    hpc_die_usage "--gather-when/--gather-cpus/--gather-gpus/--gather-time" "are for a gather; accepted with --map-range or --map-over and --gather"
+    hpc_map_gather_option_given
+    hpc_die_usage "$hpc_map_given" "is for a gather; accepted with --map-range or --map-over and --gather"
   fi
   if [[ -n $hpc_opt_wandb_sweepid || $hpc_opt_wandb_offline == 1 || -n $hpc_opt_repeat ]]; then
     hpc_die_usage "--map-range/--map-over" "a map is its own array; accepted without -w, --wandb-offline and --repeat"
@@ -99,7 +111,8 @@ hpc_map_check_options() {
     hpc_die_usage "--gather/--gather-configs" "choose one: the command, or a file holding it"
   fi
   if [[ -z $hpc_opt_gather$hpc_opt_gather_configs && -n $hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]; then
-    hpc_die_usage "--gather-when/--gather-cpus/--gather-gpus/--gather-time" "are for a gather; accepted with --gather or --gather-configs"
+    hpc_map_gather_option_given
+    hpc_die_usage "$hpc_map_given" "is for a gather; accepted with --gather or --gather-configs"
   fi
   hpc_map_policy=${hpc_opt_gather_when:-all-ok}
   if [[ $hpc_map_policy =~ ^min-ok=([0-9]{1,9})%$ ]]; then
