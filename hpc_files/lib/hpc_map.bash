@@ -228,7 +228,7 @@ hpc_map_manifest_json() {
 hpc_map_gather_plan() {
   local gpus=${hpc_opt_gather_gpus:-0} arg
   local -a keep=()
-  hpc_plan_mode=gather hpc_plan_launcher=none hpc_plan_nodes=1 hpc_plan_ntasks_per_node=1
+  hpc_plan_mode=gather hpc_plan_launcher=none hpc_plan_nodes=1 hpc_plan_ntasks_per_node=1 hpc_plan_array=''
   hpc_plan_cpus_per_task=${hpc_opt_gather_cpus:-1} hpc_plan_gpus=$gpus
   hpc_plan_time=${hpc_opt_gather_time:-00:30:00}
   hpc_plan_kind=$hpc_plan_runner-gather
@@ -263,7 +263,8 @@ hpc_map_gather_plan() {
 }
 
 # hpc_map_submit_gather: (in a subshell: the plan it changes stays the array's) renders the
-# gather job's script into map_dir/gather.sh, submits it and prints its job id.
+# gather job's script into map_dir/gather.sh, submits it, records it in a manifest of its own
+# (hpc_manifest_write) and prints its job id.
 hpc_map_submit_gather() {
   local out id
   hpc_map_gather_plan
@@ -274,7 +275,10 @@ hpc_map_submit_gather() {
     return 1
   fi
   id=${out##*$'\n'}
-  printf '%s\n' "${id%%;*}"
+  id=${id%%;*}
+  # Its own manifest: status and cancel of the experiment show and cancel the gather too.
+  hpc_manifest_write "$id" "$hpc_map_dir/gather.sh" || hpc_say "gather job $id was submitted, but its manifest could not be written"
+  printf '%s\n' "$id"
 }
 
 # hpc_map_undo MESSAGE: cancels the map's jobs submitted so far, removes the folder made for

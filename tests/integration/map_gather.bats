@@ -128,3 +128,18 @@ EOF
   run grep -c COMPLETED "$map_dir/map_status.tsv"
   assert_output 0
 }
+
+@test "status EXP shows each task and the gather job; cancel EXP cancels the array and the pending gather" {
+  MAP_SLEEP=60 submit_map --map-range 0-2 --max-concurrent 1 --gather "python gather.py" -e tocancel
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status tocancel
+  assert_success
+  for i in 0 1 2; do assert_line --regexp "^${job_id}_$i +tocancel +venv-none +(PENDING|RUNNING) "; done
+  assert_line --regexp "^$gather_id +tocancel +venv-gather +PENDING "
+  run bash "$PROJECT/hpc_files/job_submitter.sh" cancel tocancel
+  assert_success
+  assert_line --regexp "^cancelled $gather_id \(tocancel, was PENDING\)$"
+  hpc_wait_job "$job_id" 60
+  hpc_wait_job "$gather_id" 60
+  assert_equal "$(squeue -h -j "$job_id,$gather_id" 2>/dev/null)" ""
+  assert_equal "$(hpc_job_state "$gather_id")" "CANCELLED 0:0"
+}
