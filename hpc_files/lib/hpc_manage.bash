@@ -30,6 +30,9 @@
 #     --failed          Only the array tasks whose last run ended FAILED, TIMEOUT, NODE_FAIL or
 #                       CANCELLED, with the array's throttle (%K); a job without an array only
 #                       when it ended so. Nothing to resubmit: says so, exit 0.
+#                       For a map (--map-range/--map-over): the indices whose newest attempt
+#                       did not succeed, read from the tasks' status files (LOST included), in
+#                       the same map folder, and a new gather after them.
 #   -h, --help          This text.
 #
 # Exit status: 0 done (also: nothing to cancel or resubmit), 1 SLURM refused or failed, 2 bad
@@ -466,6 +469,13 @@ hpc_manage_resubmit() {
   [[ -z $hpc_manage_task ]] || hpc_die_usage "$target" "resubmit takes an experiment or a job id, not an array task; use --failed"
   # The submission: the chain (first submission and its resubmissions) of the newest job named.
   newest=${hpc_manage_ids[${#hpc_manage_ids[@]} - 1]}
+  # A map and its gather (hpc_map.bash): the failed indices come from the tasks' status files.
+  if ((failed)) && hpc_manifest_read "${hpc_manage_file[newest]}" && [[ ${hpc_mf[mode]-} == map || ${hpc_mf[mode]-} == gather ]]; then
+    # shellcheck source=hpc_files/lib/hpc_map.bash
+    source "${hpc_manage_lib%/*}/hpc_map.bash"
+    hpc_map_resubmit_failed "${hpc_manage_dir%/*}/map/${hpc_manage_exp[$newest]}"
+    return
+  fi
   origin=${hpc_manage_origin[$newest]}
   local -a chain=()
   for id in "${!hpc_manage_file[@]}"; do

@@ -319,6 +319,115 @@ hpc_map_after_submit() {
     "$gather_id" "$hpc_map_policy" "$hpc_map_dir/gather_$gather_id.out"
 }
 
+# hpc_map_helpers ARGS...: python -m hpc_helpers.followup ARGS on the login node.
+hpc_map_helpers() {
+  local py
+  py=$(hpc_python_for_helpers) || return 1
+  PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}" "$py" -m hpc_helpers.followup "$@"
+}
+
+# hpc_map_manifest_copy OLD_FILE NEW_ID ARRAY: (resubmit) records job NEW_ID in a manifest of its
+# own: OLD_FILE's lines with this job's id, array and output, linked to the same origin.
+hpc_map_manifest_copy() {
+  local old=$1 id=$2 array=$3 now line
+  hpc_manifest_read "$old" || return 1
+  printf -v now '%(%Y-%m-%dT%H:%M:%S%z)T' -1
+  hpc_manifest_text=''
+  hpc_manifest_put format 1
+  hpc_manifest_put time "$now"
+  hpc_manifest_put array "$array"
+  hpc_manifest_put job_id "$id"
+  hpc_manifest_put origin "${hpc_mf[origin]:-${hpc_mf[job_id]}}"
+  hpc_manifest_put resubmit_of "${hpc_mf[job_id]}"
+  hpc_manifest_put resubmit 'resubmit --failed'
+  if [[ -n $array ]]; then
+    hpc_manifest_output "${hpc_mf[output]-}" "$id" %a '' ''
+  else
+    hpc_manifest_output "${hpc_mf[output]-}" "$id" '' "$id" ''
+  fi
+  hpc_manifest_put output_path "$hpc_manifest_path"
+  for line in "${hpc_mf_lines[@]}"; do
+    case ${line%%$'\t'*} in
+      format | time | array | job_id | origin | resubmit_of | resubmit | output_path) ;;
+      *) hpc_manifest_text+=$line$'\n' ;;
+    esac
+  done
+  hpc_manifest_commit "${old%/*}/${hpc_mf[exp_name]}_$id.manifest"
+}
+
+# hpc_map_resubmit_failed ROOT: (resubmit EXP --failed, ROOT the experiment's map folders) re-runs
+# the indices of the newest map whose newest attempt did not succeed (FAILED, TIMEOUT, LOST,
+# NODE_FAIL, CANCELLED...) as one held array with the frozen items and the same throttle, in the
+# same folder (their old status.json kept as status.attempt<N>.json; other tasks' folders are not
+# touched), then a new gather after it, and releases it. Exit 1 while the map still runs.
+hpc_map_resubmit_failed() {
+  local root=$1 dir='' candidate info line first='' throttle='' array_ids='' gather_ids='' failed='' attempt=2
+  for candidate in "$root"/*/; do
+    [[ -f ${candidate}manifest.json && ! -L ${candidate%/} ]] && dir=${candidate%/}
+  done
+  [[ -n $dir ]] || hpc_die "no map folder with a manifest.json under $root"
+  info=$(hpc_map_helpers map-info --dir "$dir") || hpc_die "cannot read the map in $dir (see above)"
+  while IFS= read -r line; do
+    case $line in
+      first=*) first=${line#*=} ;;
+      throttle=*) throttle=${line#*=} ;;
+      array_ids=*) array_ids=${line#*=} ;;
+      gather_ids=*) gather_ids=${line#*=} ;;
+      failed=*) failed=${line#*=} ;;
+      attempt=*) attempt=${line#*=} ;;
+    esac
+  done <<<"$info"
+  [[ -n $first ]] || hpc_die "cannot read the map in $dir"
+  local -a ids indices
+  read -ra ids <<<"$array_ids"
+  read -ra indices <<<"$failed"
+  if ((${#ids[@]})) && [[ -n $(squeue -h -j "$(IFS=, && printf '%s' "${ids[*]}")" -o %i 2>/dev/null) ]]; then
+    hpc_die "the map ${dir##*/} still has tasks pending or running; resubmit --failed once its array has ended"
+  fi
+  if ((${#indices[@]} == 0)); then
+    printf 'Nothing to resubmit: every task of map %s succeeded.\n' "${dir##*/}"
+    return 0
+  fi
+  local script i spec new_id gather_id='' out
+  [[ -f $dir/task.sh ]] || hpc_die "the map's kept task script $dir/task.sh is gone"
+  script=$(<"$dir/task.sh")
+  script=${script%$'\n'hpc_job_main*}
+  printf -v script '%s\n# resubmit --failed: the same map folder, attempt %s.\nhpc_job_map_dir=%q\nhpc_job_map_attempt=%q\nhpc_job_main\n' \
+    "$script" "$attempt" "$dir" "$attempt"
+  hpc_manifest_ranges "${indices[@]}"
+  spec=$hpc_manifest_ranges${throttle:+%$throttle}
+  out=$(unset SLURM_TMPDIR && sbatch --parsable --hold --array="$spec" 2>&1 <<<"$script") || hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
+  new_id=${out##*$'\n'}
+  new_id=${new_id%%;*}
+  for i in "${indices[@]}"; do
+    # The earlier attempt's status is kept; a link is never followed or moved.
+    if [[ -f $dir/tasks/$i/status.json && ! -L $dir/tasks/$i/status.json && ! -L $dir/tasks/$i ]]; then
+      mv -f -- "$dir/tasks/$i/status.json" "$dir/tasks/$i/status.attempt$((attempt - 1)).json" || true
+    fi
+  done
+  if [[ -f $dir/gather.sh ]]; then
+    if ! out=$(unset SLURM_TMPDIR && sbatch --parsable --dependency="afterany:$new_id" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1); then
+      scancel "$new_id" 2>/dev/null || true
+      hpc_die "sbatch refused the new gather job: ${out//$'\n'/ }; the resubmission $new_id was cancelled"
+    fi
+    gather_id=${out##*$'\n'}
+    gather_id=${gather_id%%;*}
+  fi
+  hpc_map_helpers map-record --dir "$dir" --array "$new_id" --gather "$gather_id" || hpc_say "cannot record jobs $new_id $gather_id in $dir/manifest.json"
+  [[ -z ${hpc_manage_file[${ids[0]}]-} ]] || hpc_map_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$new_id" "$spec" ||
+    hpc_say "job $new_id was submitted, but its manifest could not be written"
+  read -ra ids <<<"$gather_ids"
+  if [[ -n $gather_id && -n ${ids[0]-} && -n ${hpc_manage_file[${ids[0]}]-} ]]; then
+    hpc_map_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$gather_id" '' || hpc_say "gather job $gather_id was submitted, but its manifest could not be written"
+  fi
+  out=$(scontrol release "$new_id" 2>&1) || {
+    scancel "$new_id" ${gather_id:+"$gather_id"} 2>/dev/null || true
+    hpc_die "scontrol release $new_id failed: $out; the resubmission was cancelled"
+  }
+  printf 'Resubmitted task(s) %s of map %s as job %s (array %s)\n' "$hpc_manifest_ranges" "${dir##*/}" "$new_id" "$spec"
+  [[ -z $gather_id ]] || printf 'Gather job %s: after job %s ends (afterany); output %s\n' "$gather_id" "$new_id" "$dir/gather_$gather_id.out"
+}
+
 # ---------------------------------------------------------------------------------------------
 # In the job
 

@@ -143,3 +143,34 @@ EOF
   assert_equal "$(squeue -h -j "$job_id,$gather_id" 2>/dev/null)" ""
   assert_equal "$(hpc_job_state "$gather_id")" "CANCELLED 0:0"
 }
+
+@test "resubmit --failed re-runs exactly index 3 and a new gather in the same folder; other task folders untouched; the sum is right" {
+  MAP_FAIL_INDEX=3 MAP_EXIT_CODE=7 MAP_SLEEP=0 submit_map --map-range 0-5 --max-concurrent 3 --gather "python gather.py" -e rerun
+  hpc_wait_job "$job_id" 180
+  hpc_wait_job "$gather_id" 120
+  assert_equal "$(hpc_job_state "$gather_id")" "FAILED 1:0"
+  before=$(find "$map_dir/tasks/"{0,1,2,4,5} -printf '%p %T@ %s\n' | sort)
+  # The bug is fixed: MAP_FAIL_INDEX no longer set in the resubmitting shell.
+  run bash "$PROJECT/hpc_files/job_submitter.sh" resubmit rerun --failed
+  assert_success
+  assert_line --regexp "^Resubmitted task\(s\) 3 of map ${map_dir##*/} as job [0-9]+ \(array 3%3\)$"
+  new_id=$(sed -n 's/^Resubmitted .* as job \([0-9]*\) .*/\1/p' <<<"$output")
+  new_gather=$(sed -n 's/^Gather job \([0-9]*\):.*/\1/p' <<<"$output")
+  [[ -n $new_id && -n $new_gather ]] || fail "no new ids in: $output"
+  assert_equal "$(hpc_job_field "$new_gather" Dependency | sed 's/(.*//')" "afterany:${new_id}_*"
+  hpc_wait_job "$new_id" 120
+  hpc_wait_job "$new_gather" 120
+  assert_equal "$(hpc_job_state "$new_gather")" "COMPLETED 0:0"
+  assert_equal "$(scontrol show job "$new_id" | grep -c 'ArrayTaskId=')" 1
+  assert_equal "$(status_field 3 state)" COMPLETED
+  assert_equal "$(status_field 3 attempt)" 2
+  run python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["state"])' "$map_dir/tasks/3/status.attempt1.json"
+  assert_output FAILED
+  assert_equal "$(find "$map_dir/tasks/"{0,1,2,4,5} -printf '%p %T@ %s\n' | sort)" "$before"
+  run cat "$map_dir/gather_$new_gather.out"
+  assert_line "GATHER sum=55 n_ok=6 failed=''"
+  # Nothing left to re-run.
+  run bash "$PROJECT/hpc_files/job_submitter.sh" resubmit rerun --failed
+  assert_success
+  assert_output "Nothing to resubmit: every task of map ${map_dir##*/} succeeded."
+}

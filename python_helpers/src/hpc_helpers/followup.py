@@ -268,6 +268,43 @@ def _read_command(args: argparse.Namespace) -> int:
     return 0 if met else 1
 
 
+def _map_info_command(args: argparse.Namespace) -> int:
+    """name=value lines of a map folder for ``resubmit --failed``: first, last, throttle,
+    array_ids, gather_ids, failed (indices whose newest attempt did not succeed), attempt (the
+    next attempt's number)."""
+    folder = Path(args.dir)
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        first, last = int(manifest["first"]), int(manifest["last"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        print(f"hpc_helpers.followup: {folder}/manifest.json is not a map's manifest: {err}",
+              file=sys.stderr)
+        return 2
+    keys = [str(i) for i in range(first, last + 1)]
+    statuses = read_statuses(folder / "tasks", keys)
+    attempts = [_int_or_none(s.fields.get("attempt")) or 1 for s in statuses]
+    array = str(manifest.get("array", ""))
+    ids = " ".join(str(i) for i in manifest.get("array_ids", []))
+    gathers = " ".join(str(i) for i in manifest.get("gather_ids", []))
+    sys.stdout.write(
+        f"first={first}\nlast={last}\nthrottle={array.partition('%')[2]}\narray_ids={ids}\n"
+        f"gather_ids={gathers}\nfailed={' '.join(s.key for s in statuses if not s.ok)}\n"
+        f"attempt={max(attempts, default=1) + 1}\n"
+    )
+    return 0
+
+
+def _map_record_command(args: argparse.Namespace) -> int:
+    """Adds a resubmission's array and gather ids to the map's manifest.json (atomically)."""
+    path = Path(args.dir) / "manifest.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["array_ids"] = [*doc.get("array_ids", []), args.array]
+    if args.gather:
+        doc["gather_ids"] = [*doc.get("gather_ids", []), args.gather]
+    _atomic_write(path, json.dumps(doc) + "\n")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hpc_helpers.followup")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -279,7 +316,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rerun", default="", help="the command that re-runs failed tasks")
     p.add_argument("--array-job-id", default=None, help="for tasks that wrote no file")
     p.add_argument("--what", default="gather", help="the follow-up's name in the verdict")
+    p = sub.add_parser("map-info", help="a map folder's ids and failed indices, name=value")
+    p.add_argument("--dir", required=True)
+    p = sub.add_parser("map-record", help="add a resubmission's ids to the map's manifest.json")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--array", required=True)
+    p.add_argument("--gather", default="")
     args = parser.parse_args(argv)
+    if args.command == "map-info":
+        return _map_info_command(args)
+    if args.command == "map-record":
+        return _map_record_command(args)
     return _read_command(args)
 
 
