@@ -180,6 +180,42 @@ hpc_map_plan() {
     "$hpc_map_root" "$hpc_map_stamp" "$hpc_map_count" "$((${#hpc_map_items[@]} > 0))" "$hpc_plan_output"
   # Held until its folder and items exist and its gather is submitted (hpc_map_after_submit).
   hpc_submit_hold=(--hold)
+  hpc_map_check_gather_references
+}
+
+# hpc_map_dry_run: (--dry-run, after the tasks' part) prints the map: the array and throttle,
+# the first and last task's variables, the gather job's script, sbatch options and dependency.
+# The last step of a dry run: it leaves the plan the gather's.
+hpc_map_dry_run() {
+  local last_item=$hpc_map_last first_item=$hpc_map_first
+  if ((${#hpc_map_items[@]})); then first_item=${hpc_map_items[0]} last_item=${hpc_map_items[-1]}; fi
+  hpc_map_dir=$hpc_map_root/$hpc_map_stamp-ARRAYID
+  printf '\n== map\nOne array of %s task(s): --array=%s (at most %s at once), folder %s\n' \
+    "$hpc_map_count" "$hpc_plan_array" "${hpc_plan_array#*%}" "$hpc_map_dir"
+  printf 'first task: map_index=%s map_item=%s map_count=%s task_dir=%s\n' "$hpc_map_first" "$first_item" "$hpc_map_count" "$hpc_map_dir/tasks/$hpc_map_first"
+  printf 'last task:  map_index=%s map_item=%s map_count=%s task_dir=%s\n' "$hpc_map_last" "$last_item" "$hpc_map_count" "$hpc_map_dir/tasks/$hpc_map_last"
+  ((${#hpc_map_gather_words[@]})) || return 0
+  hpc_map_array_ids=(ARRAYID)
+  hpc_map_gather_plan
+  hpc_plan_render
+  printf '\n== gather job: after the array, policy %s\nsbatch' "$hpc_map_policy"
+  printf ' %q' "${hpc_plan_sbatch_args[@]}"
+  printf ' GATHER_SCRIPT\n\n== gather job script\n'
+  printf '%s\n' "$hpc_plan_script" | hpc_mask_stream
+}
+
+# hpc_map_check_gather_references: warns when the gather command uses a task's own variable
+# (map_index, map_item, task_dir), which the gather job does not define.
+hpc_map_check_gather_references() {
+  local name
+  ((${#hpc_map_gather_words[@]})) || return 0
+  while IFS= read -r name; do
+    case ${name%:-} in
+      map_item | map_index | task_dir)
+        hpc_say "warning: the gather command uses \${${name%:-}}, which is each task's own and undefined in the gather job"
+        ;;
+    esac
+  done < <(hpc_configs_references "${hpc_map_gather_words[@]}")
 }
 
 # hpc_map_json_list NAME ITEM...: sets NAME to a JSON list of the ITEMs as strings.

@@ -75,6 +75,10 @@ hpc_submit_environment() {
     [[ $_hpc_env_name == *:- ]] && _hpc_env_required=0 && _hpc_env_name=${_hpc_env_name%:-}
     case $_hpc_env_name in
       source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) _hpc_env_defined="defined by the job" ;;
+      map_index | map_item | map_count | map_dir | task_dir)
+        _hpc_env_defined="NOT DEFINED: only the tasks of a map (--map-range, --map-over) have it"
+        [[ ${hpc_plan_mode:-} != map ]] || _hpc_env_defined="defined by the job (each map task's own)"
+        ;;
       *)
         if [[ -n ${!_hpc_env_name+x} ]]; then
           # Secrets by name (in any case), and any secret's value inside another variable's.
@@ -240,8 +244,10 @@ hpc_submit_main() {
   hpc_submit_check_fit
 
   if ((hpc_opt_dry_run)); then
-    hpc_submit_dry_run
-    exit $?
+    local dry_rc=0
+    hpc_submit_dry_run || dry_rc=$?
+    [[ $hpc_plan_mode != map ]] || hpc_map_dry_run
+    exit "$dry_rc"
   fi
   if ! hpc_submit_confirm; then
     hpc_say "not submitted"

@@ -4,6 +4,8 @@
 # policy. The task and gather programs are tests/fixtures/map/{featurize,gather}.py.
 # shellcheck disable=SC2154,SC2016 # job_* come from hpc_submit_job; configs lines are single-quoted on purpose
 
+bats_require_minimum_version 1.5.0
+
 setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
@@ -173,4 +175,22 @@ EOF
   run bash "$PROJECT/hpc_files/job_submitter.sh" resubmit rerun --failed
   assert_success
   assert_output "Nothing to resubmit: every task of map ${map_dir##*/} succeeded."
+}
+
+@test "--dry-run of a map prints the array and throttle, the first and last task's variables, the gather's script and dependency, flags \${map_item} in the gather; creates and submits nothing" {
+  list="$BATS_TEST_TMPDIR/list.txt"
+  printf '%s\n' 'first item' '# a comment' 'second' 'last $(touch pwned)' >"$list"
+  before=$(find "$SCRATCH" "$PROJECT" -printf '%p %T@\n' | sort)
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" --dry-run -g 0 --map-over "$list" --max-concurrent 2 \
+    --gather 'python gather.py --item ${map_item}' -e dry
+  assert_success
+  assert_equal "$stderr" 'job_submitter.sh: warning: the gather command uses ${map_item}, which is each task'"'"'s own and undefined in the gather job'
+  assert_line --regexp '^One array of 3 task\(s\): --array=0-2%2 \(at most 2 at once\), folder .*/hpc_outputs/map/dry/[0-9]{8}-[0-9]{6}-ARRAYID$'
+  assert_line --regexp '^first task: map_index=0 map_item=first item map_count=3 task_dir=.*/tasks/0$'
+  assert_line --regexp '^last task:  map_index=2 map_item=last \$\(touch pwned\) map_count=3 task_dir=.*/tasks/2$'
+  assert_line --regexp '^sbatch .*--cpus-per-task=1 --time=00:30:00 .*--dependency=afterany:ARRAYID --kill-on-invalid-dep=yes'
+  assert_line '== gather job script'
+  assert_line 'configs file uses $map_item: defined by the job (each map task'"'"'s own)'
+  assert_equal "$(find "$SCRATCH" "$PROJECT" -printf '%p %T@\n' | sort)" "$before"
+  assert_equal "$(squeue -h -n "map project-dry,map project-dry-gather" 2>/dev/null)" ""
 }
