@@ -95,6 +95,7 @@
 #                              index), map_count, map_dir and task_dir (its own folder) and runs the
 #                              configs file's command. Folder: ${scratch_dir}/hpc_outputs/map/EXP/
 #                              YYYYmmdd-HHMMSS-ARRAYID/ (manifest.json, items.txt, tasks/I/).
+#                              With --repeat K, --gather makes the repeats such a map over 0..K-1.
 #   --gather CMD               After the array (afterany), one job runs CMD (written as in the
 #   --gather-configs FILE      configs file, or read from FILE) in the same venv or container, with
 #                              map_dir, map_count, map_ok, map_failed, map_n_ok, map_n_failed and

@@ -88,9 +88,15 @@ hpc_map_check_options() {
   if [[ -n $hpc_opt_map_range && -n $hpc_opt_map_over ]]; then
     hpc_die_usage "--map-range/--map-over" "choose one: a range of indices or a list file"
   fi
+  hpc_map_repeat=0
+  if [[ -n $hpc_opt_repeat && -z $hpc_opt_map_range$hpc_opt_map_over && -n $hpc_opt_gather$hpc_opt_gather_configs ]]; then
+    # --repeat K with a gather: a map over 0..K-1 whose tasks also get seed and their own
+    # checkpoints_dir, as repeats do.
+    hpc_opt_map_range=0-$((hpc_opt_repeat - 1)) hpc_opt_repeat='' hpc_map_repeat=1
+  fi
   if [[ -z $hpc_opt_map_range$hpc_opt_map_over ]]; then
     [[ -z $hpc_opt_gather$hpc_opt_gather_configs ]] ||
-      hpc_die_usage "--gather" "needs a map to gather; accepted with --map-range or --map-over"
+      hpc_die_usage "--gather" "needs a map or repeats to gather; accepted with --map-range, --map-over or --repeat"
     hpc_map_gather_option_given
     hpc_die_usage "$hpc_map_given" "is for a gather; accepted with --map-range or --map-over and --gather"
   fi
@@ -176,8 +182,8 @@ hpc_map_plan() {
   hpc_plan_sbatch_args+=(--array="$hpc_plan_array")
   printf -v hpc_map_stamp '%(%Y%m%d-%H%M%S)T' -1
   hpc_map_root=$hpc_plan_outputs_dir/map/$hpc_plan_exp_name
-  printf -v hpc_plan_extra_lines 'hpc_job_map_root=%q\nhpc_job_map_stamp=%q\nhpc_job_map_count=%q\nhpc_job_map_has_items=%q\nhpc_job_map_attempt=1\nhpc_job_map_log=%q\n' \
-    "$hpc_map_root" "$hpc_map_stamp" "$hpc_map_count" "$((${#hpc_map_items[@]} > 0))" "$hpc_plan_output"
+  printf -v hpc_plan_extra_lines 'hpc_job_map_root=%q\nhpc_job_map_stamp=%q\nhpc_job_map_count=%q\nhpc_job_map_has_items=%q\nhpc_job_map_attempt=1\nhpc_job_map_log=%q\nhpc_job_map_repeat=%q\n' \
+    "$hpc_map_root" "$hpc_map_stamp" "$hpc_map_count" "$((${#hpc_map_items[@]} > 0))" "$hpc_plan_output" "$hpc_map_repeat"
   # Held until its folder and items exist and its gather is submitted (hpc_map_after_submit).
   hpc_submit_hold=(--hold)
   hpc_map_check_gather_references
@@ -481,6 +487,11 @@ hpc_map_task_setup() {
     ((${#lines[@]})) || hpc_job_fail "map" "no item $i in $map_dir/items.txt"
     line=${lines[0]}
     map_item=$line
+  fi
+  if ((${hpc_job_map_repeat:-0})); then
+    # --repeat with a gather: what repeats get (hpc_job_array_setup makes the folder).
+    export seed=$i
+    checkpoints_dir=$checkpoints_dir/task_$i
   fi
   [[ ! -L $task_dir ]] || hpc_job_fail "map" "$task_dir is a symbolic link"
   mkdir -p -- "$task_dir" || hpc_job_fail "map" "cannot make $task_dir"

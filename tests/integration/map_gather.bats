@@ -194,3 +194,18 @@ EOF
   assert_equal "$(find "$SCRATCH" "$PROJECT" -printf '%p %T@\n' | sort)" "$before"
   assert_equal "$(squeue -h -n "map project-dry,map project-dry-gather" 2>/dev/null)" ""
 }
+
+@test "--repeat 3 with --gather: three tasks with seed i and their own checkpoints_dir, then the gather" {
+  hpc_configs "$PROJECT" 'python featurize.py --index ${seed} --item "${checkpoints_dir}" --out ${task_dir}'
+  MAP_SLEEP=0 submit_map --repeat 3 --gather "python gather.py" -e seeds
+  hpc_wait_job "$job_id" 120
+  hpc_wait_job "$gather_id" 120
+  assert_equal "$(hpc_job_state "$gather_id")" "COMPLETED 0:0"
+  run cat "$map_dir/gather_$gather_id.out"
+  assert_line "GATHER sum=5 n_ok=3 failed=''"
+  for i in 0 1 2; do
+    run python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["item"])' "$map_dir/tasks/$i/result.json"
+    assert_output "$SCRATCH/map project/seeds/checkpoints/task_$i"
+    [[ -d "$SCRATCH/map project/seeds/checkpoints/task_$i" ]] || fail "no checkpoints folder for task $i"
+  done
+}

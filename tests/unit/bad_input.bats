@@ -241,8 +241,9 @@ WANDB_API_KEY=k|-w abc -g 2|-g/--gpus: a sweep agent gets one GPU; accepted: 0 o
 |--map-range -1|--map-range: '-1' is not accepted; accepted: A-B, whole numbers with A <= B, e.g. 0-3
 |--map-range=|--map-range: '' is not accepted; accepted: a non-empty value (see --help)
 |--map-range 0-1 --map-over standard.txt|--map-range/--map-over: choose one: a range of indices or a list file
-|--gather x|--gather: needs a map to gather; accepted with --map-range or --map-over
-|--gather-configs standard.txt|--gather: needs a map to gather; accepted with --map-range or --map-over
+|--gather x|--gather: needs a map or repeats to gather; accepted with --map-range, --map-over or --repeat
+|--gather-configs standard.txt|--gather: needs a map or repeats to gather; accepted with --map-range, --map-over or --repeat
+|--repeat 2 --gather x --gather-when min-ok=3|--gather-when: 'min-ok=3' asks for more tasks than the map has (2); accepted: min-ok=1 to min-ok=2
 |--map-range 0-1 --gather x --gather-configs standard.txt|--gather/--gather-configs: choose one: the command, or a file holding it
 |--map-range 0-1 --gather x --gather-when sometimes|--gather-when: 'sometimes' is not accepted; accepted: all-ok, always, min-ok=K or min-ok=P%
 |--map-range 0-3 --gather x --gather-when min-ok=0|--gather-when: 'min-ok=0': at least 1 task must be ok; accepted: min-ok=1 to min-ok=4
