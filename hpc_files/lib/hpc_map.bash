@@ -170,11 +170,20 @@ hpc_map_plan() {
   fi
   hpc_manifest_check_array_size 1 0
   max=${hpc_manifest_max_array_size:-}
-  if [[ -n $max ]] && ((hpc_map_last >= max)); then
-    hpc_die_usage "--map-range/--map-over" "index $hpc_map_last is at or above this cluster's MaxArraySize $max; accepted: indices 0 to $((max - 1))"
+  # Indices at or above MaxArraySize: several arrays (parts) of at most MaxArraySize tasks,
+  # task ids from 0, each part's first index added in the job (hpc_job_map_offset). A part
+  # starts after the one before it (afterany), so that the throttle holds for the whole map.
+  hpc_map_parts=()
+  if [[ -n $max ]] && ((hpc_map_last >= max && max > 0)); then
+    local start
+    for ((start = hpc_map_first; start <= hpc_map_last; start += max)); do
+      hpc_map_parts+=("$start-$((start + max - 1 < hpc_map_last ? start + max - 1 : hpc_map_last))")
+    done
+    hpc_plan_array=0-$((max - 1 < hpc_map_last - hpc_map_first ? max - 1 : hpc_map_last - hpc_map_first))%$throttle
+  else
+    hpc_plan_array=$hpc_map_first-$hpc_map_last%$throttle
   fi
   hpc_plan_array_count=$hpc_map_count
-  hpc_plan_array=$hpc_map_first-$hpc_map_last%$throttle
   hpc_plan_output=${hpc_plan_output%_%j.out}_%A_%a.out
   for i in "${!hpc_plan_sbatch_args[@]}"; do
     [[ ${hpc_plan_sbatch_args[i]} != --output=* ]] || hpc_plan_sbatch_args[i]=--output=$hpc_plan_output
@@ -182,8 +191,9 @@ hpc_map_plan() {
   hpc_plan_sbatch_args+=(--array="$hpc_plan_array")
   printf -v hpc_map_stamp '%(%Y%m%d-%H%M%S)T' -1
   hpc_map_root=$hpc_plan_outputs_dir/map/$hpc_plan_exp_name
-  printf -v hpc_plan_extra_lines 'hpc_job_map_root=%q\nhpc_job_map_stamp=%q\nhpc_job_map_count=%q\nhpc_job_map_has_items=%q\nhpc_job_map_attempt=1\nhpc_job_map_log=%q\nhpc_job_map_repeat=%q\n' \
-    "$hpc_map_root" "$hpc_map_stamp" "$hpc_map_count" "$((${#hpc_map_items[@]} > 0))" "$hpc_plan_output" "$hpc_map_repeat"
+  printf -v hpc_plan_extra_lines 'hpc_job_map_root=%q\nhpc_job_map_stamp=%q\nhpc_job_map_count=%q\nhpc_job_map_has_items=%q\nhpc_job_map_attempt=1\nhpc_job_map_log=%q\nhpc_job_map_repeat=%q\nhpc_job_map_offset=%q\n' \
+    "$hpc_map_root" "$hpc_map_stamp" "$hpc_map_count" "$((${#hpc_map_items[@]} > 0))" "$hpc_plan_output" "$hpc_map_repeat" \
+    "$((${#hpc_map_parts[@]} ? hpc_map_first : 0))"
   # Held until its folder and items exist and its gather is submitted (hpc_map_after_submit).
   hpc_submit_hold=(--hold)
   hpc_map_check_gather_references
@@ -198,6 +208,9 @@ hpc_map_dry_run() {
   hpc_map_dir=$hpc_map_root/$hpc_map_stamp-ARRAYID
   printf '\n== map\nOne array of %s task(s): --array=%s (at most %s at once), folder %s\n' \
     "$hpc_map_count" "$hpc_plan_array" "${hpc_plan_array#*%}" "$hpc_map_dir"
+  ((${#hpc_map_parts[@]} == 0)) ||
+    printf 'Above MaxArraySize %s: %s arrays, each after the one before (afterany), indices %s\n' \
+      "$hpc_manifest_max_array_size" "${#hpc_map_parts[@]}" "${hpc_map_parts[*]}"
   printf 'first task: map_index=%s map_item=%s map_count=%s task_dir=%s\n' "$hpc_map_first" "$first_item" "$hpc_map_count" "$hpc_map_dir/tasks/$hpc_map_first"
   printf 'last task:  map_index=%s map_item=%s map_count=%s task_dir=%s\n' "$hpc_map_last" "$last_item" "$hpc_map_count" "$hpc_map_dir/tasks/$hpc_map_last"
   ((${#hpc_map_gather_words[@]})) || return 0
@@ -258,7 +271,10 @@ hpc_map_manifest_json() {
   # The lists and ids, appended to the object written above.
   json=$(<"$hpc_map_dir/manifest.json")
   json=${json%\}}
-  json+=", \"array_ids\": [\"${hpc_map_array_ids[*]}\"], \"gather_ids\": [\"${hpc_map_gather_ids[*]}\"]"
+  local array_ids gather_ids
+  hpc_map_json_list array_ids "${hpc_map_array_ids[@]}"
+  hpc_map_json_list gather_ids "${hpc_map_gather_ids[@]}"
+  json+=", \"array_ids\": $array_ids, \"gather_ids\": $gather_ids"
   json+=", \"argv\": $argv, \"command\": $command, \"sbatch\": $sbatch, \"gather_command\": $gather}"
   tmp=$hpc_map_dir/.manifest.json.tmp
   printf '%s\n' "$json" >"$tmp" && mv -f -- "$tmp" "$hpc_map_dir/manifest.json"
@@ -323,6 +339,21 @@ hpc_map_submit_gather() {
   printf '%s\n' "$id"
 }
 
+# hpc_map_submit_part A-B: (a map above MaxArraySize) submits indices A..B as one more held
+# array, task ids 0..B-A, after the previous part (afterany); adds its id to hpc_map_array_ids.
+hpc_map_submit_part() {
+  local first=${1%-*} last=${1#*-} script out id prev=${hpc_map_array_ids[-1]}
+  printf -v script '%s\nhpc_job_map_offset=%q\nhpc_job_map_dir=%q\nhpc_job_main\n' \
+    "${hpc_plan_script%$'\n'hpc_job_main*}" "$first" "$hpc_map_dir"
+  if ! out=$(unset SLURM_TMPDIR && sbatch --parsable --hold --dependency="afterany:$prev" \
+    "${hpc_plan_sbatch_args[@]/#--array=*/--array=0-$((last - first))%${hpc_plan_array#*%}}" 2>&1 <<<"$script"); then
+    hpc_say "sbatch refused part $1 of the map: $out"
+    return 1
+  fi
+  id=${out##*$'\n'}
+  hpc_map_array_ids+=("${id%%;*}")
+}
+
 # hpc_map_undo MESSAGE: cancels the map's jobs submitted so far, removes the folder made for
 # it (only that one, never through a link), says MESSAGE and exits 1.
 hpc_map_undo() {
@@ -349,14 +380,21 @@ hpc_map_after_submit() {
     printf '%s\n' "${hpc_map_items[@]}" >"$hpc_map_dir/items.txt" || hpc_map_undo "cannot write $hpc_map_dir/items.txt"
   fi
   printf '%s' "$hpc_plan_script" >"$hpc_map_dir/task.sh" || hpc_map_undo "cannot write $hpc_map_dir/task.sh"
+  local part
+  for part in "${hpc_map_parts[@]:1}"; do
+    hpc_map_submit_part "$part" || hpc_map_undo "a part of the map was not submitted (see above)"
+  done
   if ((${#hpc_map_gather_words[@]})); then
     gather_id=$(hpc_map_submit_gather) || hpc_map_undo "the gather job was not submitted (see above)"
     hpc_map_gather_ids=("$gather_id")
   fi
   hpc_map_manifest_json || hpc_map_undo "cannot write $hpc_map_dir/manifest.json"
-  out=$(scontrol release "$id" 2>&1) || hpc_map_undo "scontrol release $id failed: $out"
+  out=$(scontrol release "${hpc_map_array_ids[@]}" 2>&1) || hpc_map_undo "scontrol release ${hpc_map_array_ids[*]} failed: $out"
   trap - EXIT
   printf 'Map %s: array job %s (%s), folder %s\n' "$hpc_map_id" "$id" "$hpc_plan_array" "$hpc_map_dir"
+  ((${#hpc_map_parts[@]} == 0)) ||
+    printf 'The map is above MaxArraySize %s: %s arrays, one after the other: %s (indices %s)\n' \
+      "$hpc_manifest_max_array_size" "${#hpc_map_parts[@]}" "${hpc_map_array_ids[*]}" "${hpc_map_parts[*]}"
   ((${#hpc_map_gather_ids[@]} == 0)) || printf 'Gather job %s: after the array ends (afterany), policy %s; output %s\n' \
     "$gather_id" "$hpc_map_policy" "$hpc_map_dir/gather_$gather_id.out"
 }
@@ -476,7 +514,7 @@ hpc_map_resubmit_failed() {
 # hpc_map_task_setup: (an array task's batch shell) exports the task's variables, makes its own
 # folder and writes its status RUNNING.
 hpc_map_task_setup() {
-  local i=${SLURM_ARRAY_TASK_ID:?} line
+  local i=$((${hpc_job_map_offset:-0} + ${SLURM_ARRAY_TASK_ID:?})) line
   export map_index=$i map_count=${hpc_job_map_count:?}
   export map_dir=${hpc_job_map_dir:-${hpc_job_map_root:?}/${hpc_job_map_stamp:?}-${SLURM_ARRAY_JOB_ID:?}}
   export task_dir=$map_dir/tasks/$i
