@@ -29,6 +29,7 @@ setup() {
   project="$tmp/my project"
   mkdir -p "$project" "$tmp/scratch"
   bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
+  # shellcheck disable=SC2016 # the reference is for the job to expand
   printf 'python featurize.py --index ${map_index}\n' >"$project/hpc_files/experiment_configurations.txt"
   submitter=$project/hpc_files/job_submitter.sh
   cp -R "$HPC_WARM_CACHE" "$tmp/cache"
@@ -62,8 +63,7 @@ arg_of() {
 }
 
 @test "a map of 10 indices above MaxArraySize 4: three held arrays 0-3, 0-3, 0-1 with offsets 0, 4, 8, each after the one before; the gather after all three; all released" {
-  export HPC_STUB_MAX_ARRAY_SIZE=4
-  run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 --max-concurrent 2 --gather "python gather.py" -e big </dev/null
+  HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 --max-concurrent 2 --gather "python gather.py" -e big </dev/null
   assert_success
   assert_line --regexp '^The map is above MaxArraySize 4: 3 arrays, one after the other: 4242 4243 4244 \(indices 0-3 4-7 8-9\)$'
   assert_line --regexp '^Gather job 4245: after the array ends'
@@ -98,8 +98,7 @@ arg_of() {
 }
 
 @test "a map within MaxArraySize is one array whose task ids are the indices" {
-  export HPC_STUB_MAX_ARRAY_SIZE=1001
-  run --separate-stderr bash "$submitter" -y -g 0 --map-range 3-5 -e small </dev/null
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 3-5 -e small </dev/null
   assert_success
   argv_of sbatch 1
   assert_equal "$(arg_of --array=)" "--array=3-5%4"
