@@ -49,26 +49,35 @@ hpc_followup_json_string() {
   hpc_followup_out="\"$_hpc_fj_value\""
 }
 
-# hpc_followup_status_write FILE FIELD...: writes FILE as one JSON object, atomically (a
-# temporary file beside it, then a rename). FIELD is NAME=TEXT (a string) or NAME:=NUMBER (a
-# number; anything else is written as null).
-hpc_followup_status_write() {
-  local file=$1 field name value json='{' sep='' tmp
+# hpc_followup_json_object NAME FIELD...: sets the variable NAME to one JSON object. FIELD is
+# NAME=TEXT (a string) or NAME:=NUMBER (a number; anything else is written as null).
+hpc_followup_json_object() {
+  local -n hpc_followup_object=$1
+  local _hpc_fo_field _hpc_fo_name _hpc_fo_value _hpc_fo_json='{' _hpc_fo_sep=''
   shift
-  for field in "$@"; do
-    if [[ $field == *:=* && ${field%%:=*} != *=* ]]; then
-      name=${field%%:=*} value=${field#*:=}
-      [[ $value =~ ^-?[0-9]+(\.[0-9]+)?$ ]] || value=null
+  for _hpc_fo_field in "$@"; do
+    if [[ $_hpc_fo_field == *:=* && ${_hpc_fo_field%%:=*} != *=* ]]; then
+      _hpc_fo_name=${_hpc_fo_field%%:=*} _hpc_fo_value=${_hpc_fo_field#*:=}
+      [[ $_hpc_fo_value =~ ^-?[0-9]+(\.[0-9]+)?$ ]] || _hpc_fo_value=null
     else
-      name=${field%%=*}
-      hpc_followup_json_string value "${field#*=}"
+      _hpc_fo_name=${_hpc_fo_field%%=*}
+      hpc_followup_json_string _hpc_fo_value "${_hpc_fo_field#*=}"
     fi
-    json+="$sep\"$name\": $value"
-    sep=', '
+    _hpc_fo_json+="$_hpc_fo_sep\"$_hpc_fo_name\": $_hpc_fo_value"
+    _hpc_fo_sep=', '
   done
-  json+=$'}\n'
+  # shellcheck disable=SC2034 # a nameref: the caller's variable
+  hpc_followup_object="$_hpc_fo_json}"
+}
+
+# hpc_followup_status_write FILE FIELD...: writes FILE as one JSON object (FIELDs as for
+# hpc_followup_json_object), atomically: a temporary file beside it, then a rename.
+hpc_followup_status_write() {
+  local file=$1 json tmp
+  shift
+  hpc_followup_json_object json "$@"
   tmp=$file.tmp.$$
-  printf '%s' "$json" >"$tmp" && mv -f -- "$tmp" "$file"
+  printf '%s\n' "$json" >"$tmp" && mv -f -- "$tmp" "$file"
 }
 
 # hpc_followup_utc NAME: sets the variable NAME to the time now in UTC, 2026-11-23T12:00:05Z.

@@ -254,30 +254,28 @@ hpc_map_json_list() {
 # hpc_map_manifest_json: writes map_dir/manifest.json (atomically): the command, the resolved
 # options, the array and gather ids, the git commit and its dirty flag.
 hpc_map_manifest_json() {
-  local argv command sbatch json tmp
-  hpc_map_json_list argv "${hpc_submit_argv[@]}"
-  hpc_map_json_list command "${hpc_configs_words[@]}"
+  local argv command sbatch gather array_ids gather_ids json
+  # The user's words and commands with every secret masked, as in the toolkit's manifest.
+  local -a words=(${hpc_submit_argv[@]+"${hpc_submit_argv[@]}"}) templates=("${hpc_configs_words[@]}")
+  local -a gather_templates=(${hpc_map_gather_words[@]+"${hpc_map_gather_words[@]}"})
+  hpc_mask_vars words templates gather_templates
+  hpc_map_json_list argv ${words[@]+"${words[@]}"}
+  hpc_map_json_list command "${templates[@]}"
   hpc_map_json_list sbatch "${hpc_plan_sbatch_args[@]}"
-  local gather
-  hpc_map_json_list gather "${hpc_map_gather_words[@]}"
-  hpc_manifest_git "$hpc_plan_source_dir"
-  local fields=(
-    "map_id=$hpc_map_id" "exp_name=$hpc_plan_exp_name" "map_dir=$hpc_map_dir"
-    "array=$hpc_plan_array" "count:=$hpc_map_count" "first:=$hpc_map_first" "last:=$hpc_map_last"
-    "policy=$hpc_map_policy" "kind=$hpc_plan_kind" "cluster=$hpc_plan_cluster"
-    "git_commit=${hpc_manifest_git_commit:-}" "git_dirty=${hpc_manifest_git_dirty:-}"
-  )
-  hpc_followup_status_write "$hpc_map_dir/manifest.json" "${fields[@]}" || return 1
-  # The lists and ids, appended to the object written above.
-  json=$(<"$hpc_map_dir/manifest.json")
-  json=${json%\}}
-  local array_ids gather_ids
+  hpc_map_json_list gather ${gather_templates[@]+"${gather_templates[@]}"}
   hpc_map_json_list array_ids "${hpc_map_array_ids[@]}"
-  hpc_map_json_list gather_ids "${hpc_map_gather_ids[@]}"
+  hpc_map_json_list gather_ids ${hpc_map_gather_ids[@]+"${hpc_map_gather_ids[@]}"}
+  # The git commit: hpc_manifest_write has just asked git (one process per submission).
+  [[ -v hpc_manifest_git_commit ]] || hpc_manifest_git "$hpc_plan_source_dir"
+  hpc_followup_json_object json "map_id=$hpc_map_id" "exp_name=$hpc_plan_exp_name" "map_dir=$hpc_map_dir" \
+    "array=$hpc_plan_array" "count:=$hpc_map_count" "first:=$hpc_map_first" "last:=$hpc_map_last" \
+    "policy=$hpc_map_policy" "kind=$hpc_plan_kind" "cluster=$hpc_plan_cluster" \
+    "git_commit=${hpc_manifest_git_commit:-}" "git_dirty=${hpc_manifest_git_dirty:-}"
+  json=${json%\}}
   json+=", \"array_ids\": $array_ids, \"gather_ids\": $gather_ids"
   json+=", \"argv\": $argv, \"command\": $command, \"sbatch\": $sbatch, \"gather_command\": $gather}"
-  tmp=$hpc_map_dir/.manifest.json.tmp
-  printf '%s\n' "$json" >"$tmp" && mv -f -- "$tmp" "$hpc_map_dir/manifest.json"
+  # Written once, before any task can start (the array is still held): no reader sees it half.
+  printf '%s\n' "$json" >"$hpc_map_dir/manifest.json"
 }
 
 # hpc_map_gather_plan: turns the plan into the gather job's: one node, one task, --gather-cpus
@@ -334,7 +332,10 @@ hpc_map_submit_gather() {
   fi
   id=${out##*$'\n'}
   id=${id%%;*}
-  # Its own manifest: status and cancel of the experiment show and cancel the gather too.
+  # Its own manifest: status and cancel of the experiment show and cancel the gather too. The
+  # git commit is the one just recorded for the array: no second git process.
+  # shellcheck disable=SC2329 # replaces hpc_manifest_git in this subshell only
+  hpc_manifest_git() { :; }
   hpc_manifest_write "$id" "$hpc_map_dir/gather.sh" || hpc_say "gather job $id was submitted, but its manifest could not be written"
   printf '%s\n' "$id"
 }
@@ -372,10 +373,11 @@ hpc_map_after_submit() {
   trap 'hpc_map_undo "the submission stopped before the map was released"' EXIT
   hpc_map_id=$hpc_map_stamp-$id
   hpc_map_dir=$hpc_map_root/$hpc_map_id
-  mkdir -p -- "$hpc_map_root" 2>/dev/null || hpc_map_undo "cannot make $hpc_map_root"
-  mkdir -- "$hpc_map_dir" 2>/dev/null || hpc_map_undo "cannot make $hpc_map_dir"
+  [[ -d $hpc_map_root ]] || mkdir -p -- "$hpc_map_root" 2>/dev/null || hpc_map_undo "cannot make $hpc_map_root"
+  # One process for both; the folder is new (its name holds the new job id): never reused.
+  # (On failure nothing is removed: whether the folder was made here cannot be told then.)
+  mkdir -- "$hpc_map_dir" "$hpc_map_dir/tasks" 2>/dev/null || hpc_map_undo "cannot make $hpc_map_dir/tasks"
   hpc_map_made=$hpc_map_dir
-  mkdir -- "$hpc_map_dir/tasks" || hpc_map_undo "cannot make $hpc_map_dir/tasks"
   if ((${#hpc_map_items[@]})); then
     printf '%s\n' "${hpc_map_items[@]}" >"$hpc_map_dir/items.txt" || hpc_map_undo "cannot write $hpc_map_dir/items.txt"
   fi

@@ -98,7 +98,13 @@ EOF
 }
 
 @test "--gather-when always: the gather ends COMPLETED and results(allow_failed=True)[3] is None" {
-  MAP_FAIL_INDEX=3 MAP_EXIT_CODE=7 MAP_SLEEP=0 submit_map --map-range 0-5 --gather "python gather.py" --gather-when always -e always
+  # A secret in the submitting shell, typed into the gather command too: masked in manifest.json.
+  MAP_API_KEY=map-sentinel-secret-0123 MAP_FAIL_INDEX=3 MAP_EXIT_CODE=7 MAP_SLEEP=0 \
+    submit_map --map-range 0-5 --gather "python gather.py map-sentinel-secret-0123" --gather-when always -e always
+  run grep -c map-sentinel-secret-0123 "$map_dir/manifest.json"
+  assert_output 0
+  run grep -c '(masked)' "$map_dir/manifest.json"
+  assert_output 1
   hpc_wait_job "$job_id" 180
   hpc_wait_job "$gather_id" 120
   assert_equal "$(hpc_job_state "$gather_id")" "COMPLETED 0:0"
