@@ -199,6 +199,28 @@ hpc_map_plan() {
   hpc_map_check_gather_references
 }
 
+# hpc_map_check_gather_fit: (after hpc_submit_check_fit, which leaves what sinfo said in
+# hpc_slurm_text) exit 2 when the gather asks for more CPUs or GPUs than the largest node of
+# the partition has.
+hpc_map_check_gather_fit() {
+  local text=$'\n'${hpc_slurm_text:-}$'\n' part=$hpc_plan_partition line cpus gpus
+  ((${#hpc_map_gather_words[@]})) || return 0
+  if [[ -z $part ]]; then
+    part=${hpc_slurm_text%%$'\n'*}
+    part=${part#d}
+    part=${part# }
+  fi
+  [[ -n $part && $text == *$'\n'"p $part "* ]] || return 0
+  line=${text#*$'\n'"p $part "}
+  read -r _ cpus _ gpus <<<"${line%%$'\n'*}"
+  if [[ $cpus =~ ^[0-9]+$ ]] && ((cpus > 0 && ${hpc_opt_gather_cpus:-1} > cpus)); then
+    hpc_die_usage "--gather-cpus" "$hpc_opt_gather_cpus CPUs is more than a node of partition $part has ($cpus); accepted: 1 to $cpus"
+  fi
+  if [[ $gpus =~ ^[0-9]+$ ]] && ((${hpc_opt_gather_gpus:-0} > gpus)); then
+    hpc_die_usage "--gather-gpus" "$hpc_opt_gather_gpus GPUs is more than a node of partition $part has ($gpus); accepted: 0 to $gpus"
+  fi
+}
+
 # hpc_map_dry_run: (--dry-run, after the tasks' part) prints the map: the array and throttle,
 # the first and last task's variables, the gather job's script, sbatch options and dependency.
 # The last step of a dry run: it leaves the plan the gather's.

@@ -242,6 +242,7 @@ hpc_submit_main() {
     hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
   fi
   hpc_submit_check_fit
+  [[ $hpc_plan_mode != map ]] || hpc_map_check_gather_fit
 
   if ((hpc_opt_dry_run)); then
     local dry_rc=0

@@ -255,6 +255,8 @@ WANDB_API_KEY=k|-w abc -g 2|-g/--gpus: a sweep agent gets one GPU; accepted: 0 o
 |--map-range 0-1 --max-concurrent 0|--max-concurrent: '0' is not accepted; accepted: a whole number, 1 or more
 |--map-range 0-1 --max-concurrent x|--max-concurrent: 'x' is not accepted; accepted: a whole number, 1 or more
 |--map-range 0-1 --gather x --gather-gpus 3|--gather-gpus: 3 GPUs is more than a node of cluster local has; accepted: 0 to 2
+|--map-range 0-1 --gather x --gather-cpus 64|--gather-cpus: 64 CPUs is more than a node of partition debug has (32); accepted: 1 to 32
+|-p small --map-range 0-1 --gather x --gather-cpus 5|--gather-cpus: 5 CPUs is more than a node of partition small has (4); accepted: 1 to 4
 |--map-range 0-1 --gather x --gather-cpus 0|--gather-cpus: '0' is not accepted; accepted: a whole number of CPUs, 1 or more
 |--map-range 0-1 --gather x --gather-time 99|--gather-time: '99' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00:30:00
 |--map-range 0-1 --gather python'|--gather: unbalanced ' (single quote) opened on line 1; accepted: one command written as in a shell
