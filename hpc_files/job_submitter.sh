@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Usage: bash job_submitter.sh [options]
-#        bash job_submitter.sh status|logs|cancel|resubmit ...   (see 'status --help')
+#        bash job_submitter.sh status|logs|cancel|resubmit|gather ...   (see 'status --help')
 #
 # Submits the command of experiment_configurations.txt (beside this script) as a SLURM job that
 # runs in the project's virtual environment (${source_dir}/virtual_env, built first by an install
@@ -154,7 +154,7 @@ hpc_submit_locate
 source "$hpc_venv_dir/venv_runner.bash"
 
 case ${1-} in
-  status | logs | cancel | resubmit)
+  status | logs | cancel | resubmit | gather)
     # shellcheck source=hpc_files/lib/hpc_manage.bash
     source "$hpc_files_dir/lib/hpc_manage.bash"
     hpc_manage_main "$@"

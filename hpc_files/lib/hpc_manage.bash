@@ -3,6 +3,7 @@
 #        bash job_submitter.sh logs EXP|JOBID[_TASK] [--follow]
 #        bash job_submitter.sh cancel EXP|JOBID[_TASK]
 #        bash job_submitter.sh resubmit EXP|JOBID [--failed]
+#        bash job_submitter.sh gather EXP
 #
 # Every submission is recorded in a manifest,
 # ${scratch_dir}/hpc_outputs/manifests/EXP_JOBID.manifest (scratch_dir is ${SCRATCH}/PROJECT, the
@@ -33,6 +34,8 @@
 #                       For a map (--map-range/--map-over): the indices whose newest attempt
 #                       did not succeed, read from the tasks' status files (LOST included), in
 #                       the same map folder, and a new gather after them.
+#   gather EXP          Submits the gather job of experiment EXP's newest map again, now (it
+#                       reads the tasks' status files afresh and applies its policy).
 #   -h, --help          This text.
 #
 # Exit status: 0 done (also: nothing to cancel or resubmit), 1 SLURM refused or failed, 2 bad
@@ -615,6 +618,14 @@ hpc_manage_main() {
       hpc_manage_cancel "$@"
       ;;
     resubmit) hpc_manage_resubmit "$@" ;;
-    *) hpc_die_usage "$command" "unknown command; accepted: status, logs, cancel, resubmit" ;;
+    gather)
+      # The newest map's gather job, again (hpc_map.bash).
+      (($# == 1)) && [[ $1 != -* ]] || hpc_die_usage "gather" "needs one experiment; usage: gather EXP"
+      hpc_manage_target "$1"
+      # shellcheck source=hpc_files/lib/hpc_map.bash
+      source "${hpc_manage_lib%/*}/hpc_map.bash"
+      hpc_map_gather_again "${hpc_manage_dir%/*}/map/$1"
+      ;;
+    *) hpc_die_usage "$command" "unknown command; accepted: status, logs, cancel, resubmit, gather" ;;
   esac
 }

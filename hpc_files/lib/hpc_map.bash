@@ -465,11 +465,9 @@ hpc_map_manifest_copy() {
 # same folder (their old status.json kept as status.attempt<N>.json; other tasks' folders are not
 # touched), then a new gather after it, and releases it. Exit 1 while the map still runs.
 hpc_map_resubmit_failed() {
-  local root=$1 dir='' candidate info line first='' throttle='' array_ids='' gather_ids='' failed='' attempt=2
-  for candidate in "$root"/*/; do
-    [[ -f ${candidate}manifest.json && ! -L ${candidate%/} ]] && dir=${candidate%/}
-  done
-  [[ -n $dir ]] || hpc_die "no map folder with a manifest.json under $root"
+  local dir info line first='' throttle='' array_ids='' gather_ids='' failed='' attempt=2
+  hpc_map_newest_dir "$1" "resubmit --failed"
+  dir=$hpc_map_dir
   info=$(hpc_map_helpers map-info --dir "$dir") || hpc_die "cannot read the map in $dir (see above)"
   while IFS= read -r line; do
     case $line in
@@ -530,6 +528,42 @@ hpc_map_resubmit_failed() {
   }
   printf 'Resubmitted task(s) %s of map %s as job %s (array %s)\n' "$hpc_manifest_ranges" "${dir##*/}" "$new_id" "$spec"
   [[ -z $gather_id ]] || printf 'Gather job %s: after job %s ends (afterany); output %s\n' "$gather_id" "$new_id" "$dir/gather_$gather_id.out"
+}
+
+# hpc_map_newest_dir ROOT COMMAND: sets hpc_map_dir to the newest map folder (with a
+# manifest.json) under ROOT, the experiment's map folders; exit 2 naming COMMAND when none.
+hpc_map_newest_dir() {
+  local candidate
+  hpc_map_dir=''
+  for candidate in "$1"/*/; do
+    [[ -f ${candidate}manifest.json && ! -L ${candidate%/} ]] && hpc_map_dir=${candidate%/}
+  done
+  [[ -n $hpc_map_dir ]] || hpc_die_usage "$2" "no map of this experiment under $1"
+}
+
+# hpc_map_gather_again ROOT: (job_submitter.sh gather EXP) submits the newest map's gather job
+# again, now, without its dependency (the array has ended, and SLURM may have forgotten it).
+hpc_map_gather_again() {
+  local script line out id kept=''
+  hpc_map_newest_dir "$1" gather
+  [[ -f $hpc_map_dir/gather.sh ]] || hpc_die_usage "gather" "the map ${hpc_map_dir##*/} has no gather job (submitted without --gather)"
+  while IFS= read -r line || [[ -n $line ]]; do
+    case $line in
+      '#SBATCH --dependency='* | '#SBATCH --kill-on-invalid-dep='*) ;;
+      *) kept+=$line$'\n' ;;
+    esac
+  done <"$hpc_map_dir/gather.sh"
+  script=$kept
+  out=$(unset SLURM_TMPDIR && sbatch --parsable 2>&1 <<<"$script") || hpc_die "sbatch refused the gather job: ${out//$'\n'/ }"
+  id=${out##*$'\n'}
+  id=${id%%;*}
+  local -a ids=()
+  mapfile -t ids < <(hpc_map_helpers map-info --dir "$hpc_map_dir" | sed -n 's/^gather_ids=//p' | tr ' ' '\n')
+  hpc_map_helpers map-record --dir "$hpc_map_dir" --gather "$id" || hpc_say "cannot record gather job $id in $hpc_map_dir/manifest.json"
+  if [[ -n ${ids[0]-} && -n ${hpc_manage_file[${ids[0]}]-} ]]; then
+    hpc_map_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$id" '' || hpc_say "gather job $id was submitted, but its manifest could not be written"
+  fi
+  printf 'Gather job %s of map %s: output %s\n' "$id" "${hpc_map_dir##*/}" "$hpc_map_dir/gather_$id.out"
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -239,3 +239,32 @@ EOF2
   assert_output "ok 4"
   [[ -f $map_dir/features_mean.pt ]] || fail "no features_mean.pt"
 }
+
+@test "gather EXP submits the newest map's gather again, now: it reads the status files afresh (after a task's folder was fixed by hand)" {
+  MAP_FAIL_INDEX=1 MAP_SLEEP=0 submit_map --map-range 0-2 --gather "python gather.py" -e again
+  hpc_wait_job "$job_id" 120
+  hpc_wait_job "$gather_id" 120
+  assert_equal "$(hpc_job_state "$gather_id")" "FAILED 1:0"
+  # Task 1's result is supplied by hand (its status set COMPLETED, a result written), as a user
+  # might after fixing it elsewhere; then the gather is run again.
+  python3 - "$map_dir/tasks/1" <<'EOF2'
+import json, sys
+d = sys.argv[1]
+s = json.load(open(f"{d}/status.json")); s["state"] = "COMPLETED"; s["exit_code"] = 0
+json.dump(s, open(f"{d}/status.json", "w"))
+json.dump({"index": 1, "item": "1", "value": 1}, open(f"{d}/result.json", "w"))
+EOF2
+  run bash "$PROJECT/hpc_files/job_submitter.sh" gather again
+  assert_success
+  assert_line --regexp "^Gather job [0-9]+ of map ${map_dir##*/}: output ${map_dir}/gather_[0-9]+\.out$"
+  again_id=$(sed -n 's/^Gather job \([0-9]*\) .*/\1/p' <<<"$output")
+  assert_equal "$(hpc_job_field "$again_id" Dependency)" "(null)"
+  hpc_wait_job "$again_id" 120
+  assert_equal "$(hpc_job_state "$again_id")" "COMPLETED 0:0"
+  run cat "$map_dir/gather_$again_id.out"
+  assert_line "GATHER sum=5 n_ok=3 failed=''"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status again
+  assert_line --regexp "^$again_id +again +venv-gather +COMPLETED "
+  run bash "$PROJECT/hpc_files/job_submitter.sh" gather nosuchexp
+  assert_equal "$status" 2
+}

@@ -298,7 +298,8 @@ def _map_record_command(args: argparse.Namespace) -> int:
     """Adds a resubmission's array and gather ids to the map's manifest.json (atomically)."""
     path = Path(args.dir) / "manifest.json"
     doc = json.loads(path.read_text(encoding="utf-8"))
-    doc["array_ids"] = [*doc.get("array_ids", []), args.array]
+    if args.array:
+        doc["array_ids"] = [*doc.get("array_ids", []), args.array]
     if args.gather:
         doc["gather_ids"] = [*doc.get("gather_ids", []), args.gather]
     _atomic_write(path, json.dumps(doc) + "\n")
@@ -320,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--dir", required=True)
     p = sub.add_parser("map-record", help="add a resubmission's ids to the map's manifest.json")
     p.add_argument("--dir", required=True)
-    p.add_argument("--array", required=True)
+    p.add_argument("--array", default="")
     p.add_argument("--gather", default="")
     args = parser.parse_args(argv)
     if args.command == "map-info":
