@@ -17,7 +17,7 @@
 #   --kill-on-invalid-dep=yes: it runs whatever the tasks' fate, and is never left PENDING on a
 #   dependency that can no longer be met). Its first step is the Python reader
 #     python -m hpc_helpers.followup read --dir UNIT_DIR --keys KEYS --policy POLICY \
-#            --out PREFIX [--rerun COMMAND]
+#            --out PREFIX [--rerun COMMAND] [--what NAME]
 #   (hpc_followup_read runs it): every expected key's newest status; a task left RUNNING is
 #   LOST, refined from `scontrol show job` while SLURM still knows the job (never sacct); a
 #   missing file is LOST too (or SLURM's state: a task cancelled while pending). It writes
@@ -136,14 +136,15 @@ hpc_followup_python() {
   fi
 }
 
-# hpc_followup_read DIR KEYS POLICY PREFIX RERUN: in the follow-up job: runs the reader (see the
-# header); sets hpc_followup_vars (name=value lines) and hpc_followup_rc (0 met, 1 not met, 2
-# the reader failed). The verdict line goes to the job's output.
+# hpc_followup_read DIR KEYS POLICY PREFIX RERUN [WHAT]: in the follow-up job: runs the reader
+# (see the header; WHAT names the follow-up in its verdict line, default gather); sets
+# hpc_followup_vars (name=value lines) and hpc_followup_rc (0 met, 1 not met, 2 the reader
+# failed). The verdict line goes to the job's output.
 # shellcheck disable=SC2034 # hpc_followup_vars and hpc_followup_rc are the results
 hpc_followup_read() {
   hpc_followup_python
   hpc_followup_rc=0
   hpc_followup_vars=$(PYTHONPATH=${hpc_job_python_helpers:?}${PYTHONPATH:+:$PYTHONPATH} \
     "$hpc_followup_py" -m hpc_helpers.followup read --dir "$1" --keys "$2" --policy "$3" \
-    --out "$4" --rerun "$5") || hpc_followup_rc=$?
+    --out "$4" --rerun "$5" --what "${6:-gather}") || hpc_followup_rc=$?
 }

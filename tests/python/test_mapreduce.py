@@ -162,6 +162,23 @@ def test_cli_writes_tables_and_exports(
     )
 
 
+def test_a_report_of_named_runs(
+    tmp_path: Path, no_scontrol: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A scaling study's report (issue 17) names its runs by folder and itself by name.
+    for key in ("1x1-r1", "2x1-r1"):
+        (tmp_path / "runs" / key).mkdir(parents=True)
+        state = "COMPLETED" if key[0] == "1" else "TIMEOUT"
+        (tmp_path / "runs" / key / "status.json").write_text(json.dumps({"state": state}))
+    argv = ["read", "--dir", str(tmp_path / "runs"), "--keys", "1x1-r1,2x1-r1"]
+    argv += ["--policy", "always", "--out", str(tmp_path / "runs_status"), "--what", "report"]
+    assert followup.main(argv) == 0
+    assert capsys.readouterr().err == (
+        "report runs: policy always needs 0/2 tasks, 1 ok; failed: 2x1-r1 (TIMEOUT)\n"
+    )
+    assert (tmp_path / "runs_status.tsv").is_file()
+
+
 def test_save_result_tasks_results_and_task_failed(
     tmp_path: Path, no_scontrol: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
