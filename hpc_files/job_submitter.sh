@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Usage: bash job_submitter.sh [options]
-#        bash job_submitter.sh status|logs|cancel|resubmit ...   (see 'status --help')
+#        bash job_submitter.sh status|logs|cancel|resubmit|gather ...   (see 'status --help')
 #
 # Submits the command of experiment_configurations.txt (beside this script) as a SLURM job that
 # runs in the project's virtual environment (${source_dir}/virtual_env, built first by an install
@@ -100,6 +100,26 @@
 #                              (.../task_N, see below).
 #   --max-concurrent K         At most K tasks at once (%K). Default: the cluster's throttle.
 #
+# Map and gather (one array, then one job that runs when it has ended):
+#   --map-range A-B            One task per index A..B (whole numbers, A <= B).
+#   --map-over FILE            One task per line of FILE (blank lines and lines starting with #
+#                              dropped), frozen as items.txt at submission: editing FILE later
+#                              changes nothing. Lines are data: spaces, quotes, $(...) are never run.
+#                              Each task sees map_index, map_item (its line; with --map-range the
+#                              index), map_count, map_dir and task_dir (its own folder) and runs the
+#                              configs file's command. Folder: ${scratch_dir}/hpc_outputs/map/EXP/
+#                              YYYYmmdd-HHMMSS-ARRAYID/ (manifest.json, items.txt, tasks/I/).
+#                              With --repeat K, --gather makes the repeats such a map over 0..K-1.
+#   --gather CMD               After the array (afterany), one job runs CMD (written as in the
+#   --gather-configs FILE      configs file, or read from FILE) in the same venv or container, with
+#                              map_dir, map_count, map_ok, map_failed, map_n_ok, map_n_failed and
+#                              map_status_file; first it writes map_status.tsv/.json.
+#   --gather-when POLICY       all-ok (default), always, min-ok=K or min-ok=P%: when it is not met
+#                              the gather prints one line (failed indices, the resubmit command)
+#                              and ends FAILED without running CMD.
+#   --gather-cpus N, --gather-gpus N, --gather-time TIME
+#                              The gather job's CPUs (1), GPUs (0) and time limit (00:30:00).
+#
 # Names and places:
 #   -e, --exp-name NAME        The experiment: ${scratch_dir}/NAME/checkpoints is made for it,
 #                              and its output files are named after it. Default: default.
@@ -151,7 +171,7 @@ hpc_submit_locate
 source "$hpc_venv_dir/venv_runner.bash"
 
 case ${1-} in
-  status | logs | cancel | resubmit)
+  status | logs | cancel | resubmit | gather)
     # shellcheck source=hpc_files/lib/hpc_manage.bash
     source "$hpc_files_dir/lib/hpc_manage.bash"
     hpc_manage_main "$@"

@@ -640,6 +640,11 @@ hpc_job_array_setup() {
       export WANDB_MODE=offline
       hpc_job_log "grid point $i of ${#hpc_job_offline_commands[@]}, offline"
       ;;
+    map | gather)
+      # shellcheck source=hpc_files/lib/hpc_map.bash
+      source "$hpc_job_toolkit_dir/lib/hpc_map.bash"
+      if [[ $hpc_job_mode == map ]]; then hpc_map_task_setup; else hpc_map_gather_setup; fi
+      ;;
   esac
   export HPC_JOB_MODE=${hpc_job_mode:-single}
   hpc_job_own_folders
@@ -653,7 +658,11 @@ hpc_job_array_setup() {
 # own folder on scratch: the host's paths are not visible in them).
 hpc_job_own_folders() {
   local task=''
-  [[ ${hpc_job_mode:-single} == single ]] || task=task_${SLURM_ARRAY_TASK_ID:?}
+  # Array tasks each their own; a single job and a gather job (no array) the experiment's.
+  case ${hpc_job_mode:-single} in
+    single | gather) ;;
+    *) task=task_${SLURM_ARRAY_TASK_ID:?} ;;
+  esac
   export checkpoints_dir=$scratch_dir/$exp_name/checkpoints${task:+/$task}
   mkdir -p -- "$checkpoints_dir" || hpc_job_fail "folders" "cannot make $checkpoints_dir"
   if [[ -n ${WANDB_DIR:-} ]]; then
@@ -795,6 +804,8 @@ hpc_job_main() {
     hpc_job_log "FAILED at step 'copy-back': see above"
     ((hpc_job_status != 0)) || hpc_job_status=1
   fi
+  # A map task's final status, for its gather (hpc_map.bash).
+  [[ ${hpc_job_mode:-single} != map ]] || hpc_map_task_end "$hpc_job_status"
   hpc_job_maybe_requeue
   exit "$hpc_job_status"
 }

@@ -3,6 +3,7 @@
 #        bash job_submitter.sh logs EXP|JOBID[_TASK] [--follow]
 #        bash job_submitter.sh cancel EXP|JOBID[_TASK]
 #        bash job_submitter.sh resubmit EXP|JOBID [--failed]
+#        bash job_submitter.sh gather EXP
 #
 # Every submission is recorded in a manifest,
 # ${scratch_dir}/hpc_outputs/manifests/EXP_JOBID.manifest (scratch_dir is ${SCRATCH}/PROJECT, the
@@ -31,6 +32,11 @@
 #     --failed          Only the array tasks whose last run ended FAILED, TIMEOUT, NODE_FAIL or
 #                       CANCELLED, with the array's throttle (%K); a job without an array only
 #                       when it ended so. Nothing to resubmit: says so, exit 0.
+#                       For a map (--map-range/--map-over): the indices whose newest attempt
+#                       did not succeed, read from the tasks' status files (LOST included), in
+#                       the same map folder, and a new gather after them.
+#   gather EXP          Submits the gather job of experiment EXP's newest map again, now (it
+#                       reads the tasks' status files afresh and applies its policy).
 #   -h, --help          This text.
 #
 # Exit status: 0 done (also: nothing to cancel or resubmit), 1 SLURM refused or failed, 2 bad
@@ -503,6 +509,13 @@ hpc_manage_resubmit() {
   [[ -z $hpc_manage_task ]] || hpc_die_usage "$target" "resubmit takes an experiment or a job id, not an array task; use --failed"
   # The submission: the chain (first submission and its resubmissions) of the newest job named.
   newest=${hpc_manage_ids[${#hpc_manage_ids[@]} - 1]}
+  # A map and its gather (hpc_map.bash): the failed indices come from the tasks' status files.
+  if ((failed)) && hpc_manifest_read "${hpc_manage_file[newest]}" && [[ ${hpc_mf[mode]-} == map || ${hpc_mf[mode]-} == gather ]]; then
+    # shellcheck source=hpc_files/lib/hpc_map.bash
+    source "${hpc_manage_lib%/*}/hpc_map.bash"
+    hpc_map_resubmit_failed "${hpc_manage_dir%/*}/map/${hpc_manage_exp[$newest]}"
+    return
+  fi
   origin=${hpc_manage_origin[$newest]}
   local -a chain=()
   for id in "${!hpc_manage_file[@]}"; do
@@ -642,6 +655,14 @@ hpc_manage_main() {
       hpc_manage_cancel "$@"
       ;;
     resubmit) hpc_manage_resubmit "$@" ;;
-    *) hpc_die_usage "$command" "unknown command; accepted: status, logs, cancel, resubmit" ;;
+    gather)
+      # The newest map's gather job, again (hpc_map.bash).
+      (($# == 1)) && [[ $1 != -* ]] || hpc_die_usage "gather" "needs one experiment; usage: gather EXP"
+      hpc_manage_target "$1"
+      # shellcheck source=hpc_files/lib/hpc_map.bash
+      source "${hpc_manage_lib%/*}/hpc_map.bash"
+      hpc_map_gather_again "${hpc_manage_dir%/*}/map/$1"
+      ;;
+    *) hpc_die_usage "$command" "unknown command; accepted: status, logs, cancel, resubmit, gather" ;;
   esac
 }

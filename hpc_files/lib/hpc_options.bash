@@ -13,6 +13,9 @@ hpc_opt_defaults() {
   hpc_opt_requeue=0 hpc_opt_signal_lead='' hpc_opt_workdir=''
   hpc_opt_repeat='' hpc_opt_num_sweeps='' hpc_opt_max_concurrent='' hpc_opt_wandb_offline=0
   hpc_opt_sweep_config='' hpc_opt_label_ranks=0
+  # Map + gather (hpc_map.bash checks them).
+  hpc_opt_map_range='' hpc_opt_map_over='' hpc_opt_gather='' hpc_opt_gather_configs=''
+  hpc_opt_gather_when='' hpc_opt_gather_cpus='' hpc_opt_gather_gpus='' hpc_opt_gather_time=''
   hpc_opt_data=() hpc_opt_copy_back=()
   # The variable names a profile as --cluster does: never a path.
   [[ -z $hpc_opt_cluster ]] || hpc_opt_is_profile_name "$hpc_opt_cluster" ||
@@ -101,6 +104,7 @@ hpc_opt_parse() {
       --num-sweeps) name=--num-sweeps ;;
       --max-concurrent) name=--max-concurrent ;;
       --sweep-config) name=--sweep-config ;;
+      --map-range | --map-over | --gather | --gather-configs | --gather-when | --gather-cpus | --gather-gpus | --gather-time) name=$opt ;;
       --wandb-offline)
         ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
         hpc_opt_wandb_offline=1
@@ -235,6 +239,12 @@ hpc_opt_set() {
     --sweep-config)
       [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a sweep configuration file (sweeper.yml)"
       hpc_opt_sweep_config=$value
+      ;;
+    --map-range | --map-over | --gather | --gather-configs | --gather-when | --gather-cpus | --gather-gpus | --gather-time)
+      # Stored as given; hpc_map_check_options checks them together.
+      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value (see --help)"
+      name=${name#--}
+      printf -v "hpc_opt_${name//-/_}" '%s' "$value"
       ;;
     --requeue)
       hpc_opt_is_count "$value" 0 || hpc_die_usage "$name" "'$value' is not accepted; accepted: how many times a warned job may requeue itself, 0 or more"

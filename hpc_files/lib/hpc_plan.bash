@@ -290,6 +290,8 @@ hpc_plan_render() {
   local copy_back=''
   ((${#hpc_opt_copy_back[@]} == 0)) || printf -v copy_back '%s\n' "${hpc_opt_copy_back[@]}"
   hpc_plan_emit 'hpc_job_copy_back=%q\n' "${copy_back%$'\n'}"
+  # Lines of a mode's own (hpc_map.bash: which map a task or a gather belongs to).
+  [[ -z ${hpc_plan_extra_lines:-} ]] || hpc_plan_emit '%s' "$hpc_plan_extra_lines"
   hpc_plan_emit 'hpc_job_modules=('
   ((${#hpc_profile_modules[@]} == 0)) || hpc_plan_emit ' %q' "${hpc_profile_modules[@]}"
   hpc_plan_emit ' )\n\n'

@@ -137,6 +137,10 @@ hpc_submit_environment() {
         _hpc_env_defined="NOT DEFINED: the job will fail before the program starts"
         [[ -z $hpc_plan_workdir && $hpc_plan_runner == venv ]] || _hpc_env_defined="defined by the job"
         ;;
+      map_index | map_item | map_count | map_dir | task_dir)
+        _hpc_env_defined="NOT DEFINED: only the tasks of a map (--map-range, --map-over) have it"
+        [[ ${hpc_plan_mode:-} != map ]] || _hpc_env_defined="defined by the job (each map task's own)"
+        ;;
       *)
         if [[ -n ${_hpc_env_defined:-} ]]; then
           :
@@ -271,6 +275,13 @@ hpc_submit_main() {
     exit 0
   fi
   hpc_opt_check_combinations
+  hpc_submit_hold=() hpc_plan_extra_lines=''
+  if [[ -n $hpc_opt_map_range$hpc_opt_map_over$hpc_opt_gather$hpc_opt_gather_configs$hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]; then
+    # Map + gather: loaded only when asked for.
+    # shellcheck source=hpc_files/lib/hpc_map.bash
+    source "$hpc_files_dir/lib/hpc_map.bash"
+    hpc_map_check_options
+  fi
   hpc_submit_container_checks
   hpc_submit_workdir_check
   hpc_profile_load "$hpc_opt_cluster"
@@ -288,6 +299,7 @@ hpc_submit_main() {
     hpc_sweep_plan
   else
     hpc_plan_make
+    [[ -z $hpc_opt_map_range$hpc_opt_map_over ]] || hpc_map_plan
   fi
   # --data: checked now (exit 2 on a bad path); the archive is made after the confirmation.
   hpc_plan_data_archive=''
@@ -298,10 +310,13 @@ hpc_submit_main() {
     hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
   fi
   hpc_submit_check_fit
+  [[ $hpc_plan_mode != map ]] || hpc_map_check_gather_fit
 
   if ((hpc_opt_dry_run)); then
-    hpc_submit_dry_run
-    exit $?
+    local dry_rc=0
+    hpc_submit_dry_run || dry_rc=$?
+    [[ $hpc_plan_mode != map ]] || hpc_map_dry_run
+    exit "$dry_rc"
   fi
   if ! hpc_submit_confirm; then
     hpc_say "not submitted"
@@ -327,7 +342,7 @@ hpc_submit_main() {
   # known, beside the job's output and named like it (SLURM keeps its own copy of what it runs).
   hpc_plan_render
   # A SLURM_TMPDIR of the submitting shell must not reach the job (sbatch passes the environment on).
-  if ! out=$(unset SLURM_TMPDIR && sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
+  if ! out=$(unset SLURM_TMPDIR && sbatch --parsable "${hpc_submit_hold[@]}" "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
     hpc_die "sbatch refused the job: $out"
   fi
   ((${#hpc_submit_made[@]} == 0)) || trap - EXIT
@@ -336,6 +351,7 @@ hpc_submit_main() {
   final=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_$id.sh
   printf '%s' "$hpc_plan_script" >"$final" || hpc_say "job $id was submitted, but its script could not be kept as $final"
   hpc_manifest_write "$id" "$final" || hpc_say "job $id was submitted, but its manifest could not be written"
+  [[ $hpc_plan_mode != map ]] || hpc_map_after_submit "$id"
   printf 'Submitted job %s (%s)\n' "$id" "$hpc_plan_summary"
   if [[ ${hpc_plan_mode:-single} == offline ]]; then
     if [[ -n ${WANDB_DIR:-} ]]; then

@@ -216,6 +216,37 @@ WANDB_API_KEY=k|-w abc --num-sweeps 2 --workdir @TMP@/w|--workdir: W&B agents (-
 |--repeat 2 --repeat 3|--repeat: given twice ('2', then '3'); accepted: once
 |-w a -w b|-w/--wandb-sweepid: given twice ('a', then 'b'); accepted: once
 |-s a.sif --singularity-container b.sif|-s/--singularity-container: given twice ('a.sif', then 'b.sif'); accepted: once
+# Map + gather (-C names are the configs fixtures, used as list files here).
+|--map-over missing.txt|--map-over: 'missing.txt': no such file; accepted: a list file, one item per line
+|--map-over empty.txt|--map-over: 'empty.txt' has no items (only blank lines and comments); accepted: a list file, one item per line
+|--map-over comments_only.txt|--map-over: 'comments_only.txt' has no items (only blank lines and comments); accepted: a list file, one item per line
+|--map-range 5-2|--map-range: '5-2' is not accepted; accepted: A-B, whole numbers with A <= B, e.g. 0-3
+|--map-range a-3|--map-range: 'a-3' is not accepted; accepted: A-B, whole numbers with A <= B, e.g. 0-3
+|--map-range -1|--map-range: '-1' is not accepted; accepted: A-B, whole numbers with A <= B, e.g. 0-3
+|--map-range=|--map-range: '' is not accepted; accepted: a non-empty value (see --help)
+|--map-range 0-1 --map-over standard.txt|--map-range/--map-over: choose one: a range of indices or a list file
+|--gather x|--gather: needs a map or repeats to gather; accepted with --map-range, --map-over or --repeat
+|--gather-configs standard.txt|--gather: needs a map or repeats to gather; accepted with --map-range, --map-over or --repeat
+|--repeat 2 --gather x --gather-when min-ok=3|--gather-when: 'min-ok=3' asks for more tasks than the map has (2); accepted: min-ok=1 to min-ok=2
+|--map-range 0-1 --gather x --gather-configs standard.txt|--gather/--gather-configs: choose one: the command, or a file holding it
+|--map-range 0-1 --gather x --gather-when sometimes|--gather-when: 'sometimes' is not accepted; accepted: all-ok, always, min-ok=K or min-ok=P%
+|--map-range 0-3 --gather x --gather-when min-ok=0|--gather-when: 'min-ok=0': at least 1 task must be ok; accepted: min-ok=1 to min-ok=4
+|--map-range 0-3 --gather x --gather-when min-ok=5|--gather-when: 'min-ok=5' asks for more tasks than the map has (4); accepted: min-ok=1 to min-ok=4
+|--map-range 0-3 --gather x --gather-when min-ok=0%|--gather-when: 'min-ok=0%': a percentage must be 1 to 100
+|--map-range 0-3 --gather x --gather-when min-ok=101%|--gather-when: 'min-ok=101%': a percentage must be 1 to 100
+|--map-range 0-1 --repeat 2|--map-range/--map-over: a map is its own array; accepted without -w, --wandb-offline and --repeat
+|--map-over standard.txt -w abc|--map-range/--map-over: a map is its own array; accepted without -w, --wandb-offline and --repeat
+|--map-range 0-1 --max-concurrent 0|--max-concurrent: '0' is not accepted; accepted: a whole number, 1 or more
+|--map-range 0-1 --max-concurrent x|--max-concurrent: 'x' is not accepted; accepted: a whole number, 1 or more
+|--map-range 0-1 --gather x --gather-gpus 3|--gather-gpus: 3 GPUs is more than a node of cluster local has; accepted: 0 to 2
+|--map-range 0-1 --gather x --gather-cpus 64|--gather-cpus: 64 CPUs is more than a node of partition debug has (32); accepted: 1 to 32
+|-p small --map-range 0-1 --gather x --gather-cpus 5|--gather-cpus: 5 CPUs is more than a node of partition small has (4); accepted: 1 to 4
+|--map-range 0-1 --gather x --gather-cpus 0|--gather-cpus: '0' is not accepted; accepted: a whole number of CPUs, 1 or more
+|--map-range 0-1 --gather x --gather-time 99|--gather-time: '99' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00:30:00
+|--map-range 0-1 --gather python'|--gather: unbalanced ' (single quote) opened on line 1; accepted: one command written as in a shell
+|--map-range 0-1 --gather-configs unbalanced.txt|--gather-configs: unbalanced.txt: unbalanced " (double quote) opened on line 2
+|--map-range 0-1 --gather-when always|--gather-when: is for a gather; accepted with --gather or --gather-configs
+|--gather-time 00:10:00|--gather-time: is for a gather; accepted with --map-range or --map-over and --gather
 # SCRATCH.
 -SCRATCH|-g 1|SCRATCH: is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/$USER in ~/.bashrc
 SCRATCH=|-g 1|SCRATCH: is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/$USER in ~/.bashrc

@@ -1,0 +1,335 @@
+"""The reader of a follow-up job: what the tasks of a submission wrote, and a policy's verdict.
+
+Each task writes ``DIR/<key>/status.json`` itself (``hpc_files/lib/hpc_followup.bash``:
+RUNNING at its start, its final state at its end). The follow-up job, submitted with
+``--dependency=afterany:<ids> --kill-on-invalid-dep=yes``, starts with::
+
+    python -m hpc_helpers.followup read --dir DIR --keys KEYS --policy POLICY --out PREFIX \
+        [--rerun COMMAND]
+
+which reads every expected key's status (:func:`read_statuses`), writes ``PREFIX.tsv`` and
+``PREFIX.json`` (:func:`write_table`), prints the verdict line on stderr and ``name=value``
+lines on stdout (``ok``, ``failed``: space-separated keys; ``n_ok``, ``n_failed``, ``count``,
+``status_file``), and exits 0 when the policy is met, 1 when it is not, 2 on bad input.
+
+States: a task whose file still says RUNNING after its job ended was killed hard: it is LOST,
+or SLURM's own state (CANCELLED, TIMEOUT, NODE_FAIL, ...) while ``scontrol show job`` still
+knows the job. A task with no file at all never started (cancelled while pending) or lost its
+folder: LOST, refined the same way. Never ``sacct``: many clusters lack accounting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "OK_STATES",
+    "Policy",
+    "TaskStatus",
+    "evaluate",
+    "parse_keys",
+    "parse_policy",
+    "read_statuses",
+    "verdict_line",
+    "write_table",
+]
+
+OK_STATES = frozenset({"COMPLETED"})
+#: SLURM states that say more than the task's own FAILED or RUNNING.
+SLURM_FINAL = frozenset(
+    {"CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "DEADLINE", "OUT_OF_MEMORY", "BOOT_FAIL"}
+)
+COLUMNS = (
+    "key", "index", "item", "state", "exit_code", "job_id", "array_job_id", "task_id", "node",
+    "start_utc", "end_utc", "attempt", "log",
+)
+
+
+@dataclass
+class TaskStatus:
+    """One task's newest status, as read from its status.json and refined."""
+
+    key: str
+    state: str
+    exit_code: int | None
+    fields: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        return self.state in OK_STATES
+
+    def row(self) -> dict[str, Any]:
+        out = dict(self.fields)
+        out["key"] = self.key
+        out["state"] = self.state
+        out["exit_code"] = self.exit_code
+        return out
+
+
+@dataclass(frozen=True)
+class Policy:
+    """all-ok, always, min-ok=K (count) or min-ok=P% (percent)."""
+
+    text: str
+    kind: str
+    value: int = 0
+
+    def needed(self, count: int) -> int:
+        if self.kind == "all-ok":
+            return count
+        if self.kind == "always":
+            return 0
+        if self.kind == "min-ok":
+            return self.value
+        return -(-self.value * count // 100)  # percent, rounded up
+
+
+def parse_policy(text: str) -> Policy:
+    """The policy of ``--gather-when``; ValueError naming what is accepted otherwise."""
+    if text in ("all-ok", "always"):
+        return Policy(text, text)
+    m = re.fullmatch(r"min-ok=([0-9]{1,6})(%?)", text)
+    if m:
+        value = int(m.group(1))
+        if m.group(2):
+            if 1 <= value <= 100:
+                return Policy(text, "percent", value)
+        elif value >= 1:
+            return Policy(text, "min-ok", value)
+    raise ValueError(
+        f"'{text}' is not accepted; accepted: all-ok, always, min-ok=K (K >= 1) "
+        "or min-ok=P% (1-100)"
+    )
+
+
+def parse_keys(text: str) -> list[str]:
+    """``A-B`` (whole numbers), or a comma-separated list of keys (folder names)."""
+    m = re.fullmatch(r"([0-9]{1,9})-([0-9]{1,9})", text)
+    if m and int(m.group(1)) <= int(m.group(2)):
+        return [str(i) for i in range(int(m.group(1)), int(m.group(2)) + 1)]
+    keys = [k for k in text.split(",") if k]
+    if not keys or any(not re.fullmatch(r"[A-Za-z0-9_.+-]+", k) or k in (".", "..") for k in keys):
+        raise ValueError(
+            f"'{text}' is not accepted; accepted: A-B or a comma-separated list of names"
+        )
+    return keys
+
+
+def _scontrol_state(job: str) -> str | None:
+    """SLURM's JobState of JOB (``123`` or ``123_4``) while scontrol knows it, else None."""
+    try:
+        out = subprocess.run(
+            ["scontrol", "show", "job", "-o", job],
+            capture_output=True, text=True, timeout=30, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"\bJobState=([A-Z_]+)", out.stdout) if out.returncode == 0 else None
+    return m.group(1) if m else None
+
+
+def _int_or_none(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value):
+        return int(value)
+    return None
+
+
+def read_statuses(
+    unit_dir: Path, keys: Sequence[str], array_job_id: str | None = None, refine: bool = True
+) -> list[TaskStatus]:
+    """Each key's status from ``unit_dir/<key>/status.json``, in the order of KEYS."""
+    out: list[TaskStatus] = []
+    for key in keys:
+        path = unit_dir / key / "status.json"
+        fields: dict[str, Any] = {}
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(loaded, dict):
+                fields = loaded
+        except (OSError, ValueError):
+            fields = {}
+        state = str(fields.get("state") or "LOST")
+        exit_code = _int_or_none(fields.get("exit_code"))
+        if not fields:
+            state = "LOST"
+        if state == "RUNNING":
+            state = "LOST"
+        if refine and state in ("LOST", "FAILED"):
+            # An array task by its own name: the array's job id shows every task.
+            job = str(fields.get("job_id") or "")
+            if fields.get("array_job_id") and fields.get("task_id") not in (None, ""):
+                job = f"{fields['array_job_id']}_{fields['task_id']}"
+            elif not job and array_job_id and key.isdigit():
+                job = f"{array_job_id}_{key}"
+            slurm = _scontrol_state(job) if job else None
+            if slurm in SLURM_FINAL:
+                state = slurm
+            elif state == "LOST" and slurm == "FAILED":
+                state = "FAILED"
+        fields.setdefault("index", int(key) if key.isdigit() else None)
+        out.append(TaskStatus(key, state, exit_code, fields))
+    return out
+
+
+def evaluate(statuses: Sequence[TaskStatus], policy: Policy) -> tuple[bool, int]:
+    """(met, tasks needed) of POLICY over STATUSES."""
+    needed = policy.needed(len(statuses))
+    return sum(1 for s in statuses if s.ok) >= needed, needed
+
+
+def _failure_text(s: TaskStatus) -> str:
+    if s.state == "FAILED" and s.exit_code is not None:
+        return f"{s.key} (exit {s.exit_code})"
+    return f"{s.key} ({s.state})"
+
+
+def verdict_line(
+    statuses: Sequence[TaskStatus], policy: Policy, rerun: str = "", what: str = "gather"
+) -> str:
+    """The one line the follow-up job prints: run, or not run and why."""
+    met, needed = evaluate(statuses, policy)
+    n_ok = sum(1 for s in statuses if s.ok)
+    failed = [s for s in statuses if not s.ok]
+    text = (
+        f"{what} {'runs' if met else 'not run'}: policy {policy.text} needs "
+        f"{needed}/{len(statuses)} tasks, {n_ok} ok"
+    )
+    if failed:
+        text += "; failed: " + ", ".join(_failure_text(s) for s in failed)
+        if rerun:
+            text += f"; to re-run them: {rerun}"
+    return text
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _tsv(value: object) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def write_table(
+    prefix: Path, statuses: Sequence[TaskStatus], policy: Policy, verdict: str
+) -> None:
+    """PREFIX.tsv (a header line, one row per task) and PREFIX.json, each written atomically."""
+    met, needed = evaluate(statuses, policy)
+    lines = ["\t".join(COLUMNS)]
+    for s in statuses:
+        row = s.row()
+        lines.append("\t".join(_tsv(row.get(c)) for c in COLUMNS))
+    _atomic_write(prefix.with_name(prefix.name + ".tsv"), "\n".join(lines) + "\n")
+    doc = {
+        "policy": policy.text,
+        "needed": needed,
+        "met": met,
+        "verdict": verdict,
+        "tasks": [s.row() for s in statuses],
+    }
+    _atomic_write(prefix.with_name(prefix.name + ".json"), json.dumps(doc, indent=1) + "\n")
+
+
+def _read_command(args: argparse.Namespace) -> int:
+    try:
+        policy = parse_policy(args.policy)
+        keys = parse_keys(args.keys)
+    except ValueError as err:
+        print(f"hpc_helpers.followup: {err}", file=sys.stderr)
+        return 2
+    unit_dir = Path(args.dir)
+    statuses = read_statuses(unit_dir, keys, args.array_job_id)
+    verdict = verdict_line(statuses, policy, args.rerun, args.what)
+    prefix = Path(args.out)
+    write_table(prefix, statuses, policy, verdict)
+    met, _ = evaluate(statuses, policy)
+    ok = [s.key for s in statuses if s.ok]
+    failed = [s.key for s in statuses if not s.ok]
+    print(verdict, file=sys.stderr)
+    sys.stdout.write(
+        f"ok={' '.join(ok)}\nfailed={' '.join(failed)}\nn_ok={len(ok)}\nn_failed={len(failed)}\n"
+        f"count={len(statuses)}\nstatus_file={prefix.with_name(prefix.name + '.json')}\n"
+    )
+    return 0 if met else 1
+
+
+def _map_info_command(args: argparse.Namespace) -> int:
+    """name=value lines of a map folder for ``resubmit --failed``: first, last, throttle,
+    array_ids, gather_ids, failed (indices whose newest attempt did not succeed), attempt (the
+    next attempt's number)."""
+    folder = Path(args.dir)
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        first, last = int(manifest["first"]), int(manifest["last"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        print(f"hpc_helpers.followup: {folder}/manifest.json is not a map's manifest: {err}",
+              file=sys.stderr)
+        return 2
+    keys = [str(i) for i in range(first, last + 1)]
+    statuses = read_statuses(folder / "tasks", keys)
+    attempts = [_int_or_none(s.fields.get("attempt")) or 1 for s in statuses]
+    array = str(manifest.get("array", ""))
+    ids = " ".join(str(i) for i in manifest.get("array_ids", []))
+    gathers = " ".join(str(i) for i in manifest.get("gather_ids", []))
+    sys.stdout.write(
+        f"first={first}\nlast={last}\nthrottle={array.partition('%')[2]}\narray_ids={ids}\n"
+        f"gather_ids={gathers}\nfailed={' '.join(s.key for s in statuses if not s.ok)}\n"
+        f"attempt={max(attempts, default=1) + 1}\n"
+    )
+    return 0
+
+
+def _map_record_command(args: argparse.Namespace) -> int:
+    """Adds a resubmission's array and gather ids to the map's manifest.json (atomically)."""
+    path = Path(args.dir) / "manifest.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    if args.array:
+        doc["array_ids"] = [*doc.get("array_ids", []), args.array]
+    if args.gather:
+        doc["gather_ids"] = [*doc.get("gather_ids", []), args.gather]
+    _atomic_write(path, json.dumps(doc) + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hpc_helpers.followup")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("read", help="read the tasks' status files; write PREFIX.tsv/.json")
+    p.add_argument("--dir", required=True, help="the folder holding one folder per task")
+    p.add_argument("--keys", required=True, help="A-B or a comma-separated list of folder names")
+    p.add_argument("--policy", default="all-ok")
+    p.add_argument("--out", required=True, help="PREFIX of the .tsv and .json written")
+    p.add_argument("--rerun", default="", help="the command that re-runs failed tasks")
+    p.add_argument("--array-job-id", default=None, help="for tasks that wrote no file")
+    p.add_argument("--what", default="gather", help="the follow-up's name in the verdict")
+    p = sub.add_parser("map-info", help="a map folder's ids and failed indices, name=value")
+    p.add_argument("--dir", required=True)
+    p = sub.add_parser("map-record", help="add a resubmission's ids to the map's manifest.json")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--array", default="")
+    p.add_argument("--gather", default="")
+    args = parser.parse_args(argv)
+    if args.command == "map-info":
+        return _map_info_command(args)
+    if args.command == "map-record":
+        return _map_record_command(args)
+    return _read_command(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

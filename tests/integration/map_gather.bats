@@ -1,0 +1,270 @@
+#!/usr/bin/env bats
+# Map + gather on the local cluster (no sacct): one array of tasks, then a gather job that runs
+# when the array has ended (afterany), reads the status files the tasks wrote and applies its
+# policy. The task and gather programs are tests/fixtures/map/{featurize,gather}.py.
+# shellcheck disable=SC2154,SC2016 # job_* come from hpc_submit_job; configs lines are single-quoted on purpose
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+  hpc_test_project "map project"
+  cp "$HPC_ROOT/tests/fixtures/map/"{featurize.py,gather.py} "$PROJECT/"
+  hpc_configs "$PROJECT" 'python probe.py env'
+  # The venv is built by the first job: not inside a test's time.
+  hpc_run_job "$PROJECT" -g 0 -e warmup
+}
+
+setup() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+  # The programs' knobs reach a submission only when a test sets them (sbatch passes them on).
+  unset MAP_FAIL_INDEX MAP_EXIT_CODE MAP_SLEEP MAP_TERM_OK
+  hpc_configs "$PROJECT" 'python featurize.py --index ${map_index} --item "${map_item}" --out ${task_dir}'
+  printf 'python gather.py\n' >"$PROJECT/gather_configurations.txt"
+}
+
+# submit_map ARGS...: submits a map with -y -g 0 ARGS; sets job_id (the array), gather_id,
+# map_dir and out (the submitter's output).
+submit_map() {
+  out=$(bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 "$@" 2>&1) || fail "submission failed: $out"
+  job_id=$(sed -n 's/^Submitted job \([0-9][0-9]*\).*/\1/p' <<<"$out")
+  gather_id=$(sed -n 's/^Gather job \([0-9][0-9]*\):.*/\1/p' <<<"$out")
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$out")
+  [[ -n $job_id && -d $map_dir ]] || fail "no array id or map folder in: $out"
+}
+
+# status_field I FIELD: a field of task I's status.json.
+status_field() {
+  python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print(v)' "$map_dir/tasks/$1/status.json" "$2"
+}
+
+@test "6 items, --max-concurrent 2: one array with ArrayTaskThrottle=2, at most 2 tasks at once, items exact and never run, the gather after the last task sums the results" {
+  list="$BATS_TEST_TMPDIR/checkpoints list.txt"
+  printf '%s\n' '# checkpoints' 'ckpt-0.pt' '' 'two words.pt' "it's \"quoted\".pt" '$(touch pwned)' '  # an indented comment' 'ckpt 4 `id`.pt' 'last;one|x.pt' >"$list"
+  MAP_SLEEP=2 submit_map --map-over "$list" --max-concurrent 2 --gather-configs "$PROJECT/gather_configurations.txt" -e six
+  # Editing the list after submitting changes nothing the tasks see.
+  printf 'changed\n' >"$list"
+  run scontrol show job "$job_id"
+  assert_output --partial "ArrayTaskThrottle=2"
+  assert_equal "$(hpc_job_field "$gather_id" Dependency | sed 's/(.*//')" "afterany:${job_id}_*"
+  hpc_wait_job "$job_id" 180
+  hpc_wait_job "$gather_id" 120
+  assert_equal "$(hpc_job_state "$gather_id")" "COMPLETED 0:0"
+  expected=('ckpt-0.pt' 'two words.pt' "it's \"quoted\".pt" '$(touch pwned)' 'ckpt 4 `id`.pt' 'last;one|x.pt')
+  for i in 0 1 2 3 4 5; do
+    assert_equal "$(status_field "$i" state)" COMPLETED
+    assert_equal "$(status_field "$i" index)" "$i"
+    run python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["item"])' "$map_dir/tasks/$i/result.json"
+    assert_output "${expected[i]}"
+  done
+  [[ ! -e $PROJECT/pwned && ! -e $PROJECT/hpc_files/pwned ]] || fail "the item \$(touch pwned) was run"
+  [[ -z $(find "$SCRATCH" "$PROJECT" -name pwned) ]] || fail "the item \$(touch pwned) was run"
+  assert_equal "$(sed -n 4p "$map_dir/items.txt")" '$(touch pwned)'
+  # At most 2 tasks overlap, from the status files' own times.
+  run python3 - "$map_dir" <<'EOF'
+import json, sys
+spans = [json.load(open(f"{sys.argv[1]}/tasks/{i}/status.json")) for i in range(6)]
+events = sorted([(s["start_s"], 1) for s in spans] + [(s["end_s"], -1) for s in spans], key=lambda e: (e[0], e[1]))
+now = most = 0
+for _, d in events:
+    now += d
+    most = max(most, now)
+print("most", most)
+EOF
+  assert_output "most 2"
+  # The gather started after the last task ended, and summed 0+1+4+9+16+25.
+  last_end=$(python3 -c 'import json,sys; print(max(json.load(open(f"{sys.argv[1]}/tasks/{i}/status.json"))["end_s"] for i in range(6)))' "$map_dir")
+  gather_start=$(date -d "$(hpc_job_field "$gather_id" StartTime)" +%s)
+  ((gather_start >= ${last_end%.*})) || fail "the gather started at $gather_start, before the last task ended ($last_end)"
+  run cat "$map_dir/gather_$gather_id.out"
+  assert_line "GATHER sum=55 n_ok=6 failed=''"
+  run head -n 1 "$map_dir/map_status.tsv"
+  assert_output --partial $'key\tindex\titem\tstate\texit_code'
+}
+
+@test "index 3 exits 7 under all-ok: the gather ends FAILED naming index 3, exit 7 and the resubmit command; nothing is left in the queue" {
+  MAP_FAIL_INDEX=3 MAP_EXIT_CODE=7 MAP_SLEEP=0 submit_map --map-range 0-5 --gather "python gather.py" -e failing
+  hpc_wait_job "$job_id" 180
+  hpc_wait_job "$gather_id" 120
+  assert_equal "$(hpc_job_state "$gather_id")" "FAILED 1:0"
+  assert_equal "$(status_field 3 state)" FAILED
+  assert_equal "$(status_field 3 exit_code)" 7
+  run cat "$map_dir/gather_$gather_id.out"
+  assert_line "gather not run: policy all-ok needs 6/6 tasks, 5 ok; failed: 3 (exit 7); to re-run them: bash job_submitter.sh resubmit failing --failed"
+  refute_line --partial "GATHER"
+  assert_equal "$(squeue -h -j "$job_id,$gather_id" 2>/dev/null)" ""
+}
+
+@test "--gather-when always: the gather ends COMPLETED and results(allow_failed=True)[3] is None" {
+  # A secret in the submitting shell, typed into the gather command too: masked in manifest.json.
+  MAP_API_KEY=map-sentinel-secret-0123 MAP_FAIL_INDEX=3 MAP_EXIT_CODE=7 MAP_SLEEP=0 \
+    submit_map --map-range 0-5 --gather "python gather.py map-sentinel-secret-0123" --gather-when always -e always
+  run grep -c map-sentinel-secret-0123 "$map_dir/manifest.json"
+  assert_output 0
+  run grep -c '(masked)' "$map_dir/manifest.json"
+  assert_output 1
+  hpc_wait_job "$job_id" 180
+  hpc_wait_job "$gather_id" 120
+  assert_equal "$(hpc_job_state "$gather_id")" "COMPLETED 0:0"
+  run cat "$map_dir/gather_$gather_id.out"
+  assert_line "gather runs: policy always needs 0/6 tasks, 5 ok; failed: 3 (exit 7); to re-run them: bash job_submitter.sh resubmit always --failed"
+  assert_line "GATHER sum=46 n_ok=5 failed='3'"
+  assert_line "GATHER none_at=3"
+}
+
+@test "scancel of a running task (whose program exits 0 on SIGTERM) shows it CANCELLED, never COMPLETED; the gather says so" {
+  MAP_SLEEP=60 MAP_TERM_OK=1 submit_map --map-range 0-1 --gather "python gather.py" -e cancelled
+  hpc_wait_output_status() {
+    local i
+    for ((i = 0; i < 600; i++)); do
+      [[ -f $map_dir/tasks/1/status.json ]] && grep -q FEATURIZE "$SCRATCH/map project/hpc_outputs/"cancelled_*_"${job_id}"_1.out 2>/dev/null && return 0
+      sleep 0.2
+    done
+    fail "task 1 did not start"
+  }
+  hpc_wait_output_status
+  scancel "${job_id}_1"
+  scancel "${job_id}_0"
+  hpc_wait_job "$job_id" 120
+  hpc_wait_job "$gather_id" 120
+  run status_field 1 state
+  assert_output --regexp '^(CANCELLED|RUNNING)$'
+  run cat "$map_dir/gather_$gather_id.out"
+  assert_line --regexp "^gather not run: policy all-ok needs 2/2 tasks, 0 ok; failed: 0 \((CANCELLED|LOST)\), 1 \((CANCELLED|LOST)\);"
+  run grep -c COMPLETED "$map_dir/map_status.tsv"
+  assert_output 0
+}
+
+@test "status EXP shows each task and the gather job; cancel EXP cancels the array and the pending gather" {
+  MAP_SLEEP=60 submit_map --map-range 0-2 --max-concurrent 1 --gather "python gather.py" -e tocancel
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status tocancel
+  assert_success
+  for i in 0 1 2; do assert_line --regexp "^${job_id}_$i +tocancel +venv-none +(PENDING|RUNNING) "; done
+  assert_line --regexp "^$gather_id +tocancel +venv-gather +PENDING "
+  run bash "$PROJECT/hpc_files/job_submitter.sh" cancel tocancel
+  assert_success
+  assert_line --regexp "^cancelled $gather_id \(tocancel, was PENDING\)$"
+  hpc_wait_job "$job_id" 60
+  hpc_wait_job "$gather_id" 60
+  assert_equal "$(squeue -h -j "$job_id,$gather_id" 2>/dev/null)" ""
+  assert_equal "$(hpc_job_state "$gather_id")" "CANCELLED 0:0"
+}
+
+@test "resubmit --failed re-runs exactly index 3 and a new gather in the same folder; other task folders untouched; the sum is right" {
+  MAP_FAIL_INDEX=3 MAP_EXIT_CODE=7 MAP_SLEEP=0 submit_map --map-range 0-5 --max-concurrent 3 --gather "python gather.py" -e rerun
+  hpc_wait_job "$job_id" 180
+  hpc_wait_job "$gather_id" 120
+  assert_equal "$(hpc_job_state "$gather_id")" "FAILED 1:0"
+  before=$(find "$map_dir/tasks/"{0,1,2,4,5} -printf '%p %T@ %s\n' | sort)
+  # The bug is fixed: MAP_FAIL_INDEX no longer set in the resubmitting shell.
+  run bash "$PROJECT/hpc_files/job_submitter.sh" resubmit rerun --failed
+  assert_success
+  assert_line --regexp "^Resubmitted task\(s\) 3 of map ${map_dir##*/} as job [0-9]+ \(array 3%3\)$"
+  new_id=$(sed -n 's/^Resubmitted .* as job \([0-9]*\) .*/\1/p' <<<"$output")
+  new_gather=$(sed -n 's/^Gather job \([0-9]*\):.*/\1/p' <<<"$output")
+  [[ -n $new_id && -n $new_gather ]] || fail "no new ids in: $output"
+  assert_equal "$(hpc_job_field "$new_gather" Dependency | sed 's/(.*//')" "afterany:${new_id}_*"
+  hpc_wait_job "$new_id" 120
+  hpc_wait_job "$new_gather" 120
+  assert_equal "$(hpc_job_state "$new_gather")" "COMPLETED 0:0"
+  assert_equal "$(scontrol show job "$new_id" | grep -c 'ArrayTaskId=')" 1
+  assert_equal "$(status_field 3 state)" COMPLETED
+  assert_equal "$(status_field 3 attempt)" 2
+  run python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["state"])' "$map_dir/tasks/3/status.attempt1.json"
+  assert_output FAILED
+  assert_equal "$(find "$map_dir/tasks/"{0,1,2,4,5} -printf '%p %T@ %s\n' | sort)" "$before"
+  run cat "$map_dir/gather_$new_gather.out"
+  assert_line "GATHER sum=55 n_ok=6 failed=''"
+  # Nothing left to re-run.
+  run bash "$PROJECT/hpc_files/job_submitter.sh" resubmit rerun --failed
+  assert_success
+  assert_output "Nothing to resubmit: every task of map ${map_dir##*/} succeeded."
+}
+
+@test "--dry-run of a map prints the array and throttle, the first and last task's variables, the gather's script and dependency, flags \${map_item} in the gather; creates and submits nothing" {
+  list="$BATS_TEST_TMPDIR/list.txt"
+  printf '%s\n' 'first item' '# a comment' 'second' 'last $(touch pwned)' >"$list"
+  before=$(find "$SCRATCH" "$PROJECT" -printf '%p %T@\n' | sort)
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" --dry-run -g 0 --map-over "$list" --max-concurrent 2 \
+    --gather 'python gather.py --item ${map_item}' -e dry
+  assert_success
+  assert_equal "$stderr" 'job_submitter.sh: warning: the gather command uses ${map_item}, which is each task'"'"'s own and undefined in the gather job'
+  assert_line --regexp '^One array of 3 task\(s\): --array=0-2%2 \(at most 2 at once\), folder .*/hpc_outputs/map/dry/[0-9]{8}-[0-9]{6}-ARRAYID$'
+  assert_line --regexp '^first task: map_index=0 map_item=first item map_count=3 task_dir=.*/tasks/0$'
+  assert_line --regexp '^last task:  map_index=2 map_item=last \$\(touch pwned\) map_count=3 task_dir=.*/tasks/2$'
+  assert_line --regexp '^sbatch .*--cpus-per-task=1 --time=00:30:00 .*--dependency=afterany:ARRAYID --kill-on-invalid-dep=yes'
+  assert_line '== gather job script'
+  assert_line 'configs file uses $map_item: defined by the job (each map task'"'"'s own)'
+  assert_equal "$(find "$SCRATCH" "$PROJECT" -printf '%p %T@\n' | sort)" "$before"
+  assert_equal "$(squeue -h -n "map project-dry,map project-dry-gather" 2>/dev/null)" ""
+}
+
+@test "--repeat 3 with --gather: three tasks with seed i and their own checkpoints_dir, then the gather" {
+  hpc_configs "$PROJECT" 'python featurize.py --index ${seed} --item "${checkpoints_dir}" --out ${task_dir}'
+  MAP_SLEEP=0 submit_map --repeat 3 --gather "python gather.py" -e seeds
+  hpc_wait_job "$job_id" 120
+  hpc_wait_job "$gather_id" 120
+  assert_equal "$(hpc_job_state "$gather_id")" "COMPLETED 0:0"
+  run cat "$map_dir/gather_$gather_id.out"
+  assert_line "GATHER sum=5 n_ok=3 failed=''"
+  for i in 0 1 2; do
+    run python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["item"])' "$map_dir/tasks/$i/result.json"
+    assert_output "$SCRATCH/map project/seeds/checkpoints/task_$i"
+    [[ -d "$SCRATCH/map project/seeds/checkpoints/task_$i" ]] || fail "no checkpoints folder for task $i"
+  done
+}
+
+@test "the README's TRAK-shaped demo: four tiny checkpoints featurized on CPU as a map, then averaged by the gather" {
+  cp "$HPC_ROOT/tests/fixtures/trak_demo/"*.py "$PROJECT/"
+  (cd "$PROJECT" && python3 make_checkpoints.py "$SCRATCH/map project/trak") || fail "make_checkpoints.py failed"
+  # shellcheck disable=SC1003 # the backslash continues the configs file's line
+  hpc_configs "$PROJECT" 'python featurize_and_score.py --model_id ${map_index} --ckpt "${map_item}" \' \
+    '  --data "${scratch_dir}/trak/data.pt" --out "${task_dir}"'
+  submit_map --map-over "$SCRATCH/map project/trak/checkpoints.txt" --gather "python average_scores.py" -e trak
+  hpc_wait_job "$job_id" 180
+  hpc_wait_job "$gather_id" 120
+  assert_equal "$(hpc_job_state "$gather_id")" "COMPLETED 0:0"
+  run cat "$map_dir/gather_$gather_id.out"
+  assert_line --regexp '^averaged 4 checkpoints: features \(64, 9\), mean score [0-9.]+$'
+  run python3 - "$map_dir" <<'EOF2'
+import json, sys
+d = sys.argv[1]
+scores = [json.load(open(f"{d}/tasks/{i}/result.json"))["score"] for i in range(4)]
+doc = json.load(open(f"{d}/scores.json"))
+assert doc["scores"] == scores and abs(doc["mean"] - sum(scores) / 4) < 1e-12, doc
+print("ok", len(set(scores)))
+EOF2
+  assert_output "ok 4"
+  [[ -f $map_dir/features_mean.pt ]] || fail "no features_mean.pt"
+}
+
+@test "gather EXP submits the newest map's gather again, now: it reads the status files afresh (after a task's folder was fixed by hand)" {
+  MAP_FAIL_INDEX=1 MAP_SLEEP=0 submit_map --map-range 0-2 --gather "python gather.py" -e again
+  hpc_wait_job "$job_id" 120
+  hpc_wait_job "$gather_id" 120
+  assert_equal "$(hpc_job_state "$gather_id")" "FAILED 1:0"
+  # Task 1's result is supplied by hand (its status set COMPLETED, a result written), as a user
+  # might after fixing it elsewhere; then the gather is run again.
+  python3 - "$map_dir/tasks/1" <<'EOF2'
+import json, sys
+d = sys.argv[1]
+s = json.load(open(f"{d}/status.json")); s["state"] = "COMPLETED"; s["exit_code"] = 0
+json.dump(s, open(f"{d}/status.json", "w"))
+json.dump({"index": 1, "item": "1", "value": 1}, open(f"{d}/result.json", "w"))
+EOF2
+  run bash "$PROJECT/hpc_files/job_submitter.sh" gather again
+  assert_success
+  assert_line --regexp "^Gather job [0-9]+ of map ${map_dir##*/}: output ${map_dir}/gather_[0-9]+\.out$"
+  again_id=$(sed -n 's/^Gather job \([0-9]*\) .*/\1/p' <<<"$output")
+  assert_equal "$(hpc_job_field "$again_id" Dependency)" "(null)"
+  hpc_wait_job "$again_id" 120
+  assert_equal "$(hpc_job_state "$again_id")" "COMPLETED 0:0"
+  run cat "$map_dir/gather_$again_id.out"
+  assert_line "GATHER sum=5 n_ok=3 failed=''"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status again
+  assert_line --regexp "^$again_id +again +venv-gather +COMPLETED "
+  run bash "$PROJECT/hpc_files/job_submitter.sh" gather nosuchexp
+  assert_equal "$status" 2
+}

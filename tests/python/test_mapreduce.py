@@ -1,0 +1,232 @@
+"""hpc_helpers.followup (the follow-up job's reader) and hpc_helpers.mapreduce (a map's results)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from hpc_helpers import followup, mapreduce
+
+
+def write_status(
+    map_dir: Path, index: int, state: str, exit_code: int | None, **extra: object
+) -> None:
+    folder = map_dir / "tasks" / str(index)
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "key": str(index),
+        "index": index,
+        "item": f"item {index}",
+        "state": state,
+        "exit_code": exit_code,
+        "log": f"/logs/task_{index}.out",
+        **extra,
+    }
+    (folder / "status.json").write_text(json.dumps(doc))
+
+
+@pytest.fixture
+def no_scontrol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A PATH whose scontrol knows no job (as after MinJobAge)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "scontrol"
+    fake.write_text(
+        "#!/bin/sh\necho 'slurm_load_jobs error: Invalid job id specified' >&2\nexit 1\n"
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return bin_dir
+
+
+@pytest.fixture
+def scontrol_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """scontrol_says(STATE): a PATH whose scontrol shows every job in STATE."""
+    bin_dir = tmp_path / "bin2"
+    bin_dir.mkdir()
+
+    def make(state: str) -> None:
+        fake = bin_dir / "scontrol"
+        fake.write_text(f'#!/bin/sh\necho "JobId=9 ArrayJobId=8 JobState={state} Reason=None"\n')
+        fake.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+    return make
+
+
+def test_policies_parse_and_refuse() -> None:
+    assert followup.parse_policy("all-ok").needed(10) == 10
+    assert followup.parse_policy("always").needed(10) == 0
+    assert followup.parse_policy("min-ok=3").needed(10) == 3
+    assert followup.parse_policy("min-ok=25%").needed(10) == 3  # rounded up
+    assert followup.parse_policy("min-ok=100%").needed(7) == 7
+    for bad in ("sometimes", "min-ok=0", "min-ok=0%", "min-ok=101%", "min-ok=", "min-ok=-1"):
+        with pytest.raises(ValueError, match="accepted: all-ok, always"):
+            followup.parse_policy(bad)
+
+
+def test_keys() -> None:
+    assert followup.parse_keys("2-4") == ["2", "3", "4"]
+    assert followup.parse_keys("1x1-r1,2x1-r1") == ["1x1-r1", "2x1-r1"]
+    with pytest.raises(ValueError, match="accepted: A-B or a comma-separated list"):
+        followup.parse_keys("../x")
+
+
+def test_running_left_is_lost_missing_is_lost_and_verdict_names_failures(
+    tmp_path: Path, no_scontrol: Path
+) -> None:
+    write_status(tmp_path, 0, "COMPLETED", 0)
+    write_status(tmp_path, 1, "FAILED", 7)
+    write_status(tmp_path, 2, "RUNNING", None, job_id="5", array_job_id="4", task_id="2")
+    statuses = followup.read_statuses(tmp_path / "tasks", ["0", "1", "2", "3"], "4")
+    assert [s.state for s in statuses] == ["COMPLETED", "FAILED", "LOST", "LOST"]
+    line = followup.verdict_line(
+        statuses, followup.parse_policy("all-ok"), "bash job_submitter.sh resubmit trak --failed"
+    )
+    assert line == (
+        "gather not run: policy all-ok needs 4/4 tasks, 1 ok; failed: 1 (exit 7), 2 (LOST), "
+        "3 (LOST); to re-run them: bash job_submitter.sh resubmit trak --failed"
+    )
+
+
+def test_scontrol_refines_running_and_failed(tmp_path: Path, scontrol_says) -> None:  # type: ignore[no-untyped-def]
+    write_status(tmp_path, 0, "RUNNING", None, job_id="9", array_job_id="8", task_id="0")
+    write_status(tmp_path, 1, "FAILED", 143, job_id="10", array_job_id="8", task_id="1")
+    scontrol_says("TIMEOUT")
+    statuses = followup.read_statuses(tmp_path / "tasks", ["0", "1"])
+    assert [s.state for s in statuses] == ["TIMEOUT", "TIMEOUT"]
+    # A job SLURM says COMPLETED but whose file still says RUNNING lost its final write: LOST.
+    scontrol_says("COMPLETED")
+    assert followup.read_statuses(tmp_path / "tasks", ["0"])[0].state == "LOST"
+
+
+def test_cli_writes_tables_and_exports(
+    tmp_path: Path, no_scontrol: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_status(tmp_path, 0, "COMPLETED", 0)
+    write_status(tmp_path, 1, "FAILED", 7)
+    rc = followup.main(
+        [
+            "read",
+            "--dir",
+            str(tmp_path / "tasks"),
+            "--keys",
+            "0-1",
+            "--policy",
+            "min-ok=1",
+            "--out",
+            str(tmp_path / "map_status"),
+        ]
+    )
+    assert rc == 0
+    out, err = capsys.readouterr()
+    assert "ok=0\nfailed=1\nn_ok=1\nn_failed=1\ncount=2\n" in out
+    assert err.startswith("gather runs: policy min-ok=1 needs 1/2 tasks, 1 ok; failed: 1 (exit 7)")
+    doc = json.loads((tmp_path / "map_status.json").read_text())
+    assert doc["met"] is True
+    assert [t["state"] for t in doc["tasks"]] == ["COMPLETED", "FAILED"]
+    rows = (tmp_path / "map_status.tsv").read_text().splitlines()
+    assert rows[0].split("\t")[:5] == ["key", "index", "item", "state", "exit_code"]
+    assert rows[2].split("\t")[:5] == ["1", "1", "item 1", "FAILED", "7"]
+    rc = followup.main(
+        [
+            "read",
+            "--dir",
+            str(tmp_path / "tasks"),
+            "--keys",
+            "0-1",
+            "--out",
+            str(tmp_path / "map_status"),
+        ]
+    )
+    assert rc == 1
+    assert (
+        followup.main(
+            [
+                "read",
+                "--dir",
+                str(tmp_path),
+                "--keys",
+                "0-1",
+                "--policy",
+                "x",
+                "--out",
+                str(tmp_path / "s"),
+            ]
+        )
+        == 2
+    )
+
+
+def test_a_report_of_named_runs(
+    tmp_path: Path, no_scontrol: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A scaling study's report (issue 17) names its runs by folder and itself by name.
+    for key in ("1x1-r1", "2x1-r1"):
+        (tmp_path / "runs" / key).mkdir(parents=True)
+        state = "COMPLETED" if key[0] == "1" else "TIMEOUT"
+        (tmp_path / "runs" / key / "status.json").write_text(json.dumps({"state": state}))
+    argv = ["read", "--dir", str(tmp_path / "runs"), "--keys", "1x1-r1,2x1-r1"]
+    argv += ["--policy", "always", "--out", str(tmp_path / "runs_status"), "--what", "report"]
+    assert followup.main(argv) == 0
+    assert capsys.readouterr().err == (
+        "report runs: policy always needs 0/2 tasks, 1 ok; failed: 2x1-r1 (TIMEOUT)\n"
+    )
+    assert (tmp_path / "runs_status.tsv").is_file()
+
+
+def test_save_result_tasks_results_and_task_failed(
+    tmp_path: Path, no_scontrol: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(3):
+        (tmp_path / "tasks" / str(i)).mkdir(parents=True)
+        monkeypatch.setenv("task_dir", str(tmp_path / "tasks" / str(i)))
+        if i != 1:
+            path = mapreduce.save_result({"score": i / 10})
+            assert path == tmp_path / "tasks" / str(i) / "result.json"
+        write_status(tmp_path, i, "FAILED" if i == 1 else "COMPLETED", 3 if i == 1 else 0)
+    # No leftover temporary files.
+    assert sorted(p.name for p in (tmp_path / "tasks" / "0").iterdir()) == [
+        "result.json",
+        "status.json",
+    ]
+    (tmp_path / "manifest.json").write_text(json.dumps({"first": 0, "last": 2}))
+    monkeypatch.setenv("map_dir", str(tmp_path))
+    tasks = list(mapreduce.tasks())
+    assert [(t.index, t.item, t.state, t.exit_code) for t in tasks] == [
+        (0, "item 0", "COMPLETED", 0),
+        (1, "item 1", "FAILED", 3),
+        (2, "item 2", "COMPLETED", 0),
+    ]
+    assert tasks[1].dir == tmp_path / "tasks" / "1"
+    assert mapreduce.results(allow_failed=True) == [{"score": 0.0}, None, {"score": 0.2}]
+    with pytest.raises(mapreduce.TaskFailed) as failed:
+        mapreduce.results()
+    assert str(failed.value) == (
+        "map task 1 ('item 1') did not succeed: state FAILED, exit code 3; log: /logs/task_1.out"
+    )
+    # In the gather, map_status.json (written by its first step) is what counts.
+    followup.main(
+        [
+            "read",
+            "--dir",
+            str(tmp_path / "tasks"),
+            "--keys",
+            "0-2",
+            "--policy",
+            "always",
+            "--out",
+            str(tmp_path / "map_status"),
+        ]
+    )
+    assert [t.state for t in mapreduce.tasks()] == ["COMPLETED", "FAILED", "COMPLETED"]
+
+
+def test_outside_a_map_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("task_dir", raising=False)
+    with pytest.raises(RuntimeError, match=r"\$task_dir is not set"):
+        mapreduce.save_result(1)

@@ -1,0 +1,106 @@
+#!/usr/bin/env bats
+# Map + gather at submission, without SLURM: the PATH stubs of tests/fixtures/submitter/bin record
+# every sbatch and scontrol call (job ids 4242, 4243, ...). Here: an array above the cluster's
+# MaxArraySize (the scontrol stub's HPC_STUB_MAX_ARRAY_SIZE) is split into parts, each after the
+# one before, and the gather depends on every part. The whole flow on a real cluster is
+# tests/integration/map_gather.bats.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+  load '../helpers/common'
+  export PYTHONDONTWRITEBYTECODE=1
+  HPC_WARM_CACHE="$BATS_FILE_TMPDIR/warm cache"
+  export HPC_WARM_CACHE
+  (
+    hpc_files_dir=$HPC_ROOT/hpc_files hpc_python_helpers_dir=$HPC_ROOT/python_helpers
+    # shellcheck source=hpc_files/lib/hpc_common.bash
+    source "$hpc_files_dir/lib/hpc_common.bash"
+    # shellcheck source=hpc_files/lib/hpc_profile.bash
+    source "$hpc_files_dir/lib/hpc_profile.bash"
+    HPC_CACHE_DIR=$HPC_WARM_CACHE hpc_profile_load local
+  )
+}
+
+setup() {
+  load '../helpers/common'
+  fixtures=$HPC_ROOT/tests/fixtures/submitter
+  tmp=$(hpc_test_tmp)
+  project="$tmp/my project"
+  mkdir -p "$project" "$tmp/scratch"
+  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
+  # shellcheck disable=SC2016 # the reference is for the job to expand
+  printf 'python featurize.py --index ${map_index}\n' >"$project/hpc_files/experiment_configurations.txt"
+  submitter=$project/hpc_files/job_submitter.sh
+  cp -R "$HPC_WARM_CACHE" "$tmp/cache"
+  stub_log="$BATS_TEST_TMPDIR/stub log"
+  mkdir -p "$stub_log"
+  unset HPC_PYTHON HPC_STUB_SBATCH HPC_STUB_JOB_ID HPC_STUB_MAX_ARRAY_SIZE
+  export SCRATCH=$tmp/scratch HPC_CLUSTER=local HPC_CACHE_DIR=$tmp/cache HPC_STUB_LOG=$stub_log
+  export PATH=$fixtures/bin:$PATH
+  # A built venv: no install job.
+  mkdir -p "$project/virtual_env/bin"
+  : >"$project/virtual_env/bin/activate"
+  (
+    # shellcheck source=virtual_env_hpc_files/venv_runner.bash
+    source "$project/hpc_files/virtual_env_hpc_files/venv_runner.bash"
+    hpc_venv_expect "$project"
+    printf '%s' "$hpc_venv_stamp" >"$project/virtual_env/.hpc_deps"
+  )
+}
+
+# argv_of COMMAND N: sets the array argv to the arguments of the stub's N-th call.
+argv_of() {
+  [[ -e $stub_log/$1.$2.args ]] || fail "$1 was not called $2 time(s)"
+  mapfile -d '' argv <"$stub_log/$1.$2.args"
+}
+
+# arg_of PREFIX: the element of argv that starts with PREFIX (the last one).
+arg_of() {
+  local a found=''
+  for a in "${argv[@]}"; do [[ $a != "$1"* ]] || found=$a; done
+  printf '%s\n' "$found"
+}
+
+@test "a map of 10 indices above MaxArraySize 4: three held arrays 0-3, 0-3, 0-1 with offsets 0, 4, 8, each after the one before; the gather after all three; all released" {
+  HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 --max-concurrent 2 --gather "python gather.py" -e big </dev/null
+  assert_success
+  assert_line --regexp '^The map is above MaxArraySize 4: 3 arrays, one after the other: 4242 4243 4244 \(indices 0-3 4-7 8-9\)$'
+  assert_line --regexp '^Gather job 4245: after the array ends'
+  argv_of sbatch 1
+  assert_equal "$(arg_of --array=)" "--array=0-3%2"
+  assert_equal "$(arg_of --hold)" "--hold"
+  argv_of sbatch 2
+  assert_equal "$(arg_of --array=)" "--array=0-3%2"
+  assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4242"
+  assert_equal "$(arg_of --hold)" "--hold"
+  run grep -x 'hpc_job_map_offset=4' "$stub_log/sbatch.2.script"
+  assert_success
+  argv_of sbatch 3
+  assert_equal "$(arg_of --array=)" "--array=0-1%2"
+  assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4243"
+  run grep -x 'hpc_job_map_offset=8' "$stub_log/sbatch.3.script"
+  assert_success
+  argv_of sbatch 4
+  assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4242:4243:4244"
+  assert_equal "$(arg_of --kill-on-invalid-dep=)" "--kill-on-invalid-dep=yes"
+  # The first part's own script: offset 0.
+  run grep -x 'hpc_job_map_offset=0' "$stub_log/sbatch.1.script"
+  assert_success
+  # Released together, once the gather was submitted.
+  local n=1 released=''
+  while [[ -e $stub_log/scontrol.$n.args ]]; do
+    argv_of scontrol "$n"
+    [[ ${argv[0]} != release ]] || released=${argv[*]:1}
+    n=$((n + 1))
+  done
+  assert_equal "$released" "4242 4243 4244"
+}
+
+@test "a map within MaxArraySize is one array whose task ids are the indices" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 3-5 -e small </dev/null
+  assert_success
+  argv_of sbatch 1
+  assert_equal "$(arg_of --array=)" "--array=3-5%4"
+  [[ ! -e $stub_log/sbatch.2.args ]] || fail "more than one sbatch call"
+}
