@@ -661,7 +661,7 @@ hpc_job_own_folders() {
   # Array tasks each their own; a single job and a gather job (no array) the experiment's.
   case ${hpc_job_mode:-single} in
     single | gather) ;;
-    *) task=task_${SLURM_ARRAY_TASK_ID:?} ;;
+    *) task=task_${hpc_job_task_index:-${SLURM_ARRAY_TASK_ID:?}} ;;
   esac
   export checkpoints_dir=$scratch_dir/$exp_name/checkpoints${task:+/$task}
   mkdir -p -- "$checkpoints_dir" || hpc_job_fail "folders" "cannot make $checkpoints_dir"

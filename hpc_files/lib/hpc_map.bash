@@ -576,6 +576,8 @@ hpc_map_task_setup() {
   export map_index=$i map_count=${hpc_job_map_count:?}
   export map_dir=${hpc_job_map_dir:-${hpc_job_map_root:?}/${hpc_job_map_stamp:?}-${SLURM_ARRAY_JOB_ID:?}}
   export task_dir=$map_dir/tasks/$i
+  # The task's own folders are named by its index in the whole map (parts of a split array start at 0).
+  hpc_job_task_index=$i
   export map_item=$i
   if ((${hpc_job_map_has_items:-0})); then
     local -a lines=()
@@ -585,9 +587,8 @@ hpc_map_task_setup() {
     map_item=$line
   fi
   if ((${hpc_job_map_repeat:-0})); then
-    # --repeat with a gather: what repeats get (hpc_job_array_setup makes the folder).
+    # --repeat with a gather: what repeats get (hpc_job_own_folders makes checkpoints_dir/task_I).
     export seed=$i
-    checkpoints_dir=$checkpoints_dir/task_$i
   fi
   [[ ! -L $task_dir ]] || hpc_job_fail "map" "$task_dir is a symbolic link"
   mkdir -p -- "$task_dir" || hpc_job_fail "map" "cannot make $task_dir"
