@@ -826,7 +826,9 @@ hpc_job_main() {
 
   hpc_job_run_program
   trap - TERM INT "$HPC_WARNING_SIGNAL"
-  if ((hpc_job_status == 0)); then
+  if ((hpc_job_status == 0 && hpc_job_ended_by_slurm)); then
+    hpc_job_log "the program exited with status 0 after SLURM's SIGTERM, $(hpc_job_elapsed) s after the start"
+  elif ((hpc_job_status == 0)); then
     hpc_job_log "the program finished successfully after $(hpc_job_elapsed) s"
   else
     hpc_job_log "the program failed with exit status $hpc_job_status after $(hpc_job_elapsed) s"
