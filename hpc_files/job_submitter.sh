@@ -85,7 +85,12 @@
 #                              starting gets it once its handler is installed.
 #                              Default: the cluster's.
 #   --requeue N                A warned job requeues itself up to N times (SLURM_RESTART_COUNT,
-#                              HPC_RESTART_COUNT), appending to the same log. Default: 0.
+#                              HPC_RESTART_COUNT), appending to the same log, when the program
+#                              ends by itself (not when SLURM ends it: time limit, scancel).
+#                              Default: 0.
+#                              The program's own 'scontrol requeue' of its job (Lightning's
+#                              SLURM handler) counts against the same N: refused (status 1,
+#                              the run goes on) once N restarts are done, or without --requeue.
 #
 # Arrays (one at a time):
 #   -w, --wandb-sweepid ID     Run W&B sweep agents (ID or ENTITY/PROJECT/ID), one array task each,

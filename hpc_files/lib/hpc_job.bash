@@ -564,15 +564,145 @@ hpc_job_forward() {
     fi
     return 0
   fi
-  hpc_job_log "received SIG$1; passing it to the program"
+  # SLURM's SIGTERM (time limit, scancel, requeue) ends the run: the job's end is SLURM's then.
+  [[ $1 != TERM ]] || hpc_job_ended_by_slurm=1
+  if [[ $1 == TERM ]] && hpc_job_requeued_by_program; then
+    hpc_job_log "received SIGTERM: SLURM ends this run for the requeue the program asked for (restart $((${SLURM_RESTART_COUNT:-0} + 1)) of $hpc_job_requeue_max); passing it to the program"
+  else
+    hpc_job_log "received SIG$1; passing it to the program"
+  fi
   [[ -z ${hpc_job_program_pid:-} ]] || kill -"$1" "$hpc_job_program_pid" 2>/dev/null || true
 }
 
+# hpc_job_requeue_record [RESTART]: prints the path of the record that the program of run RESTART
+# (default: this run, SLURM_RESTART_COUNT) requeued this job itself: a file beside the job's log
+# (${scratch_dir}/hpc_outputs, on storage every node shares), named by the job id and the run.
+hpc_job_requeue_record() {
+  [[ -n ${scratch_dir:-} && -n ${SLURM_JOB_ID:-} ]] || return 1
+  printf '%s/hpc_outputs/.hpc_requeue.%s.%s\n' "$scratch_dir" "$SLURM_JOB_ID" "${1:-${SLURM_RESTART_COUNT:-0}}"
+}
+
+# hpc_job_requeued_by_program: true when the program of this run has requeued this job itself
+# (hpc_job_program_requeue made this run's record).
+hpc_job_requeued_by_program() {
+  local record
+  record=$(hpc_job_requeue_record) || return 1
+  [[ -f $record && ! -L $record ]]
+}
+
+# hpc_job_requeue_records_remove: (the batch shell) removes the records of this job's earlier runs
+# and, when it ends without the program's requeue, this run's: only plain files by those names.
+hpc_job_requeue_records_remove() {
+  local restart record
+  for ((restart = 0; restart <= ${SLURM_RESTART_COUNT:-0}; restart++)); do
+    ((restart < ${SLURM_RESTART_COUNT:-0})) || ! hpc_job_requeued_by_program || continue
+    record=$(hpc_job_requeue_record "$restart") || return 0
+    [[ ! -f $record || -L $record ]] || rm -f -- "${record:?}"
+  done
+}
+
+# hpc_job_own_requeue ARGS...: true when ARGS (scontrol's) ask to requeue this very job:
+# 'requeue' after any options, naming SLURM_JOB_ID or, in an array, ARRAYJOB_TASK.
+hpc_job_own_requeue() {
+  local word id
+  local -a ids
+  while [[ ${1-} == -* ]]; do shift; done
+  [[ ${1-} == requeue ]] || return 1
+  shift
+  for word in "$@"; do
+    IFS=, read -r -a ids <<<"$word"
+    for id in "${ids[@]}"; do
+      [[ $id == "${SLURM_JOB_ID:-}" ]] && return 0
+      [[ -n ${SLURM_ARRAY_TASK_ID:-} && $id == "${SLURM_ARRAY_JOB_ID:-}_$SLURM_ARRAY_TASK_ID" ]] && return 0
+    done
+  done
+  return 1
+}
+
+# hpc_job_real_scontrol SHIM: prints the first scontrol on PATH that is not SHIM (the file itself).
+hpc_job_real_scontrol() {
+  local dir
+  local -a dirs
+  IFS=: read -r -a dirs <<<"$PATH"
+  for dir in "${dirs[@]}"; do
+    [[ -n $dir && -f $dir/scontrol && -x $dir/scontrol && ! $dir/scontrol -ef $1 ]] || continue
+    printf '%s\n' "$dir/scontrol"
+    return 0
+  done
+  return 1
+}
+
+# hpc_job_program_requeue REAL ARGS...: the program asks to requeue its own job (scontrol ARGS;
+# Lightning's SLURM handler does so on the time-limit warning). It counts against --requeue N
+# (HPC_JOB_REQUEUE_MAX) as the toolkit's own requeue does: with restarts left, this run's record
+# is made first (so the batch shell neither requeues again nor says otherwise), then REAL
+# requeues the job; else it is refused (status 1) and the run goes on. Once per run.
+hpc_job_program_requeue() {
+  local real=$1 restarts=${SLURM_RESTART_COUNT:-0} max=${HPC_JOB_REQUEUE_MAX:-0} record status=0
+  shift
+  # The requeue ends this run: SLURM's SIGTERM must not cut the bookkeeping short.
+  trap '' TERM
+  if ((max == 0)); then
+    hpc_job_log "not requeued: the program asked (scontrol $*), but this job was submitted without --requeue N (no restarts allowed); the run goes on"
+    return 1
+  fi
+  if ((restarts >= max)); then
+    hpc_job_log "not requeued: the program asked (scontrol $*), but $restarts restart(s) done of the $max allowed (--requeue $max); the run goes on"
+    return 1
+  fi
+  if ! record=$(hpc_job_requeue_record); then
+    hpc_job_log "not requeued by the program (scontrol $*): without the job's scratch_dir it cannot be recorded; the batch shell's requeue after the run applies"
+    return 1
+  fi
+  if ! (set -C && printf '%s\n' "$((restarts + 1))" >"$record") 2>/dev/null; then
+    if [[ -f $record && ! -L $record ]]; then
+      hpc_job_log "not requeued again: the program already requeued this job in this run (restart $((restarts + 1)) of $max)"
+      return 0
+    fi
+    hpc_job_log "not requeued by the program (scontrol $*): cannot write the record $record; the batch shell's requeue after the run applies"
+    return 1
+  fi
+  "$real" "$@" || status=$?
+  if ((status != 0)); then
+    rm -f -- "${record:?}"
+    hpc_job_log "the program's scontrol $* failed (exit status $status): not requeued by it"
+    return "$status"
+  fi
+  hpc_job_log "requeued by the program (scontrol $*), restart $((restarts + 1)) of $max: SLURM ends this run now and starts the job again"
+}
+
+# hpc_job_scontrol SHIM ARGS...: the scontrol that the program finds first on its PATH
+# (lib/shims/scontrol, the file SHIM): a requeue of this job is hpc_job_program_requeue's;
+# anything else goes to the real scontrol as it is.
+hpc_job_scontrol() {
+  local real
+  real=$(hpc_job_real_scontrol "$1") || {
+    printf 'scontrol: command not found\n' >&2
+    return 127
+  }
+  shift
+  if hpc_job_own_requeue "$@"; then
+    hpc_job_program_requeue "$real" "$@"
+    return
+  fi
+  exec "$real" "$@"
+}
+
 # hpc_job_maybe_requeue: after a warned run, requeues this job (once, from the batch shell) while
-# it has restarts left (--requeue N: SLURM_RESTART_COUNT < N).
+# it has restarts left (--requeue N: SLURM_RESTART_COUNT < N), unless the program has requeued it
+# itself in this run (hpc_job_program_requeue), or SLURM ended the run (SIGTERM: at the time
+# limit the program had not stopped by itself, and a restart would start from what it never saved).
 hpc_job_maybe_requeue() {
   local restarts=${SLURM_RESTART_COUNT:-0}
+  if hpc_job_requeued_by_program; then
+    hpc_job_log "requeued by the program in this run (restart $((restarts + 1)) of $hpc_job_requeue_max): not requeued again"
+    return 0
+  fi
   ((hpc_job_warned && hpc_job_requeue_max > 0)) || return 0
+  if ((${hpc_job_ended_by_slurm:-0})); then
+    hpc_job_log "not requeued: SLURM ended this run (SIGTERM: the time limit or scancel) before the program ended by itself"
+    return 0
+  fi
   if ((restarts >= hpc_job_requeue_max)); then
     hpc_job_log "not requeued: $restarts restart(s) done of the $hpc_job_requeue_max allowed"
     return 0
@@ -750,8 +880,11 @@ hpc_job_main() {
   export HPC_WARNING_SIGNAL=${hpc_job_signal:-USR1}
   export HPC_RESTART_COUNT=${SLURM_RESTART_COUNT:-0}
   export HPC_JOB_LABEL_RANKS=${hpc_job_label_ranks:-0}
-  hpc_job_warned=0
+  hpc_job_warned=0 hpc_job_ended_by_slurm=0
   hpc_job_requeue_max=${hpc_job_requeue_max:-0}
+  # The program's own 'scontrol requeue' counts against the same --requeue N (lib/shims/scontrol).
+  export HPC_JOB_REQUEUE_MAX=$hpc_job_requeue_max
+  hpc_job_requeue_records_remove
   # An array task by its own name: its job id alone may be the array's (SLURM gives the array's
   # id to one of its tasks), which reads as another job's.
   local name="job ${SLURM_JOB_ID} ("
@@ -787,7 +920,9 @@ hpc_job_main() {
   trap - TERM INT "$HPC_WARNING_SIGNAL"
   local warning_code
   warning_code=$((128 + $(kill -l "$HPC_WARNING_SIGNAL" 2>/dev/null || echo 0)))
-  if ((hpc_job_warned)) && ((hpc_job_status == 0 || hpc_job_status == warning_code)); then
+  if ((hpc_job_status == 0 && hpc_job_ended_by_slurm)); then
+    hpc_job_log "the program exited with status 0 after SLURM's SIGTERM, $(hpc_job_elapsed) s after the start"
+  elif ((hpc_job_warned)) && ((hpc_job_status == 0 || hpc_job_status == warning_code)); then
     # The program ended after the warning as asked (0, or 128+the signal's number): a stop, not a
     # crash; only the program knows whether it saved its work.
     local how=$hpc_job_status
@@ -807,6 +942,7 @@ hpc_job_main() {
   # A map task's final status, for its gather (hpc_map.bash).
   [[ ${hpc_job_mode:-single} != map ]] || hpc_map_task_end "$hpc_job_status"
   hpc_job_maybe_requeue
+  hpc_job_requeue_records_remove
   exit "$hpc_job_status"
 }
 
@@ -861,6 +997,8 @@ hpc_job_task() {
     venv)
       [[ -x $HPC_JOB_VENV/bin/python ]] || hpc_job_fail "venv" "no virtual environment at $HPC_JOB_VENV"
       hpc_job_enter_venv "$HPC_JOB_VENV"
+      # First on the program's PATH: the scontrol that counts its own requeue against --requeue N.
+      export PATH=${BASH_SOURCE[0]%/*}/shims:$PATH
       # The toolkit's helpers (hpc_helpers) are importable by the program without installing them.
       export PYTHONPATH=$HPC_JOB_PYTHON_HELPERS${PYTHONPATH:+:$PYTHONPATH}
       hpc_configs_expand "$@" || hpc_job_fail "command" "the configs file refers to a variable this job does not define"

@@ -8,7 +8,7 @@ setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
   hpc_test_project "real project"
-  cp "$HPC_ROOT/tests/fixtures/project/"{ddp_snapshot.py,oblivious.py} "$PROJECT/"
+  cp "$HPC_ROOT/tests/fixtures/project/"{ddp_snapshot.py,oblivious.py,boring_requeue.py} "$PROJECT/"
 }
 
 setup() {
@@ -58,6 +58,66 @@ setup() {
   run grep -E 'exit (code|status) 138|copy-back WARNING|found on none' "$marks"
   assert_output ''
   [ -f "$SCRATCH/real project/ddp/snapshot.pt" ]
+}
+
+@test "Lightning's BoringModel, 2x2, its own SLURM handler, --requeue 1: requeued once by Lightning, restored from hpc_ckpt_1.ckpt, the second warning refused, COMPLETED" {
+  # Lightning saves hpc_ckpt_N.ckpt in default_root_dir on the warning and runs 'scontrol
+  # requeue' itself: the toolkit's scontrol counts it against --requeue 1. 55 steps of 2 s: the
+  # warning (SLURM sends it 60 to 120 s before the 3 min limit) comes in both runs, and the
+  # second run, refused, trains on to the end.
+  # shellcheck disable=SC2016 # expanded in the job
+  hpc_configs "$PROJECT" 'python boring_requeue.py --num_nodes ${num_nodes} --devices ${gpus_per_node} --max-steps 55 --step-seconds 2 --root-dir ${scratch_dir}/${exp_name}'
+  hpc_submit_job "$PROJECT" -W lightning --gpus 2 --num-nodes 2 --time 00:03:00 --signal-lead 120 --requeue 1 -e boring
+  hpc_wait_requeued "$job_id" 1 500
+  local state root="$SCRATCH/real project/boring"
+  state=$(hpc_job_state "$job_id")
+  [[ $state == "COMPLETED 0:0" ]] || fail "job $job_id ended $state; its output: $(cat "$job_out")"
+  assert_equal "$(hpc_job_field "$job_id" Restarts)" 1
+  run cat "$job_out"
+  assert_equal "$(grep -c '^START rank=[0-3] node=n[12] restart=0$' "$job_out")" 4
+  assert_equal "$(grep -c '^START rank=[0-3] node=n[12] restart=1$' "$job_out")" 4
+  # Run 1: Lightning handled the warning, saved its checkpoint and requeued the job through the
+  # toolkit's scontrol; the batch shell said so and did not requeue again.
+  assert_line --partial "Handling auto-requeue signal: 10"
+  assert_equal "$(grep -c "^\[hpc n1\] requeued by the program (scontrol requeue $job_id), restart 1 of 1: SLURM ends this run now and starts the job again$" "$job_out")" 1
+  assert_line "[hpc n1] received SIGTERM: SLURM ends this run for the requeue the program asked for (restart 1 of 1); passing it to the program"
+  # Lightning exits 0 on that SIGTERM (or srun fails): either way not "finished successfully".
+  assert_line --regexp "^\[hpc n1\] the program (exited with status 0 after SLURM's SIGTERM|failed with exit status [0-9]+ after)"
+  # Run 2: restored from Lightning's checkpoint, not from step 0.
+  assert_equal "$(grep -c "Restoring states from the checkpoint path at $root/hpc_ckpt_1.ckpt$" "$job_out")" 1
+  run grep -E '^TRAIN from_step=' "$job_out"
+  assert_equal "${#lines[@]}" 2
+  assert_line --index 0 "TRAIN from_step=0"
+  [[ ${lines[1]#TRAIN from_step=} -gt 0 ]] || fail "run 2 did not resume: ${lines[1]}"
+  # Run 2 was warned too: its requeue refused, Lightning's 'failed' true, the run went on to the end.
+  run cat "$job_out"
+  assert_line "[hpc n1] not requeued: the program asked (scontrol requeue $job_id), but 1 restart(s) done of the 1 allowed (--requeue 1); the run goes on"
+  assert_line --partial "Requeuing SLURM job $job_id failed with error code 1"
+  assert_line "[hpc n1] not requeued: 1 restart(s) done of the 1 allowed"
+  assert_equal "$(grep -c '^DONE steps=55$' "$job_out")" 1
+  assert_equal "$(grep -c 'the program finished successfully' "$job_out")" 1
+  run grep -E 'requeueing \(restart|scontrol requeue [0-9]+ failed|exit (code|status) 138|already requeued' "$job_out"
+  assert_output ''
+  # The records of the program's requeue are gone with the job.
+  run find "$SCRATCH/real project/hpc_outputs" -name ".hpc_requeue.$job_id.*"
+  assert_output ''
+}
+
+@test "Lightning with SLURMEnvironment(auto_requeue=False), --requeue 1: no handler, so no warning and no checkpoint; runs on to TIMEOUT, not requeued from step 0" {
+  # shellcheck disable=SC2016 # expanded in the job
+  hpc_configs "$PROJECT" 'python boring_requeue.py --num_nodes ${num_nodes} --devices ${gpus_per_node} --max-steps 1000 --step-seconds 2 --root-dir ${scratch_dir}/${exp_name} --no-auto-requeue'
+  hpc_run_job "$PROJECT" -W lightning --gpus 1 --num-nodes 1 --time 00:02:00 --signal-lead 60 --requeue 1 -e noauto
+  [[ $job_state == "TIMEOUT "* ]] || fail "job $job_id ended $job_state: $(cat "$job_out")"
+  assert_equal "$(hpc_job_field "$job_id" Restarts)" 0
+  run cat "$job_out"
+  assert_line "[hpc n1] no process of the program catches SIGUSR1 (yet): it gets the warning once it installs a handler, else it runs on until the time limit"
+  refute_line --partial "Handling auto-requeue signal"
+  refute_line --partial "finished successfully"
+  # SLURM ended the run at the time limit: a restart would start from step 0 again.
+  run grep -E 'passed to|exit (code|status) 138|requeue' <(grep -v '^\[hpc n1\] starting after' "$job_out")
+  assert_output "[hpc n1] not requeued: SLURM ended this run (SIGTERM: the time limit or scancel) before the program ended by itself"
+  run find "$SCRATCH/real project/noauto" -name 'hpc_ckpt_*'
+  assert_output ''
 }
 
 @test "a program without a handler for the warning runs on to the time limit: TIMEOUT, not killed by SIGUSR1" {

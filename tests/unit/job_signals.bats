@@ -3,7 +3,10 @@
 # that catch it (SigCgt in /proc/PID/status), the outermost one of each branch, looking through a
 # container runtime; a program still starting gets it once it installs its handler. And
 # --copy-back from a node other than the first keeps that node's copy apart.
+# The program's own 'scontrol requeue' (lib/shims/scontrol) counts against --requeue N, once.
 # shellcheck disable=SC2030,SC2031 # each @test runs in its own subshell: what it exports stays there, on purpose
+
+bats_require_minimum_version 1.5.0
 
 setup() {
   load '../helpers/common'
@@ -202,4 +205,133 @@ EOF
   run hpc_job_copy_back_missing n1
   assert_success
   assert_output "[hpc n1] copy-back: node(s) n1 did not report what they copied back (their own lines above say it); the copy-back is not confirmed"
+}
+
+# shim_env MAX RESTARTS: the job's view for lib/shims/scontrol: a stub of the real scontrol
+# (records its arguments, exits with $tmp/real_status or 0) behind the shim on PATH, this job's
+# --requeue MAX and SLURM_RESTART_COUNT RESTARTS, the outputs folder of the records.
+shim_env() {
+  export HPC_JOB_REQUEUE_MAX=$1 SLURM_RESTART_COUNT=$2 scratch_dir=$tmp/scratch
+  mkdir -p "$tmp/real" "$scratch_dir/hpc_outputs"
+  cat >"$tmp/real/scontrol" <<STUB
+#!/usr/bin/env bash
+printf '%s\n' "\$*" >>"$tmp/real.calls"
+exit \$(cat "$tmp/real_status" 2>/dev/null || echo 0)
+STUB
+  chmod +x "$tmp/real/scontrol"
+  export PATH=$HPC_ROOT/hpc_files/lib/shims:$tmp/real:$PATH
+}
+
+@test "scontrol shim: the program's requeue of its own job with restarts left is done once, recorded, and said truly" {
+  shim_env 1 0
+  run scontrol requeue 4242
+  assert_success
+  assert_output "[hpc n1] requeued by the program (scontrol requeue 4242), restart 1 of 1: SLURM ends this run now and starts the job again"
+  assert_equal "$(cat "$tmp/real.calls")" "requeue 4242"
+  assert_equal "$(cat "$scratch_dir/hpc_outputs/.hpc_requeue.4242.0")" 1
+  # A second ask in the same run (every rank's handler, a second warning) requeues nothing more.
+  run scontrol requeue 4242
+  assert_success
+  assert_output "[hpc n1] not requeued again: the program already requeued this job in this run (restart 1 of 1)"
+  assert_equal "$(wc -l <"$tmp/real.calls")" 1
+  # The batch shell then neither requeues again nor says otherwise.
+  hpc_job_warned=1 hpc_job_requeue_max=1
+  run hpc_job_maybe_requeue
+  assert_success
+  assert_output "[hpc n1] requeued by the program in this run (restart 1 of 1): not requeued again"
+  assert_equal "$(wc -l <"$tmp/real.calls")" 1
+  run hpc_job_forward TERM
+  assert_output "[hpc n1] received SIGTERM: SLURM ends this run for the requeue the program asked for (restart 1 of 1); passing it to the program"
+}
+
+@test "scontrol shim: with the restarts used up, or without --requeue, the program's requeue is refused (status 1) and the run goes on" {
+  shim_env 1 1
+  run scontrol requeue 4242
+  assert_failure 1
+  assert_output "[hpc n1] not requeued: the program asked (scontrol requeue 4242), but 1 restart(s) done of the 1 allowed (--requeue 1); the run goes on"
+  [ ! -e "$tmp/real.calls" ]
+  [ -z "$(ls -A "$scratch_dir/hpc_outputs")" ]
+  # The batch shell says the same after the warned run, and requeues nothing.
+  hpc_job_warned=1 hpc_job_requeue_max=1
+  run hpc_job_maybe_requeue
+  assert_output "[hpc n1] not requeued: 1 restart(s) done of the 1 allowed"
+  [ ! -e "$tmp/real.calls" ]
+  shim_env 0 0
+  run scontrol requeue 4242
+  assert_failure 1
+  assert_output "[hpc n1] not requeued: the program asked (scontrol requeue 4242), but this job was submitted without --requeue N (no restarts allowed); the run goes on"
+  [ ! -e "$tmp/real.calls" ]
+  # An array task by its array's name is this job too.
+  export SLURM_ARRAY_JOB_ID=4240 SLURM_ARRAY_TASK_ID=2
+  run scontrol requeue 4240_2
+  assert_failure 1
+  [ ! -e "$tmp/real.calls" ]
+}
+
+@test "scontrol shim: a failed requeue leaves no record and its status; other commands and other jobs go to the real scontrol as they are" {
+  shim_env 2 0
+  echo 5 >"$tmp/real_status"
+  run scontrol requeue 4242
+  assert_failure 5
+  assert_output "[hpc n1] the program's scontrol requeue 4242 failed (exit status 5): not requeued by it"
+  [ ! -e "$scratch_dir/hpc_outputs/.hpc_requeue.4242.0" ]
+  echo 3 >"$tmp/real_status"
+  run scontrol show job 4242
+  assert_failure 3
+  assert_output ''
+  run scontrol requeue 999
+  assert_failure 3
+  # Options before the command, and this job among others: still this job's requeue.
+  run scontrol -Q requeue 999,4242
+  assert_failure 3
+  assert_output "[hpc n1] the program's scontrol -Q requeue 999,4242 failed (exit status 3): not requeued by it"
+  assert_equal "$(cat "$tmp/real.calls")" $'requeue 4242\nshow job 4242\nrequeue 999\n-Q requeue 999,4242'
+  # Where the record cannot be made, the program's requeue is refused: the batch shell's applies.
+  rm -rf "${scratch_dir:?}/hpc_outputs"
+  run scontrol requeue 4242
+  assert_failure 1
+  assert_output "[hpc n1] not requeued by the program (scontrol requeue 4242): cannot write the record $scratch_dir/hpc_outputs/.hpc_requeue.4242.0; the batch shell's requeue after the run applies"
+  assert_equal "$(wc -l <"$tmp/real.calls")" 4
+  # No real scontrol behind the shim: as if there were none at all.
+  mkdir -p "$tmp/tools"
+  for tool in bash dirname; do ln -s "$(command -v "$tool")" "$tmp/tools/$tool"; done
+  PATH=$HPC_ROOT/hpc_files/lib/shims:$tmp/tools run -127 scontrol show job 4242
+  assert_failure 127
+  assert_output "scontrol: command not found"
+}
+
+@test "requeue records: the batch shell removes the earlier runs' records and this run's unless the program requeued in it; plain files only" {
+  shim_env 1 2
+  local records=$scratch_dir/hpc_outputs
+  echo 1 >"$records/.hpc_requeue.4242.0"
+  echo 2 >"$records/.hpc_requeue.4242.1"
+  echo x >"$tmp/target"
+  ln -s "$tmp/target" "$records/.hpc_requeue.4242.2"
+  echo 1 >"$records/.hpc_requeue.4343.0"
+  hpc_job_requeue_records_remove
+  [ ! -e "$records/.hpc_requeue.4242.0" ]
+  [ ! -e "$records/.hpc_requeue.4242.1" ]
+  [ -L "$records/.hpc_requeue.4242.2" ]
+  assert_equal "$(cat "$tmp/target")" x
+  [ -f "$records/.hpc_requeue.4343.0" ]
+  rm "$records/.hpc_requeue.4242.2"
+  echo 3 >"$records/.hpc_requeue.4242.2"
+  hpc_job_requeue_records_remove
+  [ -f "$records/.hpc_requeue.4242.2" ]
+}
+
+@test "batch shell: a warned run that SLURM ended (SIGTERM: time limit, scancel) is not requeued, and the log says why" {
+  shim_env 1 0
+  hpc_job_warned=1 hpc_job_requeue_max=1
+  hpc_job_forward TERM 2>/dev/null
+  run hpc_job_maybe_requeue
+  assert_success
+  assert_output "[hpc n1] not requeued: SLURM ended this run (SIGTERM: the time limit or scancel) before the program ended by itself"
+  [ ! -e "$tmp/real.calls" ]
+  # Without that SIGTERM, the warned run that ended by itself is requeued (the batch shell's PATH
+  # has no shim).
+  hpc_job_ended_by_slurm=0
+  PATH=$tmp/real:$PATH run hpc_job_maybe_requeue
+  assert_output "[hpc n1] requeueing (restart 1 of 1)"
+  assert_equal "$(cat "$tmp/real.calls")" "requeue 4242"
 }
