@@ -106,10 +106,14 @@ hpc_followup_final_state() {
       state=TIMEOUT
     fi
   fi
-  case $state in
-    CANCELLED | TIMEOUT | NODE_FAIL | PREEMPTED | DEADLINE | OUT_OF_MEMORY) hpc_followup_state=$state ;;
-    *) if ((status == 0)); then hpc_followup_state=COMPLETED; else hpc_followup_state=FAILED; fi ;;
-  esac
+  # An end of SLURM's own (hpc_facts.bash) stays; COMPLETED and FAILED are the exit status's.
+  if hpc_facts_state_ended "$state" && [[ $state != COMPLETED && $state != FAILED ]]; then
+    hpc_followup_state=$state
+  elif ((status == 0)); then
+    hpc_followup_state=COMPLETED
+  else
+    hpc_followup_state=FAILED
+  fi
 }
 
 # hpc_followup_seconds DURATION: prints SLURM's [D-][HH:]MM:SS in seconds; 1 for anything else.

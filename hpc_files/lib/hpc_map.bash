@@ -27,12 +27,6 @@ source "${BASH_SOURCE[0]%/*}/hpc_followup.bash"
 # ---------------------------------------------------------------------------------------------
 # Submission
 
-# hpc_map_wanted: true when any map or gather option was given.
-hpc_map_wanted() {
-  [[ -n $hpc_opt_map_range$hpc_opt_map_over$hpc_opt_gather$hpc_opt_gather_configs ]] ||
-    [[ -n $hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]
-}
-
 # hpc_map_read_items FILE: reads the list FILE into hpc_map_items: one item per line, exactly as
 # written (a CR before the newline dropped), without blank lines and lines whose first non-blank
 # character is '#'. Exit 2 when FILE is missing, not a regular file, or holds no item.
@@ -139,7 +133,7 @@ hpc_map_check_options() {
     hpc_opt_is_count "$hpc_opt_gather_gpus" 0 || hpc_die_usage "--gather-gpus" "'$hpc_opt_gather_gpus' is not accepted; accepted: a whole number of GPUs, 0 or more"
   fi
   if [[ -n $hpc_opt_gather_time ]]; then
-    hpc_opt_check_time "$hpc_opt_gather_time" || hpc_die_usage "--gather-time" "'$hpc_opt_gather_time' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00:30:00"
+    hpc_opt_check_time "$hpc_opt_gather_time" || hpc_die_usage "--gather-time" "'$hpc_opt_gather_time' is not accepted; accepted: $hpc_opt_time_accepted"
   fi
   hpc_map_gather_words=()
   if [[ -n $hpc_opt_gather ]]; then

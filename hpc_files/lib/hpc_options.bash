@@ -35,6 +35,8 @@ hpc_opt_is_count() {
 # One grammar for times and memory sizes, shared with the cluster profiles (is_slurm_time and
 # is_slurm_mem in python_helpers' profile.py); both sides are tested on tests/fixtures/grammar/.
 
+# hpc_opt_time_accepted: what hpc_opt_check_time accepts, for the messages of every time option.
+hpc_opt_time_accepted='a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00'
 # hpc_opt_check_time VALUE: true for a SLURM time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S, with
 # hours < 24, minutes and seconds < 60 (a leading minutes field is free), not zero. No UNLIMITED:
 # the warning signal is timed from the limit.
@@ -186,7 +188,7 @@ hpc_opt_set() {
       esac
       ;;
     -t/--time)
-      hpc_opt_check_time "$value" || hpc_die_usage "$name" "'$value' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00"
+      hpc_opt_check_time "$value" || hpc_die_usage "$name" "'$value' is not accepted; accepted: $hpc_opt_time_accepted"
       hpc_opt_time=$value
       ;;
     -m/--mem-per-gpu)
