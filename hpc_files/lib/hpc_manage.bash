@@ -17,7 +17,9 @@
 #                       (pending, running; a job SLURM requeued says 'requeued, restarts at
 #                       TIME', as scontrol show job tells), then sacct (where the cluster keeps accounting), then
 #                       scontrol show job (ended jobs, for MinJobAge), then the last ended state
-#                       status saw; else UNKNOWN (forgotten by SLURM).
+#                       status saw; else UNKNOWN (forgotten by SLURM). A map's tasks: the state
+#                       and exit code their status files say (a file left RUNNING after SLURM
+#                       ended the task: SLURM's state, else LOST; no file: LOST once ended).
 #   logs TARGET         Prints the output of the newest job of experiment TARGET, or of the job
 #                       TARGET (every task of an array, each after a '==> FILE <==' line), or of
 #                       the array task JOBID_TASK, every secret in it masked: the values of this
@@ -74,7 +76,7 @@ hpc_manage_index() {
   local -A seen=()
   hpc_manage_file=() hpc_manage_exps=()
   declare -gA hpc_manage_exp=() hpc_manage_kind=() hpc_manage_array=() hpc_manage_origin=() \
-    hpc_manage_output=() hpc_manage_name=()
+    hpc_manage_output=() hpc_manage_name=() hpc_manage_mode=()
   for f in "$hpc_manage_dir"/*.manifest; do
     hpc_manifest_read "$f" || continue
     id=${hpc_mf[job_id]}
@@ -84,6 +86,7 @@ hpc_manage_index() {
     hpc_manage_array[$id]=${hpc_mf[array]-}
     hpc_manage_origin[$id]=${hpc_mf[origin]:-$id}
     hpc_manage_output[$id]=${hpc_mf[output]-}
+    hpc_manage_mode[$id]=${hpc_mf[mode]-}
     hpc_manage_name[$id]=''
     for arg in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do
       [[ $arg != --job-name=* ]] || hpc_manage_name[$id]=${arg#*=}
@@ -371,6 +374,12 @@ hpc_manage_status() {
     fi
   fi
   hpc_manage_states "${ids[@]}"
+  # A map's tasks: their state from the status files they wrote (hpc_map.bash).
+  if [[ " ${hpc_manage_mode[*]} " == *" map "* ]]; then
+    # shellcheck source=hpc_files/lib/hpc_map.bash
+    source "${hpc_manage_lib%/*}/hpc_map.bash"
+    hpc_map_task_states "${hpc_manage_dir%/*}/map" "${ids[@]}"
+  fi
   rows_job=(JOB) rows_exp=(EXP) rows_kind=(KIND) rows_state=(STATE) rows_exit=(EXIT) rows_out=(OUTPUT)
   for id in "${ids[@]}"; do
     hpc_manage_task_keys "$id"

@@ -530,6 +530,60 @@ hpc_map_resubmit_failed() {
   [[ -z $gather_id ]] || printf 'Gather job %s: after job %s ends (afterany); output %s\n' "$gather_id" "$new_id" "$dir/gather_$gather_id.out"
 }
 
+# hpc_map_task_states ROOT ID...: (status) the state of each task of the map arrays among the
+# recorded jobs ID (hpc_manage_mode map; ROOT the project's map folders) from the status files
+# its tasks wrote (any attempt, matched by array job id and task id), replacing SLURM's in
+# hpc_st_state and hpc_st_exit. A file still RUNNING is RUNNING while SLURM runs the task, SLURM's
+# state when SLURM ended it (CANCELLED, TIMEOUT...), else LOST; a task with no file has SLURM's
+# state while pending or running, or ended so by SLURM, else LOST. Never COMPLETED without a file.
+hpc_map_task_states() {
+  local root=$1 id key file text state slurm live ended
+  local hpc_map_slurm_ended=' CANCELLED TIMEOUT NODE_FAIL PREEMPTED DEADLINE OUT_OF_MEMORY BOOT_FAIL FAILED '
+  local -A file_state=() file_exit=() scanned=()
+  shift
+  for id in "$@"; do
+    [[ ${hpc_manage_mode[$id]-} == map ]] || continue
+    if [[ -z ${scanned[${hpc_manage_exp[$id]}]-} ]]; then
+      scanned[${hpc_manage_exp[$id]}]=1
+      for file in "$root/${hpc_manage_exp[$id]}"/*/tasks/*/status*.json; do
+        [[ -f $file && ! -L $file ]] || continue
+        text=''
+        IFS= read -r -d '' text <"$file" || true
+        [[ $text =~ \"array_job_id\":[[:space:]]*\"([0-9]+)\" ]] || continue
+        key=${BASH_REMATCH[1]}
+        [[ $text =~ \"task_id\":[[:space:]]*\"([0-9]+)\" ]] || continue
+        key+=_${BASH_REMATCH[1]}
+        [[ $text =~ \"state\":[[:space:]]*\"([A-Z_]+)\" ]] || continue
+        file_state[$key]=${BASH_REMATCH[1]} file_exit[$key]=-
+        [[ ! $text =~ \"exit_code\":[[:space:]]*(-?[0-9]+) ]] || file_exit[$key]=${BASH_REMATCH[1]}
+      done
+    fi
+    hpc_manage_keys "$id"
+    for key in "${hpc_manage_keys[@]}"; do
+      slurm=${hpc_st_state[$key]-}
+      state=${file_state[$key]-}
+      # SLURM still runs it (or will), or SLURM ended it itself.
+      live=0 ended=0
+      case $slurm in PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED*) live=1 ;; esac
+      [[ $hpc_map_slurm_ended == *" $slurm "* ]] && ended=1
+      if [[ -z $state || $state == RUNNING ]]; then
+        if ((live)); then
+          [[ -z $state ]] && state=$slurm
+        elif ((ended)); then
+          state=$slurm
+        else
+          state=LOST
+        fi
+      fi
+      if [[ $state != "$slurm" ]]; then
+        hpc_st_state["$key"]=$state hpc_st_exit["$key"]=${file_exit[$key]:--}
+      elif [[ -n ${file_state[$key]-} ]]; then
+        hpc_st_exit["$key"]=${file_exit[$key]}
+      fi
+    done
+  done
+}
+
 # hpc_map_newest_dir ROOT COMMAND: sets hpc_map_dir to the newest map folder (with a
 # manifest.json) under ROOT, the experiment's map folders; exit 2 naming COMMAND when none.
 hpc_map_newest_dir() {

@@ -152,6 +152,29 @@ EOF
   assert_equal "$(hpc_job_state "$gather_id")" "CANCELLED 0:0"
 }
 
+@test "status EXP of a map: each task's state from its status file (a task left RUNNING is LOST), not SLURM's; the gather job too" {
+  MAP_FAIL_INDEX=2 MAP_EXIT_CODE=7 MAP_SLEEP=0 submit_map --map-range 0-3 --gather "python gather.py" -e fromfiles
+  hpc_wait_job "$job_id" 120
+  hpc_wait_job "$gather_id" 120
+  # Task 0's file as a task killed hard leaves it (RUNNING), task 1's says FAILED (exit 7), task
+  # 2's COMPLETED (exit 0), task 3's is gone: SLURM says COMPLETED, COMPLETED, FAILED, COMPLETED.
+  python3 - "$map_dir/tasks" <<'EOF2'
+import json, sys
+d = sys.argv[1]
+for i, state, code in ((0, "RUNNING", None), (1, "FAILED", 7), (2, "COMPLETED", 0)):
+    s = json.load(open(f"{d}/{i}/status.json")); s["state"] = state; s["exit_code"] = code
+    json.dump(s, open(f"{d}/{i}/status.json", "w"))
+EOF2
+  rm -- "$map_dir/tasks/3/status.json"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status fromfiles
+  assert_success
+  assert_line --regexp "^${job_id}_0 +fromfiles +venv-none +LOST +- "
+  assert_line --regexp "^${job_id}_1 +fromfiles +venv-none +FAILED +7 "
+  assert_line --regexp "^${job_id}_2 +fromfiles +venv-none +COMPLETED +0 "
+  assert_line --regexp "^${job_id}_3 +fromfiles +venv-none +LOST +- "
+  assert_line --regexp "^$gather_id +fromfiles +venv-gather +FAILED +1:0 "
+}
+
 @test "resubmit --failed re-runs exactly index 3 and a new gather in the same folder; other task folders untouched; the sum is right" {
   MAP_FAIL_INDEX=3 MAP_EXIT_CODE=7 MAP_SLEEP=0 submit_map --map-range 0-5 --max-concurrent 3 --gather "python gather.py" -e rerun
   hpc_wait_job "$job_id" 180
