@@ -498,6 +498,17 @@ hpc_map_resubmit_failed() {
     "$script" "$attempt" "$dir" "$attempt"
   hpc_manifest_ranges "${indices[@]}"
   spec=$hpc_manifest_ranges${throttle:+%$throttle}
+  # An index at or above MaxArraySize cannot be a task id: task ids 0..N-1, each mapped to its
+  # index by the list in the script (hpc_map_task_index); the list fits one array, as the map did.
+  local mapped='' last_index=${indices[-1]}
+  hpc_manifest_check_array_size 0 0
+  if [[ -n $hpc_manifest_max_array_size ]] && ((last_index >= hpc_manifest_max_array_size)); then
+    ((${#indices[@]} <= hpc_manifest_max_array_size)) ||
+      hpc_die "${#indices[@]} failed tasks exceed this cluster's MaxArraySize $hpc_manifest_max_array_size: resubmit them in parts"
+    mapped=${indices[*]}
+    spec=0-$((${#indices[@]} - 1))${throttle:+%$throttle}
+  fi
+  printf -v script '%s\nhpc_job_map_offset=0\nhpc_job_map_indices=%q\nhpc_job_main\n' "${script%$'\n'hpc_job_main*}" "$mapped"
   out=$(unset SLURM_TMPDIR && sbatch --parsable --hold --array="$spec" 2>&1 <<<"$script") || hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
   new_id=${out##*$'\n'}
   new_id=${new_id%%;*}
@@ -526,7 +537,8 @@ hpc_map_resubmit_failed() {
     scancel "$new_id" ${gather_id:+"$gather_id"} 2>/dev/null || true
     hpc_die "scontrol release $new_id failed: $out; the resubmission was cancelled"
   }
-  printf 'Resubmitted task(s) %s of map %s as job %s (array %s)\n' "$hpc_manifest_ranges" "${dir##*/}" "$new_id" "$spec"
+  printf 'Resubmitted task(s) %s of map %s as job %s (array %s%s)\n' "$hpc_manifest_ranges" "${dir##*/}" "$new_id" "$spec" \
+    "${mapped:+, task ids ${spec%\%*} are indices $mapped: above MaxArraySize $hpc_manifest_max_array_size}"
   [[ -z $gather_id ]] || printf 'Gather job %s: after job %s ends (afterany); output %s\n' "$gather_id" "$new_id" "$dir/gather_$gather_id.out"
 }
 
@@ -626,7 +638,9 @@ hpc_map_gather_again() {
 # hpc_map_task_setup: (an array task's batch shell) exports the task's variables, makes its own
 # folder and writes its status RUNNING.
 hpc_map_task_setup() {
-  local i=$((${hpc_job_map_offset:-0} + ${SLURM_ARRAY_TASK_ID:?})) line
+  local i line
+  hpc_map_task_index || return 1
+  i=$hpc_map_index
   export map_index=$i map_count=${hpc_job_map_count:?}
   export map_dir=${hpc_job_map_dir:-${hpc_job_map_root:?}/${hpc_job_map_stamp:?}-${SLURM_ARRAY_JOB_ID:?}}
   export task_dir=$map_dir/tasks/$i
@@ -650,6 +664,21 @@ hpc_map_task_setup() {
   hpc_map_start_s=$EPOCHREALTIME
   hpc_map_status RUNNING '' ''
   hpc_job_log "map task $i of $map_count: $task_dir"
+}
+
+# hpc_map_task_index: sets hpc_map_index to this array task's index in the map: its task id,
+# plus the part's first index (hpc_job_map_offset, a map split above MaxArraySize), or the
+# task id-th index of hpc_job_map_indices (a resubmission of indices at or above MaxArraySize).
+hpc_map_task_index() {
+  local -a indices=()
+  local task=${SLURM_ARRAY_TASK_ID:?}
+  if [[ -n ${hpc_job_map_indices:-} ]]; then
+    read -ra indices <<<"$hpc_job_map_indices"
+    [[ -n ${indices[task]-} ]] || hpc_job_fail "map" "array task $task has no index in the resubmission's list ($hpc_job_map_indices)" || return 1
+    hpc_map_index=${indices[task]}
+  else
+    hpc_map_index=$((${hpc_job_map_offset:-0} + task))
+  fi
 }
 
 # hpc_map_status STATE EXIT_CODE END_UTC [END_S]: writes the task's status.json.
