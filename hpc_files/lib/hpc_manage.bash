@@ -3,7 +3,7 @@
 #        bash job_submitter.sh logs EXP|JOBID[_TASK] [--follow]
 #        bash job_submitter.sh cancel EXP|JOBID[_TASK]
 #        bash job_submitter.sh resubmit EXP|JOBID [--failed]
-#        bash job_submitter.sh gather EXP
+#        bash job_submitter.sh gather EXP [--here]
 #
 # Every submission is recorded in a manifest,
 # ${scratch_dir}/hpc_outputs/manifests/EXP_JOBID.manifest (scratch_dir is ${SCRATCH}/PROJECT, the
@@ -39,6 +39,9 @@
 #                       the same map folder, and a new gather after them.
 #   gather EXP          Submits the gather job of experiment EXP's newest map again, now (it
 #                       reads the tasks' status files afresh and applies its policy).
+#     --here            Runs it right here instead (the login node): the same reading, policy,
+#                       variables and venv (a container map's gather runs as a job only); exit
+#                       status the command's, 1 when the policy is not met.
 #   -h, --help          This text.
 #
 # Exit status: 0 done (also: nothing to cancel or resubmit), 1 SLURM refused or failed, 2 bad
@@ -665,12 +668,19 @@ hpc_manage_main() {
       ;;
     resubmit) hpc_manage_resubmit "$@" ;;
     gather)
-      # The newest map's gather job, again (hpc_map.bash).
-      (($# == 1)) && [[ $1 != -* ]] || hpc_die_usage "gather" "needs one experiment; usage: gather EXP"
+      # The newest map's gather job, again, or right here (hpc_map.bash).
+      (($# >= 1)) && [[ $1 != -* ]] || hpc_die_usage "gather" "needs one experiment; usage: gather EXP [--here]"
+      word=${2-}
+      [[ $word != --here ]] || word=${3-}
+      [[ -z $word ]] || hpc_die_usage "gather" "unexpected word '$word'; usage: gather EXP [--here]"
       hpc_manage_target "$1"
       # shellcheck source=hpc_files/lib/hpc_map.bash
       source "${hpc_manage_lib%/*}/hpc_map.bash"
-      hpc_map_gather_again "${hpc_manage_dir%/*}/map/$1"
+      if (($# == 2)); then
+        hpc_map_gather_here "${hpc_manage_dir%/*}/map/$1" "$1"
+      else
+        hpc_map_gather_again "${hpc_manage_dir%/*}/map/$1"
+      fi
       ;;
     *) hpc_die_usage "$command" "unknown command; accepted: status, logs, cancel, resubmit, gather" ;;
   esac

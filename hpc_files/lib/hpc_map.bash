@@ -632,6 +632,54 @@ hpc_map_gather_again() {
   printf 'Gather job %s of map %s: output %s\n' "$id" "${hpc_map_dir##*/}" "$hpc_map_dir/gather_$id.out"
 }
 
+# hpc_map_gather_here ROOT EXP: (job_submitter.sh gather EXP --here) runs the newest map's gather
+# right here, as its job would: the tasks' status files read afresh into map_status.tsv/.json,
+# the policy applied (not met: the verdict line, exit 1), the gather's variables and the job's
+# (source_dir, project_name, scratch_dir, exp_name) exported, the command expanded from them and
+# run in the project's venv from the project's folder; exits with its status.
+hpc_map_gather_here() {
+  local exp=$2 text first last policy kind rerun vars line rc=0
+  local -a words=()
+  hpc_map_newest_dir "$1" gather
+  [[ -f $hpc_map_dir/gather.sh ]] || hpc_die_usage "gather" "the map ${hpc_map_dir##*/} has no gather job (submitted without --gather)"
+  text=$(<"$hpc_map_dir/manifest.json")
+  if ! { [[ $text =~ \"first\":\ ([0-9]+) ]] && first=${BASH_REMATCH[1]} &&
+    [[ $text =~ \"last\":\ ([0-9]+) ]] && last=${BASH_REMATCH[1]} &&
+    [[ $text =~ \"policy\":\ \"([a-z0-9=%-]+)\" ]] && policy=${BASH_REMATCH[1]} &&
+    [[ $text =~ \"kind\":\ \"([a-z]+)- ]] && kind=${BASH_REMATCH[1]}; }; then
+    hpc_die "cannot read the map in $hpc_map_dir/manifest.json"
+  fi
+  [[ $kind == venv ]] || hpc_die_usage "--here" "the map ${hpc_map_dir##*/} runs in a container; accepted for a venv map only: run its gather as a job (gather $exp)"
+  mapfile -d '' words < <(hpc_map_helpers gather-command --dir "$hpc_map_dir")
+  ((${#words[@]})) || hpc_die "cannot read the gather command in $hpc_map_dir/manifest.json"
+  [[ " ${words[*]} " != *'(masked)'* ]] || hpc_die "the gather command holds a secret, masked in manifest.json: run it as a job (gather $exp)"
+  printf -v rerun 'bash job_submitter.sh resubmit %q --failed' "$exp"
+  vars=$(hpc_map_helpers read --dir "$hpc_map_dir/tasks" --keys "$first-$last" --policy "$policy" \
+    --out "$hpc_map_dir/map_status" --rerun "$rerun") || rc=$?
+  ((rc != 2)) || hpc_die "the tasks' status files could not be read (see above)"
+  ((rc == 0)) || exit 1
+  export map_dir=$hpc_map_dir map_count=$((last - first + 1))
+  while IFS= read -r line; do
+    case ${line%%=*} in
+      ok) export map_ok=${line#*=} ;;
+      failed) export map_failed=${line#*=} ;;
+      n_ok) export map_n_ok=${line#*=} ;;
+      n_failed) export map_n_failed=${line#*=} ;;
+      status_file) export map_status_file=${line#*=} ;;
+    esac
+  done <<<"$vars"
+  export source_dir=$hpc_source_dir project_name=$hpc_manage_project exp_name=$exp
+  export scratch_dir=${hpc_manage_dir%/hpc_outputs/manifests}
+  export PYTHONPATH=$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}
+  if [[ -x $source_dir/virtual_env/bin/python ]]; then
+    export VIRTUAL_ENV=$source_dir/virtual_env PATH=$source_dir/virtual_env/bin:$PATH
+    unset PYTHONHOME
+  fi
+  hpc_configs_expand "${words[@]}" || hpc_die "the gather command refers to a variable that is not defined here"
+  cd -- "$source_dir" || hpc_die "cannot enter $source_dir"
+  "${hpc_configs_argv[@]}" || exit
+}
+
 # ---------------------------------------------------------------------------------------------
 # In the job
 

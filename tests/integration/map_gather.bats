@@ -291,3 +291,33 @@ EOF2
   run bash "$PROJECT/hpc_files/job_submitter.sh" gather nosuchexp
   assert_equal "$status" 2
 }
+
+@test "gather EXP --here runs the gather right here: the status files read afresh, the same policy, variables and venv; no job" {
+  MAP_FAIL_INDEX=1 MAP_SLEEP=0 submit_map --map-range 0-2 --gather "python gather.py" -e here
+  hpc_wait_job "$job_id" 120
+  hpc_wait_job "$gather_id" 120
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" gather here --here
+  assert_equal "$status" 1
+  assert_equal "$stderr" "gather not run: policy all-ok needs 3/3 tasks, 2 ok; failed: 1 (exit 7); to re-run them: bash job_submitter.sh resubmit here --failed"
+  refute_output --partial GATHER
+  python3 - "$map_dir/tasks/1" <<'EOF2'
+import json, sys
+d = sys.argv[1]
+s = json.load(open(f"{d}/status.json")); s["state"] = "COMPLETED"; s["exit_code"] = 0
+json.dump(s, open(f"{d}/status.json", "w"))
+json.dump({"index": 1, "item": "1", "value": 1}, open(f"{d}/result.json", "w"))
+EOF2
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" gather here --here
+  assert_success
+  assert_equal "$stderr" "gather runs: policy all-ok needs 3/3 tasks, 3 ok"
+  assert_line "GATHER sum=5 n_ok=3 failed=''"
+  assert_line "GATHER python=$PROJECT/virtual_env"
+  run python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sum"])' "$map_dir/sum.json"
+  assert_output 5
+  run grep -c COMPLETED "$map_dir/map_status.tsv"
+  assert_output 3
+  assert_equal "$(squeue -h -n "map project-here-gather" 2>/dev/null)" ""
+  run bash "$PROJECT/hpc_files/job_submitter.sh" gather here --there
+  assert_equal "$status" 2
+  assert_output "job_submitter.sh: gather: unexpected word '--there'; usage: gather EXP [--here]"
+}
