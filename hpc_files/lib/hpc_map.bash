@@ -363,7 +363,8 @@ hpc_map_submit_gather() {
 }
 
 # hpc_map_submit_part A-B: (a map above MaxArraySize) submits indices A..B as one more held
-# array, task ids 0..B-A, after the previous part (afterany); adds its id to hpc_map_array_ids.
+# array, task ids 0..B-A, after the previous part (afterany), with a manifest of its own; adds
+# its id to hpc_map_array_ids.
 hpc_map_submit_part() {
   local first=${1%-*} last=${1#*-} script out id prev=${hpc_map_array_ids[-1]}
   printf -v script '%s\nhpc_job_map_offset=%q\nhpc_job_map_dir=%q\nhpc_job_main\n' \
@@ -374,7 +375,15 @@ hpc_map_submit_part() {
     return 1
   fi
   id=${out##*$'\n'}
-  hpc_map_array_ids+=("${id%%;*}")
+  id=${id%%;*}
+  hpc_map_array_ids+=("$id")
+  # Its own manifest: status and cancel of the experiment show and cancel this part too. The
+  # git commit is the one just recorded for the first part: no second git process.
+  (
+    # shellcheck disable=SC2329 # replaces hpc_manifest_git in this subshell only
+    hpc_manifest_git() { :; }
+    hpc_plan_array=0-$((last - first))%${hpc_plan_array#*%} hpc_manifest_write "$id" "$hpc_map_dir/task.sh"
+  ) || hpc_say "part $1 of the map (job $id) was submitted, but its manifest could not be written"
 }
 
 # hpc_map_undo MESSAGE: cancels the map's jobs submitted so far, removes the folder made for

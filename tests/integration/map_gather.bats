@@ -25,6 +25,10 @@ setup() {
   printf 'python gather.py\n' >"$PROJECT/gather_configurations.txt"
 }
 
+teardown() {
+  [[ -z ${split_ids[*]:-} ]] || scancel "${split_ids[@]}" 2>/dev/null || true
+}
+
 # submit_map ARGS...: submits a map with -y -g 0 ARGS; sets job_id (the array), gather_id,
 # map_dir and out (the submitter's output).
 submit_map() {
@@ -320,4 +324,25 @@ EOF2
   run bash "$PROJECT/hpc_files/job_submitter.sh" gather here --there
   assert_equal "$status" 2
   assert_output "job_submitter.sh: gather: unexpected word '--there'; usage: gather EXP [--here]"
+}
+
+@test "a map above MaxArraySize (1001 here) is split: two arrays, the second after the first, the gather after both; status and cancel EXP cover every part" {
+  MAP_SLEEP=60 submit_map --map-range 0-1001 --max-concurrent 1 --gather "python gather.py" -e split
+  # A failed assertion must not leave a thousand tasks queued (teardown).
+  split_ids=("$job_id" "$gather_id")
+  part2=$(sed -n "s/^The map is above MaxArraySize 1001: 2 arrays, one after the other: $job_id \([0-9]*\) (indices 0-1000 1001-1001)$/\1/p" <<<"$out")
+  split_ids+=("$part2")
+  [[ -n $part2 ]] || fail "no second part in: $out"
+  assert_equal "$(hpc_job_field "$part2" Dependency | sed 's/(.*//')" "afterany:${job_id}_*"
+  run hpc_job_field "$gather_id" Dependency
+  assert_output --regexp "^afterany:${job_id}_\*\([a-z]+\),afterany:${part2}_\*\([a-z]+\)$"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status split
+  assert_success
+  assert_line --regexp "^${part2}_0 +split +venv-none +PENDING "
+  run bash "$PROJECT/hpc_files/job_submitter.sh" cancel split
+  assert_success
+  hpc_wait_job "$job_id" 60
+  hpc_wait_job "$part2" 60
+  hpc_wait_job "$gather_id" 60
+  assert_equal "$(squeue -h -j "$job_id,$part2,$gather_id" 2>/dev/null)" ""
 }
