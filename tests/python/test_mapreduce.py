@@ -239,6 +239,7 @@ def test_gather_command_prints_the_recorded_words_nul_separated(
     (tmp_path / "manifest.json").write_text(json.dumps({"gather_command": words}), encoding="utf-8")
     assert followup.main(["gather-command", "--dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out.split("\0") == [*words, ""]
-    (tmp_path / "manifest.json").write_text(json.dumps({"gather_command": "python x"}), encoding="utf-8")
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"gather_command": "python x"}), encoding="utf-8")
     assert followup.main(["gather-command", "--dir", str(tmp_path)]) == 2
     assert "is not a map's manifest" in capsys.readouterr().err
