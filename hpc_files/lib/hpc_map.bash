@@ -139,7 +139,7 @@ hpc_map_check_options() {
     hpc_opt_is_count "$hpc_opt_gather_gpus" 0 || hpc_die_usage "--gather-gpus" "'$hpc_opt_gather_gpus' is not accepted; accepted: a whole number of GPUs, 0 or more"
   fi
   if [[ -n $hpc_opt_gather_time ]]; then
-    hpc_opt_check_time "$hpc_opt_gather_time" || hpc_die_usage "--gather-time" "'$hpc_opt_gather_time' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00:30:00"
+    hpc_opt_check_time "$hpc_opt_gather_time" || hpc_die_usage "--gather-time" "'$hpc_opt_gather_time' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 00:30:00"
   fi
   hpc_map_gather_words=()
   if [[ -n $hpc_opt_gather ]]; then
