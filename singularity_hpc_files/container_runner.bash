@@ -18,6 +18,8 @@
 #                     command starts (--pwd, and HPC_WORKDIR for the template's runscript)
 #   /hpc_python_helpers  the toolkit's hpc_helpers package (read-only), when HPC_JOB_PYTHON_HELPERS
 #                     names a folder; the template's runscript puts it on PYTHONPATH
+#   /map              a map task's or gather job's map_dir (hpc_map.bash), on scratch: map_dir=/map,
+#                     task_dir=/map/tasks/<map_index>, map_status_file=/map/<its name>
 #
 # Multi-node: with -W torchrun the job starts one task per node and each runs ONE container in
 # which torchrun starts the node's ranks: the argv given to hpc_container_argv is the torchrun
@@ -39,7 +41,7 @@ hpc_container_scratch=''
 hpc_container_extra_binds=()
 
 # The bind targets the runner owns: a workdir may not be one of them or inside one.
-_hpc_container_reserved=(/scratch_storage /checkpoints /data /db /tmp /hpc_python_helpers /.singularity.d /proc /sys /dev)
+_hpc_container_reserved=(/scratch_storage /checkpoints /data /db /tmp /hpc_python_helpers /map /.singularity.d /proc /sys /dev)
 # Folders of the image a workdir bind would hide as a whole.
 _hpc_container_system=(/ /bin /boot /etc /home /lib /lib32 /lib64 /opt /root /run /sbin /srv /usr /usr/bin /usr/lib /usr/local /var)
 
@@ -218,7 +220,7 @@ hpc_container_argv() {
   fi
   local runtime=$1 tmpdir=${2%/} scratch_dir=${3%/} exp_name=$4 workdir=${5:-$hpc_container_default_workdir}
   shift 5
-  local home=${HOME:-} path bind helpers=() checkpoints=() ckpt=''
+  local home=${HOME:-} path bind helpers=() checkpoints=() ckpt='' map=()
   hpc_container_cmd=()
   if [[ ! -f $tmpdir/image.sif ]]; then
     hpc_say "container: no image in '$tmpdir' (hpc_container_node_setup was not run on this node)"
@@ -232,7 +234,9 @@ hpc_container_argv() {
   # The experiment's checkpoints_dir (made by the batch shell): kept on scratch, like the job's folder.
   [[ -z ${checkpoints_dir:-} || ! -d $checkpoints_dir ]] || ckpt=$checkpoints_dir
   [[ -z $ckpt ]] || checkpoints=(--bind "$ckpt:/checkpoints")
-  for path in "$tmpdir" "$hpc_container_scratch" "$home" "$workdir" ${ckpt:+"$ckpt"}; do
+  # A map's folder (a map task or its gather): the tasks' status and results, on scratch.
+  [[ -z ${map_dir:-} || ! -d $map_dir ]] || map=(--bind "$map_dir:/map")
+  for path in "$tmpdir" "$hpc_container_scratch" "$home" "$workdir" ${ckpt:+"$ckpt"} ${map[1]:+"${map_dir:-}"}; do
     if [[ $path == *[,:]* ]]; then
       hpc_say "container: '$path' holds ',' or ':', which Apptainer's --bind cannot carry"
       return 1
@@ -251,6 +255,7 @@ hpc_container_argv() {
     --bind "$tmpdir/db:/db"
     --bind "$hpc_container_scratch:/scratch_storage"
     ${checkpoints[@]+"${checkpoints[@]}"}
+    ${map[@]+"${map[@]}"}
     --bind "$tmpdir/home:$home"
     --bind "$tmpdir/workdir:$workdir")
   # (${a[@]+"${a[@]}"}: an empty array is an error under set -u before bash 4.4.)
@@ -293,7 +298,9 @@ hpc_container_export_env() {
 # and the container's own paths: source_dir and HPC_WORKDIR = WORKDIR (default
 # hpc_container_default_workdir), scratch_dir=/scratch_storage, checkpoints_dir=/checkpoints
 # (when the job has one: see hpc_container_argv), HPC_PYTHON_HELPERS (when the
-# helpers are bound, see hpc_container_argv).
+# helpers are bound, see hpc_container_argv); a map's variables (map_index, map_item, map_count,
+# map_ok, map_failed, map_n_ok, map_n_failed as they are; map_dir, task_dir, map_status_file as
+# seen under /map: hpc_container_map_paths).
 hpc_container_export_job_env() {
   local workdir=${1:-$hpc_container_default_workdir} name names=()
   for name in $(compgen -e); do
@@ -311,6 +318,13 @@ hpc_container_export_job_env() {
   fi
   names+=("SLURM_TMPDIR=/tmp" "scratch_dir=/scratch_storage" "source_dir=$workdir" "HPC_WORKDIR=$workdir")
   [[ -z ${checkpoints_dir:-} ]] || names+=("checkpoints_dir=/checkpoints")
+  names+=(map_index map_item map_count map_ok map_failed map_n_ok map_n_failed)
+  if [[ -n ${map_dir:-} ]]; then
+    hpc_container_map_paths
+    names+=("map_dir=/map")
+    [[ -z ${task_dir:-} ]] || names+=("task_dir=$hpc_container_task_dir")
+    [[ -z ${map_status_file:-} ]] || names+=("map_status_file=$hpc_container_map_status_file")
+  fi
   if [[ -n ${HPC_JOB_PYTHON_HELPERS:-} && -d ${HPC_JOB_PYTHON_HELPERS} && $HPC_JOB_PYTHON_HELPERS != *[,:]* ]]; then
     names+=("HPC_PYTHON_HELPERS=/hpc_python_helpers")
   fi
@@ -327,6 +341,20 @@ hpc_container_expand() {
   # shellcheck disable=SC2034 # as above
   local HPC_WORKDIR=$source_dir
   [[ -z ${checkpoints_dir:-} ]] || local checkpoints_dir=/checkpoints
+  if [[ -n ${map_dir:-} ]]; then
+    hpc_container_map_paths
+    # shellcheck disable=SC2034 # as above
+    local map_dir=/map task_dir=$hpc_container_task_dir map_status_file=$hpc_container_map_status_file
+  fi
   shift
   hpc_configs_expand "$@"
+}
+
+# hpc_container_map_paths: a map's task_dir and map_status_file as the program sees them, under
+# /map (map_dir's bind): sets hpc_container_task_dir and hpc_container_map_status_file ('' when
+# unset; a path outside map_dir is kept as it is).
+hpc_container_map_paths() {
+  hpc_container_task_dir=${task_dir:-} hpc_container_map_status_file=${map_status_file:-}
+  [[ $hpc_container_task_dir != "$map_dir"/* ]] || hpc_container_task_dir=/map/${hpc_container_task_dir#"$map_dir"/}
+  [[ $hpc_container_map_status_file != "$map_dir"/* ]] || hpc_container_map_status_file=/map/${hpc_container_map_status_file#"$map_dir"/}
 }

@@ -97,7 +97,12 @@ hpc_secret_values() {
     "${!o@}" "${!p@}" "${!q@}" "${!r@}" "${!s@}" "${!t@}" "${!u@}" "${!v@}" "${!w@}" "${!x@}"
     "${!y@}" "${!z@}" "${!_@}")
   for name in "${names[@]}"; do
-    hpc_secret_name "$name" && [[ -v $name && ${!name@a} == *x* ]] || continue
+    # hpc_secret_name, inline: this loop sees every variable of the shell, at every submission.
+    case ${name^^} in
+      *KEY* | *TOKEN* | *SECRET* | *PASS* | *CREDENTIAL* | *AUTH* | *_PWD) ;;
+      *) continue ;;
+    esac
+    [[ -v $name && ${!name@a} == *x* ]] || continue
     value=${!name-}
     [[ -n $value ]] || continue
     if [[ $value == *$'\n'* ]]; then

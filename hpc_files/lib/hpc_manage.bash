@@ -3,7 +3,7 @@
 #        bash job_submitter.sh logs EXP|JOBID[_TASK] [--follow]
 #        bash job_submitter.sh cancel EXP|JOBID[_TASK]
 #        bash job_submitter.sh resubmit EXP|JOBID [--failed]
-#        bash job_submitter.sh gather EXP
+#        bash job_submitter.sh gather EXP [--here]
 #
 # Every submission is recorded in a manifest,
 # ${scratch_dir}/hpc_outputs/manifests/EXP_JOBID.manifest (scratch_dir is ${SCRATCH}/PROJECT, the
@@ -17,7 +17,9 @@
 #                       (pending, running; a job SLURM requeued says 'requeued, restarts at
 #                       TIME', as scontrol show job tells), then sacct (where the cluster keeps accounting), then
 #                       scontrol show job (ended jobs, for MinJobAge), then the last ended state
-#                       status saw; else UNKNOWN (forgotten by SLURM).
+#                       status saw; else UNKNOWN (forgotten by SLURM). A map's tasks: the state
+#                       and exit code their status files say (a file left RUNNING after SLURM
+#                       ended the task: SLURM's state, else LOST; no file: LOST once ended).
 #   logs TARGET         Prints the output of the newest job of experiment TARGET, or of the job
 #                       TARGET (every task of an array, each after a '==> FILE <==' line), or of
 #                       the array task JOBID_TASK, every secret in it masked: the values of this
@@ -37,6 +39,9 @@
 #                       the same map folder, and a new gather after them.
 #   gather EXP          Submits the gather job of experiment EXP's newest map again, now (it
 #                       reads the tasks' status files afresh and applies its policy).
+#     --here            Runs it right here instead (the login node): the same reading, policy,
+#                       variables and venv (a container map's gather runs as a job only); exit
+#                       status the command's, 1 when the policy is not met.
 #   -h, --help          This text.
 #
 # Exit status: 0 done (also: nothing to cancel or resubmit), 1 SLURM refused or failed, 2 bad
@@ -74,7 +79,7 @@ hpc_manage_index() {
   local -A seen=()
   hpc_manage_file=() hpc_manage_exps=()
   declare -gA hpc_manage_exp=() hpc_manage_kind=() hpc_manage_array=() hpc_manage_origin=() \
-    hpc_manage_output=() hpc_manage_name=()
+    hpc_manage_output=() hpc_manage_name=() hpc_manage_mode=()
   for f in "$hpc_manage_dir"/*.manifest; do
     hpc_manifest_read "$f" || continue
     id=${hpc_mf[job_id]}
@@ -84,6 +89,7 @@ hpc_manage_index() {
     hpc_manage_array[$id]=${hpc_mf[array]-}
     hpc_manage_origin[$id]=${hpc_mf[origin]:-$id}
     hpc_manage_output[$id]=${hpc_mf[output]-}
+    hpc_manage_mode[$id]=${hpc_mf[mode]-}
     hpc_manage_name[$id]=''
     for arg in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do
       [[ $arg != --job-name=* ]] || hpc_manage_name[$id]=${arg#*=}
@@ -371,6 +377,12 @@ hpc_manage_status() {
     fi
   fi
   hpc_manage_states "${ids[@]}"
+  # A map's tasks: their state from the status files they wrote (hpc_map.bash).
+  if [[ " ${hpc_manage_mode[*]} " == *" map "* ]]; then
+    # shellcheck source=hpc_files/lib/hpc_map.bash
+    source "${hpc_manage_lib%/*}/hpc_map.bash"
+    hpc_map_task_states "${hpc_manage_dir%/*}/map" "${ids[@]}"
+  fi
   rows_job=(JOB) rows_exp=(EXP) rows_kind=(KIND) rows_state=(STATE) rows_exit=(EXIT) rows_out=(OUTPUT)
   for id in "${ids[@]}"; do
     hpc_manage_task_keys "$id"
@@ -656,12 +668,19 @@ hpc_manage_main() {
       ;;
     resubmit) hpc_manage_resubmit "$@" ;;
     gather)
-      # The newest map's gather job, again (hpc_map.bash).
-      (($# == 1)) && [[ $1 != -* ]] || hpc_die_usage "gather" "needs one experiment; usage: gather EXP"
+      # The newest map's gather job, again, or right here (hpc_map.bash).
+      (($# >= 1)) && [[ $1 != -* ]] || hpc_die_usage "gather" "needs one experiment; usage: gather EXP [--here]"
+      word=${2-}
+      [[ $word != --here ]] || word=${3-}
+      [[ -z $word ]] || hpc_die_usage "gather" "unexpected word '$word'; usage: gather EXP [--here]"
       hpc_manage_target "$1"
       # shellcheck source=hpc_files/lib/hpc_map.bash
       source "${hpc_manage_lib%/*}/hpc_map.bash"
-      hpc_map_gather_again "${hpc_manage_dir%/*}/map/$1"
+      if (($# == 2)); then
+        hpc_map_gather_here "${hpc_manage_dir%/*}/map/$1" "$1"
+      else
+        hpc_map_gather_again "${hpc_manage_dir%/*}/map/$1"
+      fi
       ;;
     *) hpc_die_usage "$command" "unknown command; accepted: status, logs, cancel, resubmit, gather" ;;
   esac

@@ -357,7 +357,8 @@ hpc_map_submit_gather() {
 }
 
 # hpc_map_submit_part A-B: (a map above MaxArraySize) submits indices A..B as one more held
-# array, task ids 0..B-A, after the previous part (afterany); adds its id to hpc_map_array_ids.
+# array, task ids 0..B-A, after the previous part (afterany), with a manifest of its own; adds
+# its id to hpc_map_array_ids.
 hpc_map_submit_part() {
   local first=${1%-*} last=${1#*-} script out id prev=${hpc_map_array_ids[-1]}
   printf -v script '%s\nhpc_job_map_offset=%q\nhpc_job_map_dir=%q\nhpc_job_main\n' \
@@ -368,7 +369,15 @@ hpc_map_submit_part() {
     return 1
   fi
   id=${out##*$'\n'}
-  hpc_map_array_ids+=("${id%%;*}")
+  id=${id%%;*}
+  hpc_map_array_ids+=("$id")
+  # Its own manifest: status and cancel of the experiment show and cancel this part too. The
+  # git commit is the one just recorded for the first part: no second git process.
+  (
+    # shellcheck disable=SC2329 # replaces hpc_manifest_git in this subshell only
+    hpc_manifest_git() { :; }
+    hpc_plan_array=0-$((last - first))%${hpc_plan_array#*%} hpc_manifest_write "$id" "$hpc_map_dir/task.sh"
+  ) || hpc_say "part $1 of the map (job $id) was submitted, but its manifest could not be written"
 }
 
 # hpc_map_undo MESSAGE: cancels the map's jobs submitted so far, removes the folder made for
@@ -492,6 +501,17 @@ hpc_map_resubmit_failed() {
     "$script" "$attempt" "$dir" "$attempt"
   hpc_manifest_ranges "${indices[@]}"
   spec=$hpc_manifest_ranges${throttle:+%$throttle}
+  # An index at or above MaxArraySize cannot be a task id: task ids 0..N-1, each mapped to its
+  # index by the list in the script (hpc_map_task_index); the list fits one array, as the map did.
+  local mapped='' last_index=${indices[-1]}
+  hpc_manifest_check_array_size 0 0
+  if [[ -n $hpc_manifest_max_array_size ]] && ((last_index >= hpc_manifest_max_array_size)); then
+    ((${#indices[@]} <= hpc_manifest_max_array_size)) ||
+      hpc_die "${#indices[@]} failed tasks exceed this cluster's MaxArraySize $hpc_manifest_max_array_size: resubmit them in parts"
+    mapped=${indices[*]}
+    spec=0-$((${#indices[@]} - 1))${throttle:+%$throttle}
+  fi
+  printf -v script '%s\nhpc_job_map_offset=0\nhpc_job_map_indices=%q\nhpc_job_main\n' "${script%$'\n'hpc_job_main*}" "$mapped"
   out=$(unset SLURM_TMPDIR && sbatch --parsable --hold --array="$spec" 2>&1 <<<"$script") || hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
   new_id=${out##*$'\n'}
   new_id=${new_id%%;*}
@@ -520,8 +540,63 @@ hpc_map_resubmit_failed() {
     scancel "$new_id" ${gather_id:+"$gather_id"} 2>/dev/null || true
     hpc_die "scontrol release $new_id failed: $out; the resubmission was cancelled"
   }
-  printf 'Resubmitted task(s) %s of map %s as job %s (array %s)\n' "$hpc_manifest_ranges" "${dir##*/}" "$new_id" "$spec"
+  printf 'Resubmitted task(s) %s of map %s as job %s (array %s%s)\n' "$hpc_manifest_ranges" "${dir##*/}" "$new_id" "$spec" \
+    "${mapped:+, task ids ${spec%\%*} are indices $mapped: above MaxArraySize $hpc_manifest_max_array_size}"
   [[ -z $gather_id ]] || printf 'Gather job %s: after job %s ends (afterany); output %s\n' "$gather_id" "$new_id" "$dir/gather_$gather_id.out"
+}
+
+# hpc_map_task_states ROOT ID...: (status) the state of each task of the map arrays among the
+# recorded jobs ID (hpc_manage_mode map; ROOT the project's map folders) from the status files
+# its tasks wrote (any attempt, matched by array job id and task id), replacing SLURM's in
+# hpc_st_state and hpc_st_exit. A file still RUNNING is RUNNING while SLURM runs the task, SLURM's
+# state when SLURM ended it (CANCELLED, TIMEOUT...), else LOST; a task with no file has SLURM's
+# state while pending or running, or ended so by SLURM, else LOST. Never COMPLETED without a file.
+hpc_map_task_states() {
+  local root=$1 id key file text state slurm live ended
+  local hpc_map_slurm_ended=' CANCELLED TIMEOUT NODE_FAIL PREEMPTED DEADLINE OUT_OF_MEMORY BOOT_FAIL FAILED '
+  local -A file_state=() file_exit=() scanned=()
+  shift
+  for id in "$@"; do
+    [[ ${hpc_manage_mode[$id]-} == map ]] || continue
+    if [[ -z ${scanned[${hpc_manage_exp[$id]}]-} ]]; then
+      scanned[${hpc_manage_exp[$id]}]=1
+      for file in "$root/${hpc_manage_exp[$id]}"/*/tasks/*/status*.json; do
+        [[ -f $file && ! -L $file ]] || continue
+        text=''
+        IFS= read -r -d '' text <"$file" || true
+        [[ $text =~ \"array_job_id\":[[:space:]]*\"([0-9]+)\" ]] || continue
+        key=${BASH_REMATCH[1]}
+        [[ $text =~ \"task_id\":[[:space:]]*\"([0-9]+)\" ]] || continue
+        key+=_${BASH_REMATCH[1]}
+        [[ $text =~ \"state\":[[:space:]]*\"([A-Z_]+)\" ]] || continue
+        file_state[$key]=${BASH_REMATCH[1]} file_exit[$key]=-
+        [[ ! $text =~ \"exit_code\":[[:space:]]*(-?[0-9]+) ]] || file_exit[$key]=${BASH_REMATCH[1]}
+      done
+    fi
+    hpc_manage_keys "$id"
+    for key in "${hpc_manage_keys[@]}"; do
+      slurm=${hpc_st_state[$key]-}
+      state=${file_state[$key]-}
+      # SLURM still runs it (or will), or SLURM ended it itself.
+      live=0 ended=0
+      case $slurm in PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED*) live=1 ;; esac
+      [[ $hpc_map_slurm_ended == *" $slurm "* ]] && ended=1
+      if [[ -z $state || $state == RUNNING ]]; then
+        if ((live)); then
+          [[ -z $state ]] && state=$slurm
+        elif ((ended)); then
+          state=$slurm
+        else
+          state=LOST
+        fi
+      fi
+      if [[ $state != "$slurm" ]]; then
+        hpc_st_state["$key"]=$state hpc_st_exit["$key"]=${file_exit[$key]:--}
+      elif [[ -n ${file_state[$key]-} ]]; then
+        hpc_st_exit["$key"]=${file_exit[$key]}
+      fi
+    done
+  done
 }
 
 # hpc_map_newest_dir ROOT COMMAND: sets hpc_map_dir to the newest map folder (with a
@@ -560,13 +635,63 @@ hpc_map_gather_again() {
   printf 'Gather job %s of map %s: output %s\n' "$id" "${hpc_map_dir##*/}" "$hpc_map_dir/gather_$id.out"
 }
 
+# hpc_map_gather_here ROOT EXP: (job_submitter.sh gather EXP --here) runs the newest map's gather
+# right here, as its job would: the tasks' status files read afresh into map_status.tsv/.json,
+# the policy applied (not met: the verdict line, exit 1), the gather's variables and the job's
+# (source_dir, project_name, scratch_dir, exp_name) exported, the command expanded from them and
+# run in the project's venv from the project's folder; exits with its status.
+hpc_map_gather_here() {
+  local exp=$2 text first last policy kind rerun vars line rc=0
+  local -a words=()
+  hpc_map_newest_dir "$1" gather
+  [[ -f $hpc_map_dir/gather.sh ]] || hpc_die_usage "gather" "the map ${hpc_map_dir##*/} has no gather job (submitted without --gather)"
+  text=$(<"$hpc_map_dir/manifest.json")
+  if ! { [[ $text =~ \"first\":\ ([0-9]+) ]] && first=${BASH_REMATCH[1]} &&
+    [[ $text =~ \"last\":\ ([0-9]+) ]] && last=${BASH_REMATCH[1]} &&
+    [[ $text =~ \"policy\":\ \"([a-z0-9=%-]+)\" ]] && policy=${BASH_REMATCH[1]} &&
+    [[ $text =~ \"kind\":\ \"([a-z]+)- ]] && kind=${BASH_REMATCH[1]}; }; then
+    hpc_die "cannot read the map in $hpc_map_dir/manifest.json"
+  fi
+  [[ $kind == venv ]] || hpc_die_usage "--here" "the map ${hpc_map_dir##*/} runs in a container; accepted for a venv map only: run its gather as a job (gather $exp)"
+  mapfile -d '' words < <(hpc_map_helpers gather-command --dir "$hpc_map_dir")
+  ((${#words[@]})) || hpc_die "cannot read the gather command in $hpc_map_dir/manifest.json"
+  [[ " ${words[*]} " != *'(masked)'* ]] || hpc_die "the gather command holds a secret, masked in manifest.json: run it as a job (gather $exp)"
+  printf -v rerun 'bash job_submitter.sh resubmit %q --failed' "$exp"
+  vars=$(hpc_map_helpers read --dir "$hpc_map_dir/tasks" --keys "$first-$last" --policy "$policy" \
+    --out "$hpc_map_dir/map_status" --rerun "$rerun") || rc=$?
+  ((rc != 2)) || hpc_die "the tasks' status files could not be read (see above)"
+  ((rc == 0)) || exit 1
+  export map_dir=$hpc_map_dir map_count=$((last - first + 1))
+  while IFS= read -r line; do
+    case ${line%%=*} in
+      ok) export map_ok=${line#*=} ;;
+      failed) export map_failed=${line#*=} ;;
+      n_ok) export map_n_ok=${line#*=} ;;
+      n_failed) export map_n_failed=${line#*=} ;;
+      status_file) export map_status_file=${line#*=} ;;
+    esac
+  done <<<"$vars"
+  export source_dir=$hpc_source_dir project_name=$hpc_manage_project exp_name=$exp
+  export scratch_dir=${hpc_manage_dir%/hpc_outputs/manifests}
+  export PYTHONPATH=$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}
+  if [[ -x $source_dir/virtual_env/bin/python ]]; then
+    export VIRTUAL_ENV=$source_dir/virtual_env PATH=$source_dir/virtual_env/bin:$PATH
+    unset PYTHONHOME
+  fi
+  hpc_configs_expand "${words[@]}" || hpc_die "the gather command refers to a variable that is not defined here"
+  cd -- "$source_dir" || hpc_die "cannot enter $source_dir"
+  "${hpc_configs_argv[@]}" || exit
+}
+
 # ---------------------------------------------------------------------------------------------
 # In the job
 
 # hpc_map_task_setup: (an array task's batch shell) exports the task's variables, makes its own
 # folder and writes its status RUNNING.
 hpc_map_task_setup() {
-  local i=$((${hpc_job_map_offset:-0} + ${SLURM_ARRAY_TASK_ID:?})) line
+  local i line
+  hpc_map_task_index || return 1
+  i=$hpc_map_index
   export map_index=$i map_count=${hpc_job_map_count:?}
   export map_dir=${hpc_job_map_dir:-${hpc_job_map_root:?}/${hpc_job_map_stamp:?}-${SLURM_ARRAY_JOB_ID:?}}
   export task_dir=$map_dir/tasks/$i
@@ -590,6 +715,21 @@ hpc_map_task_setup() {
   hpc_map_start_s=$EPOCHREALTIME
   hpc_map_status RUNNING '' ''
   hpc_job_log "map task $i of $map_count: $task_dir"
+}
+
+# hpc_map_task_index: sets hpc_map_index to this array task's index in the map: its task id,
+# plus the part's first index (hpc_job_map_offset, a map split above MaxArraySize), or the
+# task id-th index of hpc_job_map_indices (a resubmission of indices at or above MaxArraySize).
+hpc_map_task_index() {
+  local -a indices=()
+  local task=${SLURM_ARRAY_TASK_ID:?}
+  if [[ -n ${hpc_job_map_indices:-} ]]; then
+    read -ra indices <<<"$hpc_job_map_indices"
+    [[ -n ${indices[task]-} ]] || hpc_job_fail "map" "array task $task has no index in the resubmission's list ($hpc_job_map_indices)" || return 1
+    hpc_map_index=${indices[task]}
+  else
+    hpc_map_index=$((${hpc_job_map_offset:-0} + task))
+  fi
 }
 
 # hpc_map_status STATE EXIT_CODE END_UTC [END_S]: writes the task's status.json.

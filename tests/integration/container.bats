@@ -127,3 +127,32 @@ setup() {
   last=$(sed -n 's/^TICK //p' "$job_out" | tail -n 1)
   ((last >= 100)) || fail "the program stopped after $last s: $(cat "$job_out")"
 }
+
+@test "a map in containers (-s): each task sees its variables with container paths (task_dir=/map/tasks/I), writes its status and result; the gather sums them" {
+  cp "$HPC_ROOT/tests/fixtures/map/"{featurize,gather}.py "$PROJECT/"
+  hpc_configs "$PROJECT" "python3 '$PROJECT/featurize.py' --index \${map_index} --item \"\${map_item}\" --out \${task_dir}"
+  list="$WORK/box list.txt"
+  printf '%s\n' 'first item' 'it'"'"'s $(second)' 'third' >"$list"
+  out=$(MAP_SLEEP=0 bash "$PROJECT/hpc_files/job_submitter.sh" -y -s "$PROJECT/app.sif" -g 0 --map-over "$list" \
+    --gather "python3 '$PROJECT/gather.py'" -e boxmap 2>&1) || fail "submission failed: $out"
+  job_id=$(sed -n 's/^Submitted job \([0-9][0-9]*\).*/\1/p' <<<"$out")
+  gather_id=$(sed -n 's/^Gather job \([0-9][0-9]*\):.*/\1/p' <<<"$out")
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$out")
+  [[ -n $job_id && -n $gather_id && -d $map_dir ]] || fail "no ids or map folder in: $out"
+  hpc_wait_job "$job_id" 180
+  hpc_wait_job "$gather_id" 120
+  assert_equal "$(hpc_job_state "$gather_id")" "COMPLETED 0:0"
+  run cat "$map_dir/gather_$gather_id.out"
+  assert_line "GATHER sum=5 n_ok=3 failed=''"
+  [[ -f $map_dir/sum.json ]] || fail "the gather wrote no sum.json in the map folder"
+  items=('first item' 'it'"'"'s $(second)' 'third')
+  for i in 0 1 2; do
+    run python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["state"], d["index"])' "$map_dir/tasks/$i/status.json"
+    assert_output "COMPLETED $i"
+    run python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["item"])' "$map_dir/tasks/$i/result.json"
+    assert_output "${items[i]}"
+    run cat "$SCRATCH/box project/hpc_outputs/"boxmap_*_"${job_id}_$i.out"
+    assert_line --partial "FEATURIZE index=$i "
+    assert_line --partial " out=/map/tasks/$i"
+  done
+}

@@ -25,6 +25,10 @@ setup() {
   printf 'python gather.py\n' >"$PROJECT/gather_configurations.txt"
 }
 
+teardown() {
+  [[ -z ${split_ids[*]:-} ]] || scancel "${split_ids[@]}" 2>/dev/null || true
+}
+
 # submit_map ARGS...: submits a map with -y -g 0 ARGS; sets job_id (the array), gather_id,
 # map_dir and out (the submitter's output).
 submit_map() {
@@ -152,6 +156,29 @@ EOF
   assert_equal "$(hpc_job_state "$gather_id")" "CANCELLED 0:0"
 }
 
+@test "status EXP of a map: each task's state from its status file (a task left RUNNING is LOST), not SLURM's; the gather job too" {
+  MAP_FAIL_INDEX=2 MAP_EXIT_CODE=7 MAP_SLEEP=0 submit_map --map-range 0-3 --gather "python gather.py" -e fromfiles
+  hpc_wait_job "$job_id" 120
+  hpc_wait_job "$gather_id" 120
+  # Task 0's file as a task killed hard leaves it (RUNNING), task 1's says FAILED (exit 7), task
+  # 2's COMPLETED (exit 0), task 3's is gone: SLURM says COMPLETED, COMPLETED, FAILED, COMPLETED.
+  python3 - "$map_dir/tasks" <<'EOF2'
+import json, sys
+d = sys.argv[1]
+for i, state, code in ((0, "RUNNING", None), (1, "FAILED", 7), (2, "COMPLETED", 0)):
+    s = json.load(open(f"{d}/{i}/status.json")); s["state"] = state; s["exit_code"] = code
+    json.dump(s, open(f"{d}/{i}/status.json", "w"))
+EOF2
+  rm -- "$map_dir/tasks/3/status.json"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status fromfiles
+  assert_success
+  assert_line --regexp "^${job_id}_0 +fromfiles +venv-none +LOST +- "
+  assert_line --regexp "^${job_id}_1 +fromfiles +venv-none +FAILED +7 "
+  assert_line --regexp "^${job_id}_2 +fromfiles +venv-none +COMPLETED +0 "
+  assert_line --regexp "^${job_id}_3 +fromfiles +venv-none +LOST +- "
+  assert_line --regexp "^$gather_id +fromfiles +venv-gather +FAILED +1:0 "
+}
+
 @test "resubmit --failed re-runs exactly index 3 and a new gather in the same folder; other task folders untouched; the sum is right" {
   MAP_FAIL_INDEX=3 MAP_EXIT_CODE=7 MAP_SLEEP=0 submit_map --map-range 0-5 --max-concurrent 3 --gather "python gather.py" -e rerun
   hpc_wait_job "$job_id" 180
@@ -267,4 +294,55 @@ EOF2
   assert_line --regexp "^$again_id +again +venv-gather +COMPLETED "
   run bash "$PROJECT/hpc_files/job_submitter.sh" gather nosuchexp
   assert_equal "$status" 2
+}
+
+@test "gather EXP --here runs the gather right here: the status files read afresh, the same policy, variables and venv; no job" {
+  MAP_FAIL_INDEX=1 MAP_SLEEP=0 submit_map --map-range 0-2 --gather "python gather.py" -e here
+  hpc_wait_job "$job_id" 120
+  hpc_wait_job "$gather_id" 120
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" gather here --here
+  assert_equal "$status" 1
+  assert_equal "$stderr" "gather not run: policy all-ok needs 3/3 tasks, 2 ok; failed: 1 (exit 7); to re-run them: bash job_submitter.sh resubmit here --failed"
+  refute_output --partial GATHER
+  python3 - "$map_dir/tasks/1" <<'EOF2'
+import json, sys
+d = sys.argv[1]
+s = json.load(open(f"{d}/status.json")); s["state"] = "COMPLETED"; s["exit_code"] = 0
+json.dump(s, open(f"{d}/status.json", "w"))
+json.dump({"index": 1, "item": "1", "value": 1}, open(f"{d}/result.json", "w"))
+EOF2
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" gather here --here
+  assert_success
+  assert_equal "$stderr" "gather runs: policy all-ok needs 3/3 tasks, 3 ok"
+  assert_line "GATHER sum=5 n_ok=3 failed=''"
+  assert_line "GATHER python=$PROJECT/virtual_env"
+  run python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sum"])' "$map_dir/sum.json"
+  assert_output 5
+  run grep -c COMPLETED "$map_dir/map_status.tsv"
+  assert_output 3
+  assert_equal "$(squeue -h -n "map project-here-gather" 2>/dev/null)" ""
+  run bash "$PROJECT/hpc_files/job_submitter.sh" gather here --there
+  assert_equal "$status" 2
+  assert_output "job_submitter.sh: gather: unexpected word '--there'; usage: gather EXP [--here]"
+}
+
+@test "a map above MaxArraySize (1001 here) is split: two arrays, the second after the first, the gather after both; status and cancel EXP cover every part" {
+  MAP_SLEEP=60 submit_map --map-range 0-1001 --max-concurrent 1 --gather "python gather.py" -e split
+  # A failed assertion must not leave a thousand tasks queued (teardown).
+  split_ids=("$job_id" "$gather_id")
+  part2=$(sed -n "s/^The map is above MaxArraySize 1001: 2 arrays, one after the other: $job_id \([0-9]*\) (indices 0-1000 1001-1001)$/\1/p" <<<"$out")
+  split_ids+=("$part2")
+  [[ -n $part2 ]] || fail "no second part in: $out"
+  assert_equal "$(hpc_job_field "$part2" Dependency | sed 's/(.*//')" "afterany:${job_id}_*"
+  run hpc_job_field "$gather_id" Dependency
+  assert_output --regexp "^afterany:${job_id}_\*\([a-z]+\),afterany:${part2}_\*\([a-z]+\)$"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status split
+  assert_success
+  assert_line --regexp "^${part2}_0 +split +venv-none +PENDING "
+  run bash "$PROJECT/hpc_files/job_submitter.sh" cancel split
+  assert_success
+  hpc_wait_job "$job_id" 60
+  hpc_wait_job "$part2" 60
+  hpc_wait_job "$gather_id" 60
+  assert_equal "$(squeue -h -j "$job_id,$part2,$gather_id" 2>/dev/null)" ""
 }

@@ -230,3 +230,16 @@ def test_outside_a_map_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("task_dir", raising=False)
     with pytest.raises(RuntimeError, match=r"\$task_dir is not set"):
         mapreduce.save_result(1)
+
+
+def test_gather_command_prints_the_recorded_words_nul_separated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    words = ["python", "gather.py", "--name", "two words", "${map_dir}"]
+    (tmp_path / "manifest.json").write_text(json.dumps({"gather_command": words}), encoding="utf-8")
+    assert followup.main(["gather-command", "--dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.split("\0") == [*words, ""]
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"gather_command": "python x"}), encoding="utf-8")
+    assert followup.main(["gather-command", "--dir", str(tmp_path)]) == 2
+    assert "is not a map's manifest" in capsys.readouterr().err

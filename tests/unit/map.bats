@@ -104,3 +104,57 @@ arg_of() {
   assert_equal "$(arg_of --array=)" "--array=3-5%4"
   [[ ! -e $stub_log/sbatch.2.args ]] || fail "more than one sbatch call"
 }
+
+@test "resubmit --failed of a map above MaxArraySize 4: failed indices 2 and 9 as one held array 0-1 whose task ids map to the indices; a new gather after it; released" {
+  HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 --max-concurrent 2 --gather "python gather.py" -e big </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  # What the ended tasks wrote: 2 and 9 failed (array job ids and task ids of the three parts).
+  local i state part task
+  for i in 0 1 2 3 4 5 6 7 8 9; do
+    state=COMPLETED part=$((4242 + i / 4)) task=$((i % 4))
+    [[ $i != 2 && $i != 9 ]] || state=FAILED
+    mkdir -p "$map_dir/tasks/$i"
+    printf '{"index": %s, "array_job_id": "%s", "task_id": "%s", "state": "%s", "exit_code": 1, "attempt": 1}\n' \
+      "$i" "$part" "$task" "$state" >"$map_dir/tasks/$i/status.json"
+  done
+  rm -f "$stub_log"/*
+  HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" resubmit big --failed </dev/null
+  assert_success
+  assert_line --regexp "^Resubmitted task\(s\) 2,9 of map ${map_dir##*/} as job 4242 \(array 0-1%2, task ids 0-1 are indices 2 9: above MaxArraySize 4\)$"
+  argv_of sbatch 1
+  assert_equal "$(arg_of --array=)" "--array=0-1%2"
+  assert_equal "$(arg_of --hold)" "--hold"
+  run grep -xF 'hpc_job_map_indices=2\ 9' "$stub_log/sbatch.1.script"
+  assert_success
+  argv_of sbatch 2
+  assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4242"
+  [[ ! -e $stub_log/sbatch.3.args ]] || fail "more than two sbatch calls"
+  local n=1 released=''
+  while [[ -e $stub_log/scontrol.$n.args ]]; do
+    argv_of scontrol "$n"
+    [[ ${argv[0]} != release ]] || released=${argv[*]:1}
+    n=$((n + 1))
+  done
+  assert_equal "$released" "4242"
+}
+
+# shellcheck disable=SC2034,SC2154 # the variables the sourced library reads and sets
+@test "a map task's index: the array task id, plus the part's offset, or the resubmission's index list" {
+  # shellcheck source=/dev/null # the library's variables are not this test's
+  source "$HPC_ROOT/hpc_files/lib/hpc_map.bash"
+  hpc_job_fail() { echo "FAIL $*" && return 1; }
+  SLURM_ARRAY_TASK_ID=1
+  hpc_map_task_index
+  assert_equal "$hpc_map_index" 1
+  hpc_job_map_offset=8
+  hpc_map_task_index
+  assert_equal "$hpc_map_index" 9
+  hpc_job_map_offset=0 hpc_job_map_indices='2 1500'
+  hpc_map_task_index
+  assert_equal "$hpc_map_index" 1500
+  SLURM_ARRAY_TASK_ID=2
+  run hpc_map_task_index
+  assert_output "FAIL map array task 2 has no index in the resubmission's list (2 1500)"
+}

@@ -306,6 +306,21 @@ def _map_record_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gather_command_command(args: argparse.Namespace) -> int:
+    """The map's gather command (its templates, as recorded in manifest.json), each word ended
+    by a NUL: for ``gather EXP --here``. Exit 2 when the folder holds no map's manifest."""
+    path = Path(args.dir) / "manifest.json"
+    try:
+        words = json.loads(path.read_text(encoding="utf-8"))["gather_command"]
+        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+            raise TypeError("gather_command is not a list of strings")
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        print(f"hpc_helpers.followup: {path} is not a map's manifest: {err}", file=sys.stderr)
+        return 2
+    sys.stdout.write("".join(f"{w}\0" for w in words))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hpc_helpers.followup")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -323,7 +338,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--dir", required=True)
     p.add_argument("--array", default="")
     p.add_argument("--gather", default="")
+    p = sub.add_parser("gather-command", help="the map's gather command, NUL-separated words")
+    p.add_argument("--dir", required=True)
     args = parser.parse_args(argv)
+    if args.command == "gather-command":
+        return _gather_command_command(args)
     if args.command == "map-info":
         return _map_info_command(args)
     if args.command == "map-record":
