@@ -553,7 +553,6 @@ hpc_map_resubmit_failed() {
 # state while pending or running, or ended so by SLURM, else LOST. Never COMPLETED without a file.
 hpc_map_task_states() {
   local root=$1 id key file text state slurm live ended
-  local hpc_map_slurm_ended=' CANCELLED TIMEOUT NODE_FAIL PREEMPTED DEADLINE OUT_OF_MEMORY BOOT_FAIL FAILED '
   local -A file_state=() file_exit=() scanned=()
   shift
   for id in "$@"; do
@@ -580,7 +579,8 @@ hpc_map_task_states() {
       # SLURM still runs it (or will), or SLURM ended it itself.
       live=0 ended=0
       case $slurm in PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED*) live=1 ;; esac
-      [[ $hpc_map_slurm_ended == *" $slurm "* ]] && ended=1
+      # Ended by SLURM (hpc_facts.bash): any end but COMPLETED, which only a status file may claim.
+      if hpc_facts_state_ended "$slurm" && [[ $slurm != COMPLETED ]]; then ended=1; fi
       if [[ -z $state || $state == RUNNING ]]; then
         if ((live)); then
           [[ -z $state ]] && state=$slurm
