@@ -35,12 +35,16 @@ hpc_map_wanted() {
 
 # hpc_map_read_items FILE: reads the list FILE into hpc_map_items: one item per line, exactly as
 # written (a CR before the newline dropped), without blank lines and lines whose first non-blank
-# character is '#'. Exit 2 when FILE is missing, not a regular file, or holds no item.
+# character is '#'. Exit 2 when FILE is missing, not a regular file, holds a NUL byte (which Bash
+# cannot hold: the item would be cut short) or holds no item.
 hpc_map_read_items() {
   local file=$1 line
   local -a lines
   [[ -e $file ]] || hpc_die_usage "--map-over" "'$file': no such file; accepted: a list file, one item per line"
   [[ -f $file && -r $file ]] || hpc_die_usage "--map-over" "'$file' is not a readable regular file; accepted: a list file, one item per line"
+  if ! cmp -s -- "$file" <(LC_ALL=C tr -d '\000' <"$file"); then
+    hpc_die_usage "--map-over" "'$file' holds a NUL byte (a binary file?); accepted: a text list file, one item per line"
+  fi
   mapfile -t lines <"$file"
   hpc_map_items=()
   for line in "${lines[@]}"; do
@@ -139,7 +143,7 @@ hpc_map_check_options() {
     hpc_opt_is_count "$hpc_opt_gather_gpus" 0 || hpc_die_usage "--gather-gpus" "'$hpc_opt_gather_gpus' is not accepted; accepted: a whole number of GPUs, 0 or more"
   fi
   if [[ -n $hpc_opt_gather_time ]]; then
-    hpc_opt_check_time "$hpc_opt_gather_time" || hpc_die_usage "--gather-time" "'$hpc_opt_gather_time' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00:30:00"
+    hpc_opt_check_time "$hpc_opt_gather_time" || hpc_die_usage "--gather-time" "'$hpc_opt_gather_time' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00"
   fi
   hpc_map_gather_words=()
   if [[ -n $hpc_opt_gather ]]; then
@@ -169,6 +173,14 @@ hpc_map_plan() {
     hpc_die_usage "--gather-gpus" "$hpc_opt_gather_gpus GPUs is more than a node of cluster $hpc_profile_name has; accepted: 0 to $hpc_profile_gpu_max_per_node"
   fi
   hpc_manifest_check_array_size 1 0
+  max=${hpc_manifest_max_job_count:-}
+  # More tasks than SLURM keeps jobs could never all be submitted (and each part is an sbatch).
+  if [[ -n $max ]] && ((hpc_map_count > max)); then
+    local option=--map-range
+    [[ -z $hpc_opt_map_over ]] || option=--map-over
+    ((hpc_map_repeat == 0)) || option=--repeat
+    hpc_die_usage "$option" "$hpc_map_count tasks are more than this cluster can hold (MaxJobCount $max); accepted: at most $max tasks"
+  fi
   max=${hpc_manifest_max_array_size:-}
   # Indices at or above MaxArraySize: several arrays (parts) of at most MaxArraySize tasks,
   # task ids from 0, each part's first index added in the job (hpc_job_map_offset). A part

@@ -242,7 +242,15 @@ WANDB_API_KEY=k|-w abc --num-sweeps 2 --workdir @TMP@/w|--workdir: W&B agents (-
 |--map-range 0-1 --gather x --gather-cpus 64|--gather-cpus: 64 CPUs is more than a node of partition debug has (32); accepted: 1 to 32
 |-p small --map-range 0-1 --gather x --gather-cpus 5|--gather-cpus: 5 CPUs is more than a node of partition small has (4); accepted: 1 to 4
 |--map-range 0-1 --gather x --gather-cpus 0|--gather-cpus: '0' is not accepted; accepted: a whole number of CPUs, 1 or more
-|--map-range 0-1 --gather x --gather-time 99|--gather-time: '99' is not accepted; accepted: dd-HH:MM:SS or HH:MM:SS, e.g. 00:30:00
+|--map-range 0-1 --gather x --gather-time 24:00:00|--gather-time: '24:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|--map-range 0-1 --gather x --gather-time 0|--gather-time: '0' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|--map-range 0-1 --gather x --gather-time 1-24|--gather-time: '1-24' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|--map-over nul_byte.txt|--map-over: 'nul_byte.txt' holds a NUL byte (a binary file?); accepted: a text list file, one item per line
+|--map-over /bin/sh|--map-over: '/bin/sh' holds a NUL byte (a binary file?); accepted: a text list file, one item per line
+HPC_STUB_MAX_ARRAY_SIZE=1001 HPC_STUB_MAX_JOB_COUNT=10000|--map-range 0-999999999 --gather x|--map-range: 1000000000 tasks are more than this cluster can hold (MaxJobCount 10000); accepted: at most 10000 tasks
+HPC_STUB_MAX_JOB_COUNT=3|--map-range 5-8|--map-range: 4 tasks are more than this cluster can hold (MaxJobCount 3); accepted: at most 3 tasks
+HPC_STUB_MAX_JOB_COUNT=3|--repeat 4 --gather x|--repeat: 4 tasks are more than this cluster can hold (MaxJobCount 3); accepted: at most 3 tasks
+HPC_STUB_MAX_JOB_COUNT=2|--map-over standard.txt|--map-over: 3 tasks are more than this cluster can hold (MaxJobCount 2); accepted: at most 2 tasks
 |--map-range 0-1 --gather python'|--gather: unbalanced ' (single quote) opened on line 1; accepted: one command written as in a shell
 |--map-range 0-1 --gather-configs unbalanced.txt|--gather-configs: unbalanced.txt: unbalanced " (double quote) opened on line 2
 |--map-range 0-1 --gather-when always|--gather-when: is for a gather; accepted with --gather or --gather-configs
