@@ -480,6 +480,12 @@ hpc_map_resubmit_failed() {
   local dir info line first='' throttle='' array_ids='' gather_ids='' failed='' attempt=2
   hpc_map_newest_dir "$1" "resubmit --failed"
   dir=$hpc_map_dir
+  # One resubmission of a map at a time (the lock is the map folder itself, held until exit):
+  # two at once both read the same failed indices and ran them twice.
+  local lock_fd
+  if ! { exec {lock_fd}<"$dir"; } || ! flock -w 60 "$lock_fd"; then
+    hpc_die "another resubmit --failed of map ${dir##*/} still runs; try again when it has ended"
+  fi
   info=$(hpc_map_helpers map-info --dir "$dir") || hpc_die "cannot read the map in $dir (see above)"
   while IFS= read -r line; do
     case $line in

@@ -14,6 +14,7 @@ setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
   hpc_test_project "attack map"
+  cp "$HPC_ROOT/tests/fixtures/map/"{featurize.py,gather.py} "$PROJECT/"
   hpc_configs "$PROJECT" 'python probe.py env'
   # The venv is built by the first job: not inside a test's time.
   hpc_run_job "$PROJECT" -g 0 -e warmup
@@ -23,6 +24,7 @@ setup() {
   load '../helpers/common'
   load '../helpers/cluster'
   export WANDB_API_KEY=$SENTINEL_KEY MY_TOKEN=$SENTINEL_TOKEN
+  unset MAP_FAIL_INDEX MAP_EXIT_CODE MAP_SLEEP MAP_TERM_OK
 }
 
 # sample_cmdlines FILE: until killed, appends every process's command line to FILE (every 10 ms).
@@ -93,7 +95,8 @@ map_ids() {
   mapfile -t found < <(find "$map_dir" "$SCRATCH/attack map/hpc_outputs" -type f -name '*.out')
   local file n=0
   for file in "${found[@]}"; do
-    grep '^\[hpc ' "$file" >"$dir/toolkit_lines.$((++n))" || true
+    n=$((n + 1))
+    grep '^\[hpc ' "$file" >"$dir/toolkit_lines.$n" || true
     places+=("$dir/toolkit_lines.$n")
   done
   local place
@@ -102,4 +105,30 @@ map_ids() {
       fail "a sentinel is in $place: $(grep -F -e "$SENTINEL_KEY" -e "$SENTINEL_TOKEN" "$place" | head -3)"
     fi
   done
+}
+
+@test "two resubmit --failed at once: one resubmits index 1, the other refuses; index 1 runs once, both ids recorded" {
+  local submitter=$PROJECT/hpc_files/job_submitter.sh dir=$BATS_TEST_TMPDIR out
+  hpc_configs "$PROJECT" 'python featurize.py --index ${map_index} --item "${map_item}" --out ${task_dir}'
+  out=$(MAP_FAIL_INDEX=1 MAP_SLEEP=0 bash "$submitter" -y -g 0 --map-range 0-2 --gather "python gather.py" -e twice 2>&1) ||
+    fail "submission failed: $out"
+  map_ids "$out"
+  hpc_wait_job "$job_id" 120
+  hpc_wait_job "$gather_id" 120
+  bash "$submitter" resubmit twice --failed >"$dir/r1" 2>&1 &
+  local p1=$!
+  bash "$submitter" resubmit twice --failed >"$dir/r2" 2>&1 &
+  local p2=$!
+  local rc1=0 rc2=0
+  wait "$p1" || rc1=$?
+  wait "$p2" || rc2=$?
+  local all
+  all=$(cat "$dir/r1" "$dir/r2")
+  assert_equal "$(grep -c '^Resubmitted task(s) 1 of map' <<<"$all")" 1
+  assert_equal "$((rc1 + rc2))" 1
+  new_id=$(sed -n 's/^Resubmitted .* as job \([0-9]*\) .*/\1/p' <<<"$all")
+  hpc_wait_job "$new_id" 120
+  # The map's manifest names the first array and the resubmission, and both gathers.
+  run python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(len(d["array_ids"]), len(d["gather_ids"]))' "$map_dir/manifest.json"
+  assert_output "2 2"
 }
