@@ -196,6 +196,7 @@ WANDB_API_KEY=k|-w abc -g 2|-g/--gpus: a sweep agent gets one GPU; accepted: 0 o
 |--workdir /tmp/../..|--workdir: '/tmp/../..' is the root folder; accepted: a folder of your own, absolute or relative to the current folder
 WANDB_API_KEY=k|-w abc --num-sweeps 2 --workdir @TMP@/w|--workdir: W&B agents (-w) start the sweep's program in the project folder; accepted without -w (or with -s: the container's folder)
 |-g 1 --workdir @TMP@/a --workdir @TMP@/b|--workdir: given twice
+|--workdir @TMP@/w/@LONG@/x|--workdir: '@TMP@/w/@LONG@/x' has a name longer than 255 bytes; accepted: a folder path whose names are at most 255 bytes each
 # Options given twice (only --data and --copy-back take several).
 |-g 1 -g 2|-g/--gpus: given twice ('1', then '2'); accepted: once
 |--gpus=1 -g 1|-g/--gpus: given twice ('1', then '1'); accepted: once
@@ -314,4 +315,20 @@ EOT
     [[ $stderr == *"$want"* ]] || fail "$opt: $stderr"
     assert_equal "$(calls sbatch)" 0
   done
+}
+
+@test "bad input: --workdir in a folder you cannot write (existing, or where it would be made) -> exit 2, one line" {
+  local ro=$tmp/readonly out
+  mkdir -p "$ro/inside"
+  if ((EUID == 0)); then
+    # root writes anywhere but on a read-only file system.
+    mount -t tmpfs -o ro tmpfs "$ro" || skip "cannot mount a read-only tmpfs"
+  else
+    chmod 555 "$ro"
+  fi
+  out=$(refused "" "-g 1 --workdir @TMP@/readonly" "--workdir: '@TMP@/readonly': @TMP@/readonly is not writable for you; accepted: a folder you can write in") || true
+  local out2
+  out2=$(refused "" "-g 1 --workdir @TMP@/readonly/new/deeper" "--workdir: '@TMP@/readonly/new/deeper': @TMP@/readonly is not writable for you; accepted: a folder you can write in") || true
+  if ((EUID == 0)); then umount "$ro"; else chmod 755 "$ro"; fi
+  [[ -z $out$out2 ]] || fail "$out$out2"
 }
