@@ -132,3 +132,24 @@ map_ids() {
   run python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(len(d["array_ids"]), len(d["gather_ids"]))' "$map_dir/manifest.json"
   assert_output "2 2"
 }
+
+@test "a task whose batch shell is killed with SIGKILL (its status left RUNNING) is not ok: the gather ends FAILED naming it" {
+  local submitter=$PROJECT/hpc_files/job_submitter.sh out
+  # Index 1 kills its whole process group, the batch shell with it, as the OOM killer would.
+  cat >"$PROJECT/killer.py" <<'PY'
+import os, signal, sys
+print("task", sys.argv[1], flush=True)
+if sys.argv[1] == "1":
+    os.killpg(os.getpgid(0), signal.SIGKILL)
+PY
+  hpc_configs "$PROJECT" 'python killer.py ${map_index}'
+  out=$(bash "$submitter" -y -g 0 --map-range 0-2 --gather "python gather.py" -e killed 2>&1) || fail "submission failed: $out"
+  map_ids "$out"
+  hpc_wait_job "$job_id" 120
+  hpc_wait_job "$gather_id" 120
+  assert_equal "$(hpc_job_state "$gather_id")" "FAILED 1:0"
+  run python3 -c 'import json,sys; print(" ".join(t["state"] for t in json.load(open(sys.argv[1]))["tasks"]))' "$map_dir/map_status.json"
+  assert_output --regexp '^COMPLETED (FAILED|LOST) COMPLETED$'
+  run cat "$map_dir/gather_$gather_id.out"
+  assert_output --regexp "gather not run: policy all-ok needs 3/3 tasks, 2 ok; failed: 1 \((FAILED|LOST|exit [0-9]+)\)"
+}
