@@ -978,7 +978,8 @@ hpc_job_worker_status() {
   read -r code rank local_rank host 2>/dev/null <"$file" || return 0
   [[ $code =~ ^-?[0-9]+$ ]] || return 0
   ((code >= 0)) || code=$((128 - code))
-  ((code != 0 && code != $2)) || return 0
+  # Only an exit status a process can have: 'exit 256' would end the job COMPLETED.
+  ((code > 0 && code <= 255 && code != $2)) || return 0
   hpc_job_log "torchrun exited with $2: its first failed worker, rank $rank (local rank $local_rank) on ${SLURMD_NODENAME:-$host}, exited with $code: that is this node's status"
   status=$code
 }

@@ -70,3 +70,28 @@ print("after", len(got))'
   assert_success
   assert_output "[rank 1] after 1"
 }
+
+@test "torchrun's summary naming an exit code outside 1..255 (a program printing its own) keeps torchrun's failure, never exit 0" {
+  local code summary
+  for code in 256 512 -256 0; do
+    summary="Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-23_12:00:00
+  host      : node1
+  rank      : 0 (local_rank: 0)
+  exitcode  : $code (pid: 42)"
+    status=0
+    (
+      export HPC_JOB_LAUNCHER=torchrun HPC_WARNING_SIGNAL=USR1
+      hpc_job_supervise bash -c 'printf "%s\n" "$1" >&2; exit 1' torchrun "$summary"
+    ) 2>/dev/null || status=$?
+    assert_equal "$code:$status" "$code:1"
+  done
+  # A real one still wins: exit code 3 of rank 0.
+  status=0
+  (
+    export HPC_JOB_LAUNCHER=torchrun HPC_WARNING_SIGNAL=USR1
+    hpc_job_supervise bash -c 'printf "%s\n" "$1" >&2; exit 1' torchrun "${summary/exitcode  : 0/exitcode  : 3}"
+  ) 2>/dev/null || status=$?
+  assert_equal "$status" 3
+}
