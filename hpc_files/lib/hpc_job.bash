@@ -805,7 +805,7 @@ hpc_job_main() {
     ((hpc_job_status != 0)) || hpc_job_status=1
   fi
   # A map task's final status, for its gather (hpc_map.bash).
-  [[ ${hpc_job_mode:-single} != map ]] || hpc_map_task_end "$hpc_job_status"
+  [[ ${hpc_job_mode:-single} != map ]] || hpc_map_task_end "$hpc_job_status" || hpc_job_status=$?
   hpc_job_maybe_requeue
   exit "$hpc_job_status"
 }

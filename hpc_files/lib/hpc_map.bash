@@ -612,7 +612,7 @@ hpc_map_task_setup() {
   mkdir -p -- "$task_dir" || hpc_job_fail "map" "cannot make $task_dir"
   hpc_followup_utc hpc_map_start_utc
   hpc_map_start_s=$EPOCHREALTIME
-  hpc_map_status RUNNING '' ''
+  hpc_map_status RUNNING '' '' || true
   hpc_job_log "map task $i of $map_count: $task_dir"
 }
 
@@ -624,16 +624,22 @@ hpc_map_status() {
   hpc_followup_status_write "$task_dir/status.json" "key=$map_index" "index:=$map_index" "item=$map_item" \
     "job_id=${SLURM_JOB_ID:-}" "array_job_id=${SLURM_ARRAY_JOB_ID:-}" "task_id=${SLURM_ARRAY_TASK_ID:-}" \
     "state=$1" "exit_code:=$2" "node=${SLURMD_NODENAME:-}" "start_utc=$hpc_map_start_utc" "end_utc=$3" \
-    "start_s:=${hpc_map_start_s/,/.}" "end_s:=${4:-}" "attempt:=${hpc_job_map_attempt:-1}" "log=$log" ||
-    hpc_job_log "cannot write $task_dir/status.json"
+    "start_s:=${hpc_map_start_s/,/.}" "end_s:=${4:-}" "attempt:=${hpc_job_map_attempt:-1}" "log=$log" && return 0
+  hpc_job_log "cannot write $task_dir/status.json"
+  return 1
 }
 
 # hpc_map_task_end STATUS: (the batch shell, after the program) writes the task's final status.
+# Returns STATUS, or 1 for a program that succeeded, when the file cannot be written: the gather
+# would count the task LOST, so SLURM must not say COMPLETED.
 hpc_map_task_end() {
   local end_utc end_s=${EPOCHREALTIME/,/.}
   hpc_followup_final_state "$1"
   hpc_followup_utc end_utc
-  hpc_map_status "$hpc_followup_state" "$1" "$end_utc" "$end_s"
+  hpc_map_status "$hpc_followup_state" "$1" "$end_utc" "$end_s" && return 0
+  hpc_job_log "FAILED at step 'map-status': the task's final status was not written"
+  (($1 != 0)) || return 1
+  return "$1"
 }
 
 # hpc_map_gather_setup: (the gather's batch shell) reads the tasks' status files into
