@@ -484,7 +484,7 @@ hpc_map_resubmit_failed() {
   # two at once both read the same failed indices and ran them twice.
   local lock_fd
   if ! { exec {lock_fd}<"$dir"; } || ! flock -w 60 "$lock_fd"; then
-    hpc_die "another resubmit --failed of map ${dir##*/} still runs; try again when it has ended"
+    hpc_die "cannot lock the map folder ${dir##*/} within 60 s: another resubmit --failed of it still runs (or its file system has no locks)"
   fi
   info=$(hpc_map_helpers map-info --dir "$dir") || hpc_die "cannot read the map in $dir (see above)"
   while IFS= read -r line; do
