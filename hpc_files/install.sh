@@ -7,7 +7,8 @@
 # The templates experiment_configurations.txt and sweeper.yml are copied only when the project
 # has none: running it again updates the toolkit's own files and never your configuration.
 # PROJECT_DIR/.gitignore gets the lines for the venv (virtual_env, .virtual_env_builds/) and the
-# lock files that are missing from it, after your own lines (a symbolic link is not written).
+# lock files that are missing from it, after your own lines (a symbolic link, or anything but a
+# regular file, is not written).
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$src")
@@ -68,6 +69,9 @@ ignores=(/virtual_env /.virtual_env_builds/ /.virtual_env.lock /.virtual_env.use
 gitignore=$project/.gitignore
 if [[ -L $gitignore ]]; then
   echo "not writing $gitignore: it is a symbolic link; add to it yourself: ${ignores[*]}"
+elif [[ -e $gitignore && ! -f $gitignore ]]; then
+  # A FIFO would hang the reading, a folder fail the writing.
+  echo "not writing $gitignore: it is not a regular file; add to it yourself: ${ignores[*]}"
 else
   missing=()
   for line in "${ignores[@]}"; do

@@ -62,7 +62,8 @@
 #                              (snapshot.pt, lightning_logs/, wandb/) land; HPC_WORKDIR names it.
 #                              Without -s: a folder on the shared file system, absolute or
 #                              relative to the current folder ('..' as cd reads it), made by the
-#                              submission when missing (what exists of it must be folders);
+#                              submission when missing (what exists of it must be folders,
+#                              the deepest writable for you);
 #                              array tasks start in PATH/task_N (made by the job). The command
 #                              stays the project's: its program when a relative path with a '/'
 #                              (./run.sh), and python's script (python -u train.py), are taken

@@ -940,7 +940,7 @@ hpc_job_main() {
     ((hpc_job_status != 0)) || hpc_job_status=1
   fi
   # A map task's final status, for its gather (hpc_map.bash).
-  [[ ${hpc_job_mode:-single} != map ]] || hpc_map_task_end "$hpc_job_status"
+  [[ ${hpc_job_mode:-single} != map ]] || hpc_map_task_end "$hpc_job_status" || hpc_job_status=$?
   hpc_job_maybe_requeue
   hpc_job_requeue_records_remove
   exit "$hpc_job_status"
@@ -1116,7 +1116,8 @@ hpc_job_worker_status() {
   read -r code rank local_rank host 2>/dev/null <"$file" || return 0
   [[ $code =~ ^-?[0-9]+$ ]] || return 0
   ((code >= 0)) || code=$((128 - code))
-  ((code != 0 && code != $2)) || return 0
+  # Only an exit status a process can have: 'exit 256' would end the job COMPLETED.
+  ((code > 0 && code <= 255 && code != $2)) || return 0
   hpc_job_log "torchrun exited with $2: its first failed worker, rank $rank (local rank $local_rank) on ${SLURMD_NODENAME:-$host}, exited with $code: that is this node's status"
   status=$code
 }

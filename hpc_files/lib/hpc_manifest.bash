@@ -233,14 +233,19 @@ hpc_manifest_output() {
 
 # hpc_manifest_check_array_size COUNT [FIRST]: exit 2 when an array of COUNT tasks, indices FIRST
 # (0) to FIRST+COUNT-1, has an index at or above this cluster's MaxArraySize (scontrol show
-# config, asked once). Without SLURM (no scontrol answer) there is nothing to check against.
+# config, asked once; its MaxJobCount is kept in hpc_manifest_max_job_count). Without SLURM (no
+# scontrol answer) there is nothing to check against.
 hpc_manifest_check_array_size() {
   local count=$1 first=${2:-0} config
   if [[ -z ${hpc_manifest_max_array_size+x} ]]; then
-    hpc_manifest_max_array_size=''
-    if config=$(scontrol show config 2>/dev/null) &&
-      [[ $config =~ (^|$'\n')MaxArraySize[[:space:]]*=[[:space:]]*([0-9]+) ]]; then
+    hpc_manifest_max_array_size='' hpc_manifest_max_job_count=''
+    config=$(scontrol show config 2>/dev/null) || config=''
+    if [[ $config =~ (^|$'\n')MaxArraySize[[:space:]]*=[[:space:]]*([0-9]+) ]]; then
       hpc_manifest_max_array_size=${BASH_REMATCH[2]}
+    fi
+    if [[ $config =~ (^|$'\n')MaxJobCount[[:space:]]*=[[:space:]]*([0-9]+) ]]; then
+      # shellcheck disable=SC2034 # read by hpc_map.bash
+      hpc_manifest_max_job_count=${BASH_REMATCH[2]}
     fi
   fi
   [[ -n $hpc_manifest_max_array_size ]] || return 0

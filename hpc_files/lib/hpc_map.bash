@@ -29,12 +29,16 @@ source "${BASH_SOURCE[0]%/*}/hpc_followup.bash"
 
 # hpc_map_read_items FILE: reads the list FILE into hpc_map_items: one item per line, exactly as
 # written (a CR before the newline dropped), without blank lines and lines whose first non-blank
-# character is '#'. Exit 2 when FILE is missing, not a regular file, or holds no item.
+# character is '#'. Exit 2 when FILE is missing, not a regular file, holds a NUL byte (which Bash
+# cannot hold: the item would be cut short) or holds no item.
 hpc_map_read_items() {
   local file=$1 line
   local -a lines
   [[ -e $file ]] || hpc_die_usage "--map-over" "'$file': no such file; accepted: a list file, one item per line"
   [[ -f $file && -r $file ]] || hpc_die_usage "--map-over" "'$file' is not a readable regular file; accepted: a list file, one item per line"
+  if ! cmp -s -- "$file" <(LC_ALL=C tr -d '\000' <"$file"); then
+    hpc_die_usage "--map-over" "'$file' holds a NUL byte (a binary file?); accepted: a text list file, one item per line"
+  fi
   mapfile -t lines <"$file"
   hpc_map_items=()
   for line in "${lines[@]}"; do
@@ -163,6 +167,14 @@ hpc_map_plan() {
     hpc_die_usage "--gather-gpus" "$hpc_opt_gather_gpus GPUs is more than a node of cluster $hpc_profile_name has; accepted: 0 to $hpc_profile_gpu_max_per_node"
   fi
   hpc_manifest_check_array_size 1 0
+  max=${hpc_manifest_max_job_count:-}
+  # More tasks than SLURM keeps jobs could never all be submitted (and each part is an sbatch).
+  if [[ -n $max ]] && ((hpc_map_count > max)); then
+    local option=--map-range
+    [[ -z $hpc_opt_map_over ]] || option=--map-over
+    ((hpc_map_repeat == 0)) || option=--repeat
+    hpc_die_usage "$option" "$hpc_map_count tasks are more than this cluster can hold (MaxJobCount $max); accepted: at most $max tasks"
+  fi
   max=${hpc_manifest_max_array_size:-}
   # Indices at or above MaxArraySize: several arrays (parts) of at most MaxArraySize tasks,
   # task ids from 0, each part's first index added in the job (hpc_job_map_offset). A part
@@ -471,6 +483,12 @@ hpc_map_resubmit_failed() {
   local dir info line first='' throttle='' array_ids='' gather_ids='' failed='' attempt=2
   hpc_map_newest_dir "$1" "resubmit --failed"
   dir=$hpc_map_dir
+  # One resubmission of a map at a time (the lock is the map folder itself, held until exit):
+  # two at once both read the same failed indices and ran them twice.
+  local lock_fd
+  if ! { exec {lock_fd}<"$dir"; } || ! flock -w 60 "$lock_fd"; then
+    hpc_die "cannot lock the map folder ${dir##*/} within 60 s: another resubmit --failed of it still runs (or its file system has no locks)"
+  fi
   info=$(hpc_map_helpers map-info --dir "$dir") || hpc_die "cannot read the map in $dir (see above)"
   while IFS= read -r line; do
     case $line in
@@ -713,7 +731,7 @@ hpc_map_task_setup() {
   mkdir -p -- "$task_dir" || hpc_job_fail "map" "cannot make $task_dir"
   hpc_followup_utc hpc_map_start_utc
   hpc_map_start_s=$EPOCHREALTIME
-  hpc_map_status RUNNING '' ''
+  hpc_map_status RUNNING '' '' || true
   hpc_job_log "map task $i of $map_count: $task_dir"
 }
 
@@ -740,16 +758,22 @@ hpc_map_status() {
   hpc_followup_status_write "$task_dir/status.json" "key=$map_index" "index:=$map_index" "item=$map_item" \
     "job_id=${SLURM_JOB_ID:-}" "array_job_id=${SLURM_ARRAY_JOB_ID:-}" "task_id=${SLURM_ARRAY_TASK_ID:-}" \
     "state=$1" "exit_code:=$2" "node=${SLURMD_NODENAME:-}" "start_utc=$hpc_map_start_utc" "end_utc=$3" \
-    "start_s:=${hpc_map_start_s/,/.}" "end_s:=${4:-}" "attempt:=${hpc_job_map_attempt:-1}" "log=$log" ||
-    hpc_job_log "cannot write $task_dir/status.json"
+    "start_s:=${hpc_map_start_s/,/.}" "end_s:=${4:-}" "attempt:=${hpc_job_map_attempt:-1}" "log=$log" && return 0
+  hpc_job_log "cannot write $task_dir/status.json"
+  return 1
 }
 
 # hpc_map_task_end STATUS: (the batch shell, after the program) writes the task's final status.
+# Returns STATUS, or 1 for a program that succeeded, when the file cannot be written: the gather
+# would count the task LOST, so SLURM must not say COMPLETED.
 hpc_map_task_end() {
   local end_utc end_s=${EPOCHREALTIME/,/.}
   hpc_followup_final_state "$1"
   hpc_followup_utc end_utc
-  hpc_map_status "$hpc_followup_state" "$1" "$end_utc" "$end_s"
+  hpc_map_status "$hpc_followup_state" "$1" "$end_utc" "$end_s" && return 0
+  hpc_job_log "FAILED at step 'map-status': the task's final status was not written"
+  (($1 != 0)) || return 1
+  return "$1"
 }
 
 # hpc_map_gather_setup: (the gather's batch shell) reads the tasks' status files into

@@ -36,9 +36,10 @@ hpc_submit_container_checks() {
 # system where the program starts: absolute, or relative to the current folder, '..' going up the
 # path as written (as the shell's cd reads it). Sets hpc_plan_workdir to it, absolute and clean
 # (empty without --workdir). It need not exist (the submission makes it), but what exists of it
-# must be folders: exit 2 otherwise, having made nothing.
+# must be folders, the deepest of them writable, and no name longer than 255 bytes: exit 2
+# otherwise, having made nothing.
 hpc_submit_workdir_check() {
-  local path=$hpc_opt_workdir part dir=''
+  local path=$hpc_opt_workdir part dir='' parent=''
   local -a parts clean=()
   hpc_plan_workdir=''
   [[ -n $path && -z $hpc_opt_singularity ]] || return 0
@@ -53,10 +54,17 @@ hpc_submit_workdir_check() {
   done
   ((${#clean[@]})) || hpc_die_usage "--workdir" "'$hpc_opt_workdir' is the root folder; accepted: a folder of your own, absolute or relative to the current folder"
   for part in "${clean[@]}"; do
+    # No file system holds a longer name (NAME_MAX): mkdir would fail after the checks.
+    ((${#part} <= 255)) || hpc_die_usage "--workdir" "'$hpc_opt_workdir' has a name longer than 255 bytes; accepted: a folder path whose names are at most 255 bytes each"
+  done
+  for part in "${clean[@]}"; do
     dir+=/$part
     [[ -e $dir || -L $dir ]] || break
     [[ -d $dir ]] || hpc_die_usage "--workdir" "'$hpc_opt_workdir': $dir is not a folder; accepted: a folder, absolute or relative to the current folder"
+    parent=$dir
   done
+  # The folder itself, or where it is to be made: tasks make their task_N folders in it.
+  [[ -z $parent || -w $parent ]] || hpc_die_usage "--workdir" "'$hpc_opt_workdir': $parent is not writable for you; accepted: a folder you can write in"
   printf -v hpc_plan_workdir '/%s' "${clean[@]}"
 }
 

@@ -243,3 +243,38 @@ def test_gather_command_prints_the_recorded_words_nul_separated(
     manifest.write_text(json.dumps({"gather_command": "python x"}), encoding="utf-8")
     assert followup.main(["gather-command", "--dir", str(tmp_path)]) == 2
     assert "is not a map's manifest" in capsys.readouterr().err
+
+
+def test_a_status_file_damaged_by_hand_is_lost_not_a_crash(
+    tmp_path: Path, no_scontrol: Path
+) -> None:
+    write_status(tmp_path, 0, "COMPLETED", 0)
+    damaged = {
+        "1": '{"state": "COMPLETED", "exit_code": 0',  # truncated
+        "2": "[" * 100000 + "]" * 100000,  # nested beyond Python's recursion limit
+        "3": '{"state": ["COMPLETED"], "exit_code": {"x": 1}, "index": "x"}',
+        "4": "\x00\xff not json",
+    }
+    for key, text in damaged.items():
+        folder = tmp_path / "tasks" / key
+        folder.mkdir(parents=True)
+        (folder / "status.json").write_text(text, encoding="latin-1")
+    statuses = followup.read_statuses(tmp_path / "tasks", ["0", "1", "2", "3", "4"])
+    assert [s.state for s in statuses] == ["COMPLETED", "LOST", "LOST", "LOST", "LOST"]
+
+
+def test_the_reader_that_cannot_write_its_table_fails_with_one_line(
+    tmp_path: Path, no_scontrol: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A full disk or a folder gone: exit 2 (the gather says 'could not be read'), never the
+    # traceback's exit 1, which the gather takes for 'policy not met'.
+    write_status(tmp_path, 0, "COMPLETED", 0)
+    rc = followup.main(
+        ["read", "--dir", str(tmp_path / "tasks"), "--keys", "0-0", "--policy", "always",
+         "--out", str(tmp_path / "gone" / "map_status")]
+    )
+    assert rc == 2
+    _, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("hpc_helpers.followup: cannot write ")
+    assert "map_status" in lines[-1]

@@ -196,6 +196,7 @@ WANDB_API_KEY=k|-w abc -g 2|-g/--gpus: a sweep agent gets one GPU; accepted: 0 o
 |--workdir /tmp/../..|--workdir: '/tmp/../..' is the root folder; accepted: a folder of your own, absolute or relative to the current folder
 WANDB_API_KEY=k|-w abc --num-sweeps 2 --workdir @TMP@/w|--workdir: W&B agents (-w) start the sweep's program in the project folder; accepted without -w (or with -s: the container's folder)
 |-g 1 --workdir @TMP@/a --workdir @TMP@/b|--workdir: given twice
+|--workdir @TMP@/w/@LONG@/x|--workdir: '@TMP@/w/@LONG@/x' has a name longer than 255 bytes; accepted: a folder path whose names are at most 255 bytes each
 # Options given twice (only --data and --copy-back take several).
 |-g 1 -g 2|-g/--gpus: given twice ('1', then '2'); accepted: once
 |--gpus=1 -g 1|-g/--gpus: given twice ('1', then '1'); accepted: once
@@ -243,6 +244,15 @@ WANDB_API_KEY=k|-w abc --num-sweeps 2 --workdir @TMP@/w|--workdir: W&B agents (-
 |-p small --map-range 0-1 --gather x --gather-cpus 5|--gather-cpus: 5 CPUs is more than a node of partition small has (4); accepted: 1 to 4
 |--map-range 0-1 --gather x --gather-cpus 0|--gather-cpus: '0' is not accepted; accepted: a whole number of CPUs, 1 or more
 |--map-range 0-1 --gather x --gather-time 99:00:00|--gather-time: '99:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|--map-range 0-1 --gather x --gather-time 24:00:00|--gather-time: '24:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|--map-range 0-1 --gather x --gather-time 0|--gather-time: '0' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|--map-range 0-1 --gather x --gather-time 1-24|--gather-time: '1-24' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|--map-over nul_byte.txt|--map-over: 'nul_byte.txt' holds a NUL byte (a binary file?); accepted: a text list file, one item per line
+|--map-over /bin/sh|--map-over: '/bin/sh' holds a NUL byte (a binary file?); accepted: a text list file, one item per line
+HPC_STUB_MAX_ARRAY_SIZE=1001 HPC_STUB_MAX_JOB_COUNT=10000|--map-range 0-999999999 --gather x|--map-range: 1000000000 tasks are more than this cluster can hold (MaxJobCount 10000); accepted: at most 10000 tasks
+HPC_STUB_MAX_JOB_COUNT=3|--map-range 5-8|--map-range: 4 tasks are more than this cluster can hold (MaxJobCount 3); accepted: at most 3 tasks
+HPC_STUB_MAX_JOB_COUNT=3|--repeat 4 --gather x|--repeat: 4 tasks are more than this cluster can hold (MaxJobCount 3); accepted: at most 3 tasks
+HPC_STUB_MAX_JOB_COUNT=2|--map-over standard.txt|--map-over: 3 tasks are more than this cluster can hold (MaxJobCount 2); accepted: at most 2 tasks
 |--map-range 0-1 --gather python'|--gather: unbalanced ' (single quote) opened on line 1; accepted: one command written as in a shell
 |--map-range 0-1 --gather-configs unbalanced.txt|--gather-configs: unbalanced.txt: unbalanced " (double quote) opened on line 2
 |--map-range 0-1 --gather-when always|--gather-when: is for a gather; accepted with --gather or --gather-configs
@@ -306,4 +316,20 @@ EOT
     [[ $stderr == *"$want"* ]] || fail "$opt: $stderr"
     assert_equal "$(calls sbatch)" 0
   done
+}
+
+@test "bad input: --workdir in a folder you cannot write (existing, or where it would be made) -> exit 2, one line" {
+  local ro=$tmp/readonly out
+  mkdir -p "$ro/inside"
+  if ((EUID == 0)); then
+    # root writes anywhere but on a read-only file system.
+    mount -t tmpfs -o ro tmpfs "$ro" || skip "cannot mount a read-only tmpfs"
+  else
+    chmod 555 "$ro"
+  fi
+  out=$(refused "" "-g 1 --workdir @TMP@/readonly" "--workdir: '@TMP@/readonly': @TMP@/readonly is not writable for you; accepted: a folder you can write in") || true
+  local out2
+  out2=$(refused "" "-g 1 --workdir @TMP@/readonly/new/deeper" "--workdir: '@TMP@/readonly/new/deeper': @TMP@/readonly is not writable for you; accepted: a folder you can write in") || true
+  if ((EUID == 0)); then umount "$ro"; else chmod 755 "$ro"; fi
+  [[ -z $out$out2 ]] || fail "$out$out2"
 }

@@ -70,3 +70,28 @@ print("after", len(got))'
   assert_success
   assert_output "[rank 1] after 1"
 }
+
+# supervised_torchrun SUMMARY: hpc_job_supervise of a 'torchrun' that prints SUMMARY on stderr
+# and exits 1, as torchrun does when a worker failed; sets status to the supervisor's exit.
+supervised_torchrun() {
+  status=0
+  # shellcheck disable=SC2016 # $1 is the inner bash's
+  (HPC_JOB_LAUNCHER=torchrun HPC_WARNING_SIGNAL=USR1 hpc_job_supervise bash -c 'printf "%s\n" "$1" >&2; exit 1' torchrun "$1") 2>/dev/null || status=$?
+}
+
+@test "torchrun's summary naming an exit code outside 1..255 (a program printing its own) keeps torchrun's failure, never exit 0" {
+  local code summary
+  for code in 256 512 -256 0; do
+    summary="Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-23_12:00:00
+  host      : node1
+  rank      : 0 (local_rank: 0)
+  exitcode  : $code (pid: 42)"
+    supervised_torchrun "$summary"
+    assert_equal "$code:$status" "$code:1"
+  done
+  # A real one still wins: exit code 3 of rank 0.
+  supervised_torchrun "${summary/exitcode  : 0/exitcode  : 3}"
+  assert_equal "$status" 3
+}

@@ -152,6 +152,20 @@ names() {
   [ ! -e "$root/hpc_tmpdir.$user.161.0123456789abcdef" ]
 }
 
+@test "a job preempted to be requeued keeps its folder: SLURM shows it COMPLETING, REQUEUED, then PENDING, never PREEMPTED" {
+  # Seen on the local cluster (partition_prio, PreemptMode=REQUEUE): RUNNING -> COMPLETING ->
+  # PENDING (BeginTime); PREEMPTED only with PreemptMode=CANCEL, after which nothing comes back.
+  local state
+  leftover "hpc_tmpdir.$user.171.0123456789abcdef" 171
+  for state in COMPLETING REQUEUED PENDING REQUEUE_HOLD; do
+    export HPC_STUB_SQUEUE="171 $state"
+    clean
+    assert_success
+    assert_line "kept: hpc_tmpdir.$user.171.0123456789abcdef (job-active: job 171 is $state)"
+    [ -f "$root/hpc_tmpdir.$user.171.0123456789abcdef/.hpc_tmpdir" ]
+  done
+}
+
 @test "today's layout: other suffixes, another job's record, symlinks and other owners are kept, untouched" {
   for name in "hpc_tmpdir.$user.161.0123456789abcde" "hpc_tmpdir.$user.162.0123456789ABCDEF" \
     "hpc_tmpdir.$user.163.0123456789abcdefa" "hpc_tmpdir.$user.164.0123456789abcdef.x" "hpc_tmpdir.$user.165.g123456789abcdef"; do

@@ -159,9 +159,11 @@ def read_statuses(
             loaded = json.loads(path.read_text(encoding="utf-8"))
             if isinstance(loaded, dict):
                 fields = loaded
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
+            # Missing, truncated, not UTF-8, or nested beyond the parser: damaged by hand.
             fields = {}
-        state = str(fields.get("state") or "LOST")
+        state = fields.get("state") if isinstance(fields.get("state"), str) else ""
+        state = state or "LOST"
         exit_code = _int_or_none(fields.get("exit_code"))
         if not fields:
             state = "LOST"
@@ -256,7 +258,13 @@ def _read_command(args: argparse.Namespace) -> int:
     statuses = read_statuses(unit_dir, keys, args.array_job_id)
     verdict = verdict_line(statuses, policy, args.rerun, args.what)
     prefix = Path(args.out)
-    write_table(prefix, statuses, policy, verdict)
+    try:
+        write_table(prefix, statuses, policy, verdict)
+    except OSError as err:
+        # Exit 2, the reader failed: a traceback's exit 1 would read as 'policy not met'.
+        message = f"cannot write {prefix}.tsv/.json: {err.strerror}"
+        print(f"hpc_helpers.followup: {message}", file=sys.stderr)
+        return 2
     met, _ = evaluate(statuses, policy)
     ok = [s.key for s in statuses if s.ok]
     failed = [s.key for s in statuses if not s.ok]
