@@ -8,6 +8,7 @@ import builtins
 import json
 import shutil
 import struct
+import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -172,3 +173,18 @@ def test_not_a_study(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert capsys.readouterr().err == (
         f"scaling-report: {tmp_path} is not a scaling study: it has no study.json\n")
     assert list(tmp_path.iterdir()) == []
+
+
+
+def test_spread_of_equal_values_is_never_negative(tmp_path: Path) -> None:
+    # A real study's summary: min == median == max, yet speedup * min / median rounds below
+    # the speedup; the error bars must not go negative (matplotlib refuses them).
+    summary = textwrap.dedent("""\
+        config,nodes,gpus_per_node,world_size,runs_ok,runs_total,metric,median,min,max,speedup,ideal,efficiency,baseline
+        1x1,1,1,1,1,1,samples_per_s,8.871946,8.871946,8.871946,1,1,1,yes
+        1x2,1,2,2,1,1,samples_per_s,15.873962,15.873962,15.873962,1.789231,2,0.894616,
+        2x1,2,1,2,1,1,samples_per_s,15.892814,15.892814,15.892814,1.791356,2,0.895678,
+        2x2,2,2,4,1,1,samples_per_s,25.911923,25.911923,25.911923,2.920658,4,0.730165,
+        """)
+    assert scaling_report.plot(summary, tmp_path) is True
+    assert png_size(tmp_path / "scaling.png") == (1500, 500)

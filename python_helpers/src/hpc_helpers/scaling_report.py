@@ -249,6 +249,14 @@ def _warnings(
     return out
 
 
+def _spread(
+    mid: Sequence[float], low: Sequence[float], high: Sequence[float]
+) -> list[list[float]]:
+    """matplotlib's yerr: distances below and above, never negative (rounding of equal values)."""
+    return [[max(m - lo, 0.0) for m, lo in zip(mid, low)],
+            [max(hi - m, 0.0) for m, hi in zip(mid, high)]]
+
+
 def plot(summary: str, out_dir: Path) -> bool:
     """scaling.png and scaling.svg from summary.csv's text; False when matplotlib is missing."""
     try:
@@ -264,7 +272,9 @@ def plot(summary: str, out_dir: Path) -> bool:
     ax_s, ax_e, ax_x = axes
     ok = [r for r in rows if r["median"] and r["speedup"]]
     worlds = sorted({int(r["world_size"]) for r in rows})
-    for gpus in sorted({r["gpus_per_node"] for r in ok}, key=int):
+    markers = "osD^v<>"
+    for number, gpus in enumerate(sorted({r["gpus_per_node"] for r in ok}, key=int)):
+        marker = markers[number % len(markers)]
         series = sorted((r for r in ok if r["gpus_per_node"] == gpus),
                         key=lambda r: (int(r["world_size"]), int(r["nodes"])))
         w = [int(r["world_size"]) for r in series]
@@ -282,17 +292,14 @@ def plot(summary: str, out_dir: Path) -> bool:
             s_lo = [si * mi / hi_ for si, hi_, mi in zip(s, hi, med)]
             s_hi = [si * mi / li for si, li, mi in zip(s, lo, med)]
         label = f"{gpus} GPU/node" if gpus != "0" else "CPU only"
-        ax_s.errorbar(w, s, yerr=[[a - b for a, b in zip(s, s_lo)],
-                                  [b - a for a, b in zip(s, s_hi)]],
-                      marker="o", capsize=4, label=label)
+        ax_s.errorbar(w, s, yerr=_spread(s, s_lo, s_hi),
+                      marker=marker, capsize=4, label=label)
         e_lo = [ei * sl / si for ei, sl, si in zip(e, s_lo, s)]
         e_hi = [ei * sh / si for ei, sh, si in zip(e, s_hi, s)]
-        ax_e.errorbar(w, e, yerr=[[a - b for a, b in zip(e, e_lo)],
-                                  [b - a for a, b in zip(e, e_hi)]],
-                      marker="o", capsize=4, label=label)
-        ax_x.errorbar(w, med, yerr=[[m - a for m, a in zip(med, lo)],
-                                    [b - m for m, b in zip(med, hi)]],
-                      marker="o", capsize=4, label=label)
+        ax_e.errorbar(w, e, yerr=_spread(e, e_lo, e_hi),
+                      marker=marker, capsize=4, label=label)
+        ax_x.errorbar(w, med, yerr=_spread(med, lo, hi),
+                      marker=marker, capsize=4, label=label)
     base = next((r for r in rows if r["baseline"] == "yes"), None)
     if base is not None and worlds:
         w0 = int(base["world_size"])
