@@ -428,3 +428,48 @@ hpc_scaling_newest_study() {
   done
   return 1
 }
+
+# ---------------------------------------------------------------------------------------------
+# By hand
+
+# hpc_scaling_report_command EXP|PATH [--out DIR]: (scaling-report) writes the report of
+# experiment EXP's newest study, or of the study folder PATH (a copied one too), into the study
+# or DIR. Exit 2 on a folder without study.json or an experiment without a study.
+hpc_scaling_report_command() {
+  local target='' out='' root py dir study=''
+  local usage='usage: scaling-report EXP|PATH [--out DIR]'
+  while (($#)); do
+    case $1 in
+      --out)
+        (($# >= 2)) && [[ -n $2 ]] || hpc_die_usage "--out" "needs a folder; $usage"
+        out=$2
+        shift 2
+        ;;
+      -*) hpc_die_usage "$1" "unknown option of 'scaling-report'; $usage" ;;
+      *)
+        [[ -z $target ]] || hpc_die_usage "scaling-report" "takes one experiment or study folder; $usage"
+        target=$1
+        shift
+        ;;
+    esac
+  done
+  [[ -n $target ]] || hpc_die_usage "scaling-report" "needs an experiment or a study folder; $usage"
+  if [[ $target == */* || $target == . || $target == .. ]]; then
+    [[ -f $target/study.json ]] ||
+      hpc_die_usage "scaling-report" "'$target' has no study.json; accepted: a scaling study's folder, or an experiment with a study"
+    study=$target
+  else
+    [[ $target =~ ^[A-Za-z0-9_.+-]+$ && $target != [.-]* ]] ||
+      hpc_die_usage "scaling-report" "'$target' is not an experiment name; accepted: an experiment (-e) or a study folder (a path with a /)"
+    hpc_manage_locate
+    root=${hpc_manage_dir%/*}/scaling/$target
+    # Study folders are named YYYYmmdd-HHMMSS-ID: the last in order is the newest.
+    for dir in "$root"/*/; do
+      [[ -f $dir/study.json && ! -L ${dir%/} ]] && study=${dir%/}
+    done
+    [[ -n $study ]] || hpc_die_usage "scaling-report" "experiment '$target' has no scaling study under $root; accepted: an experiment submitted with --scaling-test, or a study folder"
+  fi
+  py=$(hpc_python_for_helpers) || exit 1
+  PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}" \
+    "$py" -m hpc_helpers.scaling_report "$study" ${out:+--out "$out"}
+}

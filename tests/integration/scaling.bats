@@ -66,6 +66,19 @@ efficiency() {
   assert_equal "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["world_size"])' "$study_dir/runs/2x2-r1/metrics.json")" 4
   run grep -c 'Metric: throughput in samples/s' "$study_dir/report.md"
   assert_output 1
+  # scaling-report on a copied study reproduces the CSVs and report.md byte for byte.
+  cp -R "$study_dir" "$BATS_TEST_TMPDIR/copied study"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" scaling-report "$BATS_TEST_TMPDIR/copied study" --out "$BATS_TEST_TMPDIR/again"
+  assert_success
+  local file
+  for file in results.csv summary.csv report.md; do
+    cmp "$study_dir/$file" "$BATS_TEST_TMPDIR/again/$file" || fail "$file differs when drawn again"
+  done
+  [[ -f $BATS_TEST_TMPDIR/again/scaling.png ]] || fail "no scaling.png drawn again"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" scaling-report probe
+  assert_success
+  assert_line "report=$study_dir/report.md"
+  assert_line --index 0 --partial "scaling report: metric samples_per_s, baseline 1x1; efficiency: 1x1 1, 1x2 0."
 }
 
 @test "a configuration that fails: its row says FAILED with exit code and log path, the report job ends COMPLETED; a failed baseline is named on report.md's first line" {

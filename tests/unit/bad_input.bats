@@ -269,6 +269,10 @@ WANDB_API_KEY=k|-w abc --num-sweeps 2 --workdir @TMP@/w|--workdir: W&B agents (-
 |--scale-nodes 1,2|--scale-nodes: is for a scaling test; accepted with --scaling-test
 |--repeats 2|--repeats: is for a scaling test; accepted with --scaling-test
 |--scaling-test=1|--scaling-test: takes no value
+|scaling-report ./nostudy|scaling-report: './nostudy' has no study.json; accepted: a scaling study's folder, or an experiment with a study
+|scaling-report nosuch|scaling-report: experiment 'nosuch' has no scaling study under @SCRATCH@/hpc_outputs/scaling/nosuch; accepted: an experiment submitted with --scaling-test, or a study folder
+|scaling-report|scaling-report: needs an experiment or a study folder; usage: scaling-report EXP|PATH [--out DIR]
+|scaling-report nosuch --bogus|--bogus: unknown option of 'scaling-report'; usage: scaling-report EXP|PATH [--out DIR]
 # SCRATCH.
 -SCRATCH|-g 1|SCRATCH: is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/$USER in ~/.bashrc
 SCRATCH=|-g 1|SCRATCH: is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/$USER in ~/.bashrc
