@@ -286,9 +286,15 @@ hpc_scaling_dry_run() {
 # read); exits.
 hpc_scaling_main() {
   local x n g r out stamp
-  hpc_scaling_dir=''
+  hpc_scaling_dir='' hpc_plan_data_archive=''
   hpc_plan_make
   hpc_scaling_configurations
+  if ((${#hpc_opt_data[@]})); then
+    # --data as for any job: checked now, packed once after the confirmation, every run unpacks it.
+    # shellcheck source=hpc_files/lib/hpc_stage.bash
+    source "$hpc_files_dir/lib/hpc_stage.bash"
+    hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
+  fi
   hpc_scaling_check_fit
   hpc_scaling_root=$hpc_plan_outputs_dir/scaling/${hpc_opt_exp_name:-default}
   if ((hpc_opt_dry_run)); then
@@ -309,6 +315,13 @@ hpc_scaling_main() {
   hpc_plan_make
   [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir ]] || hpc_submit_make_folders
   [[ $hpc_plan_runner != venv ]] || hpc_venv_ensure
+  if ((${#hpc_opt_data[@]})); then
+    local rc=0
+    hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?
+    ((rc != 2)) || exit 2
+    ((rc == 0)) || hpc_die "staging the data failed (see above); nothing was submitted"
+    hpc_plan_data_archive=$hpc_stage_archive
+  fi
   trap - EXIT
   hpc_scaling_ids=() hpc_scaling_run_ids=() hpc_scaling_keys=() hpc_scaling_gpus_of=() hpc_scaling_made=''
   trap 'hpc_scaling_undo "the submission stopped before the study was released"' EXIT

@@ -103,3 +103,23 @@ efficiency() {
   assert_equal "$after" "$before"
   assert_equal "$(squeue -h -n dry-scale-1x1-r1 | wc -l)" 0
 }
+
+@test "status and cancel of an experiment cover every run and the report job; two studies of one experiment land in two folders" {
+  local first_dir first_ids id
+  SCALE_STEPS=3000 submit_study --scale-nodes 1 --scale-gpus 1,2 -W torchrun -e twice
+  first_dir=$study_dir first_ids=("${run_ids[@]}" "$report_id")
+  SCALE_STEPS=3000 submit_study --scale-nodes 1 --scale-gpus 1,2 -W torchrun -e twice
+  [[ $study_dir != "$first_dir" && -f $first_dir/study.json && -f $study_dir/study.json ]] ||
+    fail "two studies of 'twice' share a folder: $first_dir, $study_dir"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status twice
+  assert_success
+  for id in "${first_ids[@]}" "${run_ids[@]}" "$report_id"; do
+    assert_output --regexp "(^|[^0-9])$id([^0-9]|$)"
+  done
+  run bash "$PROJECT/hpc_files/job_submitter.sh" cancel twice
+  assert_success
+  for id in "${first_ids[@]}" "${run_ids[@]}" "$report_id"; do
+    hpc_wait_job "$id" 60
+    assert_equal "$(hpc_job_field "$id" JobState)" CANCELLED
+  done
+}
