@@ -247,14 +247,17 @@ hpc_map_json_list_words() {
 
 # hpc_scaling_shared: sets hpc_scaling_shared_host to true when every node of the partition has
 # the same NodeHostname (several slurmd on one machine, as the embedded cluster): speedups are
-# then not physical.
+# then not physical. One sinfo, parsed here.
 hpc_scaling_shared() {
-  local hosts
+  local text node host
+  local -A nodes=() hosts=()
   hpc_scaling_shared_host=false
-  hosts=$(sinfo -h -N ${hpc_plan_partition:+-p "$hpc_plan_partition"} -o '%N %n' 2>/dev/null | sort -u) || return 0
-  local names
-  names=$(cut -d' ' -f1 <<<"$hosts" | sort -u | wc -l)
-  if ((names > 1)) && (($(cut -d' ' -f2 <<<"$hosts" | sort -u | wc -l) == 1)); then hpc_scaling_shared_host=true; fi
+  text=$(sinfo -h -N ${hpc_plan_partition:+-p "$hpc_plan_partition"} -o '%N %n' 2>/dev/null) || return 0
+  while read -r node host; do
+    [[ -n $node && -n $host ]] || continue
+    nodes[$node]=1 hosts[$host]=1
+  done <<<"$text"
+  if ((${#nodes[@]} > 1 && ${#hosts[@]} == 1)); then hpc_scaling_shared_host=true; fi
 }
 
 # hpc_scaling_dry_run: prints every configuration, the node-hours the study costs at most, the
