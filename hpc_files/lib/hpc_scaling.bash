@@ -27,12 +27,6 @@ source "${BASH_SOURCE[0]%/*}/hpc_followup.bash"
 # ---------------------------------------------------------------------------------------------
 # Submission
 
-# hpc_scaling_wanted: true when --scaling-test or any of its options was given.
-hpc_scaling_wanted() {
-  ((${hpc_opt_scaling_test:-0})) ||
-    [[ -n $hpc_opt_scale_nodes$hpc_opt_scale_gpus$hpc_opt_repeats$hpc_opt_scaling_mode$hpc_opt_report_time ]]
-}
-
 # hpc_scaling_parse_list OPTION TEXT: sets hpc_scaling_list to the whole numbers of TEXT
 # (comma-separated, each 1 or more, none twice); exit 2 naming OPTION otherwise.
 hpc_scaling_parse_list() {
