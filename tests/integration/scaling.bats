@@ -92,6 +92,16 @@ efficiency() {
   [[ -f $study_dir/runs/1x1-r1/job_${run_ids[0]}.out ]] || fail "no log runs/1x1-r1/job_${run_ids[0]}.out"
 }
 
+@test "every run fails: the report job writes report.md, then ends FAILED" {
+  SCALE_FAIL_CONFIG=all submit_study --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e allfail
+  hpc_wait_job "$report_id" 300
+  assert_equal "$(hpc_job_state "$report_id")" "FAILED 1:0"
+  run sed -n 1p "$study_dir/report.md"
+  assert_output "**Every run failed: no speedup or efficiency can be computed.**"
+  run grep -c '| FAILED | 3 |' "$study_dir/report.md"
+  assert_output 2
+}
+
 @test "--dry-run prints the configurations, node-hours and dependency, creates no file and leaves the queue empty" {
   local before after
   before=$(find "$SCRATCH" | sort)
