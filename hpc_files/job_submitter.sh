@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Usage: bash job_submitter.sh [options]
 #        bash job_submitter.sh status|logs|cancel|resubmit|gather ...   (see 'status --help')
+#        bash job_submitter.sh scaling-report EXP|PATH [--out DIR]   (a scaling test's report)
 #
 # Submits the command of experiment_configurations.txt (beside this script) as a SLURM job that
 # runs in the project's virtual environment (${source_dir}/virtual_env, built first by an install
@@ -126,6 +127,24 @@
 #   --gather-cpus N, --gather-gpus N, --gather-time TIME
 #                              The gather job's CPUs (1), GPUs (0) and time limit (00:30:00).
 #
+# Scaling test (one job per configuration, then a report job that runs when all have ended):
+#   --scaling-test             The same command on N nodes x G GPUs per node for every N of
+#                              --scale-nodes and G of --scale-gpus, --repeats times each: one
+#                              ordinary job per run, named EXP-scale-NxG-rK, then one report job
+#                              (afterany; 1 node, 1 CPU, no GPU) that writes results.csv,
+#                              summary.csv (median, speedup, ideal, efficiency), report.md and
+#                              scaling.png/.svg in ${scratch_dir}/hpc_outputs/scaling/EXP/STUDY/.
+#                              Runs see scaling_study_dir, scaling_run_dir, scaling_config (2x2)
+#                              and scaling_repeat; the job times the launcher command (wall.json);
+#                              hpc_helpers.scaling.Throughput in the loop measures samples/s.
+#   --scale-nodes LIST         Node counts, e.g. 1,2,4. Default: powers of two up to --num-nodes.
+#   --scale-gpus LIST          GPUs per node, e.g. 1,2,4. Default: --gpus.
+#   --repeats R                Runs per configuration (the median is reported). Default: 1.
+#   --scaling-mode MODE        strong (default) or weak: how wall time becomes efficiency (only
+#                              when the program does not measure throughput).
+#   --report-time TIME         The report job's time limit. Default: 00:15:00.
+#   Then: bash job_submitter.sh scaling-report EXP|PATH [--out DIR] draws a study's report again.
+#
 # Names and places:
 #   -e, --exp-name NAME        The experiment: ${scratch_dir}/NAME/checkpoints is made for it,
 #                              and its output files are named after it. Default: default.
@@ -181,6 +200,13 @@ case ${1-} in
     # shellcheck source=hpc_files/lib/hpc_manage.bash
     source "$hpc_files_dir/lib/hpc_manage.bash"
     hpc_manage_main "$@"
+    ;;
+  scaling-report)
+    # shellcheck source=hpc_files/lib/hpc_manage.bash
+    source "$hpc_files_dir/lib/hpc_manage.bash"
+    # shellcheck source=hpc_files/lib/hpc_scaling.bash
+    source "$hpc_files_dir/lib/hpc_scaling.bash"
+    hpc_scaling_report_command "${@:2}"
     ;;
   *) hpc_submit_main "$@" ;;
 esac

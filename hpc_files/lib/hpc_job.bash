@@ -775,6 +775,11 @@ hpc_job_array_setup() {
       source "$hpc_job_toolkit_dir/lib/hpc_map.bash"
       if [[ $hpc_job_mode == map ]]; then hpc_map_task_setup; else hpc_map_gather_setup; fi
       ;;
+    scaling | scaling-report)
+      # shellcheck source=hpc_files/lib/hpc_scaling.bash
+      source "$hpc_job_toolkit_dir/lib/hpc_scaling.bash"
+      if [[ $hpc_job_mode == scaling ]]; then hpc_scaling_run_setup; else hpc_scaling_report_run; fi
+      ;;
   esac
   export HPC_JOB_MODE=${hpc_job_mode:-single}
   hpc_job_own_folders
@@ -916,7 +921,10 @@ hpc_job_main() {
     hpc_job_log "rendezvous at $MASTER_ADDR:$MASTER_PORT"
   fi
 
+  # A scaling run times the launcher command, just before to just after (hpc_scaling.bash).
+  [[ ${hpc_job_mode:-single} != scaling ]] || hpc_scaling_run_start
   hpc_job_run_program
+  [[ ${hpc_job_mode:-single} != scaling ]] || hpc_scaling_run_stop
   trap - TERM INT "$HPC_WARNING_SIGNAL"
   local warning_code
   warning_code=$((128 + $(kill -l "$HPC_WARNING_SIGNAL" 2>/dev/null || echo 0)))
@@ -941,6 +949,7 @@ hpc_job_main() {
   fi
   # A map task's final status, for its gather (hpc_map.bash).
   [[ ${hpc_job_mode:-single} != map ]] || hpc_map_task_end "$hpc_job_status" || hpc_job_status=$?
+  [[ ${hpc_job_mode:-single} != scaling ]] || hpc_scaling_run_end "$hpc_job_status"
   hpc_job_maybe_requeue
   hpc_job_requeue_records_remove
   exit "$hpc_job_status"

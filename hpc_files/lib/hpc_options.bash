@@ -17,6 +17,8 @@ hpc_opt_defaults() {
   hpc_opt_map_range='' hpc_opt_map_over='' hpc_opt_gather='' hpc_opt_gather_configs=''
   hpc_opt_gather_when='' hpc_opt_gather_cpus='' hpc_opt_gather_gpus='' hpc_opt_gather_time=''
   hpc_opt_data=() hpc_opt_copy_back=()
+  # Scaling test (hpc_scaling.bash checks them).
+  hpc_opt_scaling_test=0 hpc_opt_scale_nodes='' hpc_opt_scale_gpus='' hpc_opt_repeats='' hpc_opt_scaling_mode='' hpc_opt_report_time=''
   # The variable names a profile as --cluster does: never a path.
   [[ -z $hpc_opt_cluster ]] || hpc_opt_is_profile_name "$hpc_opt_cluster" ||
     hpc_die_usage "HPC_CLUSTER" "'$hpc_opt_cluster' is not accepted; accepted: the name of a profile in hpc_files/clusters/"
@@ -107,6 +109,12 @@ hpc_opt_parse() {
       --max-concurrent) name=--max-concurrent ;;
       --sweep-config) name=--sweep-config ;;
       --map-range | --map-over | --gather | --gather-configs | --gather-when | --gather-cpus | --gather-gpus | --gather-time) name=$opt ;;
+      --scale-nodes | --scale-gpus | --repeats | --scaling-mode | --report-time) name=$opt ;;
+      --scaling-test)
+        ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
+        hpc_opt_scaling_test=1
+        continue
+        ;;
       --wandb-offline)
         ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
         hpc_opt_wandb_offline=1
@@ -244,6 +252,12 @@ hpc_opt_set() {
       ;;
     --map-range | --map-over | --gather | --gather-configs | --gather-when | --gather-cpus | --gather-gpus | --gather-time)
       # Stored as given; hpc_map_check_options checks them together.
+      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value (see --help)"
+      name=${name#--}
+      printf -v "hpc_opt_${name//-/_}" '%s' "$value"
+      ;;
+    --scale-nodes | --scale-gpus | --repeats | --scaling-mode | --report-time)
+      # Stored as given; hpc_scaling_check_options checks them together.
       [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value (see --help)"
       name=${name#--}
       printf -v "hpc_opt_${name//-/_}" '%s' "$value"

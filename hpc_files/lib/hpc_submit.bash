@@ -290,11 +290,18 @@ hpc_submit_main() {
     source "$hpc_files_dir/lib/hpc_map.bash"
     hpc_map_check_options
   fi
+  if ((hpc_opt_scaling_test)) || [[ -n $hpc_opt_scale_nodes$hpc_opt_scale_gpus$hpc_opt_repeats$hpc_opt_scaling_mode$hpc_opt_report_time ]]; then
+    # Scaling test: loaded only when asked for.
+    # shellcheck source=hpc_files/lib/hpc_scaling.bash
+    source "$hpc_files_dir/lib/hpc_scaling.bash"
+    hpc_scaling_check_options
+  fi
   hpc_submit_container_checks
   hpc_submit_workdir_check
   hpc_profile_load "$hpc_opt_cluster"
   hpc_submit_configs
   hpc_plan_mode=single hpc_plan_array='' hpc_plan_offline_commands=()
+  ((hpc_opt_scaling_test == 0)) || hpc_scaling_main
   if [[ -n $hpc_opt_wandb_sweepid || -n $hpc_opt_repeat || $hpc_opt_wandb_offline == 1 ]]; then
     # Arrays: loaded only when asked for, as most submissions are single jobs.
     # shellcheck source=hpc_files/lib/hpc_sweep.bash

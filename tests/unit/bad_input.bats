@@ -257,6 +257,32 @@ HPC_STUB_MAX_JOB_COUNT=2|--map-over standard.txt|--map-over: 3 tasks are more th
 |--map-range 0-1 --gather-configs unbalanced.txt|--gather-configs: unbalanced.txt: unbalanced " (double quote) opened on line 2
 |--map-range 0-1 --gather-when always|--gather-when: is for a gather; accepted with --gather or --gather-configs
 |--gather-time 00:10:00|--gather-time: is for a gather; accepted with --map-range or --map-over and --gather
+# Scaling test (issue 17).
+|--scaling-test --scale-nodes 1,,2 -W torchrun|--scale-nodes: '1,,2' is not accepted; accepted: comma-separated whole numbers, each 1 or more and given once, e.g. 1,2,4
+|--scaling-test --scale-nodes 1,x -W torchrun|--scale-nodes: '1,x' is not accepted; accepted: comma-separated whole numbers, each 1 or more and given once, e.g. 1,2,4
+|--scaling-test --scale-nodes 1,-2 -W torchrun|--scale-nodes: '1,-2' is not accepted; accepted: comma-separated whole numbers, each 1 or more and given once, e.g. 1,2,4
+|--scaling-test --scale-nodes 0,1 -W torchrun|--scale-nodes: '0,1' holds 0; accepted: comma-separated whole numbers, each 1 or more and given once, e.g. 1,2,4
+|--scaling-test --scale-nodes 1,2,1 -W torchrun|--scale-nodes: '1,2,1' holds 1 twice; accepted: comma-separated whole numbers, each 1 or more and given once, e.g. 1,2,4
+|--scaling-test --scale-gpus 0,1|--scale-gpus: '0,1' holds 0; accepted: comma-separated whole numbers, each 1 or more and given once, e.g. 1,2,4
+|--scaling-test --scale-gpus 2,02|--scale-gpus: '2,02' holds 2 twice; accepted: comma-separated whole numbers, each 1 or more and given once, e.g. 1,2,4
+|--scaling-test --scale-nodes 1,9 -W torchrun|--scale-nodes/--scale-gpus: the largest configuration 9x1 does not fit: 9 nodes are more than partition debug has; accepted: 1 to 4
+|--scaling-test --scale-gpus 1,9|--scale-nodes/--scale-gpus: the largest configuration 1x9 does not fit: 9 GPUs per node is more than a node of cluster local has; accepted: 0 to 2
+|--scaling-test --scale-nodes 1 --scale-gpus 2|--scale-nodes/--scale-gpus: every configuration has world size 2; accepted: at least two different world sizes (nodes x GPUs per node)
+|--scaling-test --scale-nodes 1,2|-W/--which-distributed: a scaling test over 2 nodes needs a launcher; accepted: -W torchrun or -W lightning
+|--scaling-test --scale-gpus 1,2 --repeat 2|--scaling-test: submits its own jobs, one per configuration; accepted without -w, --wandb-offline, --repeat, --map-range, --map-over and --gather
+|--scaling-test --scale-gpus 1,2 -w abc|--scaling-test: submits its own jobs, one per configuration; accepted without -w, --wandb-offline, --repeat, --map-range, --map-over and --gather
+|--scaling-test --scale-gpus 1,2 --map-range 0-1|--scaling-test: submits its own jobs, one per configuration; accepted without -w, --wandb-offline, --repeat, --map-range, --map-over and --gather
+|--scaling-test --scale-gpus 1,2 --repeats 0|--repeats: '0' is not accepted; accepted: a whole number of repeats, 1 or more
+|--scaling-test --scale-gpus 1,2 --repeats x|--repeats: 'x' is not accepted; accepted: a whole number of repeats, 1 or more
+|--scaling-test --scale-gpus 1,2 --scaling-mode fast|--scaling-mode: 'fast' is not accepted; accepted: strong, weak
+|--scaling-test --scale-gpus 1,2 --report-time 99x|--report-time: '99x' is not accepted; accepted: a SLURM time, e.g. 00:15:00
+|--scale-nodes 1,2|--scale-nodes: is for a scaling test; accepted with --scaling-test
+|--repeats 2|--repeats: is for a scaling test; accepted with --scaling-test
+|--scaling-test=1|--scaling-test: takes no value
+|scaling-report ./nostudy|scaling-report: './nostudy' has no study.json; accepted: a scaling study's folder, or an experiment with a study
+|scaling-report nosuch|scaling-report: experiment 'nosuch' has no scaling study under @SCRATCH@/hpc_outputs/scaling/nosuch; accepted: an experiment submitted with --scaling-test, or a study folder
+|scaling-report|scaling-report: needs an experiment or a study folder; usage: scaling-report EXP|PATH [--out DIR]
+|scaling-report nosuch --bogus|--bogus: unknown option of 'scaling-report'; usage: scaling-report EXP|PATH [--out DIR]
 # SCRATCH.
 -SCRATCH|-g 1|SCRATCH: is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/$USER in ~/.bashrc
 SCRATCH=|-g 1|SCRATCH: is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/$USER in ~/.bashrc

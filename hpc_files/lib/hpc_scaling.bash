@@ -1,0 +1,485 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # hpc_plan_* and hpc_scaling_* set here are read by hpc_plan.bash, hpc_submit.bash and the job
+# shellcheck disable=SC2154 # reads hpc_opt_*, hpc_plan_*, hpc_profile_* and the job's plan (hpc_job_*)
+# hpc_scaling.bash: the scaling test (--scaling-test). One ordinary job per (configuration,
+# repeat), N nodes x G GPUs per node, named <exp>-scale-<N>x<G>-r<k>, and one report job after
+# all of them (hpc_followup.bash: afterany, --kill-on-invalid-dep=yes; one node, one task, one
+# CPU, no GPU, --report-time) that runs python -m hpc_helpers.scaling_report on the study.
+# Loaded by the submitter only for these options, and by the job only for the modes 'scaling'
+# (a run) and 'scaling-report'.
+#
+# The study's folder, study_dir = ${scratch_dir}/hpc_outputs/scaling/<exp_name>/<study_id> with
+# study_id = YYYYmmdd-HHMMSS-<first job id> (the report job is submitted first, held: its id
+# names the folder before any run is submitted), holds study.json, report_<id>.out and
+# runs/<N>x<G>-r<k>/ (key: the follow-up interface's folder name) with job.sh, job_<id>.out,
+# status.json (hpc_followup.bash), wall.json (the launcher command timed by the batch shell:
+# wall_s, exit_code, job_id, node_list, start_utc, end_utc) and metrics.json when the program
+# used hpc_helpers.scaling.Throughput. Every job is submitted held; the report job's dependency
+# is set once every run is known, study.json written, then all are released. A failure in
+# between cancels what was submitted and removes the folder made for it.
+#
+# A run's variables: scaling_study_dir, scaling_run_dir, scaling_config (2x2), scaling_repeat,
+# beside num_nodes and gpus_per_node.
+
+# shellcheck source=hpc_files/lib/hpc_followup.bash
+source "${BASH_SOURCE[0]%/*}/hpc_followup.bash"
+
+# ---------------------------------------------------------------------------------------------
+# Submission
+
+# hpc_scaling_parse_list OPTION TEXT: sets hpc_scaling_list to the whole numbers of TEXT
+# (comma-separated, each 1 or more, none twice); exit 2 naming OPTION otherwise.
+hpc_scaling_parse_list() {
+  local option=$1 text=$2 value accepted='accepted: comma-separated whole numbers, each 1 or more and given once, e.g. 1,2,4'
+  local -a parts=()
+  local -A seen=()
+  hpc_scaling_list=()
+  [[ $text =~ ^[0-9]{1,6}(,[0-9]{1,6})*$ ]] || hpc_die_usage "$option" "'$text' is not accepted; $accepted"
+  IFS=, read -ra parts <<<"$text"
+  for value in "${parts[@]}"; do
+    value=$((10#$value))
+    ((value >= 1)) || hpc_die_usage "$option" "'$text' holds $value; $accepted"
+    [[ ! -v seen[$value] ]] || hpc_die_usage "$option" "'$text' holds $value twice; $accepted"
+    seen[$value]=1
+    hpc_scaling_list+=("$value")
+  done
+}
+
+# hpc_scaling_check_options: the scaling options on their own and with the others; exit 2 with
+# one line on bad input. Sets hpc_scaling_nodes, hpc_scaling_gpus (empty: the plan's GPUs),
+# hpc_scaling_repeats, hpc_scaling_mode and hpc_scaling_report_time.
+hpc_scaling_check_options() {
+  local name n
+  if ((hpc_opt_scaling_test == 0)); then
+    for name in scale-nodes scale-gpus repeats scaling-mode report-time; do
+      n=hpc_opt_${name//-/_}
+      [[ -z ${!n} ]] || hpc_die_usage "--$name" "is for a scaling test; accepted with --scaling-test"
+    done
+  fi
+  if [[ -n $hpc_opt_wandb_sweepid$hpc_opt_repeat || $hpc_opt_wandb_offline == 1 ]] ||
+    [[ -n $hpc_opt_map_range$hpc_opt_map_over$hpc_opt_gather$hpc_opt_gather_configs ]]; then
+    hpc_die_usage "--scaling-test" "submits its own jobs, one per configuration; accepted without -w, --wandb-offline, --repeat, --map-range, --map-over and --gather"
+  fi
+  if [[ -n $hpc_opt_scale_nodes ]]; then
+    hpc_scaling_parse_list --scale-nodes "$hpc_opt_scale_nodes"
+    hpc_scaling_nodes=("${hpc_scaling_list[@]}")
+  else
+    hpc_scaling_nodes=()
+    for ((n = 1; n <= hpc_opt_num_nodes; n *= 2)); do hpc_scaling_nodes+=("$n"); done
+  fi
+  if [[ -n $hpc_opt_scale_gpus ]]; then
+    hpc_scaling_parse_list --scale-gpus "$hpc_opt_scale_gpus"
+    hpc_scaling_gpus=("${hpc_scaling_list[@]}")
+  else
+    hpc_scaling_gpus=("$hpc_opt_gpus")
+  fi
+  hpc_scaling_repeats=${hpc_opt_repeats:-1}
+  hpc_opt_is_count "$hpc_scaling_repeats" 1 ||
+    hpc_die_usage "--repeats" "'$hpc_scaling_repeats' is not accepted; accepted: a whole number of repeats, 1 or more"
+  hpc_scaling_repeats=$((10#$hpc_scaling_repeats))
+  hpc_scaling_mode=${hpc_opt_scaling_mode:-strong}
+  [[ $hpc_scaling_mode == strong || $hpc_scaling_mode == weak ]] ||
+    hpc_die_usage "--scaling-mode" "'$hpc_scaling_mode' is not accepted; accepted: strong, weak"
+  hpc_scaling_report_time=${hpc_opt_report_time:-00:15:00}
+  hpc_opt_check_time "$hpc_scaling_report_time" ||
+    hpc_die_usage "--report-time" "'$hpc_scaling_report_time' is not accepted; accepted: a SLURM time, e.g. 00:15:00"
+  if [[ $hpc_opt_launcher == none ]]; then
+    for n in "${hpc_scaling_nodes[@]}"; do
+      ((n == 1)) || hpc_die_usage "-W/--which-distributed" "a scaling test over $n nodes needs a launcher; accepted: -W torchrun or -W lightning"
+    done
+  fi
+}
+
+# hpc_scaling_plan N G R: the plan of run R of configuration N x G (G empty: the plan's GPUs).
+hpc_scaling_plan() {
+  local n=$1 g=$2 r=$3 i
+  hpc_opt_num_nodes=$n hpc_opt_gpus=$g
+  hpc_plan_make
+  hpc_plan_mode=scaling
+  hpc_scaling_key=${n}x${hpc_plan_gpus}-r$r
+  hpc_scaling_run_dir=$hpc_scaling_dir/runs/$hpc_scaling_key
+  hpc_plan_job_name=$hpc_plan_exp_name-scale-${hpc_scaling_key}
+  hpc_plan_output=$hpc_scaling_run_dir/job_%j.out
+  for i in "${!hpc_plan_sbatch_args[@]}"; do
+    case ${hpc_plan_sbatch_args[i]} in
+      --job-name=*) hpc_plan_sbatch_args[i]=--job-name=$hpc_plan_job_name ;;
+      --output=*) hpc_plan_sbatch_args[i]=--output=$hpc_plan_output ;;
+    esac
+  done
+  printf -v hpc_plan_extra_lines 'hpc_job_scaling_dir=%q\nhpc_job_scaling_key=%q\nhpc_job_scaling_config=%q\nhpc_job_scaling_repeat=%q\n' \
+    "$hpc_scaling_dir" "$hpc_scaling_key" "${n}x$hpc_plan_gpus" "$r"
+}
+
+# hpc_scaling_configurations: sets hpc_scaling_runs to 'N G R' per run (by world size, then
+# nodes; the plan's GPUs resolved) and checks that there are two world sizes at least.
+hpc_scaling_configurations() {
+  local n g r w
+  local -A worlds=()
+  local -a lines=()
+  for n in "${hpc_scaling_nodes[@]}"; do
+    for g in "${hpc_scaling_gpus[@]}"; do
+      if [[ -z $g ]]; then
+        hpc_opt_num_nodes=$n hpc_opt_gpus=''
+        hpc_plan_make
+        g=$hpc_plan_gpus
+      fi
+      w=$((n * (g > 0 ? g : 1)))
+      worlds[$w]=1
+      for ((r = 1; r <= hpc_scaling_repeats; r++)); do lines+=("$(printf '%09d %09d %s %s %s' "$w" "$n" "$n" "$g" "$r")"); done
+    done
+  done
+  ((${#worlds[@]} >= 2)) ||
+    hpc_die_usage "--scale-nodes/--scale-gpus" "every configuration has world size ${!worlds[*]}; accepted: at least two different world sizes (nodes x GPUs per node)"
+  mapfile -t hpc_scaling_runs < <(printf '%s\n' "${lines[@]}" | LC_ALL=C sort | cut -d' ' -f3-)
+}
+
+# hpc_scaling_check_fit: the largest configuration must fit the partition (hpc_submit_check_fit,
+# in a subshell: its message is said again under the scaling options' names).
+hpc_scaling_check_fit() {
+  local n=0 g=0 x out rc=0 a b
+  for x in "${hpc_scaling_runs[@]}"; do
+    read -r a b _ <<<"$x"
+    ((a > n)) && n=$a
+    ((b > g)) && g=$b
+  done
+  out=$(
+    {
+      hpc_scaling_plan "$n" "$g" 1
+      hpc_submit_check_fit >/dev/null
+    } 2>&1
+  ) || rc=$?
+  # Its line is 'job_submitter.sh: OPTION: WHAT; accepted: ...': WHAT and what is accepted.
+  out=${out%%$'\n'*} out=${out#*: } out=${out#*: }
+  ((rc == 0)) || hpc_die_usage "--scale-nodes/--scale-gpus" "the largest configuration ${n}x$g does not fit: $out"
+  # What SLURM said, in this shell too (hpc_profile_slurm_facts_save keeps it after submitting).
+  hpc_profile_slurm_facts 0
+}
+
+# hpc_scaling_report_plan: turns the plan into the report job's: one node, one task, one CPU, no
+# GPU, --report-time, no launcher, output in the study's folder; held (its dependency is set
+# once the runs are submitted).
+hpc_scaling_report_plan() {
+  local arg
+  local -a keep=()
+  hpc_plan_mode=scaling-report hpc_plan_launcher=none hpc_plan_nodes=1 hpc_plan_ntasks_per_node=1
+  hpc_plan_cpus_per_task=1 hpc_plan_gpus=0 hpc_plan_gres='' hpc_plan_time=$hpc_scaling_report_time
+  hpc_plan_kind=$hpc_plan_runner-scaling-report hpc_plan_mem=$hpc_profile_defaults_mem_no_gpu
+  hpc_plan_output=$hpc_scaling_root/report_%j.out
+  hpc_plan_job_name=$hpc_plan_exp_name-scale-report
+  for arg in "${hpc_plan_sbatch_args[@]}"; do
+    case $arg in
+      --job-name=* | --nodes=* | --ntasks-per-node=* | --cpus-per-task=* | --mem=* | --time=* | --output=* | --gres=* | --signal=*) ;;
+      --requeue | --open-mode=*) ;;
+      *) keep+=("$arg") ;;
+    esac
+  done
+  hpc_plan_sbatch_args=("${keep[@]}" --job-name="$hpc_plan_job_name" --nodes=1 --ntasks-per-node=1 --cpus-per-task=1
+    --time="$hpc_plan_time" --output="$hpc_plan_output" --kill-on-invalid-dep=yes)
+  [[ -z $hpc_plan_mem ]] || hpc_plan_sbatch_args+=(--mem="$hpc_plan_mem")
+  printf -v hpc_plan_extra_lines 'hpc_job_scaling_root=%q\n' "$hpc_scaling_root"
+}
+
+# hpc_scaling_sbatch SCRIPT ARGS...: submits SCRIPT held; sets hpc_scaling_id.
+hpc_scaling_sbatch() {
+  local script=$1 out
+  shift
+  out=$(unset SLURM_TMPDIR && sbatch --parsable --hold "$@" 2>&1 <<<"$script") || {
+    hpc_say "sbatch refused the job: $out"
+    return 1
+  }
+  hpc_scaling_id=${out##*$'\n'}
+  hpc_scaling_id=${hpc_scaling_id%%;*}
+}
+
+# hpc_scaling_undo MESSAGE: cancels the study's jobs submitted so far, removes the folder made
+# for it (only that one, never through a link), says MESSAGE and exits 1.
+hpc_scaling_undo() {
+  trap - EXIT
+  ((${#hpc_scaling_ids[@]} == 0)) || scancel "${hpc_scaling_ids[@]}" 2>/dev/null || true
+  if [[ -n ${hpc_scaling_made:-} && ! -L $hpc_scaling_made && -d $hpc_scaling_made ]]; then rm -rf -- "${hpc_scaling_made:?}"; fi
+  hpc_die "$1; the study's jobs (${hpc_scaling_ids[*]:-none}) were cancelled"
+}
+
+# hpc_scaling_study_json: writes study_dir/study.json (atomically).
+hpc_scaling_study_json() {
+  local json configs='' sep='' x n g r id i=0 argv
+  local -a words=(${hpc_submit_argv[@]+"${hpc_submit_argv[@]}"})
+  hpc_mask_vars words
+  for x in "${hpc_scaling_runs[@]}"; do
+    read -r n g r <<<"$x"
+    id=${hpc_scaling_run_ids[i]}
+    hpc_followup_json_object json "key=${hpc_scaling_keys[i]}" "config=${hpc_scaling_keys[i]%-r*}" "nodes:=$n" \
+      "gpus_per_node:=${hpc_scaling_gpus_of[i]}" "repeat:=$r" "job_id=$id"
+    configs+=$sep$json sep=', ' i=$((i + 1))
+  done
+  hpc_map_json_list_words argv ${words[@]+"${words[@]}"}
+  [[ -v hpc_manifest_git_commit ]] || hpc_manifest_git "$hpc_plan_source_dir"
+  hpc_followup_json_object json "schema:=1" "experiment=$hpc_plan_exp_name" "study_id=$hpc_scaling_id_text" \
+    "study_dir=$hpc_scaling_dir" "command=bash job_submitter.sh ${words[*]}" "cluster=$hpc_plan_cluster" \
+    "git_commit=${hpc_manifest_git_commit:-}" "mode=$hpc_scaling_mode" "repeats:=$hpc_scaling_repeats" \
+    "launcher=$hpc_scaling_launcher" "runner=$hpc_plan_runner" "time_limit=$hpc_scaling_time" \
+    "report_time=$hpc_scaling_report_time" "report_job_id=$hpc_scaling_report_id"
+  json=${json%\}}
+  json+=", \"git_dirty\": $([[ ${hpc_manifest_git_dirty:-} == yes ]] && echo true || echo false)"
+  json+=", \"shared_host\": $hpc_scaling_shared_host, \"argv\": $argv, \"configurations\": [$configs]}"
+  printf '%s\n' "$json" >"$hpc_scaling_dir/study.json.tmp.$$" && mv -f -- "$hpc_scaling_dir/study.json.tmp.$$" "$hpc_scaling_dir/study.json"
+}
+
+# hpc_map_json_list_words NAME WORD...: sets NAME to a JSON list of the WORDs as strings.
+hpc_map_json_list_words() {
+  local -n hpc_scaling_list_out=$1
+  local item quoted sep=''
+  shift
+  hpc_scaling_list_out='['
+  for item in "$@"; do
+    hpc_followup_json_string quoted "$item"
+    hpc_scaling_list_out+=$sep$quoted
+    sep=', '
+  done
+  hpc_scaling_list_out+=']'
+}
+
+# hpc_scaling_shared: sets hpc_scaling_shared_host to true when every node of the partition has
+# the same NodeHostname (several slurmd on one machine, as the embedded cluster): speedups are
+# then not physical. One sinfo, parsed here.
+hpc_scaling_shared() {
+  local text node host
+  local -A nodes=() hosts=()
+  hpc_scaling_shared_host=false
+  text=$(sinfo -h -N ${hpc_plan_partition:+-p "$hpc_plan_partition"} -o '%N %n' 2>/dev/null) || return 0
+  while read -r node host; do
+    [[ -n $node && -n $host ]] || continue
+    nodes[$node]=1 hosts[$host]=1
+  done <<<"$text"
+  if ((${#nodes[@]} > 1 && ${#hosts[@]} == 1)); then hpc_scaling_shared_host=true; fi
+}
+
+# hpc_scaling_dry_run: prints every configuration, the node-hours the study costs at most, the
+# report job's dependency, and asks sbatch --test-only about the largest configuration.
+hpc_scaling_dry_run() {
+  local x n g r total=0 out
+  hpc_scaling_dir=$hpc_scaling_root/STAMP-FIRSTJOBID
+  printf '== scaling test: %s run(s), mode %s, folder %s\n' "${#hpc_scaling_runs[@]}" "$hpc_scaling_mode" "$hpc_scaling_dir"
+  for x in "${hpc_scaling_runs[@]}"; do
+    read -r n g r <<<"$x"
+    hpc_scaling_plan "$n" "$g" "$r"
+    hpc_plan_time_seconds "$hpc_plan_time"
+    total=$((total + n * ${hpc_plan_seconds:-0}))
+    printf '%s: %s node(s) x %s GPU(s), --time=%s, job name %s, output %s\n' "$hpc_scaling_key" "$n" "$hpc_plan_gpus" "$hpc_plan_time" "$hpc_plan_job_name" "$hpc_plan_output"
+  done
+  printf 'At most %s node-hours (sum of nodes x time limit)\n' "$(awk -v s="$total" 'BEGIN { printf "%.2f", s / 3600 }')"
+  printf 'Report job: --dependency=afterany:<every run> --kill-on-invalid-dep=yes, 1 node, 1 task, 1 CPU, no GPU, --time=%s\n' "$hpc_scaling_report_time"
+  hpc_scaling_plan "${hpc_scaling_runs[-1]%% *}" "$(cut -d' ' -f2 <<<"${hpc_scaling_runs[-1]}")" 1
+  hpc_plan_render
+  if out=$(unset SLURM_TMPDIR && sbatch --test-only "${hpc_plan_sbatch_args[@]/#--output=*/--output=/dev/null}" 2>&1 <<<"$hpc_plan_script"); then
+    printf 'sbatch --test-only (largest configuration): %s\n' "${out##*$'\n'}"
+  else
+    printf 'sbatch --test-only (largest configuration) refused it: %s\n' "${out##*$'\n'}"
+    return 1
+  fi
+}
+
+# hpc_scaling_main: the whole scaling submission (after the profile and the configs file are
+# read); exits.
+hpc_scaling_main() {
+  local x n g r out stamp
+  hpc_scaling_dir='' hpc_plan_data_archive=''
+  hpc_plan_make
+  hpc_scaling_configurations
+  if ((${#hpc_opt_data[@]})); then
+    # --data as for any job: checked now, packed once after the confirmation, every run unpacks it.
+    # shellcheck source=hpc_files/lib/hpc_stage.bash
+    source "$hpc_files_dir/lib/hpc_stage.bash"
+    hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
+  fi
+  hpc_scaling_check_fit
+  hpc_scaling_root=$hpc_plan_outputs_dir/scaling/${hpc_opt_exp_name:-default}
+  if ((hpc_opt_dry_run)); then
+    hpc_scaling_dry_run
+    exit
+  fi
+  if ((hpc_opt_yes == 0)); then
+    printf 'Scaling test: %s run(s) (%s) and one report job\nSubmit? [y/N] ' "${#hpc_scaling_runs[@]}" "$(printf '%s ' "${hpc_scaling_runs[@]}" | tr ' ' x)" >&2
+    read -r out || out=
+    [[ $out == [yY] || $out == [yY][eE][sS] ]] || {
+      hpc_say "not submitted"
+      exit 1
+    }
+  fi
+  hpc_scaling_shared
+  hpc_profile_slurm_facts_save
+  hpc_submit_made=()
+  hpc_plan_make
+  [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir ]] || hpc_submit_make_folders
+  [[ $hpc_plan_runner != venv ]] || hpc_venv_ensure
+  if ((${#hpc_opt_data[@]})); then
+    local rc=0
+    hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?
+    ((rc != 2)) || exit 2
+    ((rc == 0)) || hpc_die "staging the data failed (see above); nothing was submitted"
+    hpc_plan_data_archive=$hpc_stage_archive
+  fi
+  trap - EXIT
+  hpc_scaling_ids=() hpc_scaling_run_ids=() hpc_scaling_keys=() hpc_scaling_gpus_of=() hpc_scaling_made=''
+  trap 'hpc_scaling_undo "the submission stopped before the study was released"' EXIT
+  # The report job first, held: its id names the study's folder before any run's output does.
+  hpc_scaling_report_plan
+  hpc_plan_render
+  hpc_scaling_sbatch "$hpc_plan_script" "${hpc_plan_sbatch_args[@]}" || hpc_scaling_undo "the report job was not submitted"
+  hpc_scaling_report_id=$hpc_scaling_id
+  hpc_scaling_ids+=("$hpc_scaling_id")
+  printf -v stamp '%(%Y%m%d-%H%M%S)T' -1
+  hpc_scaling_id_text=$stamp-$hpc_scaling_report_id
+  hpc_scaling_dir=$hpc_scaling_root/$hpc_scaling_id_text
+  [[ -d $hpc_scaling_root ]] || mkdir -p -- "$hpc_scaling_root" || hpc_scaling_undo "cannot make $hpc_scaling_root"
+  mkdir -- "$hpc_scaling_dir" "$hpc_scaling_dir/runs" || hpc_scaling_undo "cannot make $hpc_scaling_dir/runs"
+  hpc_scaling_made=$hpc_scaling_dir
+  # The report job's script knows the study's folder only now: it learns it from its manifest's
+  # twin, report.sh; SLURM runs the script it was given, so the folder goes in by name below.
+  for x in "${hpc_scaling_runs[@]}"; do
+    read -r n g r <<<"$x"
+    hpc_scaling_plan "$n" "$g" "$r"
+    mkdir -- "$hpc_scaling_run_dir" || hpc_scaling_undo "cannot make $hpc_scaling_run_dir"
+    hpc_plan_render
+    hpc_scaling_sbatch "$hpc_plan_script" "${hpc_plan_sbatch_args[@]}" || hpc_scaling_undo "run $hpc_scaling_key was not submitted"
+    hpc_scaling_ids+=("$hpc_scaling_id") hpc_scaling_run_ids+=("$hpc_scaling_id") hpc_scaling_keys+=("$hpc_scaling_key")
+    hpc_scaling_gpus_of+=("$hpc_plan_gpus") hpc_scaling_launcher=$hpc_plan_launcher hpc_scaling_time=$hpc_plan_time
+    printf '%s' "$hpc_plan_script" >"$hpc_scaling_run_dir/job.sh" || hpc_scaling_undo "cannot write $hpc_scaling_run_dir/job.sh"
+    hpc_manifest_write "$hpc_scaling_id" "$hpc_scaling_run_dir/job.sh" || hpc_say "run $hpc_scaling_id was submitted, but its manifest could not be written"
+  done
+  local IFS=:
+  out=$(scontrol update JobId="$hpc_scaling_report_id" Dependency="afterany:${hpc_scaling_run_ids[*]}" 2>&1) ||
+    hpc_scaling_undo "cannot make the report job wait for the runs: $out"
+  IFS=$' \t\n'
+  hpc_scaling_report_plan
+  hpc_plan_render
+  printf '%s' "$hpc_plan_script" >"$hpc_scaling_dir/report.sh" || hpc_scaling_undo "cannot write $hpc_scaling_dir/report.sh"
+  hpc_manifest_write "$hpc_scaling_report_id" "$hpc_scaling_dir/report.sh" || hpc_say "the report job was submitted, but its manifest could not be written"
+  hpc_scaling_study_json || hpc_scaling_undo "cannot write $hpc_scaling_dir/study.json"
+  out=$(scontrol release "${hpc_scaling_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release failed: $out"
+  trap - EXIT
+  printf 'Scaling study %s: %s run(s) (jobs %s), report job %s after them (afterany)\nFolder: %s\n' \
+    "$hpc_scaling_id_text" "${#hpc_scaling_run_ids[@]}" "${hpc_scaling_run_ids[*]}" "$hpc_scaling_report_id" "$hpc_scaling_dir"
+  exit 0
+}
+
+# ---------------------------------------------------------------------------------------------
+# In the job
+
+# hpc_scaling_run_setup: (a run's batch shell) exports the run's variables, writes its status
+# RUNNING; its own folders are named by its key (checkpoints_dir/task_1x2-r1).
+hpc_scaling_run_setup() {
+  export scaling_study_dir=${hpc_job_scaling_dir:?} scaling_config=${hpc_job_scaling_config:?} scaling_repeat=${hpc_job_scaling_repeat:?}
+  export scaling_run_dir=$scaling_study_dir/runs/${hpc_job_scaling_key:?}
+  hpc_job_task_index=$hpc_job_scaling_key
+  [[ ! -L $scaling_run_dir ]] || hpc_job_fail "scaling" "$scaling_run_dir is a symbolic link"
+  mkdir -p -- "$scaling_run_dir" || hpc_job_fail "scaling" "cannot make $scaling_run_dir"
+  hpc_followup_utc hpc_scaling_start_utc
+  hpc_scaling_start_s=${EPOCHREALTIME/,/.} hpc_scaling_end_s='' hpc_scaling_end_utc=''
+  hpc_scaling_status RUNNING ''
+  hpc_job_log "scaling run $hpc_job_scaling_key: $scaling_run_dir"
+}
+
+# hpc_scaling_status STATE EXIT_CODE: writes the run's status.json.
+hpc_scaling_status() {
+  hpc_followup_status_write "$scaling_run_dir/status.json" "key=$hpc_job_scaling_key" "job_id=${SLURM_JOB_ID:-}" \
+    "state=$1" "exit_code:=$2" "node=${SLURMD_NODENAME:-}" "start_utc=$hpc_scaling_start_utc" "end_utc=$hpc_scaling_end_utc" \
+    "start_s:=$hpc_scaling_start_s" "end_s:=$hpc_scaling_end_s" "log=$scaling_run_dir/job_${SLURM_JOB_ID:-}.out" ||
+    hpc_job_log "cannot write $scaling_run_dir/status.json"
+}
+
+# hpc_scaling_run_start: just before the launcher command: the clock starts.
+hpc_scaling_run_start() {
+  hpc_followup_utc hpc_scaling_start_utc
+  hpc_scaling_start_s=${EPOCHREALTIME/,/.}
+}
+
+# hpc_scaling_run_stop: just after the launcher command: the clock stops.
+hpc_scaling_run_stop() {
+  hpc_scaling_end_s=${EPOCHREALTIME/,/.}
+  hpc_followup_utc hpc_scaling_end_utc
+}
+
+# hpc_scaling_run_end STATUS: (the batch shell, after the program) writes wall.json and the
+# run's final status.
+hpc_scaling_run_end() {
+  local wall
+  [[ -n $hpc_scaling_end_s ]] || hpc_scaling_run_stop
+  wall=$(awk -v a="$hpc_scaling_start_s" -v b="$hpc_scaling_end_s" 'BEGIN { printf "%.6f", b - a }')
+  hpc_followup_status_write "$scaling_run_dir/wall.json" "wall_s:=$wall" "exit_code:=$1" "job_id=${SLURM_JOB_ID:-}" \
+    "node_list=${SLURM_JOB_NODELIST:-}" "start_utc=$hpc_scaling_start_utc" "end_utc=$hpc_scaling_end_utc" ||
+    hpc_job_log "cannot write $scaling_run_dir/wall.json"
+  hpc_followup_final_state "$1"
+  hpc_scaling_status "$hpc_followup_state" "$1"
+}
+
+# hpc_scaling_report_run: (the report job's batch shell) writes the study's report and ends the
+# job: FAILED when every run failed (after writing report.md), COMPLETED otherwise.
+hpc_scaling_report_run() {
+  local py rc=0 study
+  study=$(hpc_scaling_newest_study "${hpc_job_scaling_root:?}" "${SLURM_JOB_ID:?}") ||
+    hpc_job_fail "scaling-report" "no study of report job $SLURM_JOB_ID under $hpc_job_scaling_root"
+  hpc_followup_python
+  py=$hpc_followup_py
+  # The plot needs matplotlib: the node's python3 when the job's Python lacks it.
+  if ! "$py" -c 'import matplotlib' 2>/dev/null && python3 -c 'import matplotlib' 2>/dev/null; then py=python3; fi
+  PYTHONPATH=${hpc_job_python_helpers:?}${PYTHONPATH:+:$PYTHONPATH} "$py" -m hpc_helpers.scaling_report "$study" || rc=$?
+  ((rc != 2)) || hpc_job_fail "scaling-report" "$study could not be read (see above)"
+  ((rc == 0)) || hpc_job_log "FAILED: every run of the study failed, or the report did (see above); $study/report.md"
+  exit "$rc"
+}
+
+# hpc_scaling_newest_study ROOT REPORT_ID: prints the study folder under ROOT whose name ends
+# with -REPORT_ID.
+hpc_scaling_newest_study() {
+  local dir
+  for dir in "$1"/*-"$2"; do
+    [[ -f $dir/study.json && ! -L $dir ]] && printf '%s\n' "$dir" && return 0
+  done
+  return 1
+}
+
+# ---------------------------------------------------------------------------------------------
+# By hand
+
+# hpc_scaling_report_command EXP|PATH [--out DIR]: (scaling-report) writes the report of
+# experiment EXP's newest study, or of the study folder PATH (a copied one too), into the study
+# or DIR. Exit 2 on a folder without study.json or an experiment without a study.
+hpc_scaling_report_command() {
+  local target='' out='' root py dir study=''
+  local usage='usage: scaling-report EXP|PATH [--out DIR]'
+  while (($#)); do
+    case $1 in
+      --out)
+        (($# >= 2)) && [[ -n $2 ]] || hpc_die_usage "--out" "needs a folder; $usage"
+        out=$2
+        shift 2
+        ;;
+      -*) hpc_die_usage "$1" "unknown option of 'scaling-report'; $usage" ;;
+      *)
+        [[ -z $target ]] || hpc_die_usage "scaling-report" "takes one experiment or study folder; $usage"
+        target=$1
+        shift
+        ;;
+    esac
+  done
+  [[ -n $target ]] || hpc_die_usage "scaling-report" "needs an experiment or a study folder; $usage"
+  if [[ $target == */* || $target == . || $target == .. ]]; then
+    [[ -f $target/study.json ]] ||
+      hpc_die_usage "scaling-report" "'$target' has no study.json; accepted: a scaling study's folder, or an experiment with a study"
+    study=$target
+  else
+    [[ $target =~ ^[A-Za-z0-9_.+-]+$ && $target != [.-]* ]] ||
+      hpc_die_usage "scaling-report" "'$target' is not an experiment name; accepted: an experiment (-e) or a study folder (a path with a /)"
+    hpc_manage_locate
+    root=${hpc_manage_dir%/*}/scaling/$target
+    # Study folders are named YYYYmmdd-HHMMSS-ID: the last in order is the newest.
+    for dir in "$root"/*/; do
+      [[ -f $dir/study.json && ! -L ${dir%/} ]] && study=${dir%/}
+    done
+    [[ -n $study ]] || hpc_die_usage "scaling-report" "experiment '$target' has no scaling study under $root; accepted: an experiment submitted with --scaling-test, or a study folder"
+  fi
+  py=$(hpc_python_for_helpers) || exit 1
+  PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}" \
+    "$py" -m hpc_helpers.scaling_report "$study" ${out:+--out "$out"}
+}

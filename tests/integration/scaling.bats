@@ -1,0 +1,135 @@
+#!/usr/bin/env bats
+# Scaling test on the local cluster (2 nodes x 2 GPUs): one job per configuration, a report job
+# after all of them (afterany) that writes results.csv, summary.csv, report.md and the plot. The
+# program is tests/fixtures/scaling/sleep_train.py, whose efficiency is known in closed form.
+# shellcheck disable=SC2154 # study_dir, report_id and run_ids come from submit_study
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+  hpc_test_project "scaling project"
+  cp "$HPC_ROOT/tests/fixtures/scaling/sleep_train.py" "$PROJECT/"
+  hpc_configs "$PROJECT" 'python probe.py env'
+  # The venv is built by the first job: not inside a test's time.
+  hpc_run_job "$PROJECT" -g 0 -e warmup
+}
+
+setup() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+  unset SCALE_FAIL_CONFIG SCALE_C
+  hpc_configs "$PROJECT" 'python sleep_train.py'
+}
+
+# submit_study ARGS...: submits a scaling test with -y ARGS; sets study_dir, report_id, run_ids.
+submit_study() {
+  out=$(bash "$PROJECT/hpc_files/job_submitter.sh" -y --scaling-test "$@" 2>&1) || fail "submission failed: $out"
+  study_dir=$(sed -n 's/^Folder: //p' <<<"$out")
+  report_id=$(sed -n 's/.*report job \([0-9][0-9]*\) after them.*/\1/p' <<<"$out")
+  read -r -a run_ids <<<"$(sed -n 's/.*(jobs \([0-9 ]*\)), report job.*/\1/p' <<<"$out")"
+  [[ -n $report_id && -f $study_dir/study.json ]] || fail "no report job or study folder in: $out"
+}
+
+# efficiency CONFIG: the efficiency column of summary.csv for CONFIG.
+efficiency() {
+  python3 -c 'import csv,sys; print(next(r["efficiency"] for r in csv.DictReader(open(sys.argv[1])) if r["config"] == sys.argv[2]))' "$study_dir/summary.csv" "$1"
+}
+
+@test "--scale-nodes 1,2 --scale-gpus 1,2 -W torchrun: 4 runs shaped N x G and 1 report job after all; efficiencies within 10 % of (B*d + c)/(B*d + W*c); the plot is a PNG of at least 800x400" {
+  SCALE_C=0.1 submit_study --scale-nodes 1,2 --scale-gpus 1,2 -W torchrun -e probe
+  assert_equal "${#run_ids[@]}" 4
+  local id nodes=() gres=()
+  for id in "${run_ids[@]}"; do
+    nodes+=("$(hpc_job_field "$id" NumNodes | sed "s/-.*//")")
+    gres+=("$(scontrol show job "$id" | grep -oE 'gres/gpu(:[a-z0-9]+)?=[0-9]+|gpu:[0-9]+' | head -n 1)")
+  done
+  assert_equal "${nodes[*]}" "1 1 2 2"
+  assert_equal "$(hpc_job_field "${run_ids[0]}" JobName)" "probe-scale-1x1-r1"
+  assert_equal "$(hpc_job_field "${run_ids[3]}" JobName)" "probe-scale-2x2-r1"
+  run hpc_job_field "$report_id" Dependency
+  assert_output --regexp "^afterany:${run_ids[0]}(\(unfulfilled\))?,afterany:${run_ids[1]}"
+  assert_output --partial "${run_ids[3]}"
+  hpc_wait_job "$report_id" 400
+  assert_equal "$(hpc_job_state "$report_id")" "COMPLETED 0:0"
+  # B*d = 0.8 s, c = 0.1 s: 1x1 1, 1x2 and 2x1 0.9/1.0 = 0.9, 2x2 0.9/1.2 = 0.75.
+  local config expected got
+  for config in 1x1:1 1x2:0.9 2x1:0.9 2x2:0.75; do
+    expected=${config#*:} got=$(efficiency "${config%%:*}")
+    python3 -c 'import sys; e, g = map(float, sys.argv[1:]); sys.exit(0 if abs(g - e) <= 0.1 * e else 1)' "$expected" "$got" ||
+      fail "efficiency of ${config%%:*}: $got, expected $expected +- 10 %"
+  done
+  python3 -c 'import struct,sys; d=open(sys.argv[1],"rb").read(24); assert d[:8]==b"\x89PNG\r\n\x1a\n"; w,h=struct.unpack(">II",d[16:24]); assert w>=800 and h>=400, (w,h)' "$study_dir/scaling.png"
+  python3 -c 'import sys, xml.etree.ElementTree as ET; ET.parse(sys.argv[1])' "$study_dir/scaling.svg"
+  [[ -f $study_dir/runs/2x2-r1/wall.json && -f $study_dir/runs/2x2-r1/metrics.json ]] || fail "no wall.json or metrics.json in runs/2x2-r1"
+  assert_equal "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["world_size"])' "$study_dir/runs/2x2-r1/metrics.json")" 4
+  run grep -c 'Metric: throughput in samples/s' "$study_dir/report.md"
+  assert_output 1
+  # scaling-report on a copied study reproduces the CSVs and report.md byte for byte.
+  cp -R "$study_dir" "$BATS_TEST_TMPDIR/copied study"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" scaling-report "$BATS_TEST_TMPDIR/copied study" --out "$BATS_TEST_TMPDIR/again"
+  assert_success
+  local file
+  for file in results.csv summary.csv report.md; do
+    cmp "$study_dir/$file" "$BATS_TEST_TMPDIR/again/$file" || fail "$file differs when drawn again"
+  done
+  [[ -f $BATS_TEST_TMPDIR/again/scaling.png ]] || fail "no scaling.png drawn again"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" scaling-report probe
+  assert_success
+  assert_line "report=$study_dir/report.md"
+  assert_line --index 0 --partial "scaling report: metric samples_per_s, baseline 1x1; efficiency: 1x1 1, 1x2 0."
+}
+
+@test "a configuration that fails: its row says FAILED with exit code and log path, the report job ends COMPLETED; a failed baseline is named on report.md's first line" {
+  SCALE_FAIL_CONFIG=1x1 SCALE_C=0 submit_study --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e failing
+  hpc_wait_job "$report_id" 300
+  assert_equal "$(hpc_job_state "$report_id")" "COMPLETED 0:0"
+  run sed -n 1p "$study_dir/report.md"
+  assert_output "**The smallest configuration 1x1 failed; the baseline is 2x1 instead.**"
+  run grep -F "| 1x1 | 1 | ${run_ids[0]} | FAILED | 3 | runs/1x1-r1/job_${run_ids[0]}.out |" "$study_dir/report.md"
+  assert_success
+  [[ -f $study_dir/runs/1x1-r1/job_${run_ids[0]}.out ]] || fail "no log runs/1x1-r1/job_${run_ids[0]}.out"
+}
+
+@test "every run fails: the report job writes report.md, then ends FAILED" {
+  SCALE_FAIL_CONFIG=all submit_study --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e allfail
+  hpc_wait_job "$report_id" 300
+  assert_equal "$(hpc_job_state "$report_id")" "FAILED 1:0"
+  run sed -n 1p "$study_dir/report.md"
+  assert_output "**Every run failed: no speedup or efficiency can be computed.**"
+  run grep -c '| FAILED | 3 |' "$study_dir/report.md"
+  assert_output 2
+}
+
+@test "--dry-run prints the configurations, node-hours and dependency, creates no file and leaves the queue empty" {
+  local before after
+  before=$(find "$SCRATCH" | sort)
+  run bash "$PROJECT/hpc_files/job_submitter.sh" --scaling-test --scale-nodes 1,2 -W torchrun -g 1 -e dry --dry-run
+  assert_success
+  assert_output --partial "At most "
+  assert_output --partial "Report job: --dependency=afterany:<every run> --kill-on-invalid-dep=yes"
+  after=$(find "$SCRATCH" | sort)
+  assert_equal "$after" "$before"
+  assert_equal "$(squeue -h -n dry-scale-1x1-r1 | wc -l)" 0
+}
+
+@test "status and cancel of an experiment cover every run and the report job; two studies of one experiment land in two folders" {
+  local first_dir first_ids id
+  SCALE_STEPS=3000 submit_study --scale-nodes 1 --scale-gpus 1,2 -W torchrun -e twice
+  first_dir=$study_dir first_ids=("${run_ids[@]}" "$report_id")
+  SCALE_STEPS=3000 submit_study --scale-nodes 1 --scale-gpus 1,2 -W torchrun -e twice
+  [[ $study_dir != "$first_dir" && -f $first_dir/study.json && -f $study_dir/study.json ]] ||
+    fail "two studies of 'twice' share a folder: $first_dir, $study_dir"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status twice
+  assert_success
+  for id in "${first_ids[@]}" "${run_ids[@]}" "$report_id"; do
+    assert_output --regexp "(^|[^0-9])$id([^0-9]|$)"
+  done
+  run bash "$PROJECT/hpc_files/job_submitter.sh" cancel twice
+  assert_success
+  for id in "${first_ids[@]}" "${run_ids[@]}" "$report_id"; do
+    hpc_wait_job "$id" 60
+    assert_equal "$(hpc_job_field "$id" JobState)" CANCELLED
+  done
+}
