@@ -793,9 +793,10 @@ hpc_job_array_setup() {
 # own folder on scratch: the host's paths are not visible in them).
 hpc_job_own_folders() {
   local task=''
-  # Array tasks each their own; a single job and a gather job (no array) the experiment's.
+  # Array tasks and scaling runs each their own; a single job, a gather or a scaling report
+  # the experiment's.
   case ${hpc_job_mode:-single} in
-    single | gather) ;;
+    single | gather | scaling-report) ;;
     *) task=task_${hpc_job_task_index:-${SLURM_ARRAY_TASK_ID:?}} ;;
   esac
   export checkpoints_dir=$scratch_dir/$exp_name/checkpoints${task:+/$task}
