@@ -58,7 +58,7 @@ while (($#)); do
   hpc_split_option "$1"
   case $opt in
     --dir | --port-base | --tmpdir | --config)
-      if ((!have_value)); then
+      if ((! have_value)); then
         (($# >= 2)) || hpc_die_usage "$opt" "needs a value"
         value=$2
         shift

@@ -34,7 +34,7 @@ while (($#)); do
       ;;
   esac
 done
-if ((!root_given)) || [[ -z $root ]]; then
+if ((! root_given)) || [[ -z $root ]]; then
   printf '%s: --root: needs a value (the local scratch root)\n' "$hpc_program" >&2
   exit 2
 fi

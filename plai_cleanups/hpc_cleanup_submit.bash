@@ -230,7 +230,7 @@ hpc_cleanup_wait() {
         [[ -z $state ]] || hpc_facts_state_ended "$state" || active=$((active + 1))
       done
       ((active)) || return 0
-    elif ((!warned)); then
+    elif ((! warned)); then
       hpc_say "squeue failed; trying again until the timeout"
       warned=1
     fi

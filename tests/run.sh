@@ -89,11 +89,13 @@ export SLURM_CONF=${HPC_CLUSTER_DIR:-$root/.local_cluster}/etc/slurm.conf
 
 if ((lint)); then
   echo "== lint"
-  mapfile -t shell_files < <(git ls-files --cached --others --exclude-standard -- '*.sh' '*.bash' '*.bats' |
-    while IFS= read -r f; do [[ -f $f ]] && printf '%s\n' "$f"; done
-  git ls-files --cached --others --exclude-standard | while IFS= read -r f; do
-    [[ -f $f && $f != *.* ]] && head -n 1 -- "$f" | grep -qE '^#!.*\b(ba)?sh\b' && printf '%s\n' "$f"
-  done)
+  mapfile -t shell_files < <(
+    git ls-files --cached --others --exclude-standard -- '*.sh' '*.bash' '*.bats' |
+      while IFS= read -r f; do [[ -f $f ]] && printf '%s\n' "$f"; done
+    git ls-files --cached --others --exclude-standard | while IFS= read -r f; do
+      [[ -f $f && $f != *.* ]] && head -n 1 -- "$f" | grep -qE '^#!.*\b(ba)?sh\b' && printf '%s\n' "$f"
+    done
+  )
   status=0
   shellcheck -x "${shell_files[@]}" || status=1
   echo "shellcheck: ${#shell_files[@]} files, status $status"

@@ -405,7 +405,7 @@ _hpc_configs_parse() {
         _hpc_configs_take_run
       fi
       _hpc_configs_refill || break
-      if ((!started)) && [[ ${_hpc_configs_rest: -1} == [$' \t\n'] && $_hpc_configs_rest != *["$_hpc_configs_not_plain"]* ]]; then
+      if ((! started)) && [[ ${_hpc_configs_rest: -1} == [$' \t\n'] && $_hpc_configs_rest != *["$_hpc_configs_not_plain"]* ]]; then
         # A plain piece (such as the command's last line) ending a word: its words at once.
         # shellcheck disable=SC2206 # split at blanks on purpose; nothing in it is globbed (set -f)
         plain=($_hpc_configs_rest)
@@ -471,7 +471,7 @@ _hpc_configs_parse() {
         continue
         ;;
       '#'*)
-        if ((!started)); then
+        if ((! started)); then
           # A comment: the rest of the line (every piece of it) up to its newline, which stays.
           part=${_hpc_configs_long:-$_hpc_configs_rest}
           _hpc_configs_long=''
@@ -482,7 +482,7 @@ _hpc_configs_parse() {
         ;;
     esac
     # Anything else is (part of) a word.
-    if ((!started)); then
+    if ((! started)); then
       started=1
       _hpc_configs_word=''
     fi
@@ -862,7 +862,7 @@ _hpc_configs_scan() {
           if [[ $_hpc_configs_t == "\${"* ]]; then _hpc_configs_after=${_hpc_configs_after:1}; fi
           _hpc_configs_t=$_hpc_configs_after
           if [[ -n ${_hpc_configs_note-} ]]; then
-            _hpc_configs_note_name "$_hpc_configs_name" $((!_hpc_configs_in_default))
+            _hpc_configs_note_name "$_hpc_configs_name" $((! _hpc_configs_in_default))
           fi
           if ((_hpc_configs_eval)); then
             if [[ ! -v $_hpc_configs_name ]]; then

@@ -79,7 +79,7 @@ hpc_manage_index() {
   local -A seen=()
   hpc_manage_file=() hpc_manage_exps=()
   declare -gA hpc_manage_exp=() hpc_manage_kind=() hpc_manage_array=() hpc_manage_origin=() \
-    hpc_manage_output=() hpc_manage_name=() hpc_manage_mode=()
+  hpc_manage_output=() hpc_manage_name=() hpc_manage_mode=()
   for f in "$hpc_manage_dir"/*.manifest; do
     hpc_manifest_read "$f" || continue
     id=${hpc_mf[job_id]}

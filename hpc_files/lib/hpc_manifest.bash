@@ -21,7 +21,6 @@
 # 'KEY<TAB>JOBID<TAB>STATE<TAB>EXIT', the last one wins), so that ended jobs keep their state
 # after SLURM forgets them on clusters without accounting.
 
-
 # ---------------------------------------------------------------------------------------------
 # Writing
 

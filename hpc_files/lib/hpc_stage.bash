@@ -504,7 +504,8 @@ hpc_stage_extract_run() {
     case $err in
       *'No space left on device'*) reason="the disk of $dest is full" ;;
       *'Unexpected EOF'* | *'does not look like a tar archive'* | *'Skipping to next header'* | *'Damaged'* | *'checksum'*)
-        reason="the archive is truncated or corrupt; submit again to rebuild it" ;;
+        reason="the archive is truncated or corrupt; submit again to rebuild it"
+        ;;
       *) reason="tar failed" ;;
     esac
     [[ -z $err ]] || printf '%s\n' "$err" | head -n 5 >&2

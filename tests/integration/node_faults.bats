@@ -55,7 +55,7 @@ wait_gone() {
   elapsed=$((SECONDS - killed))
   printf '# the job ended %s s after the kill\n' "$elapsed" >&3
   assert_equal "$(hpc_job_state "$job_id")" "COMPLETED 0:0"
-  (( elapsed < 120 )) || fail "the job ended ${elapsed}s after the kill"
+  ((elapsed < 120)) || fail "the job ended ${elapsed}s after the kill"
   assert_equal "$(grep -c '^SLEPT rank=' "$job_out")" 2
   # The batch shell gave up on n2's guard, said so, and SLURM's end of the job cleaned n2.
   grep -qF "[hpc n1] the guard of node(s) n2 did not answer the stop signal within 30 s" "$job_out" ||
@@ -80,6 +80,6 @@ wait_gone() {
   printf '# the job ended %s s after the node went down\n' "$elapsed" >&3
   state=$(hpc_job_state "$job_id")
   [[ $state == NODE_FAIL* || $state == FAILED* ]] || fail "state: $state"
-  (( elapsed < 60 )) || fail "the job ended ${elapsed}s after the node went down"
+  ((elapsed < 60)) || fail "the job ended ${elapsed}s after the node went down"
   [ ! -e "$(tmpdir_of n1)" ]
 }

@@ -58,7 +58,10 @@ COMPLETED"
   export WANDB_API_KEY=$SENTINEL_KEY
   trace="$BATS_TEST_TMPDIR/trace"
   ps_log="$BATS_TEST_TMPDIR/ps"
-  (for _ in $(seq 1 100); do ps -eo args >>"$ps_log" 2>/dev/null; sleep 0.02; done) &
+  (for _ in $(seq 1 100); do
+    ps -eo args >>"$ps_log" 2>/dev/null
+    sleep 0.02
+  done) &
   ps_pid=$!
   out=$(bash -x "$PROJECT/hpc_files/job_submitter.sh" -y -w me/proj/abc123 --num-sweeps 2 -e secret 2>"$trace") ||
     fail "submission failed: $out $(tail -5 "$trace")"

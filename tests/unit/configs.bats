@@ -572,35 +572,83 @@ read_bounded() {
 @test "read errors: a word longer than 131072 bytes (Linux's most for one argument) is refused early" {
   local too_long='line 2: a word longer than 131072 bytes, the most Linux passes as one argument'
   # 131072 bytes, unquoted, single-quoted, double-quoted, escaped: read.
-  { printf 'python \\\n'; head -c 131072 /dev/zero | tr '\0' a; printf '\n'; } >"$CONFIGS"
+  {
+    printf 'python \\\n'
+    head -c 131072 /dev/zero | tr '\0' a
+    printf '\n'
+  } >"$CONFIGS"
   read_bounded ''
   assert_line --index 1 131072
-  { printf "python \\\\\n'"; head -c 131072 /dev/zero | tr '\0' a; printf "'\n"; } >"$CONFIGS"
+  {
+    printf "python \\\\\n'"
+    head -c 131072 /dev/zero | tr '\0' a
+    printf "'\n"
+  } >"$CONFIGS"
   read_bounded ''
-  { printf 'python \\\n"'; head -c 131072 /dev/zero | tr '\0' a; printf '"\n'; } >"$CONFIGS"
+  {
+    printf 'python \\\n"'
+    head -c 131072 /dev/zero | tr '\0' a
+    printf '"\n'
+  } >"$CONFIGS"
   read_bounded ''
-  { printf 'python \\\n'; head -c 131072 /dev/zero | sed 's/\x0\x0/\\x/g'; printf '\n'; } >"$CONFIGS"
+  {
+    printf 'python \\\n'
+    head -c 131072 /dev/zero | sed 's/\x0\x0/\\x/g'
+    printf '\n'
+  } >"$CONFIGS"
   read_bounded ''
   assert_line --index 1 65536
   # One byte more, and words of megabytes of each kind: refused, at once.
-  { printf 'python \\\n'; head -c 131073 /dev/zero | tr '\0' a; printf '\n'; } >"$CONFIGS"
+  {
+    printf 'python \\\n'
+    head -c 131073 /dev/zero | tr '\0' a
+    printf '\n'
+  } >"$CONFIGS"
   read_bounded "$too_long"
-  { printf 'python \\\n'; head -c 4000000 /dev/zero | tr '\0' a; printf '\n'; } >"$CONFIGS"
+  {
+    printf 'python \\\n'
+    head -c 4000000 /dev/zero | tr '\0' a
+    printf '\n'
+  } >"$CONFIGS"
   read_bounded "$too_long"
-  { printf "python \\\\\n'"; head -c 3000000 /dev/zero | tr '\0' a; printf "'\n"; } >"$CONFIGS"
+  {
+    printf "python \\\\\n'"
+    head -c 3000000 /dev/zero | tr '\0' a
+    printf "'\n"
+  } >"$CONFIGS"
   read_bounded "$too_long"
-  { printf 'python \\\n"'; head -c 3000000 /dev/zero | tr '\0' a; printf '"\n'; } >"$CONFIGS"
+  {
+    printf 'python \\\n"'
+    head -c 3000000 /dev/zero | tr '\0' a
+    printf '"\n'
+  } >"$CONFIGS"
   read_bounded "$too_long"
-  { printf 'python \\\n'; head -c 4000000 /dev/zero | sed 's/\x0\x0/\\x/g'; printf '\n'; } >"$CONFIGS"
+  {
+    printf 'python \\\n'
+    head -c 4000000 /dev/zero | sed 's/\x0\x0/\\x/g'
+    printf '\n'
+  } >"$CONFIGS"
   read_bounded "$too_long"
-  { printf 'python \\\n'; head -c 800000 /dev/zero | sed 's/\x0\{8\}/"$HOME"/g'; printf '\n'; } >"$CONFIGS"
+  {
+    printf 'python \\\n'
+    head -c 800000 /dev/zero | sed 's/\x0\{8\}/"$HOME"/g'
+    printf '\n'
+  } >"$CONFIGS"
   read_bounded "$too_long"
-  { printf 'python \\\n'; head -c 800000 /dev/zero | sed 's/\x0\{5\}/$HOME/g'; printf '\n'; } >"$CONFIGS"
+  {
+    printf 'python \\\n'
+    head -c 800000 /dev/zero | sed 's/\x0\{5\}/$HOME/g'
+    printf '\n'
+  } >"$CONFIGS"
   read_bounded "$too_long"
 }
 
 @test "read: a word of many references is read in bounded time" {
-  { printf 'python \\\n'; head -c 90000 /dev/zero | sed 's/\x0\{5\}/$HOME/g'; printf '\n'; } >"$CONFIGS"
+  {
+    printf 'python \\\n'
+    head -c 90000 /dev/zero | sed 's/\x0\{5\}/$HOME/g'
+    printf '\n'
+  } >"$CONFIGS"
   read_bounded ''
   assert_line --index 1 126000
 }

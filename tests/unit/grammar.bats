@@ -27,7 +27,7 @@ grammar_mismatches() {
   assert_output ''
   # The table is read (a test that reads nothing proves nothing).
   run grep -c '^\(ok\|bad\) ' "$HPC_ROOT/tests/fixtures/grammar/time.txt"
-  (( output > 20 ))
+  ((output > 20))
 }
 
 @test "memory: -m/--mem-per-gpu accepts exactly the rows marked ok in tests/fixtures/grammar/mem.txt" {
@@ -35,5 +35,5 @@ grammar_mismatches() {
   assert_success
   assert_output ''
   run grep -c '^\(ok\|bad\) ' "$HPC_ROOT/tests/fixtures/grammar/mem.txt"
-  (( output > 10 ))
+  ((output > 10))
 }

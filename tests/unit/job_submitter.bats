@@ -136,7 +136,7 @@ sorted_options() {
     assert_line "Arrays (one at a time):"
     assert_line "Each option is given once, except -d/--data and --copy-back, whose paths add up."
     refute_line --regexp '^#'
-  assert_equal "${lines[${#lines[@]} - 1]}" "After submitting: bash job_submitter.sh status | logs EXP | cancel EXP | resubmit EXP --failed"
+    assert_equal "${lines[${#lines[@]} - 1]}" "After submitting: bash job_submitter.sh status | logs EXP | cancel EXP | resubmit EXP --failed"
   done
   # SCRATCH is not needed for the help.
   SCRATCH='' run --separate-stderr bash "$submitter" --help
