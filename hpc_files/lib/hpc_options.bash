@@ -38,10 +38,11 @@ hpc_opt_is_count() {
 # is_slurm_mem in python_helpers' profile.py); both sides are tested on tests/fixtures/grammar/.
 
 # hpc_opt_time_accepted: what hpc_opt_check_time accepts, for the messages of every time option.
-hpc_opt_time_accepted='a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00'
+hpc_opt_time_accepted='a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00'
 # hpc_opt_check_time VALUE: true for a SLURM time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S, with
-# hours < 24, minutes and seconds < 60 (a leading minutes field is free), not zero. No UNLIMITED:
-# the warning signal is timed from the limit.
+# minutes and seconds < 60 (a leading minutes or hours field is free: SLURM takes 48:00:00, which
+# users type) and hours < 24 after a day count, not zero. No UNLIMITED: the warning signal is
+# timed from the limit.
 hpc_opt_check_time() {
   local d=0 h=0 m s=0
   if [[ $1 =~ ^([0-9]{1,6})(:([0-9]{1,2}))?$ ]]; then
@@ -51,8 +52,10 @@ hpc_opt_check_time() {
   fi
   if [[ $1 =~ ^([0-9]{1,3})-([0-9]{1,2})(:([0-9]{1,2}))?(:([0-9]{1,2}))?$ ]]; then
     d=${BASH_REMATCH[1]} h=${BASH_REMATCH[2]} m=${BASH_REMATCH[4]:-0} s=${BASH_REMATCH[6]:-0}
-  elif [[ $1 =~ ^([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})$ ]]; then
+  elif [[ $1 =~ ^([0-9]{1,5}):([0-9]{1,2}):([0-9]{1,2})$ ]]; then
     h=${BASH_REMATCH[1]} m=${BASH_REMATCH[2]} s=${BASH_REMATCH[3]}
+    ((10#$m < 60 && 10#$s < 60 && 10#$h + 10#$m + 10#$s > 0))
+    return
   else
     return 1
   fi

@@ -109,11 +109,11 @@ refused() {
 |-n 0|-n/--num-nodes: '0' is not accepted; accepted: a whole number of nodes, 1 or more
 |-n two|-n/--num-nodes: 'two' is not accepted; accepted: a whole number of nodes, 1 or more
 |-W deepspeed|-W/--which-distributed: 'deepspeed' is not accepted; accepted: lightning, torchrun (alias: script), none
-|-t 25:00:00|-t/--time: '25:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
-|-t 1-24|-t/--time: '1-24' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
-|-t 00:00:00|-t/--time: '00:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
-|-t UNLIMITED|-t/--time: 'UNLIMITED' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
-|-t 00-00:60:00|-t/--time: '00-00:60:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|-t 25:60:00|-t/--time: '25:60:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
+|-t 1-24|-t/--time: '1-24' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
+|-t 00:00:00|-t/--time: '00:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
+|-t UNLIMITED|-t/--time: 'UNLIMITED' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
+|-t 00-00:60:00|-t/--time: '00-00:60:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
 |-m 10|-m/--mem-per-gpu: '10' is not accepted; accepted: a whole amount with a unit K, M, G or T, e.g. 10G or 512M
 |-m 0G|-m/--mem-per-gpu: '0G' is not accepted; accepted: a whole amount with a unit K, M, G or T, e.g. 10G or 512M
 |-t|-t/--time: needs a value
@@ -243,10 +243,10 @@ WANDB_API_KEY=k|-w abc --num-sweeps 2 --workdir @TMP@/w|--workdir: W&B agents (-
 |--map-range 0-1 --gather x --gather-cpus 64|--gather-cpus: 64 CPUs is more than a node of partition debug has (32); accepted: 1 to 32
 |-p small --map-range 0-1 --gather x --gather-cpus 5|--gather-cpus: 5 CPUs is more than a node of partition small has (4); accepted: 1 to 4
 |--map-range 0-1 --gather x --gather-cpus 0|--gather-cpus: '0' is not accepted; accepted: a whole number of CPUs, 1 or more
-|--map-range 0-1 --gather x --gather-time 99:00:00|--gather-time: '99:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
-|--map-range 0-1 --gather x --gather-time 24:00:00|--gather-time: '24:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
-|--map-range 0-1 --gather x --gather-time 0|--gather-time: '0' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
-|--map-range 0-1 --gather x --gather-time 1-24|--gather-time: '1-24' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and seconds < 60), e.g. 2:00:00 or 1-12:00:00
+|--map-range 0-1 --gather x --gather-time 99:00:60|--gather-time: '99:00:60' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
+|--map-range 0-1 --gather x --gather-time 1-24:00:00|--gather-time: '1-24:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
+|--map-range 0-1 --gather x --gather-time 0|--gather-time: '0' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
+|--map-range 0-1 --gather x --gather-time 1-24|--gather-time: '1-24' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
 |--map-over nul_byte.txt|--map-over: 'nul_byte.txt' holds a NUL byte (a binary file?); accepted: a text list file, one item per line
 |--map-over /bin/sh|--map-over: '/bin/sh' holds a NUL byte (a binary file?); accepted: a text list file, one item per line
 HPC_STUB_MAX_ARRAY_SIZE=1001 HPC_STUB_MAX_JOB_COUNT=10000|--map-range 0-999999999 --gather x|--map-range: 1000000000 tasks are more than this cluster can hold (MaxJobCount 10000); accepted: at most 10000 tasks

@@ -136,11 +136,12 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _WORD = re.compile(r"[A-Za-z0-9_.+-]+")
 # One grammar with the options (hpc_opt_check_time / hpc_opt_check_mem in hpc_options.bash; the
 # cases both sides are tested on are in tests/fixtures/grammar/). A SLURM time: M, M:S, H:M:S,
-# D-H, D-H:M or D-H:M:S; hours < 24, minutes and seconds < 60 (a leading minutes field is free),
-# not zero; no UNLIMITED: the warning signal is timed from the limit.
+# D-H, D-H:M or D-H:M:S; minutes and seconds < 60 (a leading minutes or hours field is free:
+# SLURM takes 48:00:00), hours < 24 after a day count, not zero; no UNLIMITED: the warning signal
+# is timed from the limit.
 _TIME_MINUTES = re.compile(r"([0-9]{1,6})(?::([0-9]{1,2}))?")
 _TIME_HOURS = re.compile(
-    r"(?:([0-9]{1,3})-([0-9]{1,2})|([0-9]{1,2}))(?::([0-9]{1,2}))?(?::([0-9]{1,2}))?"
+    r"(?:([0-9]{1,3})-([0-9]{1,2})|([0-9]{1,5}))(?::([0-9]{1,2}))?(?::([0-9]{1,2}))?"
 )
 # A SLURM memory size with its unit (a bare number would be MB, too easily meant as GB).
 _MEM = re.compile(r"([0-9]{1,7})[KMGTkmgt]")
@@ -159,7 +160,9 @@ def is_slurm_time(value: str) -> bool:
     if plain_hours is not None and (mins is None or secs is None):
         return False  # H alone is minutes, H:M is M:S: both matched above
     fields = [int(days or 0), int(day_hours or plain_hours), int(mins or 0), int(secs or 0)]
-    return fields[1] < 24 and fields[2] < 60 and fields[3] < 60 and sum(fields) > 0
+    # Hours are free in H:M:S (SLURM takes 48:00:00), below 24 after a day count.
+    hours_ok = plain_hours is not None or fields[1] < 24
+    return hours_ok and fields[2] < 60 and fields[3] < 60 and sum(fields) > 0
 
 
 def is_slurm_mem(value: str) -> bool:
@@ -184,8 +187,8 @@ _KIND_TEXT = {
     "tristate": "true, false or auto",
     "bool": "true or false",
     "signal": "a signal name without the SIG prefix (USR1, USR2, TERM, ...)",
-    "time": "a SLURM time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (hours < 24, minutes and "
-    "seconds < 60), not zero",
+    "time": "a SLURM time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, "
+    "hours < 24 after a day count), not zero",
     "mem": "a SLURM memory size: a whole amount with a unit K, M, G or T, e.g. 10G or 512M",
 }
 
