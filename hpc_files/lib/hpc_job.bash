@@ -931,12 +931,14 @@ hpc_job_main() {
   warning_code=$((128 + $(kill -l "$HPC_WARNING_SIGNAL" 2>/dev/null || echo 0)))
   if ((hpc_job_status == 0 && hpc_job_ended_by_slurm)); then
     hpc_job_log "the program exited with status 0 after SLURM's SIGTERM, $(hpc_job_elapsed) s after the start"
-  elif ((hpc_job_warned)) && ((hpc_job_status == 0 || hpc_job_status == warning_code)); then
-    # The program ended after the warning as asked (0, or 128+the signal's number): a stop, not a
-    # crash; only the program knows whether it saved its work.
-    local how=$hpc_job_status
-    ((hpc_job_status == 0)) || how="$hpc_job_status (128+SIG$HPC_WARNING_SIGNAL)"
-    hpc_job_log "stopped at the time-limit warning (SIG$HPC_WARNING_SIGNAL): the program exited with $how after $(hpc_job_elapsed) s; whether it saved its work, its own lines above say"
+  elif ((hpc_job_warned && hpc_job_status == warning_code)); then
+    # The program ended of the warning (128+the signal's number): a stop, not a crash; only the
+    # program knows whether it saved its work.
+    hpc_job_log "stopped at the time-limit warning (SIG$HPC_WARNING_SIGNAL): the program exited with $hpc_job_status (128+SIG$HPC_WARNING_SIGNAL) after $(hpc_job_elapsed) s; whether it saved its work, its own lines above say"
+  elif ((hpc_job_warned && hpc_job_status == 0)); then
+    # 0 after the warning: a program that stopped early as asked, or one that finished its work
+    # in the time left (a refused requeue lets it go on); only its own lines tell which.
+    hpc_job_log "ended after the time-limit warning (SIG$HPC_WARNING_SIGNAL): the program exited with 0 after $(hpc_job_elapsed) s; whether it stopped early and saved its work or finished, its own lines above say"
   elif ((hpc_job_status == 0)); then
     hpc_job_log "the program finished successfully after $(hpc_job_elapsed) s"
   else

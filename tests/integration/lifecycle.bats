@@ -90,11 +90,11 @@ teardown() {
 
   hpc_wait_requeued "$id0" 1 400
   assert_equal "$(hpc_job_state "$id0")" "COMPLETED 0:0"
-  run grep -E '^\[hpc n[12]\] (stopped|the program|requeueing|not requeued)' "$out0"
+  run grep -E '^\[hpc n[12]\] (stopped|ended|the program|requeueing|not requeued)' "$out0"
   assert_equal "${#lines[@]}" 4
-  assert_line --index 0 --regexp '^\[hpc n[12]\] stopped at the time-limit warning \(SIGUSR1\): the program exited with 0 after [0-9.]+ s; whether it saved its work, its own lines above say$'
+  assert_line --index 0 --regexp '^\[hpc n[12]\] ended after the time-limit warning \(SIGUSR1\): the program exited with 0 after [0-9.]+ s; whether it stopped early and saved its work or finished, its own lines above say$'
   assert_line --index 1 --regexp '^\[hpc n[12]\] requeueing \(restart 1 of 1\)$'
-  assert_line --index 2 --regexp '^\[hpc n[12]\] stopped at the time-limit warning \(SIGUSR1\): the program exited with 0 after '
+  assert_line --index 2 --regexp '^\[hpc n[12]\] ended after the time-limit warning \(SIGUSR1\): the program exited with 0 after '
   assert_line --index 3 --regexp '^\[hpc n[12]\] not requeued: 1 restart\(s\) done of the 1 allowed$'
   refute_output --partial 'failed'
 }
