@@ -24,6 +24,9 @@
 # shellcheck source=hpc_files/lib/hpc_followup.bash
 source "${BASH_SOURCE[0]%/*}/hpc_followup.bash"
 
+# The most runs (configurations x repeats) one study submits.
+hpc_scaling_max_runs=1000
+
 # ---------------------------------------------------------------------------------------------
 # Submission
 
@@ -111,11 +114,15 @@ hpc_scaling_plan() {
 }
 
 # hpc_scaling_configurations: sets hpc_scaling_runs to 'N G R' per run (by world size, then
-# nodes; the plan's GPUs resolved) and checks that there are two world sizes at least.
+# nodes; the plan's GPUs resolved) and checks that there are two world sizes at least and at
+# most hpc_scaling_max_runs runs (checked first: a huge study would otherwise loop for minutes).
 hpc_scaling_configurations() {
-  local n g r w
+  local n g r w line total
   local -A worlds=()
   local -a lines=()
+  total=$((${#hpc_scaling_nodes[@]} * ${#hpc_scaling_gpus[@]} * hpc_scaling_repeats))
+  ((total <= hpc_scaling_max_runs)) ||
+    hpc_die_usage "--scale-nodes/--scale-gpus/--repeats" "${#hpc_scaling_nodes[@]} node count(s) x ${#hpc_scaling_gpus[@]} GPU count(s) x $hpc_scaling_repeats repeat(s) are $total runs; accepted: at most $hpc_scaling_max_runs runs"
   for n in "${hpc_scaling_nodes[@]}"; do
     for g in "${hpc_scaling_gpus[@]}"; do
       if [[ -z $g ]]; then
@@ -125,7 +132,10 @@ hpc_scaling_configurations() {
       fi
       w=$((n * (g > 0 ? g : 1)))
       worlds[$w]=1
-      for ((r = 1; r <= hpc_scaling_repeats; r++)); do lines+=("$(printf '%09d %09d %s %s %s' "$w" "$n" "$n" "$g" "$r")"); done
+      for ((r = 1; r <= hpc_scaling_repeats; r++)); do
+        printf -v line '%09d %09d %s %s %s' "$w" "$n" "$n" "$g" "$r"
+        lines+=("$line")
+      done
     done
   done
   ((${#worlds[@]} >= 2)) ||
