@@ -188,3 +188,49 @@ def test_spread_of_equal_values_is_never_negative(tmp_path: Path) -> None:
         """)
     assert scaling_report.plot(summary, tmp_path) is True
     assert png_size(tmp_path / "scaling.png") == (1500, 500)
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink", "foreign"])
+def test_out_that_is_not_a_report_folder_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """--out never overwrites the user's files: a file, a link, a folder holding other things."""
+    study = make_study(tmp_path / "s", FOUR)
+    target = tmp_path / "mine"
+    target.mkdir()
+    (target / "report.md").write_text("my own notes\n", encoding="utf-8")
+    out = {"file": target / "report.md", "symlink": tmp_path / "link", "foreign": target}[kind]
+    if kind == "symlink":
+        (tmp_path / "empty").mkdir()
+        out.symlink_to(tmp_path / "empty")
+    assert scaling_report.main([str(study), "--out", str(out), "--no-refine"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"scaling-report: --out: '{out}' "), err
+    assert err.count("\n") == 1, err
+    assert "accepted: a new folder, an empty one, or one holding an earlier scaling report" in err
+    assert (target / "report.md").read_text(encoding="utf-8") == "my own notes\n"
+    assert sorted(p.name for p in target.iterdir()) == ["report.md"]
+    assert not any((tmp_path / "empty").iterdir()) if kind == "symlink" else True
+
+
+def test_out_holding_an_earlier_report_is_rewritten(tmp_path: Path) -> None:
+    study = make_study(tmp_path / "s", FOUR)
+    out = tmp_path / "out"
+    assert scaling_report.main([str(study), "--out", str(out), "--no-refine"]) == 0
+    assert scaling_report.main([str(study), "--out", str(out), "--no-refine"]) == 0
+    (tmp_path / "empty").mkdir()
+    assert scaling_report.main([str(study), "--out", str(tmp_path / "empty"), "--no-refine"]) == 0
+
+
+def test_plot_is_never_written_through_a_planted_link(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    study = make_study(tmp_path / "s", FOUR)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n", encoding="utf-8")
+    for name in ("scaling.png", "scaling.svg"):
+        (study / name).symlink_to(victim)
+    assert scaling_report.main([str(study), "--no-refine"]) == 0
+    assert victim.read_text(encoding="utf-8") == "precious\n"
+    for name in ("scaling.png", "scaling.svg"):
+        assert not (study / name).is_symlink()
+        assert (study / name).stat().st_size > 1000

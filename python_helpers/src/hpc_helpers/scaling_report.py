@@ -333,8 +333,13 @@ def plot(summary: str, out_dir: Path) -> bool:
         fig.text(0.5, 0.01, f"No successful run, not plotted: {', '.join(failed)}",
                  ha="center", color="firebrick")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
-    fig.savefig(out_dir / "scaling.png", metadata={"Software": None})
-    fig.savefig(out_dir / "scaling.svg", metadata={"Date": None, "Creator": None})
+    # Saved beside and renamed over: a link planted at scaling.png is replaced, never followed.
+    for name, meta in (("scaling.png", {"Software": None}),
+                       ("scaling.svg", {"Date": None, "Creator": None})):
+        path = out_dir / name
+        tmp = path.with_name(f".{name}.tmp.{os.getpid()}{path.suffix}")
+        fig.savefig(tmp, metadata=meta)
+        os.replace(tmp, path)
     plt.close(fig)
     return True
 
@@ -345,9 +350,32 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def check_out(out: Path) -> None:
+    """StudyError unless OUT is a folder the report may write into: new, empty, or holding an
+    earlier report (its summary.csv); never a link, a file, or a folder of other things."""
+    accepted = "accepted: a new folder, an empty one, or one holding an earlier scaling report"
+    if out.is_symlink():
+        raise StudyError(f"--out: '{out}' is a symbolic link; {accepted}")
+    if out.exists() and not out.is_dir():
+        raise StudyError(f"--out: '{out}' is not a folder; {accepted}")
+    if out.is_dir() and any(out.iterdir()):
+        try:
+            with open(out / "summary.csv", encoding="utf-8") as handle:
+                first = handle.readline()
+        except OSError:
+            first = ""
+        if (out / "summary.csv").is_symlink() or not first.startswith(SUMMARY_HEAD):
+            raise StudyError(f"--out: '{out}' holds other files; {accepted}")
+
+
+SUMMARY_HEAD = "config,nodes,gpus_per_node,world_size,"
+
+
 def write_report(folder: Path, out_dir: Path | None = None, refine: bool = True) -> Study:
     """Every file of the report of the study in FOLDER, into OUT_DIR (default FOLDER)."""
     study_doc = load_study(folder)
+    if out_dir is not None:
+        check_out(out_dir)
     out = out_dir or folder
     out.mkdir(parents=True, exist_ok=True)
     runs = load_runs(folder, study_doc, refine=refine)
