@@ -29,6 +29,7 @@ import io
 import json
 import math
 import os
+import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,6 +55,23 @@ def _read_json(path: Path) -> dict[str, Any]:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _read_run_json(path: Path) -> dict[str, Any]:
+    """A run's wall.json or metrics.json: {} unless a plain file, read not through a link (a
+    FIFO planted there would block the report job until its time limit)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return {}
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or path.parent.is_symlink():
+            return {}
+        try:
+            doc = json.loads(handle.read().decode("utf-8"))
+        except (OSError, ValueError):
+            return {}
     return doc if isinstance(doc, dict) else {}
 
 
@@ -101,8 +119,8 @@ def load_runs(folder: Path, study: dict[str, Any], refine: bool = True) -> list[
     runs: list[Run] = []
     for conf, status in zip(configs, statuses):
         run_dir = folder / "runs" / status.key
-        wall = _read_json(run_dir / "wall.json")
-        metrics = _read_json(run_dir / "metrics.json")
+        wall = _read_run_json(run_dir / "wall.json")
+        metrics = _read_run_json(run_dir / "metrics.json")
         state = status.state
         if state in ("LOST", "FAILED") and recorded.get(status.key, state) not in ("", state):
             state = recorded[status.key]
