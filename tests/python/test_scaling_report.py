@@ -263,3 +263,16 @@ def test_planted_fifo_or_links_in_runs_are_not_followed(tmp_path: Path) -> None:
     assert "1000000000" not in results
     # Two of three successful runs lack metrics.json now: wall time for all, never mixed.
     assert "scaling report: metric wall_s" in done.stderr
+
+
+@pytest.mark.parametrize("text", ['{"samples_per_s": 19', '{"samples_per_s": NaN}',
+                                  '{"samples_per_s": "fast"}', "[1, 2]", "\xff\xfe"])
+def test_metrics_corrupted_by_hand_is_no_number(tmp_path: Path, text: str) -> None:
+    study = make_study(tmp_path / "s", FOUR)
+    (study / "runs" / "1x2-r1" / "metrics.json").write_text(text, encoding="latin-1")
+    assert scaling_report.main([str(study), "--no-refine"]) == 0
+    rows = (study / "results.csv").read_text(encoding="utf-8").splitlines()
+    row = next(r for r in rows if ",1x2," in r)
+    # The run itself completed: its wall time stands, and the metric falls back to wall_s for all.
+    assert ",COMPLETED,0," in row
+    assert ",wall_s,20," in row
