@@ -106,3 +106,16 @@ listing() {
   assert_output ''
   [ -f "$(echo "$outputs"/scaling/probe/*/study.json)" ]
 }
+
+@test "a run's status.json or wall.json planted as a link to a folder: replaced, nothing written into the folder" {
+  local run_dir="$BATS_TEST_TMPDIR/runs/1x1-r1" elsewhere="$BATS_TEST_TMPDIR/elsewhere"
+  mkdir -p "$run_dir" "$elsewhere"
+  ln -s "$elsewhere" "$run_dir/wall.json"
+  run bash -c 'set -euo pipefail; source "$1/hpc_files/lib/hpc_followup.bash"; hpc_followup_status_write "$2/wall.json" "wall_s:=1.5" "job_id=7"' _ "$HPC_ROOT" "$run_dir"
+  assert_success
+  run find "$elsewhere" -mindepth 1
+  assert_output ''
+  [[ ! -L $run_dir/wall.json ]] || fail "still a link"
+  run cat "$run_dir/wall.json"
+  assert_output '{"wall_s": 1.5, "job_id": "7"}'
+}
