@@ -220,6 +220,9 @@ def test_out_holding_an_earlier_report_is_rewritten(tmp_path: Path) -> None:
     assert scaling_report.main([str(study), "--out", str(out), "--no-refine"]) == 0
     (tmp_path / "empty").mkdir()
     assert scaling_report.main([str(study), "--out", str(tmp_path / "empty"), "--no-refine"]) == 0
+    # --out the study folder itself, before its first report: as without --out.
+    fresh = make_study(tmp_path / "fresh", FOUR)
+    assert scaling_report.main([str(fresh), "--out", str(fresh), "--no-refine"]) == 0
 
 
 def test_plot_is_never_written_through_a_planted_link(tmp_path: Path) -> None:

@@ -392,7 +392,7 @@ SUMMARY_HEAD = "config,nodes,gpus_per_node,world_size,"
 def write_report(folder: Path, out_dir: Path | None = None, refine: bool = True) -> Study:
     """Every file of the report of the study in FOLDER, into OUT_DIR (default FOLDER)."""
     study_doc = load_study(folder)
-    if out_dir is not None:
+    if out_dir is not None and not (out_dir.is_dir() and out_dir.samefile(folder)):
         check_out(out_dir)
     out = out_dir or folder
     out.mkdir(parents=True, exist_ok=True)
