@@ -139,7 +139,7 @@
 #                              hpc_helpers.scaling.Throughput in the loop measures samples/s.
 #   --scale-nodes LIST         Node counts, e.g. 1,2,4. Default: powers of two up to --num-nodes.
 #   --scale-gpus LIST          GPUs per node, e.g. 1,2,4. Default: --gpus.
-#   --repeats R                Runs per configuration (the median is reported). Default: 1.
+#   --repeats R                Runs per configuration (the median is reported). Default: 1. At most 1000 runs in all.
 #   --scaling-mode MODE        strong (default) or weak: how wall time becomes efficiency (only
 #                              when the program does not measure throughput).
 #   --report-time TIME         The report job's time limit. Default: 00:15:00.

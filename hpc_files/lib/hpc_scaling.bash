@@ -24,6 +24,9 @@
 # shellcheck source=hpc_files/lib/hpc_followup.bash
 source "${BASH_SOURCE[0]%/*}/hpc_followup.bash"
 
+# The most runs (configurations x repeats) one study submits.
+hpc_scaling_max_runs=1000
+
 # ---------------------------------------------------------------------------------------------
 # Submission
 
@@ -111,11 +114,15 @@ hpc_scaling_plan() {
 }
 
 # hpc_scaling_configurations: sets hpc_scaling_runs to 'N G R' per run (by world size, then
-# nodes; the plan's GPUs resolved) and checks that there are two world sizes at least.
+# nodes; the plan's GPUs resolved) and checks that there are two world sizes at least and at
+# most hpc_scaling_max_runs runs (checked first: a huge study would otherwise loop for minutes).
 hpc_scaling_configurations() {
-  local n g r w
+  local n g r w line total
   local -A worlds=()
   local -a lines=()
+  total=$((${#hpc_scaling_nodes[@]} * ${#hpc_scaling_gpus[@]} * hpc_scaling_repeats))
+  ((total <= hpc_scaling_max_runs)) ||
+    hpc_die_usage "--scale-nodes/--scale-gpus/--repeats" "${#hpc_scaling_nodes[@]} node count(s) x ${#hpc_scaling_gpus[@]} GPU count(s) x $hpc_scaling_repeats repeat(s) are $total runs; accepted: at most $hpc_scaling_max_runs runs"
   for n in "${hpc_scaling_nodes[@]}"; do
     for g in "${hpc_scaling_gpus[@]}"; do
       if [[ -z $g ]]; then
@@ -125,7 +132,10 @@ hpc_scaling_configurations() {
       fi
       w=$((n * (g > 0 ? g : 1)))
       worlds[$w]=1
-      for ((r = 1; r <= hpc_scaling_repeats; r++)); do lines+=("$(printf '%09d %09d %s %s %s' "$w" "$n" "$n" "$g" "$r")"); done
+      for ((r = 1; r <= hpc_scaling_repeats; r++)); do
+        printf -v line '%09d %09d %s %s %s' "$w" "$n" "$n" "$g" "$r"
+        lines+=("$line")
+      done
     done
   done
   ((${#worlds[@]} >= 2)) ||
@@ -306,6 +316,10 @@ hpc_scaling_main() {
       exit 1
     }
   fi
+  for x in "${hpc_scaling_root%/*}" "$hpc_scaling_root"; do
+    # A study's folder is removed when its submission fails: never one reached through a link.
+    [[ ! -L $x ]] || hpc_die "$x is a symbolic link; the scaling study's folders are made in a folder of their own, never through a link: nothing was submitted"
+  done
   hpc_scaling_shared
   hpc_profile_slurm_facts_save
   hpc_submit_made=()
@@ -332,8 +346,10 @@ hpc_scaling_main() {
   hpc_scaling_id_text=$stamp-$hpc_scaling_report_id
   hpc_scaling_dir=$hpc_scaling_root/$hpc_scaling_id_text
   [[ -d $hpc_scaling_root ]] || mkdir -p -- "$hpc_scaling_root" || hpc_scaling_undo "cannot make $hpc_scaling_root"
-  mkdir -- "$hpc_scaling_dir" "$hpc_scaling_dir/runs" || hpc_scaling_undo "cannot make $hpc_scaling_dir/runs"
+  # One at a time: runs/ is never made inside a folder of that name that was already there.
+  mkdir -- "$hpc_scaling_dir" || hpc_scaling_undo "cannot make $hpc_scaling_dir"
   hpc_scaling_made=$hpc_scaling_dir
+  mkdir -- "$hpc_scaling_dir/runs" || hpc_scaling_undo "cannot make $hpc_scaling_dir/runs"
   # The report job's script knows the study's folder only now: it learns it from its manifest's
   # twin, report.sh; SLURM runs the script it was given, so the folder goes in by name below.
   for x in "${hpc_scaling_runs[@]}"; do
@@ -347,10 +363,9 @@ hpc_scaling_main() {
     printf '%s' "$hpc_plan_script" >"$hpc_scaling_run_dir/job.sh" || hpc_scaling_undo "cannot write $hpc_scaling_run_dir/job.sh"
     hpc_manifest_write "$hpc_scaling_id" "$hpc_scaling_run_dir/job.sh" || hpc_say "run $hpc_scaling_id was submitted, but its manifest could not be written"
   done
-  local IFS=:
-  out=$(scontrol update JobId="$hpc_scaling_report_id" Dependency="afterany:${hpc_scaling_run_ids[*]}" 2>&1) ||
+  printf -v x '%s:' "${hpc_scaling_run_ids[@]}"
+  out=$(scontrol update JobId="$hpc_scaling_report_id" Dependency="afterany:${x%:}" 2>&1) ||
     hpc_scaling_undo "cannot make the report job wait for the runs: $out"
-  IFS=$' \t\n'
   hpc_scaling_report_plan
   hpc_plan_render
   printf '%s' "$hpc_plan_script" >"$hpc_scaling_dir/report.sh" || hpc_scaling_undo "cannot write $hpc_scaling_dir/report.sh"

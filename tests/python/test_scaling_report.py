@@ -188,3 +188,94 @@ def test_spread_of_equal_values_is_never_negative(tmp_path: Path) -> None:
         """)
     assert scaling_report.plot(summary, tmp_path) is True
     assert png_size(tmp_path / "scaling.png") == (1500, 500)
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink", "foreign"])
+def test_out_that_is_not_a_report_folder_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """--out never overwrites the user's files: a file, a link, a folder holding other things."""
+    study = make_study(tmp_path / "s", FOUR)
+    target = tmp_path / "mine"
+    target.mkdir()
+    (target / "report.md").write_text("my own notes\n", encoding="utf-8")
+    out = {"file": target / "report.md", "symlink": tmp_path / "link", "foreign": target}[kind]
+    if kind == "symlink":
+        (tmp_path / "empty").mkdir()
+        out.symlink_to(tmp_path / "empty")
+    assert scaling_report.main([str(study), "--out", str(out), "--no-refine"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"scaling-report: --out: '{out}' "), err
+    assert err.count("\n") == 1, err
+    assert "accepted: a new folder, an empty one, or one holding an earlier scaling report" in err
+    assert (target / "report.md").read_text(encoding="utf-8") == "my own notes\n"
+    assert sorted(p.name for p in target.iterdir()) == ["report.md"]
+    assert not any((tmp_path / "empty").iterdir()) if kind == "symlink" else True
+
+
+def test_out_holding_an_earlier_report_is_rewritten(tmp_path: Path) -> None:
+    study = make_study(tmp_path / "s", FOUR)
+    out = tmp_path / "out"
+    assert scaling_report.main([str(study), "--out", str(out), "--no-refine"]) == 0
+    assert scaling_report.main([str(study), "--out", str(out), "--no-refine"]) == 0
+    (tmp_path / "empty").mkdir()
+    assert scaling_report.main([str(study), "--out", str(tmp_path / "empty"), "--no-refine"]) == 0
+    # --out the study folder itself, before its first report: as without --out.
+    fresh = make_study(tmp_path / "fresh", FOUR)
+    assert scaling_report.main([str(fresh), "--out", str(fresh), "--no-refine"]) == 0
+
+
+def test_plot_is_never_written_through_a_planted_link(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    study = make_study(tmp_path / "s", FOUR)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n", encoding="utf-8")
+    for name in ("scaling.png", "scaling.svg"):
+        (study / name).symlink_to(victim)
+    assert scaling_report.main([str(study), "--no-refine"]) == 0
+    assert victim.read_text(encoding="utf-8") == "precious\n"
+    for name in ("scaling.png", "scaling.svg"):
+        assert not (study / name).is_symlink()
+        assert (study / name).stat().st_size > 1000
+
+
+def test_planted_fifo_or_links_in_runs_are_not_followed(tmp_path: Path) -> None:
+    """A FIFO as metrics.json would block the report job until its time limit; a link as a run's
+    metrics.json or as a run's folder is not read (never through a link): that run counts as one
+    without metrics, its status read as the follow-up reader reads it."""
+    import os
+    import subprocess
+    import sys
+
+    study = make_study(tmp_path / "s", FOUR)
+    os.unlink(study / "runs" / "1x1-r1" / "metrics.json")
+    os.mkfifo(study / "runs" / "1x1-r1" / "metrics.json")
+    os.unlink(study / "runs" / "2x1-r1" / "status.json")
+    os.mkfifo(study / "runs" / "2x1-r1" / "status.json")
+    fake = tmp_path / "fake.json"
+    fake.write_text(json.dumps({"samples_per_s": 1e9, "samples": 640}) + "\n", encoding="utf-8")
+    os.unlink(study / "runs" / "1x2-r1" / "metrics.json")
+    (study / "runs" / "1x2-r1" / "metrics.json").symlink_to(fake)
+    src = Path(scaling_report.__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "hpc_helpers.scaling_report", str(study), "--no-refine"],
+        env={**os.environ, "PYTHONPATH": str(src)}, capture_output=True, text=True, timeout=60,
+        check=False)
+    assert done.returncode == 0, done.stderr
+    results = (study / "results.csv").read_text(encoding="utf-8")
+    assert "1000000000" not in results
+    # Two of three successful runs lack metrics.json now: wall time for all, never mixed.
+    assert "scaling report: metric wall_s" in done.stderr
+
+
+@pytest.mark.parametrize("text", ['{"samples_per_s": 19', '{"samples_per_s": NaN}',
+                                  '{"samples_per_s": "fast"}', "[1, 2]", "\xff\xfe"])
+def test_metrics_corrupted_by_hand_is_no_number(tmp_path: Path, text: str) -> None:
+    study = make_study(tmp_path / "s", FOUR)
+    (study / "runs" / "1x2-r1" / "metrics.json").write_text(text, encoding="latin-1")
+    assert scaling_report.main([str(study), "--no-refine"]) == 0
+    rows = (study / "results.csv").read_text(encoding="utf-8").splitlines()
+    row = next(r for r in rows if ",1x2," in r)
+    # The run itself completed: its wall time stands, and the metric falls back to wall_s for all.
+    assert ",COMPLETED,0," in row
+    assert ",wall_s,20," in row

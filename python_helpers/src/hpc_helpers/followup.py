@@ -156,6 +156,8 @@ def read_statuses(
         path = unit_dir / key / "status.json"
         fields: dict[str, Any] = {}
         try:
+            if not path.is_file():  # a FIFO planted there would block the reader
+                raise OSError(f"{path} is not a file")
             loaded = json.loads(path.read_text(encoding="utf-8"))
             if isinstance(loaded, dict):
                 fields = loaded

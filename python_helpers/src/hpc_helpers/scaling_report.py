@@ -29,6 +29,7 @@ import io
 import json
 import math
 import os
+import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,6 +55,23 @@ def _read_json(path: Path) -> dict[str, Any]:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _read_run_json(path: Path) -> dict[str, Any]:
+    """A run's wall.json or metrics.json: {} unless a plain file, read not through a link (a
+    FIFO planted there would block the report job until its time limit)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return {}
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or path.parent.is_symlink():
+            return {}
+        try:
+            doc = json.loads(handle.read().decode("utf-8"))
+        except (OSError, ValueError):
+            return {}
     return doc if isinstance(doc, dict) else {}
 
 
@@ -101,8 +119,8 @@ def load_runs(folder: Path, study: dict[str, Any], refine: bool = True) -> list[
     runs: list[Run] = []
     for conf, status in zip(configs, statuses):
         run_dir = folder / "runs" / status.key
-        wall = _read_json(run_dir / "wall.json")
-        metrics = _read_json(run_dir / "metrics.json")
+        wall = _read_run_json(run_dir / "wall.json")
+        metrics = _read_run_json(run_dir / "metrics.json")
         state = status.state
         if state in ("LOST", "FAILED") and recorded.get(status.key, state) not in ("", state):
             state = recorded[status.key]
@@ -333,8 +351,13 @@ def plot(summary: str, out_dir: Path) -> bool:
         fig.text(0.5, 0.01, f"No successful run, not plotted: {', '.join(failed)}",
                  ha="center", color="firebrick")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
-    fig.savefig(out_dir / "scaling.png", metadata={"Software": None})
-    fig.savefig(out_dir / "scaling.svg", metadata={"Date": None, "Creator": None})
+    # Saved beside and renamed over: a link planted at scaling.png is replaced, never followed.
+    for name, meta in (("scaling.png", {"Software": None}),
+                       ("scaling.svg", {"Date": None, "Creator": None})):
+        path = out_dir / name
+        tmp = path.with_name(f".{name}.tmp.{os.getpid()}{path.suffix}")
+        fig.savefig(tmp, metadata=meta)
+        os.replace(tmp, path)
     plt.close(fig)
     return True
 
@@ -345,9 +368,32 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def check_out(out: Path) -> None:
+    """StudyError unless OUT is a folder the report may write into: new, empty, or holding an
+    earlier report (its summary.csv); never a link, a file, or a folder of other things."""
+    accepted = "accepted: a new folder, an empty one, or one holding an earlier scaling report"
+    if out.is_symlink():
+        raise StudyError(f"--out: '{out}' is a symbolic link; {accepted}")
+    if out.exists() and not out.is_dir():
+        raise StudyError(f"--out: '{out}' is not a folder; {accepted}")
+    if out.is_dir() and any(out.iterdir()):
+        try:
+            with open(out / "summary.csv", encoding="utf-8") as handle:
+                first = handle.readline()
+        except OSError:
+            first = ""
+        if (out / "summary.csv").is_symlink() or not first.startswith(SUMMARY_HEAD):
+            raise StudyError(f"--out: '{out}' holds other files; {accepted}")
+
+
+SUMMARY_HEAD = "config,nodes,gpus_per_node,world_size,"
+
+
 def write_report(folder: Path, out_dir: Path | None = None, refine: bool = True) -> Study:
     """Every file of the report of the study in FOLDER, into OUT_DIR (default FOLDER)."""
     study_doc = load_study(folder)
+    if out_dir is not None and not (out_dir.is_dir() and out_dir.samefile(folder)):
+        check_out(out_dir)
     out = out_dir or folder
     out.mkdir(parents=True, exist_ok=True)
     runs = load_runs(folder, study_doc, refine=refine)

@@ -1,0 +1,121 @@
+#!/usr/bin/env bats
+# Attacks on the scaling test's submission (hpc_scaling.bash) with the PATH stubs of
+# tests/fixtures/submitter/bin (no SLURM): a failure midway removes only the study folder it
+# made, never a folder that existed nor anything reached through a link; no secret in a bash -x
+# trace of a whole scaling submission, nor in what it writes.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+  load '../helpers/common'
+  load '../helpers/submitter'
+  hpc_test_warm_profiles
+}
+
+setup() {
+  load '../helpers/common'
+  # shellcheck source=tests/helpers/submitter.bash
+  source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
+  hpc_test_submitter_project "$(hpc_test_tmp)/cache" "$(hpc_test_tmp)/scratch"
+  outputs="$SCRATCH/my project/hpc_outputs"
+  mkdir -p "$project/virtual_env/bin"
+  : >"$project/virtual_env/bin/activate"
+  (
+    # shellcheck source=virtual_env_hpc_files/venv_runner.bash
+    source "$project/hpc_files/virtual_env_hpc_files/venv_runner.bash"
+    hpc_venv_expect "$project"
+    printf '%s' "$hpc_venv_stamp" >"$project/virtual_env/.hpc_deps"
+  )
+}
+
+# scontrol_refusing_update: a scontrol before the stub on PATH that refuses 'update' (the report
+# job's dependency), so that the submission fails after the study folder was made.
+scontrol_refusing_update() {
+  mkdir -p "$BATS_TEST_TMPDIR/bin"
+  # shellcheck disable=SC2016 # the stand-in's own $1 and $@
+  printf '#!/usr/bin/env bash\n[[ ${1-} != update ]] || { echo "scontrol: refused" >&2; exit 1; }\nexec %q "$@"\n' \
+    "$fixtures/bin/scontrol" >"$BATS_TEST_TMPDIR/bin/scontrol"
+  chmod +x "$BATS_TEST_TMPDIR/bin/scontrol"
+  export PATH=$BATS_TEST_TMPDIR/bin:$PATH
+}
+
+# calls COMMAND: how many times the stub COMMAND was called.
+calls() {
+  local n=0
+  while [[ -e $stub_log/$1.$((n + 1)).args ]]; do n=$((n + 1)); done
+  printf '%s\n' "$n"
+}
+
+# listing DIR: every path under DIR with its type and size, sorted (links not followed).
+listing() {
+  find "$1" -printf '%P %y %s\n' | LC_ALL=C sort
+}
+
+@test "scaling: a failure midway removes the study folder it made and cancels the jobs; folders that were there stay" {
+  scontrol_refusing_update
+  run --separate-stderr bash "$submitter" --scaling-test --scale-gpus 1,2 -e probe -y </dev/null
+  assert_equal "$status" 1
+  [[ $stderr == *"cannot make the report job wait for the runs: scontrol: refused; the study's jobs (4242 4243 4244) were cancelled"* ]] || fail "$stderr"
+  run find "$outputs/scaling/probe" -mindepth 1 -maxdepth 1
+  assert_output ''
+  # A study folder of that name already there (the same second and id): kept as it was.
+  local stamp s
+  mkdir -p "$outputs/scaling/probe"
+  for s in 0 1 2 3; do
+    printf -v stamp '%(%Y%m%d-%H%M%S)T' "$((EPOCHSECONDS + s))"
+    mkdir -p "$outputs/scaling/probe/$stamp-4245"
+    printf 'mine\n' >"$outputs/scaling/probe/$stamp-4245/notes.txt"
+  done
+  local before
+  before=$(listing "$outputs/scaling")
+  run --separate-stderr bash "$submitter" --scaling-test --scale-gpus 1,2 -e probe -y </dev/null
+  assert_equal "$status" 1
+  [[ $stderr == *"cannot make "*"-4245; the study's jobs (4245) were cancelled"* ]] || fail "$stderr"
+  assert_equal "$(listing "$outputs/scaling")" "$before"
+}
+
+@test "scaling: scaling/<exp> or scaling/ a symbolic link -> refused before anything is submitted, the link's target untouched" {
+  local target="$BATS_TEST_TMPDIR/elsewhere" before
+  mkdir -p "$target" "$outputs/scaling"
+  printf 'mine\n' >"$target/notes.txt"
+  ln -s "$target" "$outputs/scaling/probe"
+  before=$(listing "$target")
+  run --separate-stderr bash "$submitter" --scaling-test --scale-gpus 1,2 -e probe -y </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: $outputs/scaling/probe is a symbolic link; the scaling study's folders are made in a folder of their own, never through a link: nothing was submitted"
+  assert_equal "$(calls sbatch)" 0
+  assert_equal "$(listing "$target")" "$before"
+  rm -- "$outputs/scaling/probe"
+  rmdir -- "$outputs/scaling"
+  ln -s "$target" "$outputs/scaling"
+  run --separate-stderr bash "$submitter" --scaling-test --scale-gpus 1,2 -e probe -y </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: $outputs/scaling is a symbolic link; the scaling study's folders are made in a folder of their own, never through a link: nothing was submitted"
+  assert_equal "$(calls sbatch)" 0
+  assert_equal "$(listing "$target")" "$before"
+}
+
+@test "scaling: no secret in a bash -x trace of a whole scaling submission, nor in study.json, the job scripts, the manifests" {
+  local sentinel=sentinel-XYZ123456
+  # shellcheck disable=SC2016 # expanded on the node, from the job's environment
+  printf 'python main.py --wandb-key $WANDB_API_KEY\n' >"$project/hpc_files/experiment_configurations.txt"
+  WANDB_API_KEY=$sentinel run --separate-stderr bash -x "$submitter" --scaling-test --scale-gpus 1,2 -e probe -y </dev/null
+  assert_equal "$status" 0
+  [[ $stderr != *"$sentinel"* && $output != *"$sentinel"* ]] || fail "the key is in the trace: $(grep -m3 -F -- "$sentinel" <<<"$stderr$output")"
+  run grep -rlaF -- "$sentinel" "$SCRATCH" "$stub_log"
+  assert_output ''
+  [ -f "$(echo "$outputs"/scaling/probe/*/study.json)" ]
+}
+
+@test "a run's status.json or wall.json planted as a link to a folder: replaced, nothing written into the folder" {
+  local run_dir="$BATS_TEST_TMPDIR/runs/1x1-r1" elsewhere="$BATS_TEST_TMPDIR/elsewhere"
+  mkdir -p "$run_dir" "$elsewhere"
+  ln -s "$elsewhere" "$run_dir/wall.json"
+  run bash -c 'set -euo pipefail; source "$1/hpc_files/lib/hpc_followup.bash"; hpc_followup_status_write "$2/wall.json" "wall_s:=1.5" "job_id=7"' _ "$HPC_ROOT" "$run_dir"
+  assert_success
+  run find "$elsewhere" -mindepth 1
+  assert_output ''
+  [[ ! -L $run_dir/wall.json ]] || fail "still a link"
+  run cat "$run_dir/wall.json"
+  assert_output '{"wall_s": 1.5, "job_id": "7"}'
+}
