@@ -85,7 +85,7 @@ hpc_scaling_check_options() {
     hpc_die_usage "--scaling-mode" "'$hpc_scaling_mode' is not accepted; accepted: strong, weak"
   hpc_scaling_report_time=${hpc_opt_report_time:-00:15:00}
   hpc_opt_check_time "$hpc_scaling_report_time" ||
-    hpc_die_usage "--report-time" "'$hpc_scaling_report_time' is not accepted; accepted: a SLURM time, e.g. 00:15:00"
+    hpc_die_usage "--report-time" "'$hpc_scaling_report_time' is not accepted; accepted: $hpc_opt_time_accepted"
   if [[ $hpc_opt_launcher == none ]]; then
     for n in "${hpc_scaling_nodes[@]}"; do
       ((n == 1)) || hpc_die_usage "-W/--which-distributed" "a scaling test over $n nodes needs a launcher; accepted: -W torchrun or -W lightning"

@@ -275,7 +275,7 @@ HPC_STUB_MAX_JOB_COUNT=2|--map-over standard.txt|--map-over: 3 tasks are more th
 |--scaling-test --scale-gpus 1,2 --repeats 0|--repeats: '0' is not accepted; accepted: a whole number of repeats, 1 or more
 |--scaling-test --scale-gpus 1,2 --repeats x|--repeats: 'x' is not accepted; accepted: a whole number of repeats, 1 or more
 |--scaling-test --scale-gpus 1,2 --scaling-mode fast|--scaling-mode: 'fast' is not accepted; accepted: strong, weak
-|--scaling-test --scale-gpus 1,2 --report-time 99x|--report-time: '99x' is not accepted; accepted: a SLURM time, e.g. 00:15:00
+|--scaling-test --scale-gpus 1,2 --report-time 99x|--report-time: '99x' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
 |--scale-nodes 1,2|--scale-nodes: is for a scaling test; accepted with --scaling-test
 |--repeats 2|--repeats: is for a scaling test; accepted with --scaling-test
 |--scaling-test=1|--scaling-test: takes no value
