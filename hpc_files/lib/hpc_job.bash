@@ -662,13 +662,14 @@ hpc_job_program_requeue() {
     hpc_job_log "not requeued by the program (scontrol $*): cannot write the record $record; the batch shell's requeue after the run applies"
     return 1
   fi
+  # Said before the requeue: once SLURM ends the step, a line written after it may be lost.
+  hpc_job_log "requeueing for the program (scontrol $*), restart $((restarts + 1)) of $max: SLURM ends this run now and starts the job again"
   "$real" "$@" || status=$?
   if ((status != 0)); then
     rm -f -- "${record:?}"
     hpc_job_log "the program's scontrol $* failed (exit status $status): not requeued by it"
     return "$status"
   fi
-  hpc_job_log "requeued by the program (scontrol $*), restart $((restarts + 1)) of $max: SLURM ends this run now and starts the job again"
 }
 
 # hpc_job_scontrol SHIM ARGS...: the scontrol that the program finds first on its PATH

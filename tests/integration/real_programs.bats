@@ -79,7 +79,7 @@ setup() {
   # Run 1: Lightning handled the warning, saved its checkpoint and requeued the job through the
   # toolkit's scontrol; the batch shell said so and did not requeue again.
   assert_line --partial "Handling auto-requeue signal: 10"
-  assert_equal "$(grep -c "^\[hpc n1\] requeued by the program (scontrol requeue $job_id), restart 1 of 1: SLURM ends this run now and starts the job again$" "$job_out")" 1
+  assert_equal "$(grep -c "^\[hpc n1\] requeueing for the program (scontrol requeue $job_id), restart 1 of 1: SLURM ends this run now and starts the job again$" "$job_out")" 1
   assert_line "[hpc n1] received SIGTERM: SLURM ends this run for the requeue the program asked for (restart 1 of 1); passing it to the program"
   # Lightning exits 0 on that SIGTERM (or srun fails): either way not "finished successfully".
   assert_line --regexp "^\[hpc n1\] the program (exited with status 0 after SLURM's SIGTERM|failed with exit status [0-9]+ after)"

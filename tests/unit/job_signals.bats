@@ -226,7 +226,7 @@ STUB
   shim_env 1 0
   run scontrol requeue 4242
   assert_success
-  assert_output "[hpc n1] requeued by the program (scontrol requeue 4242), restart 1 of 1: SLURM ends this run now and starts the job again"
+  assert_output "[hpc n1] requeueing for the program (scontrol requeue 4242), restart 1 of 1: SLURM ends this run now and starts the job again"
   assert_equal "$(cat "$tmp/real.calls")" "requeue 4242"
   assert_equal "$(cat "$scratch_dir/hpc_outputs/.hpc_requeue.4242.0")" 1
   # A second ask in the same run (every rank's handler, a second warning) requeues nothing more.
@@ -273,7 +273,8 @@ STUB
   echo 5 >"$tmp/real_status"
   run scontrol requeue 4242
   assert_failure 5
-  assert_output "[hpc n1] the program's scontrol requeue 4242 failed (exit status 5): not requeued by it"
+  assert_line --index 0 "[hpc n1] requeueing for the program (scontrol requeue 4242), restart 1 of 2: SLURM ends this run now and starts the job again"
+  assert_line --index 1 "[hpc n1] the program's scontrol requeue 4242 failed (exit status 5): not requeued by it"
   [ ! -e "$scratch_dir/hpc_outputs/.hpc_requeue.4242.0" ]
   echo 3 >"$tmp/real_status"
   run scontrol show job 4242
@@ -284,7 +285,8 @@ STUB
   # Options before the command, and this job among others: still this job's requeue.
   run scontrol -Q requeue 999,4242
   assert_failure 3
-  assert_output "[hpc n1] the program's scontrol -Q requeue 999,4242 failed (exit status 3): not requeued by it"
+  assert_line --index 0 "[hpc n1] requeueing for the program (scontrol -Q requeue 999,4242), restart 1 of 2: SLURM ends this run now and starts the job again"
+  assert_line --index 1 "[hpc n1] the program's scontrol -Q requeue 999,4242 failed (exit status 3): not requeued by it"
   assert_equal "$(cat "$tmp/real.calls")" $'requeue 4242\nshow job 4242\nrequeue 999\n-Q requeue 999,4242'
   # Where the record cannot be made, the program's requeue is refused: the batch shell's applies.
   rm -rf "${scratch_dir:?}/hpc_outputs"
