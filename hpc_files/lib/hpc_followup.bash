@@ -49,6 +49,22 @@ hpc_followup_json_string() {
   hpc_followup_out="\"$_hpc_fj_value\""
 }
 
+# hpc_followup_json_list NAME ITEM...: sets the variable NAME to a JSON list of the ITEMs as
+# strings (hpc_followup_json_string each).
+hpc_followup_json_list() {
+  # Locals with names no caller uses: NAME must resolve to the caller's variable.
+  local -n hpc_followup_list_out=$1
+  local _hpc_fl_item _hpc_fl_quoted _hpc_fl_sep=''
+  shift
+  hpc_followup_list_out='['
+  for _hpc_fl_item in "$@"; do
+    hpc_followup_json_string _hpc_fl_quoted "$_hpc_fl_item"
+    hpc_followup_list_out+=$_hpc_fl_sep$_hpc_fl_quoted
+    _hpc_fl_sep=', '
+  done
+  hpc_followup_list_out+=']'
+}
+
 # hpc_followup_json_object NAME FIELD...: sets the variable NAME to one JSON object. FIELD is
 # NAME=TEXT (a string) or NAME:=NUMBER (a number; anything else is written as null).
 hpc_followup_json_object() {

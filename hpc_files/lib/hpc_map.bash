@@ -265,20 +265,6 @@ hpc_map_check_gather_references() {
   done < <(hpc_configs_references "${hpc_map_gather_words[@]}")
 }
 
-# hpc_map_json_list NAME ITEM...: sets NAME to a JSON list of the ITEMs as strings.
-hpc_map_json_list() {
-  local -n hpc_map_list_out=$1
-  local item quoted sep=''
-  shift
-  hpc_map_list_out='['
-  for item in "$@"; do
-    hpc_followup_json_string quoted "$item"
-    hpc_map_list_out+=$sep$quoted
-    sep=', '
-  done
-  hpc_map_list_out+=']'
-}
-
 # hpc_map_manifest_json: writes map_dir/manifest.json (atomically): the command, the resolved
 # options, the array and gather ids, the git commit and its dirty flag.
 hpc_map_manifest_json() {
@@ -287,12 +273,12 @@ hpc_map_manifest_json() {
   local -a words=(${hpc_submit_argv[@]+"${hpc_submit_argv[@]}"}) templates=("${hpc_configs_words[@]}")
   local -a gather_templates=(${hpc_map_gather_words[@]+"${hpc_map_gather_words[@]}"})
   hpc_mask_vars words templates gather_templates
-  hpc_map_json_list argv ${words[@]+"${words[@]}"}
-  hpc_map_json_list command "${templates[@]}"
-  hpc_map_json_list sbatch "${hpc_plan_sbatch_args[@]}"
-  hpc_map_json_list gather ${gather_templates[@]+"${gather_templates[@]}"}
-  hpc_map_json_list array_ids "${hpc_map_array_ids[@]}"
-  hpc_map_json_list gather_ids ${hpc_map_gather_ids[@]+"${hpc_map_gather_ids[@]}"}
+  hpc_followup_json_list argv ${words[@]+"${words[@]}"}
+  hpc_followup_json_list command "${templates[@]}"
+  hpc_followup_json_list sbatch "${hpc_plan_sbatch_args[@]}"
+  hpc_followup_json_list gather ${gather_templates[@]+"${gather_templates[@]}"}
+  hpc_followup_json_list array_ids "${hpc_map_array_ids[@]}"
+  hpc_followup_json_list gather_ids ${hpc_map_gather_ids[@]+"${hpc_map_gather_ids[@]}"}
   # The git commit: hpc_manifest_write has just asked git (one process per submission).
   [[ -v hpc_manifest_git_commit ]] || hpc_manifest_git "$hpc_plan_source_dir"
   hpc_followup_json_object json "map_id=$hpc_map_id" "exp_name=$hpc_plan_exp_name" "map_dir=$hpc_map_dir" \

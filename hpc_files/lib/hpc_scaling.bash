@@ -222,7 +222,7 @@ hpc_scaling_study_json() {
       "gpus_per_node:=${hpc_scaling_gpus_of[i]}" "repeat:=$r" "job_id=$id"
     configs+=$sep$json sep=', ' i=$((i + 1))
   done
-  hpc_map_json_list_words argv ${words[@]+"${words[@]}"}
+  hpc_followup_json_list argv ${words[@]+"${words[@]}"}
   [[ -v hpc_manifest_git_commit ]] || hpc_manifest_git "$hpc_plan_source_dir"
   hpc_followup_json_object json "schema:=1" "experiment=$hpc_plan_exp_name" "study_id=$hpc_scaling_id_text" \
     "study_dir=$hpc_scaling_dir" "command=bash job_submitter.sh ${words[*]}" "cluster=$hpc_plan_cluster" \
@@ -233,20 +233,6 @@ hpc_scaling_study_json() {
   json+=", \"git_dirty\": $([[ ${hpc_manifest_git_dirty:-} == yes ]] && echo true || echo false)"
   json+=", \"shared_host\": $hpc_scaling_shared_host, \"argv\": $argv, \"configurations\": [$configs]}"
   printf '%s\n' "$json" >"$hpc_scaling_dir/study.json.tmp.$$" && mv -f -- "$hpc_scaling_dir/study.json.tmp.$$" "$hpc_scaling_dir/study.json"
-}
-
-# hpc_map_json_list_words NAME WORD...: sets NAME to a JSON list of the WORDs as strings.
-hpc_map_json_list_words() {
-  local -n hpc_scaling_list_out=$1
-  local item quoted sep=''
-  shift
-  hpc_scaling_list_out='['
-  for item in "$@"; do
-    hpc_followup_json_string quoted "$item"
-    hpc_scaling_list_out+=$sep$quoted
-    sep=', '
-  done
-  hpc_scaling_list_out+=']'
 }
 
 # hpc_scaling_shared: sets hpc_scaling_shared_host to true when every node of the partition has
