@@ -54,6 +54,32 @@ hpc_venv_is_ready() {
   [[ $hpc_venv_text == "$2" ]]
 }
 
+# hpc_venv_real_path DIR: sets hpc_venv_build to DIR's real path, as cd -P and pwd say it; without
+# starting a process (this runs at every submission) when DIR is absolute and clean and no folder
+# above it is a symbolic link: DIR itself, or the build of .virtual_env_builds beside it that DIR
+# links to (virtual_env). False when DIR cannot be entered.
+hpc_venv_real_path() {
+  local up=${1%/*} build
+  if [[ $1 == /* && $1/ != *//* && $1/ != */./* && $1/ != */../* ]]; then
+    while [[ -n $up && ! -L $up ]]; do
+      up=${up%/*}
+    done
+    if [[ -z $up && -d $1 ]]; then
+      if [[ ! -L $1 ]]; then
+        hpc_venv_build=$1
+        return 0
+      fi
+      for build in "${1%/*}/.virtual_env_builds"/venv-*; do
+        if [[ ! -L $build && -d $build && $build -ef $1 ]]; then
+          hpc_venv_build=$build
+          return 0
+        fi
+      done
+    fi
+  fi
+  hpc_venv_build=$(cd -P -- "$1" && pwd)
+}
+
 # hpc_venv_find SOURCE_DIR STAMP: sets hpc_venv_build to the real path of a venv of the project
 # built for STAMP: the one virtual_env leads to, else one of .virtual_env_builds (virtual_env may
 # still lead to an older build that a job names). False when there is none.
@@ -61,13 +87,13 @@ hpc_venv_find() {
   local build
   hpc_venv_build=''
   if hpc_venv_is_ready "$1/virtual_env" "$2"; then
-    hpc_venv_build=$(cd -P -- "$1/virtual_env" && pwd) || return 1
+    hpc_venv_real_path "$1/virtual_env" || return 1
     return 0
   fi
   for build in "$1/.virtual_env_builds"/venv-*; do
     [[ ! -L $build ]] || continue
     hpc_venv_is_ready "$build" "$2" || continue
-    hpc_venv_build=$(cd -P -- "$build" && pwd) || return 1
+    hpc_venv_real_path "$build" || return 1
     return 0
   done
   return 1

@@ -88,14 +88,22 @@ hpc_secret_values() {
   local name value line i j swap
   local -a names=() parts=()
   hpc_secrets=()
-  # Every variable's name, without starting a process (compgen -e in $(...) would, at every
-  # submission); then only the exported ones, which are the environment.
-  names=("${!A@}" "${!B@}" "${!C@}" "${!D@}" "${!E@}" "${!F@}" "${!G@}" "${!H@}" "${!I@}" "${!J@}"
-    "${!K@}" "${!L@}" "${!M@}" "${!N@}" "${!O@}" "${!P@}" "${!Q@}" "${!R@}" "${!S@}" "${!T@}"
-    "${!U@}" "${!V@}" "${!W@}" "${!X@}" "${!Y@}" "${!Z@}" "${!a@}" "${!b@}" "${!c@}" "${!d@}"
-    "${!e@}" "${!f@}" "${!g@}" "${!h@}" "${!i@}" "${!j@}" "${!k@}" "${!l@}" "${!m@}" "${!n@}"
-    "${!o@}" "${!p@}" "${!q@}" "${!r@}" "${!s@}" "${!t@}" "${!u@}" "${!v@}" "${!w@}" "${!x@}"
-    "${!y@}" "${!z@}" "${!_@}")
+  # The environment's names, read in one go from /proc/self/environ (what this process was
+  # started with), where naming every variable of the shell took milliseconds at every
+  # submission. Variables exported after the start are not in it: the toolkit exports one secret
+  # itself, WANDB_API_KEY (hpc_sweep_load_key), named here. Without /proc: every variable's name,
+  # without starting a process; then only the exported ones, which are the environment.
+  if [[ -r /proc/self/environ ]] && mapfile -d '' -t names </proc/self/environ; then
+    names=("${names[@]%%=*}")
+    [[ " ${names[*]} " == *" WANDB_API_KEY "* ]] || names+=(WANDB_API_KEY)
+  else
+    names=("${!A@}" "${!B@}" "${!C@}" "${!D@}" "${!E@}" "${!F@}" "${!G@}" "${!H@}" "${!I@}" "${!J@}"
+      "${!K@}" "${!L@}" "${!M@}" "${!N@}" "${!O@}" "${!P@}" "${!Q@}" "${!R@}" "${!S@}" "${!T@}"
+      "${!U@}" "${!V@}" "${!W@}" "${!X@}" "${!Y@}" "${!Z@}" "${!a@}" "${!b@}" "${!c@}" "${!d@}"
+      "${!e@}" "${!f@}" "${!g@}" "${!h@}" "${!i@}" "${!j@}" "${!k@}" "${!l@}" "${!m@}" "${!n@}"
+      "${!o@}" "${!p@}" "${!q@}" "${!r@}" "${!s@}" "${!t@}" "${!u@}" "${!v@}" "${!w@}" "${!x@}"
+      "${!y@}" "${!z@}" "${!_@}")
+  fi
   for name in "${names[@]}"; do
     # hpc_secret_name, inline: this loop sees every variable of the shell, at every submission.
     case ${name^^} in

@@ -627,6 +627,48 @@ job_submitter.sh: install job 4242: the virtual environment is ready (N s)"
   assert_equal "$(calls sbatch)" 2
 }
 
+@test "the job names the venv build by its real path: virtual_env a link to a build, a plain folder, the project reached through a link" {
+  # Named like the project, so that its outputs land in the same place.
+  local link="$tmp/a link/my project" sh
+  mkdir -p "$project/.virtual_env_builds/venv-3/bin" "$project/.virtual_env_builds/venv-7/bin"
+  for b in 3 7; do
+    : >"$project/.virtual_env_builds/venv-$b/bin/activate"
+    venv_stamp >"$project/.virtual_env_builds/venv-$b/.hpc_deps"
+  done
+  ln -s .virtual_env_builds/venv-7 "$project/virtual_env"
+  submit -y
+  assert_equal "$status" 0
+  sh=$(<"$outputs/default_venv-none_4242.sh")
+  assert_equal "$(grep '^hpc_job_venv=' <<<"$sh")" "hpc_job_venv=$(printf '%q' "$project/.virtual_env_builds/venv-7")"
+
+  # Through a link to the project: the build's physical path, as cd -P says it.
+  mkdir -p "${link%/*}"
+  ln -s "$project" "$link"
+  run --separate-stderr bash "$link/hpc_files/job_submitter.sh" -y </dev/null
+  assert_equal "$status" 0
+  sh=$(<"$outputs/default_venv-none_4243.sh")
+  assert_equal "$(grep '^hpc_job_venv=' <<<"$sh")" "hpc_job_venv=$(printf '%q' "$project/.virtual_env_builds/venv-7")"
+
+  # virtual_env links to no build of the project: where it leads.
+  mkdir -p "$tmp/elsewhere/bin"
+  : >"$tmp/elsewhere/bin/activate"
+  venv_stamp >"$tmp/elsewhere/.hpc_deps"
+  rm -- "$project/virtual_env"
+  ln -s "../elsewhere" "$project/virtual_env"
+  submit -y
+  assert_equal "$status" 0
+  sh=$(<"$outputs/default_venv-none_4244.sh")
+  assert_equal "$(grep '^hpc_job_venv=' <<<"$sh")" "hpc_job_venv=$(printf '%q' "$tmp/elsewhere")"
+
+  # A plain folder (an older project's venv).
+  rm -- "$project/virtual_env"
+  make_ready_venv
+  submit -y
+  assert_equal "$status" 0
+  sh=$(<"$outputs/default_venv-none_4245.sh")
+  assert_equal "$(grep '^hpc_job_venv=' <<<"$sh")" "hpc_job_venv=$(printf '%q' "$project/virtual_env")"
+}
+
 @test "a failed install stops with exit 1 and the install log's path; the job is not submitted" {
   printf 'numpy\n' >"$project/requirements.txt"
   HPC_STUB_INSTALL=fail submit -y

@@ -63,6 +63,13 @@ plain'
   assert_output 'a (masked) b (masked) c'
 }
 
+@test "mask: a W&B key exported by the shell after it started (the job's key loading) is masked too" {
+  unset WANDB_API_KEY
+  lib 'export WANDB_API_KEY=sentinel-exported-late; s="a sentinel-exported-late b"; hpc_mask_vars s; printf "%s\n" "$s"'
+  assert_success
+  assert_output 'a (masked) b'
+}
+
 @test "mask: the job's 'starting' line: each argument masked, then quoted; the mark stays readable" {
   lib 'argv=(python train.py --key "$WANDB_API_KEY" "--db=$DB_URL" "a b"); hpc_mask_quoted argv'
   assert_success
