@@ -233,12 +233,16 @@ hpc_manifest_output() {
 # hpc_manifest_check_array_size COUNT [FIRST]: exit 2 when an array of COUNT tasks, indices FIRST
 # (0) to FIRST+COUNT-1, has an index at or above this cluster's MaxArraySize (scontrol show
 # config, asked once; its MaxJobCount is kept in hpc_manifest_max_job_count). Without SLURM (no
-# scontrol answer) there is nothing to check against.
+# scontrol answer) there is nothing to check against. What scontrol said is kept for the next
+# submissions as sinfo's answer is (hpc_manifest_limits_read, hpc_manifest_limits_save).
 hpc_manifest_check_array_size() {
   local count=$1 first=${2:-0} config
   if [[ -z ${hpc_manifest_max_array_size+x} ]]; then
     hpc_manifest_max_array_size='' hpc_manifest_max_job_count=''
-    config=$(scontrol show config 2>/dev/null) || config=''
+    if ! hpc_manifest_limits_read config; then
+      config=$(scontrol show config 2>/dev/null) || config=''
+      hpc_manifest_limits_fresh=1
+    fi
     if [[ $config =~ (^|$'\n')MaxArraySize[[:space:]]*=[[:space:]]*([0-9]+) ]]; then
       hpc_manifest_max_array_size=${BASH_REMATCH[2]}
     fi
@@ -252,6 +256,55 @@ hpc_manifest_check_array_size() {
   if ((first + count - 1 >= max)); then
     hpc_die_usage "--repeat/--num-sweeps" "$count tasks exceed this cluster's MaxArraySize $max (indices 0..$((max - 1)))"
   fi
+}
+
+# hpc_manifest_limits_file: sets hpc_manifest_limits_file to where what scontrol show config said
+# of this cluster is kept (beside sinfo's answer: HPC_CACHE_DIR/slurm/NAME.limits); empty when
+# no cluster profile is loaded.
+hpc_manifest_limits_file() {
+  hpc_manifest_limits_file=''
+  [[ -n ${hpc_profile_name:-} && -n ${hpc_slurm_ttl:-} ]] || return 0
+  hpc_manifest_limits_file=${HPC_CACHE_DIR:-$hpc_files_dir/.cache}/slurm/$hpc_profile_name.limits
+}
+
+# hpc_manifest_limits_read VAR: sets VAR to the MaxArraySize and MaxJobCount lines kept by
+# hpc_manifest_limits_save, when they are younger than hpc_slurm_ttl (as sinfo's answer) and
+# were said for the same SLURM_CONF; false otherwise (then scontrol is asked). No process.
+hpc_manifest_limits_read() {
+  local -n _hpc_limits_out=$1
+  local stamp conf rest='' now
+  hpc_manifest_limits_fresh=0
+  hpc_manifest_limits_file
+  [[ -n $hpc_manifest_limits_file && -f $hpc_manifest_limits_file ]] || return 1
+  {
+    IFS= read -r stamp && IFS= read -r conf && { IFS= read -r -d '' rest || true; }
+  } <"$hpc_manifest_limits_file" || return 1
+  printf -v now '%(%s)T' -1
+  [[ $stamp =~ ^[0-9]+$ && $conf == "SLURM_CONF=${SLURM_CONF:-}" ]] &&
+    ((now >= stamp && now - stamp < hpc_slurm_ttl)) || return 1
+  _hpc_limits_out=$rest
+}
+
+# hpc_manifest_limits_save: keeps what scontrol show config has just said of MaxArraySize and
+# MaxJobCount for the next submissions (written whole under a temporary name, then renamed).
+# Called only once a submission goes ahead: a refused or dry run creates nothing. Nothing is kept
+# when scontrol said neither.
+hpc_manifest_limits_save() {
+  ((${hpc_manifest_limits_fresh:-0})) || return 0
+  [[ -n ${hpc_manifest_max_array_size:-}${hpc_manifest_max_job_count:-} ]] || return 0
+  hpc_manifest_limits_file
+  [[ -n $hpc_manifest_limits_file ]] || return 0
+  local tmp=$hpc_manifest_limits_file.$$.tmp now
+  printf -v now '%(%s)T' -1
+  if { [[ -d ${hpc_manifest_limits_file%/*} ]] || mkdir -p -- "${hpc_manifest_limits_file%/*}" 2>/dev/null; } &&
+    printf '%s\nSLURM_CONF=%s\n%s%s' "$now" "${SLURM_CONF:-}" \
+      "${hpc_manifest_max_array_size:+MaxArraySize = $hpc_manifest_max_array_size$'\n'}" \
+      "${hpc_manifest_max_job_count:+MaxJobCount = $hpc_manifest_max_job_count$'\n'}" 2>/dev/null >"$tmp" &&
+    mv -f -- "$tmp" "$hpc_manifest_limits_file" 2>/dev/null; then
+    hpc_manifest_limits_fresh=0
+    return 0
+  fi
+  [[ ! -f $tmp ]] || rm -f -- "${tmp:?}"
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -117,9 +117,9 @@ hpc_scaling_plan() {
 # nodes; the plan's GPUs resolved) and checks that there are two world sizes at least and at
 # most hpc_scaling_max_runs runs (checked first: a huge study would otherwise loop for minutes).
 hpc_scaling_configurations() {
-  local n g r w line total
+  local n g r w line total fast=1
   local -A worlds=()
-  local -a lines=()
+  local -a lines=() ordered=()
   total=$((${#hpc_scaling_nodes[@]} * ${#hpc_scaling_gpus[@]} * hpc_scaling_repeats))
   ((total <= hpc_scaling_max_runs)) ||
     hpc_die_usage "--scale-nodes/--scale-gpus/--repeats" "${#hpc_scaling_nodes[@]} node count(s) x ${#hpc_scaling_gpus[@]} GPU count(s) x $hpc_scaling_repeats repeat(s) are $total runs; accepted: at most $hpc_scaling_max_runs runs"
@@ -132,15 +132,25 @@ hpc_scaling_configurations() {
       fi
       w=$((n * (g > 0 ? g : 1)))
       worlds[$w]=1
+      # Small studies (all of them in practice) are ordered as sort orders the lines below, by
+      # the index of a sparse array (Bash lists those in order), without three processes:
+      # world size, nodes, then GPUs (0 before 1, the one pair of GPU counts that can share
+      # both), then the repeat (a single digit, whose text sorts as its number).
+      ((w < 1000000 && n < 1000000 && hpc_scaling_repeats <= 9)) || fast=0
       for ((r = 1; r <= hpc_scaling_repeats; r++)); do
         printf -v line '%09d %09d %s %s %s' "$w" "$n" "$n" "$g" "$r"
         lines+=("$line")
+        ((fast == 0)) || ordered[((w * 1000000 + n) * 2 + (g > 0 ? 1 : 0)) * 10 + r]="$n $g $r"
       done
     done
   done
   ((${#worlds[@]} >= 2)) ||
     hpc_die_usage "--scale-nodes/--scale-gpus" "every configuration has world size ${!worlds[*]}; accepted: at least two different world sizes (nodes x GPUs per node)"
-  mapfile -t hpc_scaling_runs < <(printf '%s\n' "${lines[@]}" | LC_ALL=C sort | cut -d' ' -f3-)
+  if ((fast)); then
+    hpc_scaling_runs=("${ordered[@]}")
+  else
+    mapfile -t hpc_scaling_runs < <(printf '%s\n' "${lines[@]}" | LC_ALL=C sort | cut -d' ' -f3-)
+  fi
 }
 
 # hpc_scaling_check_fit: the largest configuration must fit the partition (hpc_submit_check_fit,
@@ -212,7 +222,7 @@ hpc_scaling_undo() {
 
 # hpc_scaling_study_json: writes study_dir/study.json (atomically).
 hpc_scaling_study_json() {
-  local json configs='' sep='' x n g r id i=0 argv
+  local json configs='' sep='' x n g r id i=0 argv dirty
   local -a words=(${hpc_submit_argv[@]+"${hpc_submit_argv[@]}"})
   hpc_mask_vars words
   for x in "${hpc_scaling_runs[@]}"; do
@@ -230,7 +240,9 @@ hpc_scaling_study_json() {
     "launcher=$hpc_scaling_launcher" "runner=$hpc_plan_runner" "time_limit=$hpc_scaling_time" \
     "report_time=$hpc_scaling_report_time" "report_job_id=$hpc_scaling_report_id"
   json=${json%\}}
-  json+=", \"git_dirty\": $([[ ${hpc_manifest_git_dirty:-} == yes ]] && echo true || echo false)"
+  dirty=false
+  [[ ${hpc_manifest_git_dirty:-} != yes ]] || dirty=true
+  json+=", \"git_dirty\": $dirty"
   json+=", \"shared_host\": $hpc_scaling_shared_host, \"argv\": $argv, \"configurations\": [$configs]}"
   printf '%s\n' "$json" >"$hpc_scaling_dir/study.json.tmp.$$" && mv -f -- "$hpc_scaling_dir/study.json.tmp.$$" "$hpc_scaling_dir/study.json"
 }
@@ -335,13 +347,19 @@ hpc_scaling_main() {
   # One at a time: runs/ is never made inside a folder of that name that was already there.
   mkdir -- "$hpc_scaling_dir" || hpc_scaling_undo "cannot make $hpc_scaling_dir"
   hpc_scaling_made=$hpc_scaling_dir
-  mkdir -- "$hpc_scaling_dir/runs" || hpc_scaling_undo "cannot make $hpc_scaling_dir/runs"
+  # runs/ and every run's folder (named by its key) in one process: all inside the study's
+  # folder, new and empty, so none of them was there before.
+  local -a run_dirs=("$hpc_scaling_dir/runs")
+  for x in "${hpc_scaling_runs[@]}"; do
+    read -r n g r <<<"$x"
+    run_dirs+=("$hpc_scaling_dir/runs/${n}x$g-r$r")
+  done
+  mkdir -- "${run_dirs[@]}" || hpc_scaling_undo "cannot make $hpc_scaling_dir/runs"
   # The report job's script knows the study's folder only now: it learns it from its manifest's
   # twin, report.sh; SLURM runs the script it was given, so the folder goes in by name below.
   for x in "${hpc_scaling_runs[@]}"; do
     read -r n g r <<<"$x"
     hpc_scaling_plan "$n" "$g" "$r"
-    mkdir -- "$hpc_scaling_run_dir" || hpc_scaling_undo "cannot make $hpc_scaling_run_dir"
     hpc_plan_render
     hpc_scaling_sbatch "$hpc_plan_script" "${hpc_plan_sbatch_args[@]}" || hpc_scaling_undo "run $hpc_scaling_key was not submitted"
     hpc_scaling_ids+=("$hpc_scaling_id") hpc_scaling_run_ids+=("$hpc_scaling_id") hpc_scaling_keys+=("$hpc_scaling_key")

@@ -339,6 +339,7 @@ hpc_submit_main() {
   fi
 
   hpc_profile_slurm_facts_save
+  hpc_manifest_limits_save
   # Made before the venv's install job, which writes its log there; removed again when the
   # submission fails before SLURM accepts the job.
   hpc_submit_made=()

@@ -97,6 +97,51 @@ arg_of() {
   assert_equal "$released" "4242 4243 4244"
 }
 
+# config_calls: how many times scontrol show config was asked.
+config_calls() {
+  local n=1 count=0
+  while [[ -e $stub_log/scontrol.$n.args ]]; do
+    argv_of scontrol "$n"
+    [[ ${argv[0]} != show || ${argv[1]} != config ]] || count=$((count + 1))
+    n=$((n + 1))
+  done
+  printf '%s\n' "$count"
+}
+
+@test "MaxArraySize and MaxJobCount are asked of SLURM once in 10 minutes (per cluster and SLURM_CONF): a dry run keeps nothing" {
+  export HPC_STUB_MAX_JOB_COUNT=100
+  HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" --dry-run -g 0 --map-range 0-9 -e a </dev/null
+  assert_success
+  assert_equal "$(config_calls)" 1
+  HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 -e a </dev/null
+  assert_success
+  assert_line --regexp '^The map is above MaxArraySize 4: 3 arrays'
+  assert_equal "$(config_calls)" 2
+  # Within 10 minutes: what SLURM said then (a reconfigured cluster is seen after them).
+  HPC_STUB_MAX_ARRAY_SIZE=1000 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 -e b </dev/null
+  assert_success
+  assert_line --regexp '^The map is above MaxArraySize 4: 3 arrays'
+  assert_equal "$(config_calls)" 2
+  HPC_STUB_MAX_ARRAY_SIZE=1000 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-200 -e c </dev/null
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: --map-range: 201 tasks are more than this cluster can hold (MaxJobCount 100); accepted: at most 100 tasks"
+  assert_equal "$(config_calls)" 2
+  # Another SLURM configuration: asked again.
+  SLURM_CONF=$tmp/other.conf HPC_STUB_MAX_ARRAY_SIZE=1000 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 -e d </dev/null
+  assert_success
+  refute_line --partial 'above MaxArraySize'
+  assert_equal "$(config_calls)" 3
+  # Older than 10 minutes: asked again.
+  local file
+  for file in "$tmp/cache/slurm/"*.limits; do
+    sed -i "1s/.*/$((EPOCHSECONDS - 601))/" "$file"
+  done
+  HPC_STUB_MAX_ARRAY_SIZE=1000 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 -e e </dev/null
+  assert_success
+  refute_line --partial 'above MaxArraySize'
+  assert_equal "$(config_calls)" 4
+}
+
 @test "a map within MaxArraySize is one array whose task ids are the indices" {
   HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 3-5 -e small </dev/null
   assert_success
