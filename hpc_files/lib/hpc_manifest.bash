@@ -29,6 +29,14 @@
 hpc_manifest_put() {
   local key=$1 value
   shift
+  (($#)) || return 0
+  # Most values need no escape: then one printf for all of them (the format is reused per value).
+  printf -v value '%s' "$@"
+  if [[ $value != *[$'\\\n\t\r']* ]]; then
+    printf -v value "${key//%/%%}\t%s\n" "$@"
+    hpc_manifest_text+=$value
+    return 0
+  fi
   for value in "$@"; do
     if [[ $value == *[$'\\\n\t\r']* ]]; then
       value=${value//\\/\\\\}

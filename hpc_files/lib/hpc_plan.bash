@@ -119,7 +119,8 @@ hpc_plan_make() {
   hpc_plan_mem=
   if ((hpc_plan_gpus > 0)); then
     hpc_plan_mem_per_gpu=${hpc_opt_mem_per_gpu:-$hpc_profile_defaults_mem_per_gpu}
-    [[ -z $hpc_plan_mem_per_gpu ]] || hpc_plan_mem=$(hpc_plan_mem_times "$hpc_plan_mem_per_gpu" "$hpc_plan_gpus")
+    # hpc_plan_mem_times, without the subshell that capturing its output costs (every plan).
+    [[ -z $hpc_plan_mem_per_gpu ]] || hpc_plan_mem=$((10#${hpc_plan_mem_per_gpu%?} * hpc_plan_gpus))${hpc_plan_mem_per_gpu: -1}
     hpc_plan_gres=$hpc_profile_gpu_gres_name:${hpc_plan_gpu_type:+$hpc_plan_gpu_type:}$hpc_plan_gpus
   else
     value=${hpc_profile_defaults_mem_no_gpu:-"SLURM's default memory"}

@@ -220,7 +220,7 @@ hpc_scaling_undo() {
   hpc_die "$1; the study's jobs (${hpc_scaling_ids[*]:-none}) were cancelled"
 }
 
-# hpc_scaling_study_json: writes study_dir/study.json (atomically).
+# hpc_scaling_study_json: writes study_dir/study.json (before the study is released).
 hpc_scaling_study_json() {
   local json configs='' sep='' x n g r id i=0 argv dirty
   local -a words=(${hpc_submit_argv[@]+"${hpc_submit_argv[@]}"})
@@ -244,7 +244,9 @@ hpc_scaling_study_json() {
   [[ ${hpc_manifest_git_dirty:-} != yes ]] || dirty=true
   json+=", \"git_dirty\": $dirty"
   json+=", \"shared_host\": $hpc_scaling_shared_host, \"argv\": $argv, \"configurations\": [$configs]}"
-  printf '%s\n' "$json" >"$hpc_scaling_dir/study.json.tmp.$$" && mv -f -- "$hpc_scaling_dir/study.json.tmp.$$" "$hpc_scaling_dir/study.json"
+  # Written once, before any job of the study can start (all are still held), as the map's
+  # manifest.json: no reader sees it half, and no rename (a process) is needed.
+  printf '%s\n' "$json" >"$hpc_scaling_dir/study.json"
 }
 
 # hpc_scaling_shared: sets hpc_scaling_shared_host to true when every node of the partition has
