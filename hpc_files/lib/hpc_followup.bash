@@ -56,6 +56,13 @@ hpc_followup_json_list() {
   local -n hpc_followup_list_out=$1
   local _hpc_fl_item _hpc_fl_quoted _hpc_fl_sep=''
   shift
+  # Items with nothing to escape (most lists: options, ids, paths): one printf for all of them.
+  printf -v _hpc_fl_item '%s' "$@"
+  if (($#)) && [[ $_hpc_fl_item != *[\\\"[:cntrl:]]* ]]; then
+    printf -v _hpc_fl_quoted '"%s", ' "$@"
+    hpc_followup_list_out="[${_hpc_fl_quoted%, }]"
+    return 0
+  fi
   hpc_followup_list_out='['
   for _hpc_fl_item in "$@"; do
     hpc_followup_json_string _hpc_fl_quoted "$_hpc_fl_item"

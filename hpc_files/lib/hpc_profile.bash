@@ -43,15 +43,12 @@ hpc_profile_read_file() {
 # (__version__ in hpc_helpers/__init__.py, read without a process; bumped with the profile schema,
 # see tests/python/test_profile.py), empty when it cannot be read.
 hpc_profile_read_helpers_version() {
-  local line re='^__version__ = "([^"]+)"$' file=$hpc_python_helpers_dir/src/hpc_helpers/__init__.py
+  # The first line that is exactly __version__ = "...", found in the file read in one go.
+  local text='' re=$'(^|\n)__version__ = "([^"\n]+)"(\n|$)' file=$hpc_python_helpers_dir/src/hpc_helpers/__init__.py
   hpc_profile_helpers_version=
   [[ -r $file ]] || return 0
-  while IFS= read -r line; do
-    if [[ $line =~ $re ]]; then
-      hpc_profile_helpers_version=${BASH_REMATCH[1]}
-      return 0
-    fi
-  done <"$file"
+  IFS= read -r -d '' text <"$file" || true
+  [[ ! $text =~ $re ]] || hpc_profile_helpers_version=${BASH_REMATCH[2]}
 }
 
 # hpc_profile_source FILE: loads profile FILE into hpc_profile_* from its compiled shell file,
