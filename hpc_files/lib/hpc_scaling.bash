@@ -251,12 +251,34 @@ hpc_scaling_study_json() {
 
 # hpc_scaling_shared: sets hpc_scaling_shared_host to true when every node of the partition has
 # the same NodeHostname (several slurmd on one machine, as the embedded cluster): speedups are
-# then not physical. One sinfo, parsed here.
+# then not physical. One sinfo, parsed here; what it said is kept per cluster, SLURM_CONF and
+# partition for hpc_slurm_ttl seconds, as its answer about the partitions (hpc_profile.bash).
 hpc_scaling_shared() {
-  local text node host
+  local text node host now stamp='' conf='' part='' cache tmp
   local -A nodes=() hosts=()
   hpc_scaling_shared_host=false
-  text=$(sinfo -h -N ${hpc_plan_partition:+-p "$hpc_plan_partition"} -o '%N %n' 2>/dev/null) || return 0
+  cache=${HPC_CACHE_DIR:-$hpc_files_dir/.cache}/slurm/$hpc_profile_name.hosts
+  printf -v now '%(%s)T' -1
+  text=''
+  if [[ -f $cache ]]; then
+    {
+      IFS= read -r stamp && IFS= read -r conf && IFS= read -r part && { IFS= read -r -d '' text || true; }
+    } <"$cache" || stamp=''
+  fi
+  if ! [[ $stamp =~ ^[0-9]+$ && $conf == "SLURM_CONF=${SLURM_CONF:-}" && $part == "partition=${hpc_plan_partition:-}" ]] ||
+    ((now < stamp || now - stamp >= hpc_slurm_ttl)); then
+    text=$(sinfo -h -N ${hpc_plan_partition:+-p "$hpc_plan_partition"} -o '%N %n' 2>/dev/null) || return 0
+    # Written whole under a temporary name, then renamed; a cache that cannot be written only
+    # costs a sinfo.
+    tmp=$cache.$$.tmp
+    if { [[ -d ${cache%/*} ]] || mkdir -p -- "${cache%/*}" 2>/dev/null; } &&
+      printf '%s\nSLURM_CONF=%s\npartition=%s\n%s\n' "$now" "${SLURM_CONF:-}" "${hpc_plan_partition:-}" "$text" 2>/dev/null >"$tmp" &&
+      mv -f -- "$tmp" "$cache" 2>/dev/null; then
+      :
+    elif [[ -f $tmp ]]; then
+      rm -f -- "${tmp:?}"
+    fi
+  fi
   while read -r node host; do
     [[ -n $node && -n $host ]] || continue
     nodes[$node]=1 hosts[$host]=1

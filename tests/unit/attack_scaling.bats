@@ -119,3 +119,41 @@ listing() {
   run cat "$run_dir/wall.json"
   assert_output '{"wall_s": 1.5, "job_id": "7"}'
 }
+
+# node_calls: how many times sinfo was asked for the nodes and their hosts (sinfo -N).
+node_calls() {
+  local n=1 count=0 a
+  local -a args
+  while [[ -e $stub_log/sinfo.$n.args ]]; do
+    mapfile -d '' args <"$stub_log/sinfo.$n.args"
+    for a in "${args[@]}"; do [[ $a != -N ]] || count=$((count + 1)); done
+    n=$((n + 1))
+  done
+  printf '%s\n' "$count"
+}
+
+@test "scaling: the partition's nodes and hosts are asked of sinfo once in 10 minutes (per cluster, SLURM_CONF and partition)" {
+  local file
+  run --separate-stderr bash "$submitter" --scaling-test --scale-gpus 1,2 -e a -y </dev/null
+  assert_success
+  assert_equal "$(node_calls)" 1
+  grep -q '"shared_host": false' "$outputs/scaling/a/"*/study.json
+  run --separate-stderr bash "$submitter" --scaling-test --scale-gpus 1,2 -e b -y </dev/null
+  assert_success
+  assert_equal "$(node_calls)" 1
+  grep -q '"shared_host": false' "$outputs/scaling/b/"*/study.json
+  # Another partition, another SLURM configuration: asked again.
+  run --separate-stderr bash "$submitter" --scaling-test --scale-gpus 1,2 -p gpu -e c -y </dev/null
+  assert_success
+  assert_equal "$(node_calls)" 2
+  SLURM_CONF=$tmp/other.conf run --separate-stderr bash "$submitter" --scaling-test --scale-gpus 1,2 -p gpu -e d -y </dev/null
+  assert_success
+  assert_equal "$(node_calls)" 3
+  # Older than 10 minutes: asked again.
+  for file in "$HPC_CACHE_DIR/slurm/"*.hosts; do
+    sed -i "1s/.*/$((EPOCHSECONDS - 601))/" "$file"
+  done
+  SLURM_CONF=$tmp/other.conf run --separate-stderr bash "$submitter" --scaling-test --scale-gpus 1,2 -p gpu -e e -y </dev/null
+  assert_success
+  assert_equal "$(node_calls)" 4
+}
