@@ -27,6 +27,11 @@
 # hpc_manifest_put KEY VALUE...: appends one escaped 'KEY<TAB>VALUE' line per VALUE to
 # hpc_manifest_text.
 hpc_manifest_put() {
+  # One value that needs no escape (most of a manifest's lines): appended as it is.
+  if (($# == 2)) && [[ $2 != *[$'\\\n\t\r']* ]]; then
+    hpc_manifest_text+=$1$'\t'$2$'\n'
+    return 0
+  fi
   local key=$1 value
   shift
   (($#)) || return 0
