@@ -48,6 +48,16 @@ hpc_scaling_parse_list() {
   done
 }
 
+# hpc_scaling_check_num_nodes: -n/--num-nodes beside --scale-nodes must be the list's largest
+# (the study's top, as without the list); any other value would be silently ignored: exit 2.
+hpc_scaling_check_num_nodes() {
+  local n largest=0
+  ((${hpc_opt_num_nodes_given:-0})) || return 0
+  for n in "${hpc_scaling_nodes[@]}"; do ((n <= largest)) || largest=$n; done
+  ((hpc_opt_num_nodes == largest)) ||
+    hpc_die_usage "-n/--num-nodes" "$hpc_opt_num_nodes with --scale-nodes $hpc_opt_scale_nodes, whose largest is $largest; accepted: -n/--num-nodes equal to the largest of --scale-nodes, or one of the two alone"
+}
+
 # hpc_scaling_check_options: the scaling options on their own and with the others; exit 2 with
 # one line on bad input. Sets hpc_scaling_nodes, hpc_scaling_gpus (empty: the plan's GPUs),
 # hpc_scaling_repeats, hpc_scaling_mode and hpc_scaling_report_time.
@@ -66,6 +76,7 @@ hpc_scaling_check_options() {
   if [[ -n $hpc_opt_scale_nodes ]]; then
     hpc_scaling_parse_list --scale-nodes "$hpc_opt_scale_nodes"
     hpc_scaling_nodes=("${hpc_scaling_list[@]}")
+    hpc_scaling_check_num_nodes
   else
     hpc_scaling_nodes=()
     for ((n = 1; n <= hpc_opt_num_nodes; n *= 2)); do hpc_scaling_nodes+=("$n"); done
