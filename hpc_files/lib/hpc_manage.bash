@@ -605,30 +605,8 @@ hpc_manage_resubmit() {
   [[ $new_id =~ ^[0-9]+$ ]] || hpc_die "sbatch gave no job id: ${out//$'\n'/ }"
 
   # The linked manifest: the newest's lines, with this job's own values.
-  local now line
-  printf -v now '%(%Y-%m-%dT%H:%M:%S%z)T' -1
-  hpc_manifest_text=''
-  hpc_manifest_put format 1
-  hpc_manifest_put time "$now"
-  hpc_manifest_put array "$new_spec"
-  hpc_manifest_put job_id "$new_id"
-  hpc_manifest_put origin "$origin"
-  hpc_manifest_put resubmit_of "$newest"
-  hpc_manifest_put resubmit "$how"
-  if [[ -n $new_spec ]]; then
-    hpc_manifest_output "${hpc_mf[output]-}" "$new_id" %a '' "${hpc_manage_name[$newest]}"
-  else
-    hpc_manifest_output "${hpc_mf[output]-}" "$new_id" '' "$new_id" "${hpc_manage_name[$newest]}"
-  fi
-  hpc_manifest_put output_path "$hpc_manifest_path"
-  for line in "${hpc_mf_lines[@]}"; do
-    case ${line%%$'\t'*} in
-      format | time | array | job_id | origin | resubmit_of | resubmit | output_path) ;;
-      *) hpc_manifest_text+=$line$'\n' ;;
-    esac
-  done
-  local file=$hpc_manage_dir/${hpc_mf[exp_name]}_$new_id.manifest
-  hpc_manifest_commit "$file" || hpc_say "job $new_id was submitted, but its manifest could not be written as $file"
+  hpc_manifest_copy "${hpc_manage_file[newest]}" "$new_id" "$new_spec" "$how" ||
+    hpc_say "job $new_id was submitted, but its manifest could not be written beside ${hpc_manage_file[newest]}"
   if [[ -n $new_spec ]]; then
     printf 'Resubmitted %s (array %s) of %s as job %s\n' \
       "$([[ $new_spec != "$spec" ]] && printf 'task(s) %s' "${new_spec%\%*}" || printf 'every task')" \

@@ -431,35 +431,6 @@ hpc_map_helpers() {
   PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}" "$py" -m hpc_helpers.followup "$@"
 }
 
-# hpc_map_manifest_copy OLD_FILE NEW_ID ARRAY: (resubmit) records job NEW_ID in a manifest of its
-# own: OLD_FILE's lines with this job's id, array and output, linked to the same origin.
-hpc_map_manifest_copy() {
-  local old=$1 id=$2 array=$3 now line
-  hpc_manifest_read "$old" || return 1
-  printf -v now '%(%Y-%m-%dT%H:%M:%S%z)T' -1
-  hpc_manifest_text=''
-  hpc_manifest_put format 1
-  hpc_manifest_put time "$now"
-  hpc_manifest_put array "$array"
-  hpc_manifest_put job_id "$id"
-  hpc_manifest_put origin "${hpc_mf[origin]:-${hpc_mf[job_id]}}"
-  hpc_manifest_put resubmit_of "${hpc_mf[job_id]}"
-  hpc_manifest_put resubmit 'resubmit --failed'
-  if [[ -n $array ]]; then
-    hpc_manifest_output "${hpc_mf[output]-}" "$id" %a '' ''
-  else
-    hpc_manifest_output "${hpc_mf[output]-}" "$id" '' "$id" ''
-  fi
-  hpc_manifest_put output_path "$hpc_manifest_path"
-  for line in "${hpc_mf_lines[@]}"; do
-    case ${line%%$'\t'*} in
-      format | time | array | job_id | origin | resubmit_of | resubmit | output_path) ;;
-      *) hpc_manifest_text+=$line$'\n' ;;
-    esac
-  done
-  hpc_manifest_commit "${old%/*}/${hpc_mf[exp_name]}_$id.manifest"
-}
-
 # hpc_map_resubmit_failed ROOT: (resubmit EXP --failed, ROOT the experiment's map folders) re-runs
 # the indices of the newest map whose newest attempt did not succeed (FAILED, TIMEOUT, LOST,
 # NODE_FAIL, CANCELLED...) as one held array with the frozen items and the same throttle, in the
@@ -534,11 +505,11 @@ hpc_map_resubmit_failed() {
     gather_id=${gather_id%%;*}
   fi
   hpc_map_helpers map-record --dir "$dir" --array "$new_id" --gather "$gather_id" || hpc_say "cannot record jobs $new_id $gather_id in $dir/manifest.json"
-  [[ -z ${hpc_manage_file[${ids[0]}]-} ]] || hpc_map_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$new_id" "$spec" ||
+  [[ -z ${hpc_manage_file[${ids[0]}]-} ]] || hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$new_id" "$spec" "resubmit --failed" ||
     hpc_say "job $new_id was submitted, but its manifest could not be written"
   read -ra ids <<<"$gather_ids"
   if [[ -n $gather_id && -n ${ids[0]-} && -n ${hpc_manage_file[${ids[0]}]-} ]]; then
-    hpc_map_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$gather_id" '' || hpc_say "gather job $gather_id was submitted, but its manifest could not be written"
+    hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$gather_id" '' "resubmit --failed" || hpc_say "gather job $gather_id was submitted, but its manifest could not be written"
   fi
   out=$(scontrol release "$new_id" 2>&1) || {
     scancel "$new_id" ${gather_id:+"$gather_id"} 2>/dev/null || true
@@ -634,7 +605,7 @@ hpc_map_gather_again() {
   mapfile -t ids < <(hpc_map_helpers map-info --dir "$hpc_map_dir" | sed -n 's/^gather_ids=//p' | tr ' ' '\n')
   hpc_map_helpers map-record --dir "$hpc_map_dir" --gather "$id" || hpc_say "cannot record gather job $id in $hpc_map_dir/manifest.json"
   if [[ -n ${ids[0]-} && -n ${hpc_manage_file[${ids[0]}]-} ]]; then
-    hpc_map_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$id" '' || hpc_say "gather job $id was submitted, but its manifest could not be written"
+    hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$id" '' gather || hpc_say "gather job $id was submitted, but its manifest could not be written"
   fi
   printf 'Gather job %s of map %s: output %s\n' "$id" "${hpc_map_dir##*/}" "$hpc_map_dir/gather_$id.out"
 }
