@@ -37,6 +37,9 @@
 #                       For a map (--map-range/--map-over): the indices whose newest attempt
 #                       did not succeed, read from the tasks' status files (LOST included), in
 #                       the same map folder, and a new gather after them.
+#                       For a scaling study (--scaling-test): the runs of the newest study
+#                       whose newest attempt did not succeed, each shaped as before, in its
+#                       own runs/<N>x<G>-r<k>/, and a new report job after them.
 #   gather EXP          Submits the gather job of experiment EXP's newest map again, now (it
 #                       reads the tasks' status files afresh and applies its policy).
 #     --here            Runs it right here instead (the login node): the same reading, policy,
@@ -526,6 +529,13 @@ hpc_manage_resubmit() {
     # shellcheck source=hpc_files/lib/hpc_map.bash
     source "${hpc_manage_lib%/*}/hpc_map.bash"
     hpc_map_resubmit_failed "${hpc_manage_dir%/*}/map/${hpc_manage_exp[$newest]}"
+    return
+  fi
+  # A scaling study and its report job (hpc_scaling.bash): the failed runs from their status files.
+  if ((failed)) && [[ ${hpc_mf[mode]-} == scaling || ${hpc_mf[mode]-} == scaling-report ]]; then
+    # shellcheck source=hpc_files/lib/hpc_scaling.bash
+    source "${hpc_manage_lib%/*}/hpc_scaling.bash"
+    hpc_scaling_resubmit_failed "${hpc_manage_dir%/*}/scaling/${hpc_manage_exp[$newest]}"
     return
   fi
   origin=${hpc_manage_origin[$newest]}
