@@ -475,21 +475,37 @@ hpc_map_resubmit_failed() {
   printf -v script '%s\n# resubmit --failed: the same map folder, attempt %s.\nhpc_job_map_dir=%q\nhpc_job_map_attempt=%q\nhpc_job_main\n' \
     "$script" "$attempt" "$dir" "$attempt"
   hpc_manifest_ranges "${indices[@]}"
-  spec=$hpc_manifest_ranges${throttle:+%$throttle}
-  # An index at or above MaxArraySize cannot be a task id: task ids 0..N-1, each mapped to its
-  # index by the list in the script (hpc_map_task_index); the list fits one array, as the map did.
-  local mapped='' last_index=${indices[-1]}
+  local ranges=$hpc_manifest_ranges max size start k text
+  local -a chunk=() part_specs=() part_lists=() new_ids=() after=()
   hpc_manifest_check_array_size 0 0
-  if [[ -n $hpc_manifest_max_array_size ]] && ((last_index >= hpc_manifest_max_array_size)); then
-    ((${#indices[@]} <= hpc_manifest_max_array_size)) ||
-      hpc_die "${#indices[@]} failed tasks exceed this cluster's MaxArraySize $hpc_manifest_max_array_size: resubmit them in parts"
-    mapped=${indices[*]}
-    spec=0-$((${#indices[@]} - 1))${throttle:+%$throttle}
-  fi
-  printf -v script '%s\nhpc_job_map_offset=0\nhpc_job_map_indices=%q\nhpc_job_main\n' "${script%$'\n'hpc_job_main*}" "$mapped"
-  out=$(unset SLURM_TMPDIR && sbatch --parsable --hold --array="$spec" 2>&1 <<<"$script") || hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
-  new_id=${out##*$'\n'}
-  new_id=${new_id%%;*}
+  max=${hpc_manifest_max_array_size:-}
+  # Parts of at most MaxArraySize indices, each after the one before (afterany, so that the
+  # throttle holds for the whole resubmission), as the first submission split the map. An index
+  # at or above MaxArraySize cannot be a task id: such a part has task ids 0..N-1, each mapped to
+  # its index by the list in the script (hpc_map_task_index).
+  size=${#indices[@]}
+  [[ -z $max ]] || ((max <= 0 || max >= size)) || size=$max
+  for ((start = 0; start < ${#indices[@]}; start += size)); do
+    chunk=("${indices[@]:start:size}")
+    if [[ -n $max ]] && ((chunk[-1] >= max)); then
+      part_lists+=("${chunk[*]}") part_specs+=("0-$((${#chunk[@]} - 1))${throttle:+%$throttle}")
+    else
+      hpc_manifest_ranges "${chunk[@]}"
+      part_lists+=('') part_specs+=("$hpc_manifest_ranges${throttle:+%$throttle}")
+    fi
+  done
+  for k in "${!part_specs[@]}"; do
+    printf -v text '%s\nhpc_job_map_offset=0\nhpc_job_map_indices=%q\nhpc_job_main\n' "${script%$'\n'hpc_job_main*}" "${part_lists[k]}"
+    after=()
+    ((k == 0)) || after=(--dependency="afterany:${new_ids[-1]}")
+    if ! out=$(unset SLURM_TMPDIR && sbatch --parsable --hold --array="${part_specs[k]}" ${after[@]+"${after[@]}"} 2>&1 <<<"$text"); then
+      ((${#new_ids[@]} == 0)) || scancel "${new_ids[@]}" 2>/dev/null || true
+      hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }${new_ids[*]:+; its parts ${new_ids[*]} were cancelled}"
+    fi
+    new_id=${out##*$'\n'}
+    new_ids+=("${new_id%%;*}")
+  done
+  new_id=${new_ids[0]} spec=${part_specs[0]}
   for i in "${indices[@]}"; do
     # The earlier attempt's status is kept; a link is never followed or moved.
     if [[ -f $dir/tasks/$i/status.json && ! -L $dir/tasks/$i/status.json && ! -L $dir/tasks/$i ]]; then
@@ -497,26 +513,37 @@ hpc_map_resubmit_failed() {
     fi
   done
   if [[ -f $dir/gather.sh ]]; then
-    if ! out=$(unset SLURM_TMPDIR && sbatch --parsable --dependency="afterany:$new_id" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1); then
-      scancel "$new_id" 2>/dev/null || true
-      hpc_die "sbatch refused the new gather job: ${out//$'\n'/ }; the resubmission $new_id was cancelled"
+    printf -v text '%s:' "${new_ids[@]}"
+    if ! out=$(unset SLURM_TMPDIR && sbatch --parsable --dependency="afterany:${text%:}" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1); then
+      scancel "${new_ids[@]}" 2>/dev/null || true
+      hpc_die "sbatch refused the new gather job: ${out//$'\n'/ }; the resubmission ${new_ids[*]} was cancelled"
     fi
     gather_id=${out##*$'\n'}
     gather_id=${gather_id%%;*}
   fi
-  hpc_map_helpers map-record --dir "$dir" --array "$new_id" --gather "$gather_id" || hpc_say "cannot record jobs $new_id $gather_id in $dir/manifest.json"
-  [[ -z ${hpc_manage_file[${ids[0]}]-} ]] || hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$new_id" "$spec" "resubmit --failed" ||
-    hpc_say "job $new_id was submitted, but its manifest could not be written"
+  local -a record=()
+  for new_id in "${new_ids[@]}"; do record+=(--array "$new_id"); done
+  hpc_map_helpers map-record --dir "$dir" "${record[@]}" --gather "$gather_id" || hpc_say "cannot record jobs ${new_ids[*]} $gather_id in $dir/manifest.json"
+  for k in "${!new_ids[@]}"; do
+    [[ -z ${hpc_manage_file[${ids[0]}]-} ]] || hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "${new_ids[k]}" "${part_specs[k]}" "resubmit --failed" ||
+      hpc_say "job ${new_ids[k]} was submitted, but its manifest could not be written"
+  done
   read -ra ids <<<"$gather_ids"
   if [[ -n $gather_id && -n ${ids[0]-} && -n ${hpc_manage_file[${ids[0]}]-} ]]; then
     hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$gather_id" '' "resubmit --failed" || hpc_say "gather job $gather_id was submitted, but its manifest could not be written"
   fi
-  out=$(scontrol release "$new_id" 2>&1) || {
-    scancel "$new_id" ${gather_id:+"$gather_id"} 2>/dev/null || true
-    hpc_die "scontrol release $new_id failed: $out; the resubmission was cancelled"
+  out=$(scontrol release "${new_ids[@]}" 2>&1) || {
+    scancel "${new_ids[@]}" ${gather_id:+"$gather_id"} 2>/dev/null || true
+    hpc_die "scontrol release ${new_ids[*]} failed: $out; the resubmission was cancelled"
   }
-  printf 'Resubmitted task(s) %s of map %s as job %s (array %s%s)\n' "$hpc_manifest_ranges" "${dir##*/}" "$new_id" "$spec" \
-    "${mapped:+, task ids ${spec%\%*} are indices $mapped: above MaxArraySize $hpc_manifest_max_array_size}"
+  if ((${#new_ids[@]} > 1)); then
+    printf 'Resubmitted task(s) %s of map %s as jobs %s (above MaxArraySize %s: %s arrays, one after the other)\n' \
+      "$ranges" "${dir##*/}" "${new_ids[*]}" "$max" "${#new_ids[@]}"
+    [[ -z $gather_id ]] || printf 'Gather job %s: after jobs %s end (afterany); output %s\n' "$gather_id" "${new_ids[*]}" "$dir/gather_$gather_id.out"
+    return 0
+  fi
+  printf 'Resubmitted task(s) %s of map %s as job %s (array %s%s)\n' "$ranges" "${dir##*/}" "$new_id" "$spec" \
+    "${part_lists[0]:+, task ids ${spec%\%*} are indices ${part_lists[0]}: above MaxArraySize $max}"
   [[ -z $gather_id ]] || printf 'Gather job %s: after job %s ends (afterany); output %s\n' "$gather_id" "$new_id" "$dir/gather_$gather_id.out"
 }
 

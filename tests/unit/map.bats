@@ -140,6 +140,47 @@ arg_of() {
   assert_equal "$released" "4242"
 }
 
+@test "resubmit --failed of more failed indices than MaxArraySize 4 (indices 0-9 all failed): three held arrays 0-3, 4-7 as ids 0-3, 8-9 as ids 0-1, each after the one before; the gather after all three; all released" {
+  HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 --max-concurrent 2 --gather "python gather.py" -e big </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  local i
+  for i in 0 1 2 3 4 5 6 7 8 9; do
+    mkdir -p "$map_dir/tasks/$i"
+    printf '{"index": %s, "array_job_id": "%s", "task_id": "%s", "state": "FAILED", "exit_code": 1, "attempt": 1}\n' \
+      "$i" "$((4242 + i / 4))" "$((i % 4))" >"$map_dir/tasks/$i/status.json"
+  done
+  rm -f "$stub_log"/*
+  HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" resubmit big --failed </dev/null
+  assert_success
+  assert_line --index 0 "Resubmitted task(s) 0-9 of map ${map_dir##*/} as jobs 4242 4243 4244 (above MaxArraySize 4: 3 arrays, one after the other)"
+  assert_line --index 1 "Gather job 4245: after jobs 4242 4243 4244 end (afterany); output $map_dir/gather_4245.out"
+  argv_of sbatch 1
+  assert_equal "$(arg_of --array=)" "--array=0-3%2"
+  assert_equal "$(arg_of --dependency=)" ""
+  run grep -xF "hpc_job_map_indices=''" "$stub_log/sbatch.1.script"
+  assert_success
+  argv_of sbatch 2
+  assert_equal "$(arg_of --array=)" "--array=0-3%2"
+  assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4242"
+  run grep -xF 'hpc_job_map_indices=4\ 5\ 6\ 7' "$stub_log/sbatch.2.script"
+  assert_success
+  argv_of sbatch 3
+  assert_equal "$(arg_of --array=)" "--array=0-1%2"
+  assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4243"
+  argv_of sbatch 4
+  assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4242:4243:4244"
+  [[ ! -e $stub_log/sbatch.5.args ]] || fail "more than four sbatch calls"
+  local n=1 released=''
+  while [[ -e $stub_log/scontrol.$n.args ]]; do
+    argv_of scontrol "$n"
+    [[ ${argv[0]} != release ]] || released=${argv[*]:1}
+    n=$((n + 1))
+  done
+  assert_equal "$released" "4242 4243 4244"
+}
+
 # shellcheck disable=SC2034,SC2154 # the variables the sourced library reads and sets
 @test "a map task's index: the array task id, plus the part's offset, or the resubmission's index list" {
   # shellcheck source=/dev/null # the library's variables are not this test's

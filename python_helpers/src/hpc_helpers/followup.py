@@ -308,8 +308,9 @@ def _map_record_command(args: argparse.Namespace) -> int:
     """Adds a resubmission's array and gather ids to the map's manifest.json (atomically)."""
     path = Path(args.dir) / "manifest.json"
     doc = json.loads(path.read_text(encoding="utf-8"))
-    if args.array:
-        doc["array_ids"] = [*doc.get("array_ids", []), args.array]
+    arrays = [a for a in args.array if a]
+    if arrays:
+        doc["array_ids"] = [*doc.get("array_ids", []), *arrays]
     if args.gather:
         doc["gather_ids"] = [*doc.get("gather_ids", []), args.gather]
     _atomic_write(path, json.dumps(doc) + "\n")
@@ -389,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--dir", required=True)
     p = sub.add_parser("map-record", help="add a resubmission's ids to the map's manifest.json")
     p.add_argument("--dir", required=True)
-    p.add_argument("--array", default="")
+    p.add_argument("--array", action="append", default=[], help="once per array (part)")
     p.add_argument("--gather", default="")
     p = sub.add_parser("gather-command", help="the map's gather command, NUL-separated words")
     p.add_argument("--dir", required=True)
