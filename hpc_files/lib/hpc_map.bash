@@ -469,6 +469,12 @@ hpc_map_resubmit_failed() {
     return 0
   fi
   local script i spec new_id gather_id='' out
+  for i in "${indices[@]}"; do
+    # A task may have replaced its folder by a link: its earlier status would be moved, and the
+    # new attempt would write, through it.
+    [[ ! -L $dir/tasks/$i ]] ||
+      hpc_die "$dir/tasks/$i is a symbolic link: a task's folder is never followed; remove the link (task $i then runs again into a new folder) and resubmit; nothing was submitted"
+  done
   [[ -f $dir/task.sh ]] || hpc_die "the map's kept task script $dir/task.sh is gone"
   script=$(<"$dir/task.sh")
   script=${script%$'\n'hpc_job_main*}

@@ -181,6 +181,30 @@ arg_of() {
   assert_equal "$released" "4242 4243 4244"
 }
 
+@test "resubmit --failed when a task replaced its tasks/<i> folder by a link elsewhere: refused with one line naming it, nothing submitted, nothing moved or written through the link" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-3 --gather "python gather.py" -e linked </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  local i elsewhere=$BATS_TEST_TMPDIR/elsewhere before
+  for i in 0 1 2 3; do
+    mkdir -p "$map_dir/tasks/$i"
+    printf '{"index": %s, "array_job_id": "4242", "task_id": "%s", "state": "COMPLETED", "exit_code": 0, "attempt": 1}\n' \
+      "$i" "$i" >"$map_dir/tasks/$i/status.json"
+  done
+  mkdir -p "$elsewhere"
+  printf '{"state": "FAILED", "exit_code": 1}\n' >"$elsewhere/status.json"
+  rm -r "$map_dir/tasks/2"
+  ln -s "$elsewhere" "$map_dir/tasks/2"
+  before=$(find "$elsewhere" -printf '%P %y %s %T@\n' | sort)
+  rm -f "$stub_log"/*
+  run --separate-stderr bash "$submitter" resubmit linked --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "${stderr##*$'\n'}" "job_submitter.sh: $map_dir/tasks/2 is a symbolic link: a task's folder is never followed; remove the link (task 2 then runs again into a new folder) and resubmit; nothing was submitted"
+  [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
+  assert_equal "$(find "$elsewhere" -printf '%P %y %s %T@\n' | sort)" "$before"
+}
+
 # shellcheck disable=SC2034,SC2154 # the variables the sourced library reads and sets
 @test "a map task's index: the array task id, plus the part's offset, or the resubmission's index list" {
   # shellcheck source=/dev/null # the library's variables are not this test's

@@ -156,9 +156,18 @@ def read_statuses(
         path = unit_dir / key / "status.json"
         fields: dict[str, Any] = {}
         try:
+            # A task that replaced its folder or file by a link is not followed: its state
+            # would be whatever the link's target says.
+            for linked in (path.parent, path):
+                if linked.is_symlink():
+                    print(f"hpc_helpers.followup: {linked} is a symbolic link: not followed, "
+                          f"task {key} counted LOST", file=sys.stderr)
+                    raise OSError(f"{linked} is a symbolic link")
             if not path.is_file():  # a FIFO planted there would block the reader
                 raise OSError(f"{path} is not a file")
-            loaded = json.loads(path.read_text(encoding="utf-8"))
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as handle:
+                loaded = json.loads(handle.read().decode("utf-8"))
             if isinstance(loaded, dict):
                 fields = loaded
         except (OSError, ValueError, RecursionError):
