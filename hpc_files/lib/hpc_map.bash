@@ -431,6 +431,16 @@ hpc_map_helpers() {
   PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}" "$py" -m hpc_helpers.followup "$@"
 }
 
+# hpc_map_lock DIR: locks the map folder DIR (flock, held until this shell exits; at most 60 s
+# of waiting): resubmit --failed and gather EXP both read manifest.json's ids and write them
+# back, and each must see the other's.
+hpc_map_lock() {
+  local lock_fd
+  if ! { exec {lock_fd}<"$1"; } || ! flock -w 60 "$lock_fd"; then
+    hpc_die "cannot lock the map folder ${1##*/} within 60 s: a resubmit --failed or gather of it still runs (or its file system has no locks)"
+  fi
+}
+
 # hpc_map_resubmit_failed ROOT: (resubmit EXP --failed, ROOT the experiment's map folders) re-runs
 # the indices of the newest map whose newest attempt did not succeed (FAILED, TIMEOUT, LOST,
 # NODE_FAIL, CANCELLED...) as one held array with the frozen items and the same throttle, in the
@@ -440,12 +450,9 @@ hpc_map_resubmit_failed() {
   local dir info line first='' throttle='' array_ids='' gather_ids='' failed='' attempt=2
   hpc_map_newest_dir "$1" "resubmit --failed"
   dir=$hpc_map_dir
-  # One resubmission of a map at a time (the lock is the map folder itself, held until exit):
-  # two at once both read the same failed indices and ran them twice.
-  local lock_fd
-  if ! { exec {lock_fd}<"$dir"; } || ! flock -w 60 "$lock_fd"; then
-    hpc_die "cannot lock the map folder ${dir##*/} within 60 s: another resubmit --failed of it still runs (or its file system has no locks)"
-  fi
+  # One resubmission of a map at a time: two at once both read the same failed indices and ran
+  # them twice.
+  hpc_map_lock "$dir"
   info=$(hpc_map_helpers map-info --dir "$dir") || hpc_die "cannot read the map in $dir (see above)"
   while IFS= read -r line; do
     case $line in
@@ -624,6 +631,7 @@ hpc_map_gather_again() {
   local script line out id kept=''
   hpc_map_newest_dir "$1" gather
   [[ -f $hpc_map_dir/gather.sh ]] || hpc_die_usage "gather" "the map ${hpc_map_dir##*/} has no gather job (submitted without --gather)"
+  hpc_map_lock "$hpc_map_dir"
   while IFS= read -r line || [[ -n $line ]]; do
     case $line in
       '#SBATCH --dependency='* | '#SBATCH --kill-on-invalid-dep='*) ;;

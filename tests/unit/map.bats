@@ -205,6 +205,38 @@ arg_of() {
   assert_equal "$(find "$elsewhere" -printf '%P %y %s %T@\n' | sort)" "$before"
 }
 
+@test "gather EXP while a resubmit --failed of the map holds its lock: it waits for it, so neither's ids in manifest.json are lost" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 --gather "python gather.py" -e race </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  # A stand-in for a resubmission: under the map folder's lock, it reads manifest.json, takes its
+  # time, then writes it back with one more array id.
+  local marker=$BATS_TEST_TMPDIR/locked holder i new_gather
+  # shellcheck disable=SC2016 # the stand-in's own $1 and $2
+  flock "$map_dir" bash -c ': >"$2"; python3 -c "
+import json, sys, time
+path = sys.argv[1]
+doc = json.load(open(path))
+time.sleep(3)
+doc[\"array_ids\"].append(\"9999\")
+json.dump(doc, open(path, \"w\"))
+" "$1/manifest.json"' _ "$map_dir" "$marker" 3>&- &
+  holder=$!
+  for ((i = 0; i < 100; i++)); do
+    [[ ! -e $marker ]] || break
+    sleep 0.1
+  done
+  [[ -e $marker ]] || fail "the stand-in never took the lock"
+  run --separate-stderr bash "$submitter" gather race </dev/null
+  wait "$holder"
+  assert_success
+  new_gather=$(sed -n 's/^Gather job \([0-9]*\) of map .*/\1/p' <<<"$output")
+  [[ -n $new_gather ]] || fail "no gather job in: $output"
+  run python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["array_ids"][-1], d["gather_ids"][-1])' "$map_dir/manifest.json"
+  assert_output "9999 $new_gather"
+}
+
 # shellcheck disable=SC2034,SC2154 # the variables the sourced library reads and sets
 @test "a map task's index: the array task id, plus the part's offset, or the resubmission's index list" {
   # shellcheck source=/dev/null # the library's variables are not this test's
