@@ -138,6 +138,7 @@
 #                              and scaling_repeat; the job times the launcher command (wall.json);
 #                              hpc_helpers.scaling.Throughput in the loop measures samples/s.
 #   --scale-nodes LIST         Node counts, e.g. 1,2,4. Default: powers of two up to --num-nodes.
+#                              With both, --num-nodes must be the largest of LIST (else exit 2).
 #   --scale-gpus LIST          GPUs per node, e.g. 1,2,4. Default: --gpus.
 #   --repeats R                Runs per configuration (the median is reported). Default: 1. At most 1000 runs in all.
 #   --scaling-mode MODE        strong (default) or weak: how wall time becomes efficiency (only

@@ -37,6 +37,9 @@
 #                       For a map (--map-range/--map-over): the indices whose newest attempt
 #                       did not succeed, read from the tasks' status files (LOST included), in
 #                       the same map folder, and a new gather after them.
+#                       For a scaling study (--scaling-test): the runs of the newest study
+#                       whose newest attempt did not succeed, each shaped as before, in its
+#                       own runs/<N>x<G>-r<k>/, and a new report job after them.
 #   gather EXP          Submits the gather job of experiment EXP's newest map again, now (it
 #                       reads the tasks' status files afresh and applies its policy).
 #     --here            Runs it right here instead (the login node): the same reading, policy,
@@ -528,6 +531,13 @@ hpc_manage_resubmit() {
     hpc_map_resubmit_failed "${hpc_manage_dir%/*}/map/${hpc_manage_exp[$newest]}"
     return
   fi
+  # A scaling study and its report job (hpc_scaling.bash): the failed runs from their status files.
+  if ((failed)) && [[ ${hpc_mf[mode]-} == scaling || ${hpc_mf[mode]-} == scaling-report ]]; then
+    # shellcheck source=hpc_files/lib/hpc_scaling.bash
+    source "${hpc_manage_lib%/*}/hpc_scaling.bash"
+    hpc_scaling_resubmit_failed "${hpc_manage_dir%/*}/scaling/${hpc_manage_exp[$newest]}"
+    return
+  fi
   origin=${hpc_manage_origin[$newest]}
   local -a chain=()
   for id in "${!hpc_manage_file[@]}"; do
@@ -605,30 +615,8 @@ hpc_manage_resubmit() {
   [[ $new_id =~ ^[0-9]+$ ]] || hpc_die "sbatch gave no job id: ${out//$'\n'/ }"
 
   # The linked manifest: the newest's lines, with this job's own values.
-  local now line
-  printf -v now '%(%Y-%m-%dT%H:%M:%S%z)T' -1
-  hpc_manifest_text=''
-  hpc_manifest_put format 1
-  hpc_manifest_put time "$now"
-  hpc_manifest_put array "$new_spec"
-  hpc_manifest_put job_id "$new_id"
-  hpc_manifest_put origin "$origin"
-  hpc_manifest_put resubmit_of "$newest"
-  hpc_manifest_put resubmit "$how"
-  if [[ -n $new_spec ]]; then
-    hpc_manifest_output "${hpc_mf[output]-}" "$new_id" %a '' "${hpc_manage_name[$newest]}"
-  else
-    hpc_manifest_output "${hpc_mf[output]-}" "$new_id" '' "$new_id" "${hpc_manage_name[$newest]}"
-  fi
-  hpc_manifest_put output_path "$hpc_manifest_path"
-  for line in "${hpc_mf_lines[@]}"; do
-    case ${line%%$'\t'*} in
-      format | time | array | job_id | origin | resubmit_of | resubmit | output_path) ;;
-      *) hpc_manifest_text+=$line$'\n' ;;
-    esac
-  done
-  local file=$hpc_manage_dir/${hpc_mf[exp_name]}_$new_id.manifest
-  hpc_manifest_commit "$file" || hpc_say "job $new_id was submitted, but its manifest could not be written as $file"
+  hpc_manifest_copy "${hpc_manage_file[newest]}" "$new_id" "$new_spec" "$how" ||
+    hpc_say "job $new_id was submitted, but its manifest could not be written beside ${hpc_manage_file[newest]}"
   if [[ -n $new_spec ]]; then
     printf 'Resubmitted %s (array %s) of %s as job %s\n' \
       "$([[ $new_spec != "$spec" ]] && printf 'task(s) %s' "${new_spec%\%*}" || printf 'every task')" \

@@ -144,6 +144,45 @@ hpc_manifest_write() {
   hpc_manifest_commit "$dir/${hpc_plan_exp_name}_$id.manifest"
 }
 
+# hpc_manifest_copy OLD_FILE NEW_ID ARRAY HOW [OUTPUT]: (resubmit) records job NEW_ID, submitted
+# again from the manifest OLD_FILE, in a manifest of its own beside it: OLD_FILE's lines with this
+# job's time, id, array (ARRAY, empty for none), output path, origin (the chain's first job),
+# resubmit_of (OLD_FILE's job) and resubmit (HOW); OUTPUT, when given, is its new --output
+# pattern. Sets hpc_manifest_path (the output file) and leaves OLD_FILE in hpc_mf; false when
+# OLD_FILE cannot be read or the new one written.
+hpc_manifest_copy() {
+  local old=$1 id=$2 array=$3 how=$4 output=${5-} now line name=''
+  hpc_manifest_read "$old" || return 1
+  [[ -z $output ]] || hpc_mf[output]=$output
+  for line in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do
+    [[ $line != --job-name=* ]] || name=${line#*=}
+  done
+  printf -v now '%(%Y-%m-%dT%H:%M:%S%z)T' -1
+  hpc_manifest_text=''
+  hpc_manifest_put format 1
+  hpc_manifest_put time "$now"
+  hpc_manifest_put array "$array"
+  hpc_manifest_put job_id "$id"
+  hpc_manifest_put origin "${hpc_mf[origin]:-${hpc_mf[job_id]}}"
+  hpc_manifest_put resubmit_of "${hpc_mf[job_id]}"
+  hpc_manifest_put resubmit "$how"
+  if [[ -n $array ]]; then
+    hpc_manifest_output "${hpc_mf[output]-}" "$id" %a '' "$name"
+  else
+    hpc_manifest_output "${hpc_mf[output]-}" "$id" '' "$id" "$name"
+  fi
+  hpc_manifest_put output_path "$hpc_manifest_path"
+  for line in "${hpc_mf_lines[@]}"; do
+    case ${line%%$'\t'*} in
+      format | time | array | job_id | origin | resubmit_of | resubmit | output_path) ;;
+      output) [[ -n $output ]] && hpc_manifest_put output "$output" || hpc_manifest_text+=$line$'\n' ;;
+      sbatch) [[ -n $output && $line == $'sbatch\t--output='* ]] && hpc_manifest_put sbatch "--output=$output" || hpc_manifest_text+=$line$'\n' ;;
+      *) hpc_manifest_text+=$line$'\n' ;;
+    esac
+  done
+  hpc_manifest_commit "${old%/*}/${hpc_mf[exp_name]}_$id.manifest"
+}
+
 # ---------------------------------------------------------------------------------------------
 # Reading
 

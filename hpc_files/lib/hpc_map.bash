@@ -431,33 +431,14 @@ hpc_map_helpers() {
   PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}" "$py" -m hpc_helpers.followup "$@"
 }
 
-# hpc_map_manifest_copy OLD_FILE NEW_ID ARRAY: (resubmit) records job NEW_ID in a manifest of its
-# own: OLD_FILE's lines with this job's id, array and output, linked to the same origin.
-hpc_map_manifest_copy() {
-  local old=$1 id=$2 array=$3 now line
-  hpc_manifest_read "$old" || return 1
-  printf -v now '%(%Y-%m-%dT%H:%M:%S%z)T' -1
-  hpc_manifest_text=''
-  hpc_manifest_put format 1
-  hpc_manifest_put time "$now"
-  hpc_manifest_put array "$array"
-  hpc_manifest_put job_id "$id"
-  hpc_manifest_put origin "${hpc_mf[origin]:-${hpc_mf[job_id]}}"
-  hpc_manifest_put resubmit_of "${hpc_mf[job_id]}"
-  hpc_manifest_put resubmit 'resubmit --failed'
-  if [[ -n $array ]]; then
-    hpc_manifest_output "${hpc_mf[output]-}" "$id" %a '' ''
-  else
-    hpc_manifest_output "${hpc_mf[output]-}" "$id" '' "$id" ''
+# hpc_map_lock DIR: locks the map folder DIR (flock, held until this shell exits; at most 60 s
+# of waiting): resubmit --failed and gather EXP both read manifest.json's ids and write them
+# back, and each must see the other's.
+hpc_map_lock() {
+  local lock_fd
+  if ! { exec {lock_fd}<"$1"; } || ! flock -w 60 "$lock_fd"; then
+    hpc_die "cannot lock the map folder ${1##*/} within 60 s: a resubmit --failed or gather of it still runs (or its file system has no locks)"
   fi
-  hpc_manifest_put output_path "$hpc_manifest_path"
-  for line in "${hpc_mf_lines[@]}"; do
-    case ${line%%$'\t'*} in
-      format | time | array | job_id | origin | resubmit_of | resubmit | output_path) ;;
-      *) hpc_manifest_text+=$line$'\n' ;;
-    esac
-  done
-  hpc_manifest_commit "${old%/*}/${hpc_mf[exp_name]}_$id.manifest"
 }
 
 # hpc_map_resubmit_failed ROOT: (resubmit EXP --failed, ROOT the experiment's map folders) re-runs
@@ -469,12 +450,9 @@ hpc_map_resubmit_failed() {
   local dir info line first='' throttle='' array_ids='' gather_ids='' failed='' attempt=2
   hpc_map_newest_dir "$1" "resubmit --failed"
   dir=$hpc_map_dir
-  # One resubmission of a map at a time (the lock is the map folder itself, held until exit):
-  # two at once both read the same failed indices and ran them twice.
-  local lock_fd
-  if ! { exec {lock_fd}<"$dir"; } || ! flock -w 60 "$lock_fd"; then
-    hpc_die "cannot lock the map folder ${dir##*/} within 60 s: another resubmit --failed of it still runs (or its file system has no locks)"
-  fi
+  # One resubmission of a map at a time: two at once both read the same failed indices and ran
+  # them twice.
+  hpc_map_lock "$dir"
   info=$(hpc_map_helpers map-info --dir "$dir") || hpc_die "cannot read the map in $dir (see above)"
   while IFS= read -r line; do
     case $line in
@@ -498,27 +476,49 @@ hpc_map_resubmit_failed() {
     return 0
   fi
   local script i spec new_id gather_id='' out
+  for i in "${indices[@]}"; do
+    # A task may have replaced its folder by a link: its earlier status would be moved, and the
+    # new attempt would write, through it.
+    [[ ! -L $dir/tasks/$i ]] ||
+      hpc_die "$dir/tasks/$i is a symbolic link: a task's folder is never followed; remove the link (task $i then runs again into a new folder) and resubmit; nothing was submitted"
+  done
   [[ -f $dir/task.sh ]] || hpc_die "the map's kept task script $dir/task.sh is gone"
   script=$(<"$dir/task.sh")
   script=${script%$'\n'hpc_job_main*}
   printf -v script '%s\n# resubmit --failed: the same map folder, attempt %s.\nhpc_job_map_dir=%q\nhpc_job_map_attempt=%q\nhpc_job_main\n' \
     "$script" "$attempt" "$dir" "$attempt"
   hpc_manifest_ranges "${indices[@]}"
-  spec=$hpc_manifest_ranges${throttle:+%$throttle}
-  # An index at or above MaxArraySize cannot be a task id: task ids 0..N-1, each mapped to its
-  # index by the list in the script (hpc_map_task_index); the list fits one array, as the map did.
-  local mapped='' last_index=${indices[-1]}
+  local ranges=$hpc_manifest_ranges max size start k text
+  local -a chunk=() part_specs=() part_lists=() new_ids=() after=()
   hpc_manifest_check_array_size 0 0
-  if [[ -n $hpc_manifest_max_array_size ]] && ((last_index >= hpc_manifest_max_array_size)); then
-    ((${#indices[@]} <= hpc_manifest_max_array_size)) ||
-      hpc_die "${#indices[@]} failed tasks exceed this cluster's MaxArraySize $hpc_manifest_max_array_size: resubmit them in parts"
-    mapped=${indices[*]}
-    spec=0-$((${#indices[@]} - 1))${throttle:+%$throttle}
-  fi
-  printf -v script '%s\nhpc_job_map_offset=0\nhpc_job_map_indices=%q\nhpc_job_main\n' "${script%$'\n'hpc_job_main*}" "$mapped"
-  out=$(unset SLURM_TMPDIR && sbatch --parsable --hold --array="$spec" 2>&1 <<<"$script") || hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
-  new_id=${out##*$'\n'}
-  new_id=${new_id%%;*}
+  max=${hpc_manifest_max_array_size:-}
+  # Parts of at most MaxArraySize indices, each after the one before (afterany, so that the
+  # throttle holds for the whole resubmission), as the first submission split the map. An index
+  # at or above MaxArraySize cannot be a task id: such a part has task ids 0..N-1, each mapped to
+  # its index by the list in the script (hpc_map_task_index).
+  size=${#indices[@]}
+  [[ -z $max ]] || ((max <= 0 || max >= size)) || size=$max
+  for ((start = 0; start < ${#indices[@]}; start += size)); do
+    chunk=("${indices[@]:start:size}")
+    if [[ -n $max ]] && ((chunk[-1] >= max)); then
+      part_lists+=("${chunk[*]}") part_specs+=("0-$((${#chunk[@]} - 1))${throttle:+%$throttle}")
+    else
+      hpc_manifest_ranges "${chunk[@]}"
+      part_lists+=('') part_specs+=("$hpc_manifest_ranges${throttle:+%$throttle}")
+    fi
+  done
+  for k in "${!part_specs[@]}"; do
+    printf -v text '%s\nhpc_job_map_offset=0\nhpc_job_map_indices=%q\nhpc_job_main\n' "${script%$'\n'hpc_job_main*}" "${part_lists[k]}"
+    after=()
+    ((k == 0)) || after=(--dependency="afterany:${new_ids[-1]}")
+    if ! out=$(unset SLURM_TMPDIR && sbatch --parsable --hold --array="${part_specs[k]}" ${after[@]+"${after[@]}"} 2>&1 <<<"$text"); then
+      ((${#new_ids[@]} == 0)) || scancel "${new_ids[@]}" 2>/dev/null || true
+      hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }${new_ids[*]:+; its parts ${new_ids[*]} were cancelled}"
+    fi
+    new_id=${out##*$'\n'}
+    new_ids+=("${new_id%%;*}")
+  done
+  new_id=${new_ids[0]} spec=${part_specs[0]}
   for i in "${indices[@]}"; do
     # The earlier attempt's status is kept; a link is never followed or moved.
     if [[ -f $dir/tasks/$i/status.json && ! -L $dir/tasks/$i/status.json && ! -L $dir/tasks/$i ]]; then
@@ -526,26 +526,37 @@ hpc_map_resubmit_failed() {
     fi
   done
   if [[ -f $dir/gather.sh ]]; then
-    if ! out=$(unset SLURM_TMPDIR && sbatch --parsable --dependency="afterany:$new_id" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1); then
-      scancel "$new_id" 2>/dev/null || true
-      hpc_die "sbatch refused the new gather job: ${out//$'\n'/ }; the resubmission $new_id was cancelled"
+    printf -v text '%s:' "${new_ids[@]}"
+    if ! out=$(unset SLURM_TMPDIR && sbatch --parsable --dependency="afterany:${text%:}" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1); then
+      scancel "${new_ids[@]}" 2>/dev/null || true
+      hpc_die "sbatch refused the new gather job: ${out//$'\n'/ }; the resubmission ${new_ids[*]} was cancelled"
     fi
     gather_id=${out##*$'\n'}
     gather_id=${gather_id%%;*}
   fi
-  hpc_map_helpers map-record --dir "$dir" --array "$new_id" --gather "$gather_id" || hpc_say "cannot record jobs $new_id $gather_id in $dir/manifest.json"
-  [[ -z ${hpc_manage_file[${ids[0]}]-} ]] || hpc_map_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$new_id" "$spec" ||
-    hpc_say "job $new_id was submitted, but its manifest could not be written"
+  local -a record=()
+  for new_id in "${new_ids[@]}"; do record+=(--array "$new_id"); done
+  hpc_map_helpers map-record --dir "$dir" "${record[@]}" --gather "$gather_id" || hpc_say "cannot record jobs ${new_ids[*]} $gather_id in $dir/manifest.json"
+  for k in "${!new_ids[@]}"; do
+    [[ -z ${hpc_manage_file[${ids[0]}]-} ]] || hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "${new_ids[k]}" "${part_specs[k]}" "resubmit --failed" ||
+      hpc_say "job ${new_ids[k]} was submitted, but its manifest could not be written"
+  done
   read -ra ids <<<"$gather_ids"
   if [[ -n $gather_id && -n ${ids[0]-} && -n ${hpc_manage_file[${ids[0]}]-} ]]; then
-    hpc_map_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$gather_id" '' || hpc_say "gather job $gather_id was submitted, but its manifest could not be written"
+    hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$gather_id" '' "resubmit --failed" || hpc_say "gather job $gather_id was submitted, but its manifest could not be written"
   fi
-  out=$(scontrol release "$new_id" 2>&1) || {
-    scancel "$new_id" ${gather_id:+"$gather_id"} 2>/dev/null || true
-    hpc_die "scontrol release $new_id failed: $out; the resubmission was cancelled"
+  out=$(scontrol release "${new_ids[@]}" 2>&1) || {
+    scancel "${new_ids[@]}" ${gather_id:+"$gather_id"} 2>/dev/null || true
+    hpc_die "scontrol release ${new_ids[*]} failed: $out; the resubmission was cancelled"
   }
-  printf 'Resubmitted task(s) %s of map %s as job %s (array %s%s)\n' "$hpc_manifest_ranges" "${dir##*/}" "$new_id" "$spec" \
-    "${mapped:+, task ids ${spec%\%*} are indices $mapped: above MaxArraySize $hpc_manifest_max_array_size}"
+  if ((${#new_ids[@]} > 1)); then
+    printf 'Resubmitted task(s) %s of map %s as jobs %s (above MaxArraySize %s: %s arrays, one after the other)\n' \
+      "$ranges" "${dir##*/}" "${new_ids[*]}" "$max" "${#new_ids[@]}"
+    [[ -z $gather_id ]] || printf 'Gather job %s: after jobs %s end (afterany); output %s\n' "$gather_id" "${new_ids[*]}" "$dir/gather_$gather_id.out"
+    return 0
+  fi
+  printf 'Resubmitted task(s) %s of map %s as job %s (array %s%s)\n' "$ranges" "${dir##*/}" "$new_id" "$spec" \
+    "${part_lists[0]:+, task ids ${spec%\%*} are indices ${part_lists[0]}: above MaxArraySize $max}"
   [[ -z $gather_id ]] || printf 'Gather job %s: after job %s ends (afterany); output %s\n' "$gather_id" "$new_id" "$dir/gather_$gather_id.out"
 }
 
@@ -620,6 +631,7 @@ hpc_map_gather_again() {
   local script line out id kept=''
   hpc_map_newest_dir "$1" gather
   [[ -f $hpc_map_dir/gather.sh ]] || hpc_die_usage "gather" "the map ${hpc_map_dir##*/} has no gather job (submitted without --gather)"
+  hpc_map_lock "$hpc_map_dir"
   while IFS= read -r line || [[ -n $line ]]; do
     case $line in
       '#SBATCH --dependency='* | '#SBATCH --kill-on-invalid-dep='*) ;;
@@ -634,7 +646,7 @@ hpc_map_gather_again() {
   mapfile -t ids < <(hpc_map_helpers map-info --dir "$hpc_map_dir" | sed -n 's/^gather_ids=//p' | tr ' ' '\n')
   hpc_map_helpers map-record --dir "$hpc_map_dir" --gather "$id" || hpc_say "cannot record gather job $id in $hpc_map_dir/manifest.json"
   if [[ -n ${ids[0]-} && -n ${hpc_manage_file[${ids[0]}]-} ]]; then
-    hpc_map_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$id" '' || hpc_say "gather job $id was submitted, but its manifest could not be written"
+    hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$id" '' gather || hpc_say "gather job $id was submitted, but its manifest could not be written"
   fi
   printf 'Gather job %s of map %s: output %s\n' "$id" "${hpc_map_dir##*/}" "$hpc_map_dir/gather_$id.out"
 }

@@ -19,6 +19,7 @@ hpc_opt_defaults() {
   hpc_opt_data=() hpc_opt_copy_back=()
   # Scaling test (hpc_scaling.bash checks them).
   hpc_opt_scaling_test=0 hpc_opt_scale_nodes='' hpc_opt_scale_gpus='' hpc_opt_repeats='' hpc_opt_scaling_mode='' hpc_opt_report_time=''
+  hpc_opt_num_nodes_given=0
   # The variable names a profile as --cluster does: never a path.
   [[ -z $hpc_opt_cluster ]] || hpc_opt_is_profile_name "$hpc_opt_cluster" ||
     hpc_die_usage "HPC_CLUSTER" "'$hpc_opt_cluster' is not accepted; accepted: the name of a profile in hpc_files/clusters/"
@@ -218,7 +219,7 @@ hpc_opt_set() {
       ;;
     -n/--num-nodes)
       hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of nodes, 1 or more"
-      hpc_opt_num_nodes=$((10#$value))
+      hpc_opt_num_nodes=$((10#$value)) hpc_opt_num_nodes_given=1
       ;;
     -C/--configs)
       # Empty would silently mean the default file.

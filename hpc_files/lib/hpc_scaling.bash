@@ -10,7 +10,8 @@
 #
 # The study's folder, study_dir = ${scratch_dir}/hpc_outputs/scaling/<exp_name>/<study_id> with
 # study_id = YYYYmmdd-HHMMSS-<first job id> (the report job is submitted first, held: its id
-# names the folder before any run is submitted), holds study.json, report_<id>.out and
+# names the folder before any run is submitted; its --output names it with %j), holds
+# study.json, report.sh, report_<id>.out and
 # runs/<N>x<G>-r<k>/ (key: the follow-up interface's folder name) with job.sh, job_<id>.out,
 # status.json (hpc_followup.bash), wall.json (the launcher command timed by the batch shell:
 # wall_s, exit_code, job_id, node_list, start_utc, end_utc) and metrics.json when the program
@@ -48,6 +49,16 @@ hpc_scaling_parse_list() {
   done
 }
 
+# hpc_scaling_check_num_nodes: -n/--num-nodes beside --scale-nodes must be the list's largest
+# (the study's top, as without the list); any other value would be silently ignored: exit 2.
+hpc_scaling_check_num_nodes() {
+  local n largest=0
+  ((${hpc_opt_num_nodes_given:-0})) || return 0
+  for n in "${hpc_scaling_nodes[@]}"; do ((n <= largest)) || largest=$n; done
+  ((hpc_opt_num_nodes == largest)) ||
+    hpc_die_usage "-n/--num-nodes" "$hpc_opt_num_nodes with --scale-nodes $hpc_opt_scale_nodes, whose largest is $largest; accepted: -n/--num-nodes equal to the largest of --scale-nodes, or one of the two alone"
+}
+
 # hpc_scaling_check_options: the scaling options on their own and with the others; exit 2 with
 # one line on bad input. Sets hpc_scaling_nodes, hpc_scaling_gpus (empty: the plan's GPUs),
 # hpc_scaling_repeats, hpc_scaling_mode and hpc_scaling_report_time.
@@ -66,6 +77,7 @@ hpc_scaling_check_options() {
   if [[ -n $hpc_opt_scale_nodes ]]; then
     hpc_scaling_parse_list --scale-nodes "$hpc_opt_scale_nodes"
     hpc_scaling_nodes=("${hpc_scaling_list[@]}")
+    hpc_scaling_check_num_nodes
   else
     hpc_scaling_nodes=()
     for ((n = 1; n <= hpc_opt_num_nodes; n *= 2)); do hpc_scaling_nodes+=("$n"); done
@@ -184,7 +196,8 @@ hpc_scaling_report_plan() {
   hpc_plan_mode=scaling-report hpc_plan_launcher=none hpc_plan_nodes=1 hpc_plan_ntasks_per_node=1
   hpc_plan_cpus_per_task=1 hpc_plan_gpus=0 hpc_plan_gres='' hpc_plan_time=$hpc_scaling_report_time
   hpc_plan_kind=$hpc_plan_runner-scaling-report hpc_plan_mem=$hpc_profile_defaults_mem_no_gpu
-  hpc_plan_output=$hpc_scaling_root/report_%j.out
+  # In the study's folder, named by this job's id (%j) before the folder is known.
+  hpc_plan_output=${hpc_scaling_dir:-$hpc_scaling_root/$hpc_scaling_stamp-%j}/report_%j.out
   hpc_plan_job_name=$hpc_plan_exp_name-scale-report
   for arg in "${hpc_plan_sbatch_args[@]}"; do
     case $arg in
@@ -314,7 +327,7 @@ hpc_scaling_dry_run() {
 # hpc_scaling_main: the whole scaling submission (after the profile and the configs file are
 # read); exits.
 hpc_scaling_main() {
-  local x n g r out stamp
+  local x n g r out
   hpc_scaling_dir='' hpc_plan_data_archive=''
   hpc_plan_make
   hpc_scaling_configurations
@@ -359,13 +372,13 @@ hpc_scaling_main() {
   hpc_scaling_ids=() hpc_scaling_run_ids=() hpc_scaling_keys=() hpc_scaling_gpus_of=() hpc_scaling_made=''
   trap 'hpc_scaling_undo "the submission stopped before the study was released"' EXIT
   # The report job first, held: its id names the study's folder before any run's output does.
+  printf -v hpc_scaling_stamp '%(%Y%m%d-%H%M%S)T' -1
   hpc_scaling_report_plan
   hpc_plan_render
   hpc_scaling_sbatch "$hpc_plan_script" "${hpc_plan_sbatch_args[@]}" || hpc_scaling_undo "the report job was not submitted"
   hpc_scaling_report_id=$hpc_scaling_id
   hpc_scaling_ids+=("$hpc_scaling_id")
-  printf -v stamp '%(%Y%m%d-%H%M%S)T' -1
-  hpc_scaling_id_text=$stamp-$hpc_scaling_report_id
+  hpc_scaling_id_text=$hpc_scaling_stamp-$hpc_scaling_report_id
   hpc_scaling_dir=$hpc_scaling_root/$hpc_scaling_id_text
   [[ -d $hpc_scaling_root ]] || mkdir -p -- "$hpc_scaling_root" || hpc_scaling_undo "cannot make $hpc_scaling_root"
   # One at a time: runs/ is never made inside a folder of that name that was already there.
@@ -460,8 +473,15 @@ hpc_scaling_run_end() {
 # job: FAILED when every run failed (after writing report.md), COMPLETED otherwise.
 hpc_scaling_report_run() {
   local py rc=0 study
-  study=$(hpc_scaling_newest_study "${hpc_job_scaling_root:?}" "${SLURM_JOB_ID:?}") ||
-    hpc_job_fail "scaling-report" "no study of report job $SLURM_JOB_ID under $hpc_job_scaling_root"
+  # A resubmitted report job names its study (hpc_scaling_resubmit_failed); the first one's id
+  # names the folder.
+  if [[ -n ${hpc_job_scaling_study:-} ]]; then
+    study=$hpc_job_scaling_study
+    [[ -f $study/study.json && ! -L $study ]] || hpc_job_fail "scaling-report" "$study is not a study's folder"
+  else
+    study=$(hpc_scaling_newest_study "${hpc_job_scaling_root:?}" "${SLURM_JOB_ID:?}") ||
+      hpc_job_fail "scaling-report" "no study of report job $SLURM_JOB_ID under $hpc_job_scaling_root"
+  fi
   hpc_followup_python
   py=$hpc_followup_py
   # The plot needs matplotlib: the node's python3 when the job's Python lacks it.
@@ -480,6 +500,129 @@ hpc_scaling_newest_study() {
     [[ -f $dir/study.json && ! -L $dir ]] && printf '%s\n' "$dir" && return 0
   done
   return 1
+}
+
+# ---------------------------------------------------------------------------------------------
+# resubmit EXP --failed
+
+# hpc_scaling_newest_dir ROOT COMMAND: sets hpc_scaling_dir to the newest study folder (with a
+# study.json, not a link) under ROOT, the experiment's study folders; exit 2 naming COMMAND when
+# none. Study folders are named YYYYmmdd-HHMMSS-ID: the last in order is the newest.
+hpc_scaling_newest_dir() {
+  local dir
+  hpc_scaling_dir=''
+  for dir in "$1"/*/; do
+    [[ -f ${dir}study.json && ! -L ${dir%/} ]] && hpc_scaling_dir=${dir%/}
+  done
+  [[ -n $hpc_scaling_dir ]] || hpc_die_usage "$2" "no scaling study of this experiment under $1"
+}
+
+# hpc_scaling_keep_attempt RUN_DIR: before a run is submitted again, its status.json, wall.json
+# and metrics.json become NAME.attempt<N>.json (N: the first number free), so that the new
+# attempt's files are the only ones read; never through a link (a linked file stays, and the
+# new attempt replaces it: hpc_followup_status_write).
+hpc_scaling_keep_attempt() {
+  local dir=$1 n=1 name
+  [[ -d $dir && ! -L $dir ]] || return 0
+  while [[ -e $dir/status.attempt$n.json || -L $dir/status.attempt$n.json ]]; do n=$((n + 1)); done
+  for name in status wall metrics; do
+    if [[ -f $dir/$name.json && ! -L $dir/$name.json ]]; then
+      mv -f -- "$dir/$name.json" "$dir/$name.attempt$n.json" || true
+    fi
+  done
+}
+
+# hpc_scaling_resubmit_failed ROOT: (resubmit EXP --failed on a scaling study, ROOT the
+# experiment's study folders) submits again, held, exactly the runs of the newest study whose
+# newest attempt did not succeed (FAILED, TIMEOUT, LOST, NODE_FAIL, CANCELLED...: read from the
+# runs' status files), each from its kept job.sh with its recorded sbatch options (the same
+# shape, the same runs/<key>/ folder; the earlier attempt's files kept as *.attempt<N>.json),
+# then a new report job (afterany on them, --output in the study's folder) that names the
+# study; records the new ids in study.json and in manifests linked to the old ones, and
+# releases them. Exit 1 while a run or report job of the study is pending or running.
+hpc_scaling_resubmit_failed() {
+  local dir info line report_ids='' failed='' key id out script new_report lock_fd
+  local -a keys=() ids=() redo=() new_ids=() records=() args=()
+  local -A job_of=()
+  hpc_scaling_newest_dir "$1" "resubmit --failed"
+  dir=$hpc_scaling_dir
+  # One resubmission of a study at a time (the lock is the study folder, held until exit).
+  if ! { exec {lock_fd}<"$dir"; } || ! flock -w 60 "$lock_fd"; then
+    hpc_die "cannot lock the study folder ${dir##*/} within 60 s: another resubmit --failed of it still runs (or its file system has no locks)"
+  fi
+  # shellcheck source=hpc_files/lib/hpc_map.bash
+  source "${BASH_SOURCE[0]%/*}/hpc_map.bash"
+  info=$(hpc_map_helpers study-info --dir "$dir") || hpc_die "cannot read the study in $dir (see above)"
+  while IFS= read -r line; do
+    case $line in
+      report_ids=*) report_ids=${line#*=} ;;
+      run=*)
+        read -r key id <<<"${line#run=}"
+        keys+=("$key") ids+=("$id") job_of[$key]=$id
+        ;;
+      failed=*) failed=${line#*=} ;;
+    esac
+  done <<<"$info"
+  ((${#keys[@]})) || hpc_die "cannot read the study in $dir"
+  read -ra redo <<<"$failed"
+  local -a live=("${ids[@]}")
+  read -ra args <<<"$report_ids"
+  live+=(${args[@]+"${args[@]}"})
+  if [[ -n $(squeue -h -j "$(IFS=, && printf '%s' "${live[*]}")" -o %i 2>/dev/null) ]]; then
+    hpc_die "the study ${dir##*/} still has jobs pending or running; resubmit --failed once its report job has ended"
+  fi
+  if ((${#redo[@]} == 0)); then
+    printf 'Nothing to resubmit: every run of study %s succeeded.\n' "${dir##*/}"
+    return 0
+  fi
+  hpc_scaling_ids=() hpc_scaling_made=''
+  trap 'hpc_scaling_undo "the resubmission stopped before its jobs were released"' EXIT
+  for key in "${redo[@]}"; do
+    id=${job_of[$key]}
+    hpc_manifest_read "${hpc_manage_file[id]-}" || hpc_scaling_undo "run $key (job $id) has no manifest in $hpc_manage_dir"
+    script=${hpc_mf[script]-}
+    [[ $script == "$dir/runs/$key/job.sh" && -f $script && ! -L $script && ! -L $dir/runs/$key ]] ||
+      hpc_scaling_undo "the kept job script of run $key is not $dir/runs/$key/job.sh"
+    out=$(unset SLURM_TMPDIR && sbatch --parsable --hold "${hpc_mf_sbatch[@]}" "$script" 2>&1) ||
+      hpc_scaling_undo "sbatch refused run $key: ${out//$'\n'/ }"
+    out=${out##*$'\n'} out=${out%%;*}
+    [[ $out =~ ^[0-9]+$ ]] || hpc_scaling_undo "sbatch gave no job id for run $key"
+    hpc_scaling_ids+=("$out") new_ids+=("$out") records+=(--run "$key=$out")
+    hpc_manifest_copy "${hpc_manage_file[id]}" "$out" '' 'resubmit --failed' ||
+      hpc_say "run $key (job $out) was submitted, but its manifest could not be written"
+  done
+  # The report job: report.sh naming its study, after the new runs, its log in the study.
+  read -ra args <<<"$report_ids"
+  id=${args[-1]-}
+  hpc_manifest_read "${hpc_manage_file[id]-}" || hpc_scaling_undo "the report job $id has no manifest in $hpc_manage_dir"
+  [[ -f $dir/report.sh && ! -L $dir/report.sh ]] || hpc_scaling_undo "$dir/report.sh is missing"
+  script=$(<"$dir/report.sh")
+  printf -v script '%s\n# resubmit --failed: the report of this study.\nhpc_job_scaling_study=%q\nhpc_job_main\n' \
+    "${script%$'\n'hpc_job_main*}" "$dir"
+  args=()
+  for line in "${hpc_mf_sbatch[@]}"; do
+    case $line in
+      --output=* | --dependency=*) ;;
+      *) args+=("$line") ;;
+    esac
+  done
+  printf -v line '%s:' "${new_ids[@]}"
+  out=$(unset SLURM_TMPDIR && sbatch --parsable "${args[@]}" --output="$dir/report_%j.out" \
+    --dependency="afterany:${line%:}" 2>&1 <<<"$script") || hpc_scaling_undo "sbatch refused the report job: ${out//$'\n'/ }"
+  new_report=${out##*$'\n'} new_report=${new_report%%;*}
+  [[ $new_report =~ ^[0-9]+$ ]] || hpc_scaling_undo "sbatch gave no job id for the report job"
+  hpc_scaling_ids+=("$new_report")
+  (
+    # Its manifest: the old report's, with its own output (a subshell: hpc_mf stays).
+    hpc_manifest_copy "${hpc_manage_file[id]}" "$new_report" '' 'resubmit --failed' "$dir/report_%j.out"
+  ) || hpc_say "the report job $new_report was submitted, but its manifest could not be written"
+  for key in "${redo[@]}"; do hpc_scaling_keep_attempt "$dir/runs/$key"; done
+  hpc_map_helpers study-record --dir "$dir" "${records[@]}" --report "$new_report" ||
+    hpc_say "cannot record jobs ${new_ids[*]} $new_report in $dir/study.json"
+  out=$(scontrol release "${new_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release ${new_ids[*]} failed: $out"
+  trap - EXIT
+  printf 'Resubmitted run(s) %s of study %s as job(s) %s\n' "${redo[*]}" "${dir##*/}" "${new_ids[*]}"
+  printf 'Report job %s: after job(s) %s (afterany); output %s\n' "$new_report" "${new_ids[*]}" "$dir/report_$new_report.out"
 }
 
 # ---------------------------------------------------------------------------------------------

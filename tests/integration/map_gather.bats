@@ -346,3 +346,32 @@ EOF2
   hpc_wait_job "$gather_id" 60
   assert_equal "$(squeue -h -j "$job_id,$part2,$gather_id" 2>/dev/null)" ""
 }
+
+@test "resubmit --failed of more failed indices than MaxArraySize (1001 here) splits them as the first submission does: two arrays, the second after the first, the new gather after both" {
+  MAP_SLEEP=60 submit_map --map-range 0-1001 --max-concurrent 1 --gather "python gather.py" -e resplit
+  part2=$(sed -n "s/^The map is above MaxArraySize 1001: 2 arrays, one after the other: $job_id \([0-9]*\) .*/\1/p" <<<"$out")
+  split_ids=("$job_id" "$gather_id" "$part2")
+  # Every task cancelled (most before they ran): all 1002 indices are to be re-run.
+  run bash "$PROJECT/hpc_files/job_submitter.sh" cancel resplit
+  assert_success
+  hpc_wait_job "$job_id" 60
+  hpc_wait_job "$part2" 60
+  hpc_wait_job "$gather_id" 60
+  run bash "$PROJECT/hpc_files/job_submitter.sh" resubmit resplit --failed
+  assert_success
+  read -r -a new_ids <<<"$(sed -n 's/^Resubmitted task(s) 0-1001 of map [^ ]* as jobs \([0-9]*\) \([0-9]*\) (above MaxArraySize 1001: 2 arrays, one after the other)$/\1 \2/p' <<<"$output")"
+  new_gather=$(sed -n 's/^Gather job \([0-9]*\):.*/\1/p' <<<"$output")
+  split_ids+=(${new_ids[@]+"${new_ids[@]}"} ${new_gather:+"$new_gather"})
+  [[ ${#new_ids[@]} -eq 2 && -n $new_gather ]] || fail "not two parts and a gather in: $output"
+  assert_equal "$(hpc_job_field "${new_ids[1]}" Dependency | sed 's/(.*//')" "afterany:${new_ids[0]}_*"
+  run hpc_job_field "$new_gather" Dependency
+  assert_output --regexp "^afterany:${new_ids[0]}_\*\([a-z]+\),afterany:${new_ids[1]}_\*\([a-z]+\)$"
+  run grep -x $'array\t0-1000%1' "${map_dir%/map/*}/manifests/resplit_${new_ids[0]}.manifest"
+  assert_success
+  run grep -x $'array\t0-0%1' "${map_dir%/map/*}/manifests/resplit_${new_ids[1]}.manifest"
+  assert_success
+  run python3 -c 'import json,sys; print(*json.load(open(sys.argv[1]))["array_ids"][-2:])' "$map_dir/manifest.json"
+  assert_output "${new_ids[*]}"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" cancel resplit
+  assert_success
+}

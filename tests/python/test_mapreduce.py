@@ -278,3 +278,22 @@ def test_the_reader_that_cannot_write_its_table_fails_with_one_line(
     lines = err.strip().splitlines()
     assert lines[-1].startswith("hpc_helpers.followup: cannot write ")
     assert "map_status" in lines[-1]
+
+
+def test_a_task_folder_or_status_file_replaced_by_a_link_is_not_followed(
+    tmp_path: Path, no_scontrol: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_status(tmp_path, 0, "COMPLETED", 0)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "status.json").write_text('{"state": "COMPLETED", "exit_code": 0}\n')
+    (tmp_path / "tasks" / "1").symlink_to(elsewhere)
+    (tmp_path / "tasks" / "2").mkdir()
+    (tmp_path / "tasks" / "2" / "status.json").symlink_to(elsewhere / "status.json")
+    statuses = followup.read_statuses(tmp_path / "tasks", ["0", "1", "2"])
+    assert [s.state for s in statuses] == ["COMPLETED", "LOST", "LOST"]
+    err = capsys.readouterr().err
+    says = "is a symbolic link: not followed, task"
+    assert f"hpc_helpers.followup: {tmp_path}/tasks/1 {says} 1 counted LOST\n" in err
+    assert f"hpc_helpers.followup: {tmp_path}/tasks/2/status.json {says} 2 counted LOST\n" in err
+    assert (elsewhere / "status.json").read_text() == '{"state": "COMPLETED", "exit_code": 0}\n'

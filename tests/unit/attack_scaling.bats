@@ -157,3 +157,16 @@ node_calls() {
   assert_success
   assert_equal "$(node_calls)" 4
 }
+
+@test "scaling: -n/--num-nodes equal to the largest of --scale-nodes is accepted (the dry run lists 1 and 2 nodes); another -n is refused naming both" {
+  run --separate-stderr bash "$submitter" --scaling-test --scale-nodes 1,2 -n 2 -W torchrun -g 1 -e probe --dry-run </dev/null
+  assert_success
+  assert_output --partial "1x1-r1: 1 node(s) x 1 GPU(s)"
+  assert_output --partial "2x1-r1: 2 node(s) x 1 GPU(s)"
+  local before
+  before=$(calls sbatch)
+  run --separate-stderr bash "$submitter" --scaling-test --scale-nodes 1,2 -n 3 -W torchrun -g 1 -e probe --dry-run </dev/null
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -n/--num-nodes: 3 with --scale-nodes 1,2, whose largest is 2; accepted: -n/--num-nodes equal to the largest of --scale-nodes, or one of the two alone"
+  assert_equal "$(calls sbatch)" "$before"
+}

@@ -185,6 +185,103 @@ config_calls() {
   assert_equal "$released" "4242"
 }
 
+@test "resubmit --failed of more failed indices than MaxArraySize 4 (indices 0-9 all failed): three held arrays 0-3, 4-7 as ids 0-3, 8-9 as ids 0-1, each after the one before; the gather after all three; all released" {
+  HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 --max-concurrent 2 --gather "python gather.py" -e big </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  local i
+  for i in 0 1 2 3 4 5 6 7 8 9; do
+    mkdir -p "$map_dir/tasks/$i"
+    printf '{"index": %s, "array_job_id": "%s", "task_id": "%s", "state": "FAILED", "exit_code": 1, "attempt": 1}\n' \
+      "$i" "$((4242 + i / 4))" "$((i % 4))" >"$map_dir/tasks/$i/status.json"
+  done
+  rm -f "$stub_log"/*
+  HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" resubmit big --failed </dev/null
+  assert_success
+  assert_line --index 0 "Resubmitted task(s) 0-9 of map ${map_dir##*/} as jobs 4242 4243 4244 (above MaxArraySize 4: 3 arrays, one after the other)"
+  assert_line --index 1 "Gather job 4245: after jobs 4242 4243 4244 end (afterany); output $map_dir/gather_4245.out"
+  argv_of sbatch 1
+  assert_equal "$(arg_of --array=)" "--array=0-3%2"
+  assert_equal "$(arg_of --dependency=)" ""
+  run grep -xF "hpc_job_map_indices=''" "$stub_log/sbatch.1.script"
+  assert_success
+  argv_of sbatch 2
+  assert_equal "$(arg_of --array=)" "--array=0-3%2"
+  assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4242"
+  run grep -xF 'hpc_job_map_indices=4\ 5\ 6\ 7' "$stub_log/sbatch.2.script"
+  assert_success
+  argv_of sbatch 3
+  assert_equal "$(arg_of --array=)" "--array=0-1%2"
+  assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4243"
+  argv_of sbatch 4
+  assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4242:4243:4244"
+  [[ ! -e $stub_log/sbatch.5.args ]] || fail "more than four sbatch calls"
+  local n=1 released=''
+  while [[ -e $stub_log/scontrol.$n.args ]]; do
+    argv_of scontrol "$n"
+    [[ ${argv[0]} != release ]] || released=${argv[*]:1}
+    n=$((n + 1))
+  done
+  assert_equal "$released" "4242 4243 4244"
+}
+
+@test "resubmit --failed when a task replaced its tasks/<i> folder by a link elsewhere: refused with one line naming it, nothing submitted, nothing moved or written through the link" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-3 --gather "python gather.py" -e linked </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  local i elsewhere=$BATS_TEST_TMPDIR/elsewhere before
+  for i in 0 1 2 3; do
+    mkdir -p "$map_dir/tasks/$i"
+    printf '{"index": %s, "array_job_id": "4242", "task_id": "%s", "state": "COMPLETED", "exit_code": 0, "attempt": 1}\n' \
+      "$i" "$i" >"$map_dir/tasks/$i/status.json"
+  done
+  mkdir -p "$elsewhere"
+  printf '{"state": "FAILED", "exit_code": 1}\n' >"$elsewhere/status.json"
+  rm -r "$map_dir/tasks/2"
+  ln -s "$elsewhere" "$map_dir/tasks/2"
+  before=$(find "$elsewhere" -printf '%P %y %s %T@\n' | sort)
+  rm -f "$stub_log"/*
+  run --separate-stderr bash "$submitter" resubmit linked --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "${stderr##*$'\n'}" "job_submitter.sh: $map_dir/tasks/2 is a symbolic link: a task's folder is never followed; remove the link (task 2 then runs again into a new folder) and resubmit; nothing was submitted"
+  [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
+  assert_equal "$(find "$elsewhere" -printf '%P %y %s %T@\n' | sort)" "$before"
+}
+
+@test "gather EXP while a resubmit --failed of the map holds its lock: it waits for it, so neither's ids in manifest.json are lost" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 --gather "python gather.py" -e race </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  # A stand-in for a resubmission: under the map folder's lock, it reads manifest.json, takes its
+  # time, then writes it back with one more array id.
+  local marker=$BATS_TEST_TMPDIR/locked holder i new_gather
+  # shellcheck disable=SC2016 # the stand-in's own $1 and $2
+  flock "$map_dir" bash -c ': >"$2"; python3 -c "
+import json, sys, time
+path = sys.argv[1]
+doc = json.load(open(path))
+time.sleep(3)
+doc[\"array_ids\"].append(\"9999\")
+json.dump(doc, open(path, \"w\"))
+" "$1/manifest.json"' _ "$map_dir" "$marker" 3>&- &
+  holder=$!
+  for ((i = 0; i < 100; i++)); do
+    [[ ! -e $marker ]] || break
+    sleep 0.1
+  done
+  [[ -e $marker ]] || fail "the stand-in never took the lock"
+  run --separate-stderr bash "$submitter" gather race </dev/null
+  wait "$holder"
+  assert_success
+  new_gather=$(sed -n 's/^Gather job \([0-9]*\) of map .*/\1/p' <<<"$output")
+  [[ -n $new_gather ]] || fail "no gather job in: $output"
+  run python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["array_ids"][-1], d["gather_ids"][-1])' "$map_dir/manifest.json"
+  assert_output "9999 $new_gather"
+}
+
 # shellcheck disable=SC2034,SC2154 # the variables the sourced library reads and sets
 @test "a map task's index: the array task id, plus the part's offset, or the resubmission's index list" {
   # shellcheck source=/dev/null # the library's variables are not this test's

@@ -156,9 +156,18 @@ def read_statuses(
         path = unit_dir / key / "status.json"
         fields: dict[str, Any] = {}
         try:
+            # A task that replaced its folder or file by a link is not followed: its state
+            # would be whatever the link's target says.
+            for linked in (path.parent, path):
+                if linked.is_symlink():
+                    print(f"hpc_helpers.followup: {linked} is a symbolic link: not followed, "
+                          f"task {key} counted LOST", file=sys.stderr)
+                    raise OSError(f"{linked} is a symbolic link")
             if not path.is_file():  # a FIFO planted there would block the reader
                 raise OSError(f"{path} is not a file")
-            loaded = json.loads(path.read_text(encoding="utf-8"))
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as handle:
+                loaded = json.loads(handle.read().decode("utf-8"))
             if isinstance(loaded, dict):
                 fields = loaded
         except (OSError, ValueError, RecursionError):
@@ -308,10 +317,54 @@ def _map_record_command(args: argparse.Namespace) -> int:
     """Adds a resubmission's array and gather ids to the map's manifest.json (atomically)."""
     path = Path(args.dir) / "manifest.json"
     doc = json.loads(path.read_text(encoding="utf-8"))
-    if args.array:
-        doc["array_ids"] = [*doc.get("array_ids", []), args.array]
+    arrays = [a for a in args.array if a]
+    if arrays:
+        doc["array_ids"] = [*doc.get("array_ids", []), *arrays]
     if args.gather:
         doc["gather_ids"] = [*doc.get("gather_ids", []), args.gather]
+    _atomic_write(path, json.dumps(doc) + "\n")
+    return 0
+
+
+def _study_info_command(args: argparse.Namespace) -> int:
+    """name=value lines of a scaling study for ``resubmit --failed``: report_ids, then one
+    ``run=KEY JOB_ID`` line per run (study.json's order, its newest job), then failed (keys whose
+    newest attempt did not succeed, read from runs/<key>/status.json). Exit 2 on a folder
+    without a study's study.json."""
+    folder = Path(args.dir)
+    try:
+        doc = json.loads((folder / "study.json").read_text(encoding="utf-8"))
+        configs = doc["configurations"]
+        keys = [str(c["key"]) for c in configs]
+        ids = [str(c.get("job_id", "")) for c in configs]
+        parse_keys(",".join(keys))
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        print(f"hpc_helpers.followup: {folder}/study.json is not a scaling study's: {err}",
+              file=sys.stderr)
+        return 2
+    statuses = read_statuses(folder / "runs", keys)
+    reports = doc.get("report_job_ids") or [doc.get("report_job_id", "")]
+    sys.stdout.write(f"report_ids={' '.join(str(i) for i in reports)}\n")
+    sys.stdout.write("".join(f"run={k} {i}\n" for k, i in zip(keys, ids)))
+    sys.stdout.write(f"failed={' '.join(s.key for s in statuses if not s.ok)}\n")
+    return 0
+
+
+def _study_record_command(args: argparse.Namespace) -> int:
+    """Records a resubmission in study.json (atomically): each ``--run KEY=ID`` becomes that
+    run's job_id (the earlier one kept in its earlier_job_ids), ``--report ID`` the report_job_id
+    (every one kept in report_job_ids)."""
+    path = Path(args.dir) / "study.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    new = dict(item.split("=", 1) for item in args.run)
+    for conf in doc["configurations"]:
+        if str(conf["key"]) in new:
+            conf["earlier_job_ids"] = [*conf.get("earlier_job_ids", []), conf.get("job_id", "")]
+            conf["job_id"] = new[str(conf["key"])]
+    if args.report:
+        earlier = doc.get("report_job_ids") or [doc.get("report_job_id", "")]
+        doc["report_job_ids"] = [*earlier, args.report]
+        doc["report_job_id"] = args.report
     _atomic_write(path, json.dumps(doc) + "\n")
     return 0
 
@@ -346,11 +399,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--dir", required=True)
     p = sub.add_parser("map-record", help="add a resubmission's ids to the map's manifest.json")
     p.add_argument("--dir", required=True)
-    p.add_argument("--array", default="")
+    p.add_argument("--array", action="append", default=[], help="once per array (part)")
     p.add_argument("--gather", default="")
     p = sub.add_parser("gather-command", help="the map's gather command, NUL-separated words")
     p.add_argument("--dir", required=True)
+    p = sub.add_parser("study-info", help="a scaling study's ids and failed runs, name=value")
+    p.add_argument("--dir", required=True)
+    p = sub.add_parser("study-record", help="add a resubmission's ids to the study's study.json")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--run", action="append", default=[], help="KEY=JOB_ID, once per run")
+    p.add_argument("--report", default="")
     args = parser.parse_args(argv)
+    if args.command == "study-info":
+        return _study_info_command(args)
+    if args.command == "study-record":
+        return _study_record_command(args)
     if args.command == "gather-command":
         return _gather_command_command(args)
     if args.command == "map-info":

@@ -97,14 +97,15 @@ def _int(value: object) -> int | None:
     return int(number) if number is not None else None
 
 
-def _recorded_states(path: Path) -> dict[str, str]:
-    """key -> state of an earlier results.csv (the refined states of a first report)."""
+def _recorded_states(path: Path) -> dict[str, tuple[str, str]]:
+    """key -> (job id, state) of an earlier results.csv (the refined states of a first
+    report; a run resubmitted since has another job id, and its own state)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:
         return {}
     return {
-        f"{row['config']}-r{row['repeat']}": row["state"]
+        f"{row['config']}-r{row['repeat']}": (row.get("job_id") or "", row["state"])
         for row in csv.DictReader(io.StringIO(text))
         if row.get("config") and row.get("repeat") and row.get("state")
     }
@@ -122,9 +123,11 @@ def load_runs(folder: Path, study: dict[str, Any], refine: bool = True) -> list[
         wall = _read_run_json(run_dir / "wall.json")
         metrics = _read_run_json(run_dir / "metrics.json")
         state = status.state
-        if state in ("LOST", "FAILED") and recorded.get(status.key, state) not in ("", state):
-            state = recorded[status.key]
         job_id = str(wall.get("job_id") or status.fields.get("job_id") or conf.get("job_id", ""))
+        recorded_id, recorded_state = recorded.get(status.key, ("", state))
+        refined = recorded_state not in ("", state) and recorded_id == job_id
+        if state in ("LOST", "FAILED") and refined:
+            state = recorded_state
         runs.append(Run(
             nodes=int(conf["nodes"]), gpus_per_node=int(conf["gpus_per_node"]),
             repeat=int(conf["repeat"]), state=state, job_id=job_id,
