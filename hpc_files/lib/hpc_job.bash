@@ -26,8 +26,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/hpc_common.bash"
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_configs.bash"
 # shellcheck source=hpc_files/lib/hpc_sweep.bash
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_sweep.bash"
-# shellcheck source=hpc_files/lib/hpc_stage.bash
-source "$(dirname "${BASH_SOURCE[0]}")/hpc_stage.bash"
+# shellcheck source=hpc_files/lib/hpc_stage_node.bash
+source "$(dirname "${BASH_SOURCE[0]}")/hpc_stage_node.bash"
 
 # hpc_job_log MESSAGE...: one line to the job's output, marked as the toolkit's.
 hpc_job_log() {

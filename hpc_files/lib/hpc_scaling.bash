@@ -295,8 +295,8 @@ hpc_scaling_main() {
   hpc_scaling_configurations
   if ((${#hpc_opt_data[@]})); then
     # --data as for any job: checked now, packed once after the confirmation, every run unpacks it.
-    # shellcheck source=hpc_files/lib/hpc_stage.bash
-    source "$hpc_files_dir/lib/hpc_stage.bash"
+    # shellcheck source=hpc_files/lib/hpc_stage_submit.bash
+    source "$hpc_files_dir/lib/hpc_stage_submit.bash"
     hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
   fi
   hpc_scaling_check_fit

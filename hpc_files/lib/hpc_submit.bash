@@ -330,8 +330,8 @@ hpc_submit_main() {
   hpc_plan_data_archive=''
   if ((${#hpc_opt_data[@]})); then
     # Loaded only for --data: most submissions have none.
-    # shellcheck source=hpc_files/lib/hpc_stage.bash
-    source "$hpc_files_dir/lib/hpc_stage.bash"
+    # shellcheck source=hpc_files/lib/hpc_stage_submit.bash
+    source "$hpc_files_dir/lib/hpc_stage_submit.bash"
     hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
   fi
   hpc_submit_check_fit
