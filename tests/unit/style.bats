@@ -203,6 +203,42 @@ $f:7"
   assert_output ''
 }
 
+# unread_arrays TESTS FILE...: prints each array that a code line of FILEs appends to
+# (NAME+=(...)) and that no other code line of FILEs or of the tests in the folder TESTS reads:
+# ${NAME...}, $NAME, or NAME as a word not followed by = or += (a nameref, [[ -v NAME ]], an
+# argument naming it).
+unread_arrays() {
+  local name code tests=$1
+  shift
+  code=$(
+    grep -hvE '^[[:space:]]*#' -- "$@"
+    find "$tests" -type f \( -name '*.bats' -o -name '*.bash' \) -exec grep -hvE '^[[:space:]]*#' -- {} + || true
+  )
+  grep -hvE '^[[:space:]]*#' -- "$@" | grep -oE '(^|[[:space:];(])[a-z_][a-z0-9_]*\+=\(' |
+    sed -E 's/^[[:space:];(]*//; s/\+=\($//' | sort -u | while IFS= read -r name; do
+    grep -vE "(^|[[:space:];(])$name\+?=" <<<"$code" |
+      grep -qE "[$][{][#!]?$name([^a-z0-9_]|$)|[$]$name([^a-z0-9_]|$)|(^|[^a-z0-9_$])$name([^a-z0-9_=+]|$)" ||
+      printf '%s\n' "$name"
+  done
+}
+
+@test "style: every array the shipped Bash files fill (NAME+=(...)) is read by them or the tests" {
+  local -a files
+  mapfile -t files < <(shipped_bash)
+  ((${#files[@]} > 20))
+  run unread_arrays tests "${files[@]}"
+  assert_success
+  assert_output ''
+}
+
+@test "style: the unread-array check finds an array nothing reads" {
+  mkdir "$BATS_TEST_TMPDIR/tests"
+  # shellcheck disable=SC2016 # shell code as data
+  printf '%s\n' 'kept=() dropped=()' 'kept+=(a)' 'dropped+=(b)' 'printf "%s" "${kept[@]}"' >"$BATS_TEST_TMPDIR/x.bash"
+  run unread_arrays "$BATS_TEST_TMPDIR/tests" "$BATS_TEST_TMPDIR/x.bash"
+  assert_output dropped
+}
+
 @test "style: the dead-function check finds a function nothing calls" {
   printf 'used() {\n  :\n}\n# dead is named in a comment only\ndead() {\n  used\n}\n' >"$BATS_TEST_TMPDIR/x.bash"
   run unused_functions "$BATS_TEST_TMPDIR/x.bash"
