@@ -139,7 +139,6 @@ hpc_cleanup_static_reason() {
 
 # hpc_cleanup_select ROOT: the rule (see the top of this file), applied to every entry of the
 # folder ROOT named hpc_tmpdir.*. Sets
-#   hpc_cleanup_seen     every such entry's name, in glob order;
 #   hpc_cleanup_chosen   the names to remove (their jobs have ended), hpc_cleanup_chosen_why
 #                        the job's last state for each;
 #   hpc_cleanup_kept, hpc_cleanup_kept_code, hpc_cleanup_kept_text   the others, and why.
@@ -147,7 +146,7 @@ hpc_cleanup_static_reason() {
 hpc_cleanup_select() {
   local root=$1 user root_dev root_phys path name reason id state
   local -a pending=()
-  hpc_cleanup_seen=() hpc_cleanup_chosen=() hpc_cleanup_chosen_why=() hpc_cleanup_kept=() hpc_cleanup_kept_code=() hpc_cleanup_kept_text=()
+  hpc_cleanup_chosen=() hpc_cleanup_chosen_why=() hpc_cleanup_kept=() hpc_cleanup_kept_code=() hpc_cleanup_kept_text=()
   hpc_cleanup_error=''
   user=$(hpc_cleanup_user)
   root_dev=$(stat -c %d -- "$root/.") || {
@@ -163,7 +162,6 @@ hpc_cleanup_select() {
     # No match leaves the pattern itself.
     [[ -e $path || -L $path ]] || continue
     name=${path##*/}
-    hpc_cleanup_seen+=("$name")
     if reason=$(hpc_cleanup_static_reason "$root" "$root_dev" "$root_phys" "$user" "$name"); then
       pending+=("$name")
     else

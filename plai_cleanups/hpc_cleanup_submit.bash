@@ -1,8 +1,12 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2154 # reads hpc_profile_* (hpc_profile_load) and hpc_cleanup_submitter (set by submit_plai_cleanup)
 # hpc_cleanup_submit.bash: submit_plai_cleanup's steps: options, cluster profile, nodes, one
 # short job per node (cleanup_node.sh, pinned with --nodelist), and with --wait the wait and the
 # summary table read from each job's report. The per-node rule is in hpc_cleanup.bash.
+
+# What this library reads, set elsewhere: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# submit_plai_cleanup: its own path; the compiled profile (hpc_profile_load).
+declare -g hpc_cleanup_submitter hpc_profile_tmpdir_provided
 
 # shellcheck source=plai_cleanups/hpc_cleanup.bash
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_cleanup.bash"

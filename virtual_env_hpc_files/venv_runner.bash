@@ -1,5 +1,4 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2154 # reads hpc_plan_*, hpc_profile_* and hpc_venv_dir of the submitter's libraries
 # venv_runner.bash: the virtual-environment runner on the login side: is there a venv ready for
 # the project's dependency file, and if not, an install job that builds one on a compute node
 # (virtual_env_hpc_files/install_venv.sh), waited for with its progress shown.
@@ -18,6 +17,12 @@
 # Two locks in the project: .virtual_env.lock, held by the one submission that builds, and
 # .virtual_env.use.lock, held shared by every submission from choosing its build until it has
 # been submitted (then SLURM knows), and exclusively by the removal of old builds.
+
+# What this library reads, set by the submitter's libraries: declared here, not set (values
+# already there are kept), so that the linter knows each name and catches a misspelt one.
+# hpc_submit_locate: hpc_venv_dir; hpc_plan.bash: the plan; the compiled profile.
+declare -g hpc_venv_dir hpc_plan_outputs_dir hpc_plan_project_name hpc_plan_source_dir \
+  hpc_profile_venv_system_site_packages
 
 # hpc_venv_read FILE: sets hpc_venv_text to FILE's content byte for byte (up to a NUL byte),
 # without starting a process.

@@ -1,5 +1,4 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2154 # reads the plan the generated job script assigns (hpc_job_*, hpc_command, num_nodes, gpus_per_node)
 # hpc_job.bash: what a job does on the compute nodes. Sourced by the generated job script (the
 # batch shell, on the job's first node) and by job_step.sh (the tasks SLURM starts on every node).
 #
@@ -13,14 +12,22 @@
 #   phase 3  the guards remove what phase 1 made; the job exits with the program's status.
 # Every wait of the batch shell on the guards is bounded (hpc_job_start_guards, hpc_job_stop_guards).
 
+# What this library reads, set by the generated job script (hpc_plan_render_script): declared
+# here, not set (values already there are kept), so that the linter knows each name and catches a
+# misspelt one.
+# hpc_job_guards_PID: set by bash for the coprocess hpc_job_guards.
+declare -g num_nodes gpus_per_node hpc_job_launcher hpc_job_runner hpc_job_python_helpers \
+  hpc_job_tmpdir_provided hpc_job_tmpdir_root hpc_job_toolkit_dir hpc_job_venv hpc_job_guards_PID
+declare -ga hpc_job_modules
+
 # shellcheck source=hpc_files/lib/hpc_common.bash
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_common.bash"
 # shellcheck source=hpc_files/lib/hpc_configs.bash
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_configs.bash"
 # shellcheck source=hpc_files/lib/hpc_sweep.bash
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_sweep.bash"
-# shellcheck source=hpc_files/lib/hpc_stage.bash
-source "$(dirname "${BASH_SOURCE[0]}")/hpc_stage.bash"
+# shellcheck source=hpc_files/lib/hpc_stage_node.bash
+source "$(dirname "${BASH_SOURCE[0]}")/hpc_stage_node.bash"
 
 # hpc_job_log MESSAGE...: one line to the job's output, marked as the toolkit's.
 hpc_job_log() {

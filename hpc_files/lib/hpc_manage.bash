@@ -50,9 +50,13 @@
 # Exit status: 0 done (also: nothing to cancel or resubmit), 1 SLURM refused or failed, 2 bad
 # input (an unknown experiment or job is answered with the known ones).
 
-# shellcheck disable=SC2154 # reads hpc_source_dir, hpc_files_dir and the manifest helpers of hpc_manifest.bash
 # hpc_manage.bash: the commands that read the manifests (hpc_manifest.bash): status, logs, cancel
 # and resubmit (hpc_manage_main). Sourced only for those commands: a submission does not load it.
+
+# What this library reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# hpc_facts.bash (sourced by hpc_common.bash): the ended and failed states.
+declare -g hpc_facts_ended_states hpc_facts_failed_states
 
 # shellcheck source=hpc_files/lib/hpc_manifest.bash
 source "${BASH_SOURCE[0]%/*}/hpc_manifest.bash"

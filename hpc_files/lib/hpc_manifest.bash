@@ -1,5 +1,4 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2154 # reads the plan (hpc_plan_*), hpc_submit_argv, hpc_configs_words and hpc_source_dir of the other libraries
 # hpc_manifest.bash: the record of each submission (the manifest), written on every submission,
 # and the check of an array's size against the cluster's MaxArraySize. The commands that read
 # manifests (status, logs, cancel, resubmit) are in hpc_manage.bash.
@@ -20,6 +19,15 @@
 # status keeps the ended states it saw in EXP_JOBID.states beside the manifest (appended lines
 # 'KEY<TAB>JOBID<TAB>STATE<TAB>EXIT', the last one wins), so that ended jobs keep their state
 # after SLURM forgets them on clusters without accounting.
+
+# What this library reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# hpc_plan.bash: the plan; hpc_submit.bash: argv; hpc_configs.bash: the configs file's command.
+declare -g hpc_plan_cluster hpc_plan_cpus hpc_plan_cpus_per_task hpc_plan_exp_name hpc_plan_gpus \
+  hpc_plan_kind hpc_plan_launcher hpc_plan_mem hpc_plan_nodes hpc_plan_ntasks_per_node \
+  hpc_plan_output hpc_plan_project_name hpc_plan_runner hpc_plan_scratch_dir hpc_plan_source_dir \
+  hpc_plan_time
+declare -ga hpc_plan_sbatch_args hpc_submit_argv hpc_configs_words
 
 # ---------------------------------------------------------------------------------------------
 # Writing

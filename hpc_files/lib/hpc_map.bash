@@ -1,6 +1,5 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # hpc_plan_* and hpc_map_* set here are read by hpc_plan.bash, hpc_submit.bash and the job
-# shellcheck disable=SC2154 # reads hpc_opt_*, hpc_plan_*, hpc_profile_*, hpc_configs_words and the job's plan (hpc_job_*)
 # hpc_map.bash: map + gather. --map-range A-B or --map-over FILE is one array job (one task per
 # index or per item, a throttle always set); --gather CMD or --gather-configs FILE adds one gather
 # job that runs when the array has ended, whatever its tasks' fate (hpc_followup.bash: afterany,
@@ -20,6 +19,19 @@
 # the index), map_count, map_dir, task_dir = ${map_dir}/tasks/${map_index}. Gather variables:
 # map_dir, map_count, map_ok, map_failed (space-separated indices), map_n_ok, map_n_failed,
 # map_status_file.
+
+# What this library reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# The submitter's paths, argv, options, plan and profile; the configs file's argv
+# (hpc_configs.bash); the job's plan (hpc_job_map_*); hpc_manage.bash and hpc_manifest.bash
+# (resubmit); hpc_followup_utc: the start time.
+declare -g hpc_source_dir hpc_python_helpers_dir hpc_opt_time_accepted hpc_opt_wandb_offline \
+  hpc_plan_cluster hpc_plan_exp_name hpc_plan_outputs_dir hpc_plan_partition hpc_plan_runner \
+  hpc_plan_script hpc_plan_source_dir hpc_profile_defaults_mem_no_gpu hpc_profile_gpu_gres_name \
+  hpc_profile_name hpc_job_map_keys hpc_job_map_policy hpc_job_map_rerun hpc_manage_dir \
+  hpc_manage_project hpc_manifest_path hpc_manifest_ranges hpc_map_start_utc
+declare -ga hpc_submit_argv hpc_configs_argv hpc_manage_keys hpc_mf_lines
+declare -gA hpc_mf
 
 # shellcheck source=hpc_files/lib/hpc_followup.bash
 source "${BASH_SOURCE[0]%/*}/hpc_followup.bash"

@@ -1,10 +1,20 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2154 # reads hpc_opt_*, hpc_profile_* (a compiled profile), hpc_configs_words and the hpc_*_dir paths
 # shellcheck disable=SC2034 # the hpc_plan_* globals are this library's output, read by hpc_submit.bash and venv_runner.bash
 # hpc_plan.bash: the plan of a submission, a pure function of the options (hpc_opt_*), the
 # cluster profile (hpc_profile_*), the project's location and the configs file's command
 # (hpc_configs_words). It fills hpc_plan_* and the sbatch arguments; hpc_plan_render_script
 # writes the job script from it. Nothing here touches the file system or SLURM.
+
+# What this library reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# hpc_submit_locate: the paths; hpc_options.bash: the options; hpc_sweep.bash: the offline
+# commands; hpc_configs.bash: the configs file's command; the compiled profile (hpc_profile.bash).
+declare -g hpc_files_dir hpc_source_dir hpc_python_helpers_dir hpc_container_lib \
+  hpc_opt_label_ranks hpc_opt_launcher hpc_opt_num_nodes hpc_opt_requeue \
+  hpc_profile_account_allowed hpc_profile_gpu_gres_name hpc_profile_name hpc_profile_signal_name \
+  hpc_profile_tmpdir_provided hpc_profile_tmpdir_root
+declare -ga hpc_opt_copy_back hpc_plan_offline_commands hpc_configs_words hpc_profile_gpu_types \
+  hpc_profile_modules
 
 # hpc_plan_in_list VALUE ITEM...: true when VALUE is one of the ITEMs.
 hpc_plan_in_list() {

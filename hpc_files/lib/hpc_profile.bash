@@ -1,9 +1,13 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2154 # reads hpc_files_dir and hpc_python_helpers_dir (hpc_submit_locate) and the compiled profile's hpc_profile_*
 # hpc_profile.bash: cluster profiles (hpc_files/clusters/*.yaml) as shell variables.
 # YAML is read by the Python helpers (python -m hpc_helpers profile FILE) only when a profile is
 # new or changed: the result is cached as a shell file that records the YAML and the helpers'
 # version it was made from, so an ordinary submission runs no Python at all.
+
+# What this library reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# hpc_python_helpers_dir: hpc_submit_locate; hpc_profile_name: the compiled profile.
+declare -g hpc_python_helpers_dir hpc_profile_name
 
 # hpc_python_for_helpers: prints a Python 3 that can import yaml, preparing one when needed (a
 # small venv inside the toolkit, made once); dies with the reason when there is no Python 3.

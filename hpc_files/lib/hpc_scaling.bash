@@ -1,6 +1,5 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # hpc_plan_* and hpc_scaling_* set here are read by hpc_plan.bash, hpc_submit.bash and the job
-# shellcheck disable=SC2154 # reads hpc_opt_*, hpc_plan_*, hpc_profile_* and the job's plan (hpc_job_*)
 # hpc_scaling.bash: the scaling test (--scaling-test). One ordinary job per (configuration,
 # repeat), N nodes x G GPUs per node, named <exp>-scale-<N>x<G>-r<k>, and one report job after
 # all of them (hpc_followup.bash: afterany, --kill-on-invalid-dep=yes; one node, one task, one
@@ -21,6 +20,18 @@
 #
 # A run's variables: scaling_study_dir, scaling_run_dir, scaling_config (2x2), scaling_repeat,
 # beside num_nodes and gpus_per_node.
+
+# What this library reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# hpc_submit_locate and job_submitter.sh: paths and argv; hpc_options.bash: the options.
+declare -g hpc_files_dir hpc_opt_dry_run hpc_opt_launcher hpc_opt_scaling_test \
+  hpc_opt_time_accepted hpc_opt_wandb_offline hpc_opt_yes
+declare -ga hpc_submit_argv hpc_opt_data
+# hpc_plan.bash: the plan; the compiled profile; hpc_manage.bash: the manifests' folder;
+# hpc_followup_utc: the start time.
+declare -g hpc_plan_checkpoints_dir hpc_plan_cluster hpc_plan_exp_name hpc_plan_outputs_dir \
+  hpc_plan_runner hpc_plan_scratch_dir hpc_plan_script hpc_plan_source_dir \
+  hpc_profile_defaults_mem_no_gpu hpc_manage_dir hpc_scaling_start_utc
 
 # shellcheck source=hpc_files/lib/hpc_followup.bash
 source "${BASH_SOURCE[0]%/*}/hpc_followup.bash"
@@ -333,8 +344,8 @@ hpc_scaling_main() {
   hpc_scaling_configurations
   if ((${#hpc_opt_data[@]})); then
     # --data as for any job: checked now, packed once after the confirmation, every run unpacks it.
-    # shellcheck source=hpc_files/lib/hpc_stage.bash
-    source "$hpc_files_dir/lib/hpc_stage.bash"
+    # shellcheck source=hpc_files/lib/hpc_stage_submit.bash
+    source "$hpc_files_dir/lib/hpc_stage_submit.bash"
     hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
   fi
   hpc_scaling_check_fit

@@ -1,7 +1,17 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2154 # reads hpc_opt_*, hpc_plan_*, hpc_profile_* and hpc_configs_words of the other libraries
 # hpc_submit.bash: job_submitter.sh's steps in order: options, profile, configs file, plan, then
 # --dry-run, or the confirmation, folders, venv, job script and sbatch.
+
+# What this library reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# job_submitter.sh: its own path and folder; hpc_options.bash: the options.
+declare -g hpc_submitter hpc_files_dir hpc_opt_cluster hpc_opt_help hpc_opt_scaling_test \
+  hpc_opt_wandb_offline hpc_opt_yes
+declare -ga hpc_opt_data
+# hpc_plan.bash: the plan; the compiled profile (hpc_profile.bash); venv_runner.bash: the build.
+declare -g hpc_plan_checkpoints_dir hpc_plan_exp_name hpc_plan_outputs_dir hpc_plan_project_name \
+  hpc_plan_runner hpc_plan_scratch_dir hpc_plan_source_dir hpc_plan_summary \
+  hpc_profile_tmpdir_provided hpc_profile_tmpdir_root hpc_venv_build hpc_venv_stamp
 
 # hpc_submit_locate: sets hpc_files_dir (the running submitter's folder), hpc_source_dir (its
 # parent: the project), and the folders of the runners and Python helpers, which sit beside
@@ -320,8 +330,8 @@ hpc_submit_main() {
   hpc_plan_data_archive=''
   if ((${#hpc_opt_data[@]})); then
     # Loaded only for --data: most submissions have none.
-    # shellcheck source=hpc_files/lib/hpc_stage.bash
-    source "$hpc_files_dir/lib/hpc_stage.bash"
+    # shellcheck source=hpc_files/lib/hpc_stage_submit.bash
+    source "$hpc_files_dir/lib/hpc_stage_submit.bash"
     hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
   fi
   hpc_submit_check_fit

@@ -1,6 +1,5 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # hpc_plan_* set here are read by hpc_plan.bash and hpc_submit.bash
-# shellcheck disable=SC2154 # reads hpc_opt_*, hpc_plan_*, hpc_profile_* and hpc_configs_words
 # hpc_sweep.bash: array jobs: W&B sweep agents (-w), offline grid sweeps (--wandb-offline) and
 # repeats (--repeat). One array task per agent, grid point or repeat; a throttle (%K) always.
 #
@@ -9,6 +8,11 @@
 # or ~/wandb_credentials.txt, mode 600), and the job's task reads it on the compute node and
 # gives it to the agent through the environment only (hpc_sweep_load_key). Checks use
 # ${#WANDB_API_KEY} and [[ -v ]], so not even a `bash -x` trace shows the value.
+
+# What this library reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# hpc_files_dir: hpc_submit_locate; hpc_opt_wandb_offline: hpc_options.bash.
+declare -g hpc_files_dir hpc_opt_wandb_offline
 
 # hpc_sweep_credentials: the credentials file the key is read from when WANDB_API_KEY is unset.
 hpc_sweep_credentials() {

@@ -3,7 +3,7 @@
 # MY_TOKEN, used by the tasks' and the gather's commands) through bash -x of the submitter, every
 # process's command line while the jobs run, and every file the map leaves; faults of the map's
 # own files.
-# shellcheck disable=SC2154,SC2016 # job_* come from the helpers; configs lines are single-quoted on purpose
+# shellcheck disable=SC2016 # configs lines are single-quoted on purpose
 
 bats_require_minimum_version 1.5.0
 

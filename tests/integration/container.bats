@@ -2,7 +2,9 @@
 # Container jobs on the local cluster, through the apptainer stand-in (tests/fixtures/apptainer:
 # no real Apptainer or Singularity can be installed here): binds, one container per node for
 # torchrun, errors at the right moment.
-# shellcheck disable=SC2154,SC2016 # job_* come from hpc_run_job; configs lines are single-quoted on purpose
+# shellcheck disable=SC2016 # configs lines are single-quoted on purpose
+# Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_out job_state
 
 setup_file() {
   load '../helpers/common'

@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # job_submitter.sh end to end on the local cluster: launchers, resources, the program's
 # environment and arguments, exit status, concurrent jobs, the venv, both SLURM_TMPDIR modes.
-# shellcheck disable=SC2154,SC2016 # job_id, job_out and job_state come from hpc_run_job (helpers/cluster.bash); configs lines are single-quoted on purpose: the job expands them
+# shellcheck disable=SC2016 # configs lines are single-quoted on purpose: the job expands them
+# Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_id job_out job_state
 
 setup_file() {
   load '../helpers/common'

@@ -2,7 +2,8 @@
 # Time limits without losing work: the warning signal reaches the program on every node, the
 # checkpoint it was writing is copied back whole, SLURM_TMPDIR is removed, and --requeue N
 # restarts a warned job N times, resuming from its checkpoint.
-# shellcheck disable=SC2154 # job_id, job_out and job_state come from hpc_run_job (helpers/cluster.bash)
+# Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_id job_out job_state
 
 setup_file() {
   load '../helpers/common'

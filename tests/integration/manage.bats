@@ -3,7 +3,9 @@
 # submitter: a single job, a 2-node job, arrays (--repeat), and resubmit --failed of a 4-task
 # array whose tasks 2 and 4 failed. The local cluster has no accounting (sacct fails): states come
 # from squeue and scontrol.
-# shellcheck disable=SC2154,SC2016 # job_id and job_out come from hpc_submit_job (helpers/cluster.bash); configs lines are single-quoted on purpose: the job expands them
+# shellcheck disable=SC2016 # configs lines are single-quoted on purpose: the job expands them
+# Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_id job_out
 
 bats_require_minimum_version 1.5.0
 

@@ -2,7 +2,7 @@
 # Map + gather on the local cluster (no sacct): one array of tasks, then a gather job that runs
 # when the array has ended (afterany), reads the status files the tasks wrote and applies its
 # policy. The task and gather programs are tests/fixtures/map/{featurize,gather}.py.
-# shellcheck disable=SC2154,SC2016 # job_* come from hpc_submit_job; configs lines are single-quoted on purpose
+# shellcheck disable=SC2016 # configs lines are single-quoted on purpose
 
 bats_require_minimum_version 1.5.0
 

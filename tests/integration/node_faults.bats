@@ -2,7 +2,8 @@
 # Node faults during a 2-node job on the local cluster: a node's slurmd lost for a minute, a node
 # set DOWN. The job must end within a bounded time with the program's state (or NODE_FAIL), and
 # the emulated SLURM_TMPDIR of the nodes that can be reached must be removed.
-# shellcheck disable=SC2154 # job_id and job_out come from hpc_submit_job (helpers/cluster.bash)
+# Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_id job_out
 
 setup_file() {
   load '../helpers/common'

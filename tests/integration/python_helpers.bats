@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # hpc_helpers in real jobs: distributed.init() from SLURM's variables (srun, 2 tasks per node,
 # no torchrun) and job.paths() inside a job.
-# shellcheck disable=SC2154,SC2016 # job_id, job_out and job_state come from hpc_run_job (helpers/cluster.bash); configs lines are single-quoted on purpose: the job expands them
+# shellcheck disable=SC2016 # configs lines are single-quoted on purpose: the job expands them
+# Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_out job_state
 
 setup_file() {
   load '../helpers/common'

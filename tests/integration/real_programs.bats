@@ -2,7 +2,8 @@
 # Programs shaped like users' programs, not like the toolkit, through a real time limit: a
 # torchrun trainer in the shape of pytorch/examples' DDP tutorial (snapshot.pt, resume) and a
 # program that knows nothing of the warning.
-# shellcheck disable=SC2154 # job_id, job_out and job_state come from hpc_run_job (helpers/cluster.bash)
+# Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_id job_out job_state
 
 setup_file() {
   load '../helpers/common'

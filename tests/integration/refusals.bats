@@ -3,7 +3,8 @@
 # default partition 'debug'): requests no node could ever run are refused before anything is
 # submitted or made (SLURM would accept some and leave them pending forever); a request sbatch
 # itself refuses leaves no folder behind; on a cluster without a profile no memory is asked for.
-# shellcheck disable=SC2154 # job_id, job_state come from hpc_run_job (helpers/cluster.bash)
+# Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_id job_state
 
 bats_require_minimum_version 1.5.0
 

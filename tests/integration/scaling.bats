@@ -2,7 +2,6 @@
 # Scaling test on the local cluster (2 nodes x 2 GPUs): one job per configuration, a report job
 # after all of them (afterany) that writes results.csv, summary.csv, report.md and the plot. The
 # program is tests/fixtures/scaling/sleep_train.py, whose efficiency is known in closed form.
-# shellcheck disable=SC2154 # study_dir, report_id and run_ids come from submit_study
 
 bats_require_minimum_version 1.5.0
 

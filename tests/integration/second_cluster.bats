@@ -6,7 +6,9 @@
 # tests/run.sh brings this cluster up beside the default one (HPC_SECOND_CLUSTER_DIR and
 # HPC_SECOND_CLUSTER_PORT_BASE). The cluster's Python packages reach the venv through PYTHONPATH,
 # as a module system provides them (nothing can be downloaded here).
-# shellcheck disable=SC2154,SC2016 # job_* come from hpc_run_job (helpers/cluster.bash); configs lines are single-quoted on purpose
+# shellcheck disable=SC2016 # configs lines are single-quoted on purpose
+# Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_id job_out job_state
 
 SENTINEL_KEY=hpc-sentinel-key-0123456789abcdef
 

@@ -7,7 +7,7 @@
 # toolkit lines, `logs`, the manifests and kept job scripts, SLURM's copies of the batch scripts
 # and `scontrol show job -dd`. The sentinels are in the jobs' environment (sbatch passes it on:
 # expected) and in the program's own output (the user's: `logs` masks it).
-# shellcheck disable=SC2154,SC2016 # job_id and job_out come from hpc_submit_job; configs lines and expected $NAME texts are single-quoted on purpose
+# shellcheck disable=SC2016 # configs lines and expected $NAME texts are single-quoted on purpose
 
 SENTINEL_KEY=sentinel-9f8e7d
 SENTINEL_PASS=sentinel-db-5a4b3c

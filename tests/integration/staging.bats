@@ -2,7 +2,9 @@
 # --data on the local cluster, both SLURM_TMPDIR modes: identical trees on every node, the
 # archive cache, concurrent submissions, failures before the program, and an emulated
 # SLURM_TMPDIR that is gone however the job ends, with its neighbours untouched.
-# shellcheck disable=SC2154,SC2016 # job_* come from hpc_run_job; configs lines are single-quoted on purpose
+# shellcheck disable=SC2016 # configs lines are single-quoted on purpose
+# Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_id job_out job_state
 
 setup_file() {
   load '../helpers/common'

@@ -4,7 +4,9 @@
 # staging fails the job before the program and leaves nothing behind, and a results folder that
 # fills up during copy-back leaves no truncated file under a result's name and fails the job.
 # Full disks are small tmpfs mounts (root), unmounted in teardown.
-# shellcheck disable=SC2154,SC2016 # job_* come from hpc_run_job; configs lines are single-quoted on purpose
+# shellcheck disable=SC2016 # configs lines are single-quoted on purpose
+# Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_out job_state
 
 setup_file() {
   load '../helpers/common'

@@ -2,7 +2,9 @@
 # W&B sweeps, offline grid sweeps and repeats as array jobs on the local cluster. No W&B server
 # is reachable here: agents run a recording wandb stand-in (tests/fixtures/wandb_stub, first on
 # PATH); offline runs use the real wandb package, which writes them without a server.
-# shellcheck disable=SC2154,SC2016 # job_* come from hpc_submit_job; configs lines are single-quoted on purpose
+# shellcheck disable=SC2016 # configs lines are single-quoted on purpose
+# Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_id
 
 SENTINEL_KEY=hpc-sentinel-key-0123456789abcdef
 

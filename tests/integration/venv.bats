@@ -2,7 +2,8 @@
 # The project's virtual environment on the local cluster: rebuilt while a job runs from it, a
 # failed rebuild, an empty requirements.txt. Packages come from wheels made here (pip has no
 # internet): hpcmark 1 and 2, whose module `late` is imported only when the job is told to.
-# shellcheck disable=SC2154 # job_id, job_out and job_state come from hpc_run_job (helpers/cluster.bash)
+# Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_id job_out job_state
 
 setup_file() {
   load '../helpers/common'

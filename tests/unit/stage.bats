@@ -1,14 +1,15 @@
 #!/usr/bin/env bats
-# hpc_files/lib/hpc_stage.bash: --data validation, the archive cache under .staging/ and the
-# per-node extraction into SLURM_TMPDIR. No SLURM: BASE and TMPDIR are test folders.
+# hpc_files/lib/hpc_stage_submit.bash and hpc_stage_node.bash: --data validation, the archive
+# cache under .staging/ and the per-node extraction into SLURM_TMPDIR. No SLURM: BASE and TMPDIR
+# are test folders.
 # shellcheck disable=SC2016 # bash -c scripts in single quotes get their values as arguments, on purpose
 # shellcheck disable=SC2030,SC2031 # PATH is changed in subshells (the stubs), on purpose
 
 setup() {
   load '../helpers/common'
   hpc_program=hpc_stage
-  # shellcheck source=hpc_files/lib/hpc_stage.bash
-  source "$HPC_ROOT/hpc_files/lib/hpc_stage.bash"
+  # shellcheck source=hpc_files/lib/hpc_stage_submit.bash
+  source "$HPC_ROOT/hpc_files/lib/hpc_stage_submit.bash"
   HPC_TEST_REAL_TAR=$(command -v tar)
   export HPC_TEST_REAL_TAR
   stubs=$HPC_ROOT/tests/fixtures/stage/bin
@@ -184,7 +185,7 @@ tmpfs() {
 
 @test "cache: data that changes during the build fails clearly and publishes nothing" {
   run env PATH="$stubs:$PATH" HPC_TEST_TAR_MODE=changing HPC_TEST_TAR_TOUCH="$base/datasets/d1/a.txt" \
-    bash -c 'source "$1" && hpc_stage_prepare "$2" datasets' _ "$HPC_ROOT/hpc_files/lib/hpc_stage.bash" "$base"
+    bash -c 'source "$1" && hpc_stage_prepare "$2" datasets' _ "$HPC_ROOT/hpc_files/lib/hpc_stage_submit.bash" "$base"
   assert_failure 1
   assert_output --partial "the data changed while it was being archived; submit again once it is stable"
   [ -z "$(find "$base/.staging" -mindepth 1 -not -name '*.lock')" ]
@@ -192,7 +193,7 @@ tmpfs() {
 
 @test "cache: a long build shows its progress" {
   run env PATH="$stubs:$PATH" HPC_TEST_TAR_MODE=slow hpc_stage_progress_s=0.3 \
-    bash -c 'source "$1" && hpc_stage_prepare "$2" datasets' _ "$HPC_ROOT/hpc_files/lib/hpc_stage.bash" "$base"
+    bash -c 'source "$1" && hpc_stage_prepare "$2" datasets' _ "$HPC_ROOT/hpc_files/lib/hpc_stage_submit.bash" "$base"
   assert_success
   assert_line --regexp '^_: archiving: 1\.0 MiB of about [0-9.]+ KiB \(99%\) in [0-9.]+ s \([0-9]+ MB/s\)$'
   assert_line --regexp '^_: archived 4 files, 1\.0 MiB in [0-9.]+ s \([0-9]+ MB/s\): .*/data\.tar$'
@@ -322,7 +323,7 @@ tmpfs() {
 @test "the library is safe under set -euo pipefail: prepare, extract, skip" {
   run bash -euo pipefail -c 'source "$1"; hpc_stage_prepare "$2" datasets notes.txt; hpc_stage_prepare "$2" datasets notes.txt
     hpc_stage_extract "$hpc_stage_archive" "$3"; hpc_stage_extract "$hpc_stage_archive" "$3"; echo done' \
-    _ "$HPC_ROOT/hpc_files/lib/hpc_stage.bash" "$base" "$node"
+    _ "$HPC_ROOT/hpc_files/lib/hpc_stage_submit.bash" "$base" "$node"
   assert_success
   assert_line 'done'
 }

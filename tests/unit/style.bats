@@ -86,11 +86,92 @@ $f:11: ls: ls -1 /tmp | wc -l
 $f:12: ls: mapfile -t n < <(ls)"
 }
 
-@test "style: hpc_fit.bash declares what it reads: no file-wide shellcheck disable=SC2154" {
-  # A file-wide disable (a directive before the first command) hides every misspelt name.
-  run grep -nE '^# shellcheck disable=([A-Z0-9,]*,)?SC2154' hpc_files/lib/hpc_fit.bash
-  assert_failure
+# file_wide_sc2154 FILE...: prints FILE:LINE for each 'shellcheck disable=SC2154' directive of
+# FILEs that hides misspelt names in more than one command: one before the file's first command,
+# or one before a function definition (it then covers the whole function).
+file_wide_sc2154() {
+  awk '
+    FNR == 1 { seen_command = 0; pending = 0 }
+    /^[[:space:]]*#/ {
+      if ($0 ~ /^[[:space:]]*#[[:space:]]*shellcheck[[:space:]]+([^[:space:]#]+[[:space:]]+)*disable=([A-Z0-9]+,)*SC2154/) {
+        if (!seen_command) print FILENAME ":" FNR
+        else pending = FNR
+      }
+      next
+    }
+    /^[[:space:]]*$/ { next }
+    {
+      if (pending && $0 ~ /^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*\(\)[[:space:]]*\{/) print FILENAME ":" pending
+      pending = 0
+      seen_command = 1
+    }
+  ' "$@"
+}
+
+# misspell_a_read FILE COPY: writes COPY, FILE with its first read ($NAME or ${NAME) of a name that
+# FILE declares (declare -g NAME..., no value) misspelt: the name's last letter doubled. Prints
+# the misspelt name.
+misspell_a_read() {
+  local line names='' in_declare=0 done=0 name re out=''
+  while IFS= read -r line; do
+    if ((in_declare)) || [[ $line =~ ^declare\ -g[aA]?\ [A-Za-z_\ ]+\\?$ ]]; then
+      names+=" ${line#declare -g* }"
+      [[ $line == *\\ ]] && in_declare=1 || in_declare=0
+    elif ((! done)) && ! [[ $line =~ ^[[:space:]]*# ]]; then
+      for name in ${names//\\/}; do
+        re="^(.*[$][{]?)($name)([^A-Za-z0-9_].*)?$"
+        if [[ $line =~ $re ]]; then
+          line=${BASH_REMATCH[1]}${name}${name: -1}${BASH_REMATCH[3]}
+          printf '%s\n' "$name${name: -1}"
+          done=1
+          break
+        fi
+      done
+    fi
+    out+=$line$'\n'
+  done <"$1"
+  printf '%s' "$out" >"$2"
+}
+
+@test "style: no file-wide shellcheck disable=SC2154 in the shipped Bash files and the tests (they declare what they read)" {
+  local -a files
+  mapfile -t files < <(shipped_bash && git ls-files -- 'tests/*.bats' 'tests/*.bash' 'tests/*.sh')
+  ((${#files[@]} > 50))
+  run file_wide_sc2154 "${files[@]}"
+  assert_success
   assert_output ''
+}
+
+@test "style: the file-wide SC2154 check finds a directive before the first command or a function" {
+  local f=$BATS_TEST_TMPDIR/planted.bash
+  # shellcheck disable=SC2016 # shell code as data
+  printf '%s\n' '# shellcheck shell=bash' '# shellcheck disable=SC2034,SC2154 # file-wide' 'x=1' \
+    '# shellcheck disable=SC2154 # one command: fine' 'echo "$y"' '' '# shellcheck disable=SC2154' \
+    'f() {' '  echo "$z"' '}' >"$f"
+  run file_wide_sc2154 "$f"
+  assert_success
+  assert_output "$f:2
+$f:7"
+}
+
+@test "style: a misspelt global in a library that declares what it reads fails shellcheck" {
+  local -a files
+  # Every library that reads globals set by another one declares them.
+  mapfile -t files < <(shipped_bash)
+  mapfile -t files < <(grep -lE '^declare -g[aA]? [A-Za-z_ ]+\\?$' -- "${files[@]}")
+  ((${#files[@]} >= 10))
+  local file copy typo
+  for file in "${files[@]}"; do
+    copy=$BATS_TEST_TMPDIR/$file
+    mkdir -p "${copy%/*}"
+    typo=$(misspell_a_read "$file" "$copy")
+    [[ -n $typo ]] || fail "$file: no read of a declared name to misspell"
+    run shellcheck -x -f gcc -- "$copy"
+    assert_failure 1
+    assert_output --partial "warning: $typo is referenced but not assigned"
+    run shellcheck -x -f gcc -- "$file"
+    assert_success
+  done
 }
 
 @test "style: shfmt with the repository's .editorconfig keeps its style and flags other styles" {
@@ -120,6 +201,42 @@ $f:12: ls: mapfile -t n < <(ls)"
   run unused_functions "${files[@]}"
   assert_success
   assert_output ''
+}
+
+# unread_arrays TESTS FILE...: prints each array that a code line of FILEs appends to
+# (NAME+=(...)) and that no other code line of FILEs or of the tests in the folder TESTS reads:
+# ${NAME...}, $NAME, or NAME as a word not followed by = or += (a nameref, [[ -v NAME ]], an
+# argument naming it).
+unread_arrays() {
+  local name code tests=$1
+  shift
+  code=$(
+    grep -hvE '^[[:space:]]*#' -- "$@"
+    find "$tests" -type f \( -name '*.bats' -o -name '*.bash' \) -exec grep -hvE '^[[:space:]]*#' -- {} + || true
+  )
+  grep -hvE '^[[:space:]]*#' -- "$@" | grep -oE '(^|[[:space:];(])[a-z_][a-z0-9_]*\+=\(' |
+    sed -E 's/^[[:space:];(]*//; s/\+=\($//' | sort -u | while IFS= read -r name; do
+    grep -vE "(^|[[:space:];(])$name\+?=" <<<"$code" |
+      grep -qE "[$][{][#!]?$name([^a-z0-9_]|$)|[$]$name([^a-z0-9_]|$)|(^|[^a-z0-9_$])$name([^a-z0-9_=+]|$)" ||
+      printf '%s\n' "$name"
+  done
+}
+
+@test "style: every array the shipped Bash files fill (NAME+=(...)) is read by them or the tests" {
+  local -a files
+  mapfile -t files < <(shipped_bash)
+  ((${#files[@]} > 20))
+  run unread_arrays tests "${files[@]}"
+  assert_success
+  assert_output ''
+}
+
+@test "style: the unread-array check finds an array nothing reads" {
+  mkdir "$BATS_TEST_TMPDIR/tests"
+  # shellcheck disable=SC2016 # shell code as data
+  printf '%s\n' 'kept=() dropped=()' 'kept+=(a)' 'dropped+=(b)' 'printf "%s" "${kept[@]}"' >"$BATS_TEST_TMPDIR/x.bash"
+  run unread_arrays "$BATS_TEST_TMPDIR/tests" "$BATS_TEST_TMPDIR/x.bash"
+  assert_output dropped
 }
 
 @test "style: the dead-function check finds a function nothing calls" {
