@@ -27,9 +27,11 @@
 declare -g hpc_files_dir hpc_opt_dry_run hpc_opt_launcher hpc_opt_scaling_test \
   hpc_opt_time_accepted hpc_opt_wandb_offline hpc_opt_yes
 declare -ga hpc_submit_argv hpc_opt_data
-# hpc_plan.bash: the plan; the compiled profile; hpc_manage.bash: the manifests' folder;
-# hpc_followup_utc: the start time.
-declare -g hpc_plan_checkpoints_dir hpc_plan_cluster hpc_plan_exp_name hpc_plan_outputs_dir \
+# hpc_manifest_read: a manifest's sbatch options.
+declare -ga hpc_mf_sbatch
+# hpc_plan.bash: the plan; the compiled profile (hpc_slurm_ttl: how long SLURM's answers are
+# kept); hpc_manage.bash: the manifests' folder; hpc_followup_utc: the start time.
+declare -g hpc_slurm_ttl hpc_plan_checkpoints_dir hpc_plan_cluster hpc_plan_exp_name hpc_plan_outputs_dir \
   hpc_plan_runner hpc_plan_scratch_dir hpc_plan_script hpc_plan_source_dir \
   hpc_profile_defaults_mem_no_gpu hpc_manage_dir hpc_scaling_start_utc
 

@@ -304,22 +304,22 @@ STUB
 
 @test "requeue records: the batch shell removes the earlier runs' records and this run's unless the program requeued in it; plain files only" {
   shim_env 1 2
-  local records=$scratch_dir/hpc_outputs
-  echo 1 >"$records/.hpc_requeue.4242.0"
-  echo 2 >"$records/.hpc_requeue.4242.1"
+  local records_dir=$scratch_dir/hpc_outputs
+  echo 1 >"$records_dir/.hpc_requeue.4242.0"
+  echo 2 >"$records_dir/.hpc_requeue.4242.1"
   echo x >"$tmp/target"
-  ln -s "$tmp/target" "$records/.hpc_requeue.4242.2"
-  echo 1 >"$records/.hpc_requeue.4343.0"
+  ln -s "$tmp/target" "$records_dir/.hpc_requeue.4242.2"
+  echo 1 >"$records_dir/.hpc_requeue.4343.0"
   hpc_job_requeue_records_remove
-  [ ! -e "$records/.hpc_requeue.4242.0" ]
-  [ ! -e "$records/.hpc_requeue.4242.1" ]
-  [ -L "$records/.hpc_requeue.4242.2" ]
+  [ ! -e "$records_dir/.hpc_requeue.4242.0" ]
+  [ ! -e "$records_dir/.hpc_requeue.4242.1" ]
+  [ -L "$records_dir/.hpc_requeue.4242.2" ]
   assert_equal "$(cat "$tmp/target")" x
-  [ -f "$records/.hpc_requeue.4343.0" ]
-  rm "$records/.hpc_requeue.4242.2"
-  echo 3 >"$records/.hpc_requeue.4242.2"
+  [ -f "$records_dir/.hpc_requeue.4343.0" ]
+  rm "$records_dir/.hpc_requeue.4242.2"
+  echo 3 >"$records_dir/.hpc_requeue.4242.2"
   hpc_job_requeue_records_remove
-  [ -f "$records/.hpc_requeue.4242.2" ]
+  [ -f "$records_dir/.hpc_requeue.4242.2" ]
 }
 
 @test "batch shell: a warned run that SLURM ended (SIGTERM: time limit, scancel) is not requeued, and the log says why" {
