@@ -193,6 +193,12 @@ for hpc_lib in hpc_common hpc_options hpc_profile hpc_configs hpc_plan hpc_submi
   source "$hpc_files_dir/lib/$hpc_lib.bash"
 done
 unset hpc_lib
+if [[ $- == *x* ]]; then
+  # Under bash -x, the trace goes through the masking of secrets (hpc_common.bash).
+  { set +x; } 2>/dev/null
+  hpc_trace_through_mask "$hpc_submitter" "$@"
+  set -x
+fi
 hpc_submit_locate
 # shellcheck source=virtual_env_hpc_files/venv_runner.bash disable=SC2154 # hpc_venv_dir: hpc_submit_locate
 source "$hpc_venv_dir/venv_runner.bash"

@@ -171,6 +171,29 @@ hpc_mask_quoted() {
   printf '%s\n' "${_hpc_mask_line//'\(masked\)'/(masked)}"
 }
 
+# hpc_trace_through_mask SCRIPT ARGS...: for a script that ran under bash -x and turned xtrace
+# off to call this (so that ARGS are not traced): with a secret in the environment, runs SCRIPT
+# ARGS again in a child `bash -x` whose standard error, the trace with it, goes through
+# hpc_mask_stream, and exits with the child's status. The trace then masks a secret by its value
+# wherever the value came from (a configs file, an option), not only where the toolkit knows it
+# handles one. Returns without a secret, and in that child (HPC_TRACE_MASKED, unset there so that
+# no job inherits it).
+hpc_trace_through_mask() {
+  if [[ -n ${HPC_TRACE_MASKED:-} ]]; then
+    unset HPC_TRACE_MASKED
+    return 0
+  fi
+  local status
+  local -a hpc_secrets=()
+  hpc_secret_values
+  ((${#hpc_secrets[@]})) || return 0
+  {
+    HPC_TRACE_MASKED=1 "$BASH" -x "$@" 2>&1 >&3 3>&- | hpc_mask_stream >&2 && status=0 ||
+      status=${PIPESTATUS[0]}
+  } 3>&1
+  exit "$status"
+}
+
 # hpc_mask_stream: copies standard input to standard output line by line, each secret masked
 # (flushed at every line, so that it can follow a growing log). The secrets reach awk on a file
 # descriptor, never on its command line.
