@@ -26,13 +26,7 @@
 #   -p, --partition NAME       SLURM partition. Default: the cluster's.
 #
 # How the program is started:
-#   -W, --which-distributed L  lightning: one SLURM task per GPU, started by srun (Lightning reads
-#                              SLURM's variables); torchrun: one torchrun per node, which starts
-#                              one process per GPU (static rendezvous: node i of the job is
-#                              torchrun's --node_rank i, so global rank 0 runs on the first node,
-#                              MASTER_ADDR; port derived from the job id); 'script' is the old
-#                              name of torchrun.
-#                              Without -W, or with -W none: one process on one node.
+#   -W, --which-distributed L  The launcher L, one of the files in hpc_files/lib/launchers/:
 #                              With -W the command must start with python.
 #                              Each line a rank prints (up to 4 KiB) reaches the output whole,
 #                              also when several ranks share a node and print without flushing.

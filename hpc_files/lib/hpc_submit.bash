@@ -279,7 +279,7 @@ hpc_submit_main() {
   hpc_opt_defaults
   hpc_opt_parse "$@"
   if ((hpc_opt_help)); then
-    hpc_usage "$hpc_submitter"
+    hpc_opt_help "$hpc_submitter"
     exit 0
   fi
   hpc_opt_check_combinations

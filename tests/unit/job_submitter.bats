@@ -132,7 +132,7 @@ sorted_options() {
     assert_equal "$status" 0
     assert_equal "$stderr" ""
     assert_line --index 0 "Usage: bash job_submitter.sh [options]"
-    assert_line "  -W, --which-distributed L  lightning: one SLURM task per GPU, started by srun (Lightning reads"
+    assert_line "  -W, --which-distributed L  The launcher L, one of the files in hpc_files/lib/launchers/:"
     assert_line "Arrays (one at a time):"
     assert_line "Each option is given once, except -d/--data and --copy-back, whose paths add up."
     refute_line --regexp '^#'
@@ -149,14 +149,21 @@ sorted_options() {
 @test "--help names every value -W accepts, none included" {
   run --separate-stderr bash "$submitter" -W bogus </dev/null
   assert_equal "$status" 2
-  assert_equal "$stderr" "job_submitter.sh: -W/--which-distributed: 'bogus' is not accepted; accepted: lightning, torchrun (alias: script), none"
+  assert_equal "$stderr" "job_submitter.sh: -W/--which-distributed: 'bogus' is not accepted; accepted: $(hpc_test_launcher_names)"
   run --separate-stderr bash "$submitter" --help
   assert_equal "$status" 0
   # The -W block: from its first line up to the next option.
   block=$(sed -n '/^  -W, --which-distributed/,/^  --label-ranks/p' <<<"$output")
-  for value in lightning torchrun script none; do
+  # Every launcher file, each by its own description's first line, and the old name.
+  for file in "$HPC_ROOT"/hpc_files/lib/launchers/*.bash; do
+    value=${file##*/}
+    value=${value%.bash}
     [[ $block == *"$value"* ]] || fail "--help's -W block does not name '$value'"
+    # shellcheck source=/dev/null
+    first=$(source "$file" && "hpc_launcher_${value}_describe" | head -n 1)
+    assert_line "                             $first"
   done
+  [[ $block == *script* ]] || fail "--help's -W block does not name 'script'"
   assert_line "                             Without -W, or with -W none: one process on one node."
 }
 
