@@ -158,7 +158,8 @@
 # has) are refused before anything is made, from what sinfo says (cached for 10 minutes).
 #
 # The job's program sees source_dir, project_name, scratch_dir=${SCRATCH}/${project_name},
-# exp_name, num_nodes, gpus_per_node and SLURM_TMPDIR (on every node). SCRATCH must be set.
+# exp_name, num_nodes, gpus_per_node, num_processes (the total of program processes: 1 without
+# a launcher, else nodes x GPUs) and SLURM_TMPDIR (on every node). SCRATCH must be set.
 # Its own folders, made by the job: checkpoints_dir=${scratch_dir}/${exp_name}/checkpoints and
 # WANDB_DIR=${scratch_dir}/${exp_name} (W&B writes wandb/ in it; a WANDB_DIR of this shell is
 # kept); an array task's are .../checkpoints/task_N and ${scratch_dir}/${exp_name}/task_N.

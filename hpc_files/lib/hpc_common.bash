@@ -195,9 +195,10 @@ hpc_mask_stream() {
 
 # ---------------------------------------------------------------------------------------------
 # Launchers and runners: one file each, hpc_files/lib/launchers/NAME.bash (the functions
-# hpc_launcher_NAME_{describe,plan,srun,task,workers}) and hpc_files/lib/runners/NAME.bash
-# (hpc_runner_NAME_{enter,wrap}); the interfaces: docs/architecture.md. The launchers present
-# are the files there: -W accepts them and --help lists them.
+# hpc_launcher_NAME_{describe,plan,processes,srun,task,workers}) and
+# hpc_files/lib/runners/NAME.bash (hpc_runner_NAME_{enter,wrap}); the interfaces:
+# docs/architecture.md. The launchers present are the files there: -W accepts them and --help
+# lists them.
 
 # hpc_lib_dir: this folder, absolute (tasks change folder); hpc_launchers_dir, hpc_runners_dir.
 hpc_lib_dir=${BASH_SOURCE[0]%/*}

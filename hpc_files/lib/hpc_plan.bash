@@ -306,8 +306,18 @@ hpc_plan_render() {
   hpc_plan_emit 'export scratch_dir=%q\n' "$hpc_plan_scratch_dir"
   hpc_plan_emit 'export exp_name=%q\n' "$hpc_plan_exp_name"
   hpc_plan_emit 'export num_nodes=%q\n' "$hpc_plan_nodes"
-  hpc_plan_emit 'export gpus_per_node=%q\n\n' "$hpc_plan_gpus"
+  hpc_plan_emit 'export gpus_per_node=%q\n' "$hpc_plan_gpus"
+  hpc_plan_processes
+  hpc_plan_emit 'export num_processes=%q\n\n' "$hpc_plan_num_processes"
   hpc_plan_emit 'hpc_job_main\n'
+}
+
+# hpc_plan_processes: sets hpc_plan_num_processes to the job's total of program processes:
+# the nodes times the launcher's processes per node (hpc_launcher_NAME_processes).
+hpc_plan_processes() {
+  hpc_launcher_load "$hpc_plan_launcher" || hpc_die "no launcher '$hpc_plan_launcher'"
+  "hpc_launcher_${hpc_plan_launcher}_processes"
+  hpc_plan_num_processes=$((hpc_plan_nodes * hpc_launcher_processes))
 }
 
 # hpc_plan_fits_quick SUMMARY: true when SUMMARY (what sinfo said, cached: see hpc_fit.bash)

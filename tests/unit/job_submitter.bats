@@ -364,6 +364,30 @@ configs file uses \$HOME: from this shell: $HOME"
   assert_equal "$(grep -c 'label_ranks' "$outputs/default_venv-lightning_4243.sh")" 0
 }
 
+@test "every job exports num_processes, its total of processes: none 1, lightning and torchrun nodes x GPUs" {
+  make_ready_venv
+  use_configs standard.txt
+  local n=4242 words want
+  while IFS='|' read -r words want; do
+    read -ra args <<<"$words"
+    submit -y "${args[@]}"
+    assert_equal "$status" 0
+    script=$(printf '%s\n' "$outputs"/*_"$n".sh)
+    assert_equal "$(grep -c "^export num_processes=$want\$" "$script")" 1
+    n=$((n + 1))
+  done <<'EOT'
+-g 2|1
+-W none -g 0|1
+-W lightning -g 1 -n 2|2
+-W torchrun -g 2 -n 2|4
+-W torchrun -g 1|1
+EOT
+  # The dry run's environment names it too.
+  submit --dry-run -W lightning -g 2 -n 2
+  assert_equal "$status" 0
+  assert_line "num_processes=4"
+}
+
 @test "--dry-run without a venv says an install job would come first, and still creates nothing" {
   local before
   before=$(listing "$tmp")

@@ -17,6 +17,12 @@ hpc_launcher_none_plan() {
   hpc_plan_cpus_per_task=$((hpc_plan_cpus * (hpc_plan_gpus > 1 ? hpc_plan_gpus : 1)))
 }
 
+# hpc_launcher_none_processes: sets hpc_launcher_processes to its processes per node: one.
+# shellcheck disable=SC2034 # hpc_launcher_processes: read by hpc_plan.bash
+hpc_launcher_none_processes() {
+  hpc_launcher_processes=1
+}
+
 # hpc_launcher_none_srun: (batch shell) no srun: the task runs in the batch shell's background.
 # shellcheck disable=SC2034 # hpc_launcher_srun: read by hpc_job.bash
 hpc_launcher_none_srun() {

@@ -21,6 +21,12 @@ hpc_launcher_torchrun_plan() {
   hpc_plan_cpus_per_task=$((hpc_plan_cpus * hpc_plan_gpus))
 }
 
+# hpc_launcher_torchrun_processes: sets hpc_launcher_processes to its processes per node: one per GPU.
+# shellcheck disable=SC2034,SC2154 # hpc_launcher_processes: read by hpc_plan.bash; hpc_plan_gpus: the plan's
+hpc_launcher_torchrun_processes() {
+  hpc_launcher_processes=$hpc_plan_gpus
+}
+
 # hpc_launcher_torchrun_srun: (batch shell) one task per node: --ntasks explicitly, since srun
 # inherits the job's SLURM_NTASKS; the first failure stops the rest.
 # shellcheck disable=SC2034 # hpc_launcher_srun: read by hpc_job.bash
