@@ -32,7 +32,7 @@
 #                              also when several ranks share a node and print without flushing.
 #   --label-ranks              Start each line of the program's output with the rank that
 #                              printed it, '[rank 3] ...' (stdout and stderr; like srun --label).
-#                              With -W lightning or -W torchrun.
+#                              With any -W but none.
 #   -C, --configs FILE         The file holding the command. Default: experiment_configurations.txt.
 #                              $NAME, ${NAME} and ${NAME:-default} in it are expanded in the job,
 #                              on each node, from the job's environment; nothing else is
