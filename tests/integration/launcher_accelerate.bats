@@ -52,3 +52,23 @@ rank=3 sum=6"
   run grep -E '^\[hpc n2\] accelerate exited with 1: its first failed worker, rank 3 \(local rank 1\) on n2, exited with 7: that is this node.s status$' "$job_out"
   assert_equal "${#lines[@]}" 1
 }
+
+@test "accelerate with --label-ranks, 2 nodes: the time-limit warning reaches each worker, never accelerate's agent (no 138); COMPLETED, copy-back whole" {
+  # ckpt.py catches the warning, finishes its checkpoint and exits 0; an agent without a handler
+  # would die of SIGUSR1 and fail the job.
+  hpc_configs "$PROJECT" 'python ckpt.py'
+  hpc_run_job "$PROJECT" -W accelerate --gpus 1 --num-nodes 2 --time 00:02:00 --signal-lead 60 \
+    --copy-back checkpoints --label-ranks -e warnedacc
+  [[ $job_state == "COMPLETED 0:0" ]] || fail "job $job_id ended $job_state: $(cat "$job_out")"
+  run cat "$job_out"
+  # ckpt.py names its rank by SLURM_PROCID (the node here); the label is the worker's RANK.
+  assert_line --regexp '^\[rank 0\] SIGNAL rank=0 node=n1 signal=SIGUSR1$'
+  assert_line --regexp '^\[rank 1\] SIGNAL rank=1 node=n2 signal=SIGUSR1$'
+  for node in n1 n2; do
+    assert_line --regexp "^\[hpc $node\] time-limit warning SIGUSR1 passed to [0-9]+ \(python\)$"
+  done
+  refute_line --regexp 'exit (code|status) 138'
+  final=$(sed -n 's/^\[rank 0\] FINAL //p' "$job_out")
+  [ -n "$final" ]
+  assert_equal "$(sha256sum "$SCRATCH/accelerate project/warnedacc/checkpoints/state.bin" | cut -d' ' -f1)" "$final"
+}
