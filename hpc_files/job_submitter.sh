@@ -26,19 +26,13 @@
 #   -p, --partition NAME       SLURM partition. Default: the cluster's.
 #
 # How the program is started:
-#   -W, --which-distributed L  lightning: one SLURM task per GPU, started by srun (Lightning reads
-#                              SLURM's variables); torchrun: one torchrun per node, which starts
-#                              one process per GPU (static rendezvous: node i of the job is
-#                              torchrun's --node_rank i, so global rank 0 runs on the first node,
-#                              MASTER_ADDR; port derived from the job id); 'script' is the old
-#                              name of torchrun.
-#                              Without -W, or with -W none: one process on one node.
+#   -W, --which-distributed L  The launcher L, one of the files in hpc_files/lib/launchers/:
 #                              With -W the command must start with python.
 #                              Each line a rank prints (up to 4 KiB) reaches the output whole,
 #                              also when several ranks share a node and print without flushing.
 #   --label-ranks              Start each line of the program's output with the rank that
 #                              printed it, '[rank 3] ...' (stdout and stderr; like srun --label).
-#                              With -W lightning or -W torchrun.
+#                              With any -W but none.
 #   -C, --configs FILE         The file holding the command. Default: experiment_configurations.txt.
 #                              $NAME, ${NAME} and ${NAME:-default} in it are expanded in the job,
 #                              on each node, from the job's environment; nothing else is
@@ -166,7 +160,8 @@
 # are arrays above MaxArraySize (scontrol show config, cached the same way).
 #
 # The job's program sees source_dir, project_name, scratch_dir=${SCRATCH}/${project_name},
-# exp_name, num_nodes, gpus_per_node and SLURM_TMPDIR (on every node). SCRATCH must be set.
+# exp_name, num_nodes, gpus_per_node, num_processes (the total of program processes: 1 without
+# a launcher, else nodes x GPUs) and SLURM_TMPDIR (on every node). SCRATCH must be set.
 # Its own folders, made by the job: checkpoints_dir=${scratch_dir}/${exp_name}/checkpoints and
 # WANDB_DIR=${scratch_dir}/${exp_name} (W&B writes wandb/ in it; a WANDB_DIR of this shell is
 # kept); an array task's are .../checkpoints/task_N and ${scratch_dir}/${exp_name}/task_N.

@@ -293,7 +293,7 @@ hpc_container_export_env() {
 # hpc_container_export_env), each when set: every SLURM_* and SLURMD_* variable (SLURM_TMPDIR
 # as /tmp), CUDA_VISIBLE_DEVICES, GPU_DEVICE_ORDINAL, ROCR_VISIBLE_DEVICES, MASTER_ADDR,
 # MASTER_PORT, NODE_RANK (default SLURM_NODEID), project_name, exp_name, num_nodes,
-# gpus_per_node, HPC_WARNING_SIGNAL, HPC_RESTART_COUNT, HPC_DIST_SOURCE, every WANDB_*
+# gpus_per_node, num_processes, HPC_WARNING_SIGNAL, HPC_RESTART_COUNT, HPC_DIST_SOURCE, every WANDB_*
 # (WANDB_API_KEY among them);
 # and the container's own paths: source_dir and HPC_WORKDIR = WORKDIR (default
 # hpc_container_default_workdir), scratch_dir=/scratch_storage, checkpoints_dir=/checkpoints
@@ -310,7 +310,7 @@ hpc_container_export_job_env() {
     esac
   done
   names+=(CUDA_VISIBLE_DEVICES GPU_DEVICE_ORDINAL ROCR_VISIBLE_DEVICES MASTER_ADDR MASTER_PORT
-    project_name exp_name num_nodes gpus_per_node HPC_WARNING_SIGNAL HPC_RESTART_COUNT HPC_DIST_SOURCE)
+    project_name exp_name num_nodes gpus_per_node num_processes HPC_WARNING_SIGNAL HPC_RESTART_COUNT HPC_DIST_SOURCE)
   if [[ -n ${NODE_RANK:-} ]]; then
     names+=(NODE_RANK)
   elif [[ -n ${SLURM_NODEID:-} ]]; then

@@ -223,3 +223,53 @@ hpc_mask_stream() {
       fflush()
     }' 3<<<"${_hpc_mask_list%$'\n'}"
 }
+
+# ---------------------------------------------------------------------------------------------
+# Launchers and runners: one file each, hpc_files/lib/launchers/NAME.bash (the functions
+# hpc_launcher_NAME_{describe,plan,processes,srun,task,workers}) and
+# hpc_files/lib/runners/NAME.bash (hpc_runner_NAME_{enter,wrap}); the interfaces:
+# docs/architecture.md. The launchers present are the files there: -W accepts them and --help
+# lists them.
+
+# hpc_lib_dir: this folder, absolute (tasks change folder); hpc_launchers_dir, hpc_runners_dir.
+hpc_lib_dir=${BASH_SOURCE[0]%/*}
+[[ $hpc_lib_dir == /* ]] || hpc_lib_dir=$PWD/$hpc_lib_dir
+hpc_launchers_dir=$hpc_lib_dir/launchers
+hpc_runners_dir=$hpc_lib_dir/runners
+
+# hpc_launcher_list: sets hpc_launcher_names to the launchers present, in the glob's order.
+hpc_launcher_list() {
+  local file name
+  hpc_launcher_names=()
+  for file in "$hpc_launchers_dir"/*.bash; do
+    name=${file##*/}
+    name=${name%.bash}
+    # Only names that can be part of a function's name.
+    [[ -f $file && $name =~ ^[a-z][a-z0-9_]*$ ]] && hpc_launcher_names+=("$name")
+  done
+  return 0
+}
+
+# hpc_launcher_load NAME: loads the launcher NAME (its hpc_launcher_NAME_* functions) once;
+# status 1 with one line when there is no such launcher.
+hpc_launcher_load() {
+  hpc_module_load "$hpc_launchers_dir" "hpc_launcher_$1_task" "$1"
+}
+
+# hpc_runner_load NAME: loads the runner NAME (its hpc_runner_NAME_* functions) once; status 1
+# with one line when there is no such runner.
+hpc_runner_load() {
+  hpc_module_load "$hpc_runners_dir" "hpc_runner_$1_wrap" "$1"
+}
+
+# hpc_module_load DIR FUNCTION NAME: sources DIR/NAME.bash unless FUNCTION is defined already;
+# status 1 with one line when NAME is not a file of DIR.
+hpc_module_load() {
+  declare -F "$2" >/dev/null && return 0
+  if [[ ! $3 =~ ^[a-z][a-z0-9_]*$ || ! -f $1/$3.bash ]]; then
+    hpc_say "no '$3' in $1"
+    return 1
+  fi
+  # shellcheck source=/dev/null
+  source "$1/$3.bash"
+}

@@ -7,7 +7,7 @@
 #            step, --overlap) makes this job's folder there and stays until the end: after
 #            scancel or the time limit no new step can start, so cleanup must come from a step
 #            that is already running (it gets SIGTERM then, or SIGUSR2 from us at a normal end);
-#   phase 2  the program: runner (venv) x launcher (none, lightning, torchrun), started in the
+#   phase 2  the program: runner (lib/runners/) x launcher (lib/launchers/), started in the
 #            background and waited for, so that signal traps run at once and are forwarded;
 #   phase 3  the guards remove what phase 1 made; the job exits with the program's status.
 # Every wait of the batch shell on the guards is bounded (hpc_job_start_guards, hpc_job_stop_guards).
@@ -28,6 +28,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/hpc_configs.bash"
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_sweep.bash"
 # shellcheck source=hpc_files/lib/hpc_stage_node.bash
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_stage_node.bash"
+
+# hpc_launcher_srun: the launcher's srun options (hpc_launcher_NAME_srun); empty: no srun.
+hpc_launcher_srun=()
 
 # hpc_job_log MESSAGE...: one line to the job's output, marked as the toolkit's.
 hpc_job_log() {
@@ -561,7 +564,7 @@ hpc_job_forward() {
     hpc_job_warned=1
     hpc_job_log "time-limit warning (SIG$1): passing it to the program, then waiting for it to finish"
     [[ -n ${hpc_job_program_pid:-} ]] || return 0
-    if [[ $hpc_job_launcher == none ]]; then
+    if ((${#hpc_launcher_srun[@]} == 0)); then
       hpc_job_warn "$hpc_job_program_pid" "$1" &
     else
       local target=$SLURM_JOB_ID
@@ -728,18 +731,13 @@ hpc_job_run_program() {
   # task's that "Exited with exit code N": srun says which on its stderr, which passes through
   # tee (to the job's output) and a grep that keeps that first line.
   first_failure=$(mktemp "${TMPDIR:-/tmp}/hpc_first_failure.XXXXXX")
-  case $hpc_job_launcher in
-    none) "${step[@]}" "${hpc_command[@]}" & ;;
-    lightning)
-      srun --kill-on-bad-exit=1 "${step[@]}" "${hpc_command[@]}" \
-        2> >(tee -p >(grep -m 1 -oE ': tasks? [0-9,-]+: Exited with exit code [0-9]+$' >"$first_failure") >&2) &
-      ;;
-    torchrun)
-      srun --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --kill-on-bad-exit=1 \
-        "${step[@]}" "${hpc_command[@]}" \
-        2> >(tee -p >(grep -m 1 -oE ': tasks? [0-9,-]+: Exited with exit code [0-9]+$' >"$first_failure") >&2) &
-      ;;
-  esac
+  # The launcher's srun options (hpc_launcher_NAME_srun, set in hpc_job_main); none: no srun.
+  if ((${#hpc_launcher_srun[@]} == 0)); then
+    "${step[@]}" "${hpc_command[@]}" &
+  else
+    srun "${hpc_launcher_srun[@]}" "${step[@]}" "${hpc_command[@]}" \
+      2> >(tee -p >(grep -m 1 -oE ': tasks? [0-9,-]+: Exited with exit code [0-9]+$' >"$first_failure") >&2) &
+  fi
   hpc_job_program_pid=$!
   hpc_job_status=0
   while :; do
@@ -748,7 +746,7 @@ hpc_job_run_program() {
     kill -0 "$hpc_job_program_pid" 2>/dev/null || break
     hpc_job_status=0
   done
-  if ((hpc_job_status != 0)) && [[ $hpc_job_launcher != none ]]; then
+  if ((hpc_job_status != 0 && ${#hpc_launcher_srun[@]} > 0)); then
     local i line
     # The pipeline may still be draining srun's last lines.
     for ((i = 0; i < 20; i++)); do
@@ -861,6 +859,7 @@ hpc_job_resolve_program() {
           case ${word:j:1} in
             c) return 0 ;;
             m)
+              # shellcheck disable=SC2034 # read by the venv runner (lib/runners/venv.bash)
               hpc_job_python_module=1
               return 0
               ;;
@@ -906,6 +905,9 @@ hpc_job_main() {
   hpc_job_log "$name$hpc_job_runner, launcher $hpc_job_launcher) on ${SLURM_JOB_NODELIST}: $num_nodes node(s) x $gpus_per_node GPU(s), restart $HPC_RESTART_COUNT"
   hpc_job_load_modules
   hpc_job_array_setup
+  # The launcher (hpc_files/lib/launchers/NAME.bash): how its tasks are started.
+  hpc_launcher_load "$hpc_job_launcher" || hpc_job_fail "launcher" "no launcher '$hpc_job_launcher' in this toolkit"
+  "hpc_launcher_${hpc_job_launcher}_srun"
 
   # Signals first: from here on, a warning or a TERM reaches the program, or is noted.
   trap 'hpc_job_forward TERM' TERM
@@ -925,7 +927,7 @@ hpc_job_main() {
     hpc_job_start_guards
   fi
 
-  if [[ $hpc_job_launcher != none ]]; then
+  if ((${#hpc_launcher_srun[@]})); then
     hpc_job_master
     hpc_job_log "rendezvous at $MASTER_ADDR:$MASTER_PORT"
   fi
@@ -998,9 +1000,11 @@ hpc_job_enter_venv() {
 }
 
 # hpc_job_task ARGV_TEMPLATES...: one program process of the job (job_step.sh task): enters the
-# runner's environment, expands the command and becomes it (torchrun in front of it, if so).
+# runner's environment, expands the command and becomes the launcher's command for this task
+# (hpc_launcher_NAME_task: torchrun in front of it, if so), under hpc_job_supervise when srun
+# started it.
 hpc_job_task() {
-  local path py runtime='' workdir=''
+  local path
   if [[ ${HPC_JOB_TMPDIR_MODE:-provided} == emulated ]]; then
     hpc_job_node_tmpdir || hpc_job_fail "tmpdir" "cannot work out SLURM_TMPDIR"
     path=$hpc_job_node_tmpdir
@@ -1013,61 +1017,13 @@ hpc_job_task() {
     # The agent's key, from the job's environment or read here on the node: never on argv.
     hpc_sweep_load_key || hpc_job_fail "wandb key" "no WANDB_API_KEY in the job and no readable $(hpc_sweep_credentials)"
   fi
-  case $HPC_JOB_RUNNER in
-    venv)
-      [[ -x $HPC_JOB_VENV/bin/python ]] || hpc_job_fail "venv" "no virtual environment at $HPC_JOB_VENV"
-      hpc_job_enter_venv "$HPC_JOB_VENV"
-      # First on the program's PATH: the scontrol that counts its own requeue against --requeue N.
-      export PATH=${BASH_SOURCE[0]%/*}/shims:$PATH
-      # The toolkit's helpers (hpc_helpers) are importable by the program without installing them.
-      export PYTHONPATH=$HPC_JOB_PYTHON_HELPERS${PYTHONPATH:+:$PYTHONPATH}
-      hpc_configs_expand "$@" || hpc_job_fail "command" "the configs file refers to a variable this job does not define"
-      if [[ -n ${HPC_WORKDIR:-} ]]; then
-        # The command's program is the project's; the program starts in its working folder.
-        hpc_job_resolve_program "$source_dir"
-        ((hpc_job_python_module == 0)) || export PYTHONPATH=$PYTHONPATH:$source_dir
-        cd -- "$HPC_WORKDIR" || hpc_job_fail "workdir" "cannot enter $HPC_WORKDIR"
-      fi
-      ;;
-    singularity)
-      # shellcheck source=singularity_hpc_files/container_runner.bash
-      source "$HPC_JOB_CONTAINER_LIB"
-      runtime=$(hpc_container_runtime) || hpc_job_fail "container" "no container runtime on this node (see above)"
-      workdir=${HPC_JOB_CONTAINER_WORKDIR:-$hpc_container_default_workdir}
-      # What the program sees reaches it through APPTAINERENV_/SINGULARITYENV_, never argv.
-      hpc_container_export_job_env "$workdir"
-      # The command's paths are the ones inside the container (/scratch_storage, /tmp, ...).
-      hpc_container_expand "$workdir" "$@" || hpc_job_fail "command" "the configs file refers to a variable this job does not define"
-      ;;
-  esac
-  argv=("${hpc_configs_argv[@]}")
-
-  if [[ $HPC_JOB_LAUNCHER == torchrun ]]; then
-    py=${argv[0]}
-    local rdzv=(--standalone)
-    if ((SLURM_JOB_NUM_NODES > 1)); then
-      # A static rendezvous: the node's index is its rank among the agents, so global rank 0
-      # runs on the first node, where MASTER_ADDR points and --copy-back keeps the plain name (c10d
-      # hands out ranks in arrival order).
-      rdzv=(--node_rank="$SLURM_NODEID" --master_addr="$MASTER_ADDR" --master_port="$MASTER_PORT")
-    fi
-    # --no-python: torchrun runs the user's command as written, python and all its arguments,
-    # each worker behind the rank-lines wrapper: the workers of a node share one output pipe.
-    local lines_mode=-
-    [[ $HPC_JOB_LABEL_RANKS != 1 ]] || lines_mode=rank
-    argv=("$py" -m torch.distributed.run --nnodes="$SLURM_JOB_NUM_NODES" --nproc_per_node="$gpus_per_node"
-      "${rdzv[@]}" --no-python bash -c "$hpc_job_rank_lines_code" hpc_rank_lines "$lines_mode" "${argv[@]}")
-  fi
-  if [[ $HPC_JOB_RUNNER == singularity ]]; then
-    # One container per task: per node for torchrun (torchrun runs inside it), per GPU for lightning.
-    hpc_container_argv "$runtime" "$SLURM_TMPDIR" "$scratch_dir" "$exp_name" "$workdir" "${argv[@]}" ||
-      hpc_job_fail "container" "cannot run the container (see above)"
-    argv=("${hpc_container_cmd[@]}")
-  fi
-  if [[ $HPC_JOB_LAUNCHER == lightning && $HPC_JOB_LABEL_RANKS == 1 ]]; then
-    # Each srun task is a rank (its own pipe to slurmstepd, which passes on whole lines).
-    argv=(bash -c "$hpc_job_rank_lines_code" hpc_rank_lines "rank=${SLURM_PROCID:?}" "${argv[@]}")
-  fi
+  hpc_launcher_load "$HPC_JOB_LAUNCHER" || hpc_job_fail "launcher" "no launcher '$HPC_JOB_LAUNCHER' in this toolkit"
+  hpc_runner_load "$HPC_JOB_RUNNER" || hpc_job_fail "runner" "no runner '$HPC_JOB_RUNNER' in this toolkit"
+  # The runner's environment, and the command expanded in it (hpc_configs_argv).
+  "hpc_runner_${HPC_JOB_RUNNER}_enter" "$@"
+  # The launcher's command for this task, with the runner's wrap where the launcher puts it.
+  "hpc_launcher_${HPC_JOB_LAUNCHER}_task" "${hpc_configs_argv[@]}"
+  argv=("${hpc_launcher_argv[@]}")
   if [[ ${SLURM_LOCALID:-0} == 0 ]]; then
     local shown=("${argv[@]}") i
     for i in "${!shown[@]}"; do
@@ -1075,8 +1031,18 @@ hpc_job_task() {
     done
     hpc_job_log "starting after $(hpc_job_elapsed) s: $(hpc_mask_quoted shown)"
   fi
-  [[ $HPC_JOB_LAUNCHER != none ]] || exec "${argv[@]}"
+  # Without srun (no launcher) the batch shell is the parent, and passes signals on itself.
+  "hpc_launcher_${HPC_JOB_LAUNCHER}_srun"
+  ((${#hpc_launcher_srun[@]})) || exec "${argv[@]}"
   hpc_job_supervise "${argv[@]}"
+}
+
+# hpc_job_runner_wrap ARGV...: (a launcher's task) sets hpc_launcher_argv to ARGV run by the
+# job's runner (hpc_runner_NAME_wrap): one call, one environment (one container per call: per
+# node for torchrun, per GPU for lightning).
+hpc_job_runner_wrap() {
+  "hpc_runner_${HPC_JOB_RUNNER}_wrap" "$@"
+  hpc_launcher_argv=("${hpc_runner_argv[@]}")
 }
 
 # hpc_job_supervise ARGV...: one srun task (lightning: a rank; torchrun: the agent) runs ARGV
@@ -1085,8 +1051,11 @@ hpc_job_task() {
 # goes to the program. Exits with the program's status.
 hpc_job_supervise() {
   local program status=0 root_cause=''
-  # torchrun exits 1 whatever its workers' codes; its stderr names the first failed worker.
-  [[ ${HPC_JOB_LAUNCHER:-} != torchrun ]] || root_cause=$(mktemp "${TMPDIR:-/tmp}/hpc_root_cause.XXXXXX") || root_cause=''
+  # torchrun (a torch elastic agent: the launcher's _workers is true) exits 1 whatever its
+  # workers' codes; its stderr names the first failed worker.
+  if hpc_launcher_load "${HPC_JOB_LAUNCHER:-none}" && "hpc_launcher_${HPC_JOB_LAUNCHER:-none}_workers"; then
+    root_cause=$(mktemp "${TMPDIR:-/tmp}/hpc_root_cause.XXXXXX") || root_cause=''
+  fi
   if [[ -n $root_cause ]]; then
     # The tee and awk ignore the signals srun sends to every process of the step.
     "$@" 2> >(trap '' INT TERM HUP QUIT USR1 USR2 && tee -p >(trap '' INT TERM HUP QUIT USR1 USR2 &&
@@ -1138,6 +1107,6 @@ hpc_job_worker_status() {
   ((code >= 0)) || code=$((128 - code))
   # Only an exit status a process can have: 'exit 256' would end the job COMPLETED.
   ((code > 0 && code <= 255 && code != $2)) || return 0
-  hpc_job_log "torchrun exited with $2: its first failed worker, rank $rank (local rank $local_rank) on ${SLURMD_NODENAME:-$host}, exited with $code: that is this node's status"
+  hpc_job_log "${HPC_JOB_LAUNCHER:-torchrun} exited with $2: its first failed worker, rank $rank (local rank $local_rank) on ${SLURMD_NODENAME:-$host}, exited with $code: that is this node's status"
   status=$code
 }

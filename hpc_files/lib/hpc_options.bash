@@ -190,14 +190,16 @@ hpc_opt_set() {
       hpc_opt_cpus=$((10#$value))
       ;;
     -W/--which-distributed)
-      case $value in
-        lightning | torchrun | none) hpc_opt_launcher=$value ;;
-        script)
-          hpc_say "note: -W script is the old name of -W torchrun (torch.distributed.launch became torchrun)"
-          hpc_opt_launcher=torchrun
-          ;;
-        *) hpc_die_usage "$name" "'$value' is not accepted; accepted: lightning, torchrun (alias: script), none" ;;
-      esac
+      if [[ $value == script ]]; then
+        hpc_say "note: -W script is the old name of -W torchrun (torch.distributed.launch became torchrun)"
+        value=torchrun
+      fi
+      # The launchers are the files in hpc_files/lib/launchers/.
+      hpc_launcher_list
+      # shellcheck disable=SC2154 # hpc_launcher_names: set by hpc_launcher_list
+      [[ " ${hpc_launcher_names[*]} " == *" $value "* && $value != *" "* ]] ||
+        hpc_die_usage "$name" "'$value' is not accepted; accepted: $(hpc_opt_launchers_text)"
+      hpc_opt_launcher=$value
       ;;
     -t/--time)
       hpc_opt_check_time "$value" || hpc_die_usage "$name" "'$value' is not accepted; accepted: $hpc_opt_time_accepted"
@@ -303,4 +305,34 @@ hpc_opt_check_combinations() {
   # A W&B agent runs the sweep's program (program: train.py) from its working folder.
   [[ -n $hpc_opt_singularity || -z $hpc_opt_workdir || -z $hpc_opt_wandb_sweepid ]] ||
     hpc_die_usage "--workdir" "W&B agents (-w) start the sweep's program in the project folder; accepted without -w (or with -s: the container's folder)"
+}
+
+# hpc_opt_launchers_text: prints the launchers -W accepts (the files in hpc_files/lib/launchers/),
+# as a refusal lists them: 'lightning, none, torchrun (alias: script)'.
+hpc_opt_launchers_text() {
+  local name text=''
+  hpc_launcher_list
+  for name in "${hpc_launcher_names[@]}"; do
+    text+="$name, "
+    [[ $name != torchrun ]] || text="${text%, } (alias: script), "
+  done
+  printf '%s\n' "${text%, }"
+}
+
+# hpc_opt_help FILE: prints the usage comment of FILE (--help), with each launcher's own lines
+# (hpc_launcher_NAME_describe, from the files in hpc_files/lib/launchers/) after the line that
+# introduces them, indented as the option's text.
+hpc_opt_help() {
+  local line name text
+  while IFS= read -r line; do
+    printf '%s\n' "$line"
+    [[ $line == *"one of the files in hpc_files/lib/launchers/:" ]] || continue
+    hpc_launcher_list
+    for name in "${hpc_launcher_names[@]}"; do
+      hpc_launcher_load "$name" || continue
+      while IFS= read -r text; do
+        printf '%29s%s\n' '' "$text"
+      done < <("hpc_launcher_${name}_describe")
+    done
+  done < <(hpc_usage "$1")
 }

@@ -69,6 +69,30 @@ hpc_plan_is_python() {
   [[ ${1##*/} =~ ^python([0-9]+(\.[0-9]+)?)?$ ]]
 }
 
+# hpc_plan_check_gpus_python: (a launcher's plan) exit 2 unless the job has GPUs (the launcher
+# starts one process per GPU) and the configs file's command starts with python.
+hpc_plan_check_gpus_python() {
+  ((hpc_plan_gpus > 0)) || hpc_die_usage "-g/--gpus" "0 GPUs cannot be used with -W $hpc_plan_launcher, which starts one process per GPU; accepted: 1 or more, or no -W"
+  hpc_plan_is_python "${hpc_configs_words[0]}" ||
+    hpc_die_usage "-W/--which-distributed" "with -W $hpc_plan_launcher the command must start with python; the configs file's starts with '${hpc_configs_words[0]}'"
+}
+
+# hpc_plan_distributed_text: prints the launchers other than none, as a refusal names them
+# ('-W lightning or -W torchrun').
+hpc_plan_distributed_text() {
+  local name text=''
+  local -a names=()
+  hpc_launcher_list
+  for name in "${hpc_launcher_names[@]}"; do
+    [[ $name == none ]] || names+=("-W $name")
+  done
+  if ((${#names[@]} > 1)); then
+    printf -v text '%s, ' "${names[@]:0:${#names[@]}-1}"
+    text="${text%, } or "
+  fi
+  printf '%s\n' "$text${names[*]: -1}"
+}
+
 # hpc_plan_make: resolves every value of the job into hpc_plan_*; exit 2 on input that the
 # profile or the launcher does not accept.
 hpc_plan_make() {
@@ -100,29 +124,10 @@ hpc_plan_make() {
     hpc_die_usage "-g/--gpus" "$hpc_plan_gpus GPUs per node is more than a node of cluster $hpc_profile_name has; accepted: 0 to $hpc_profile_gpu_max_per_node"
   fi
 
-  # The ratios. -c/--cpus is the number of CPUs of each GPU process (each process when G = 0).
-  case $hpc_plan_launcher in
-    none)
-      ((hpc_plan_nodes == 1)) || hpc_die_usage "-n/--num-nodes" "$hpc_plan_nodes nodes need a launcher; accepted with -W lightning or -W torchrun, else 1"
-      ((hpc_opt_label_ranks == 0)) || hpc_die_usage "--label-ranks" "labels the lines of each rank of a distributed job; accepted with -W lightning or -W torchrun"
-      hpc_plan_ntasks_per_node=1
-      hpc_plan_cpus_per_task=$((hpc_plan_cpus * (hpc_plan_gpus > 1 ? hpc_plan_gpus : 1)))
-      ;;
-    lightning | torchrun)
-      ((hpc_plan_gpus > 0)) || hpc_die_usage "-g/--gpus" "0 GPUs cannot be used with -W $hpc_plan_launcher, which starts one process per GPU; accepted: 1 or more, or no -W"
-      if [[ $hpc_plan_launcher == lightning ]]; then
-        # Lightning: one SLURM task per GPU; Lightning reads SLURM's variables.
-        hpc_plan_ntasks_per_node=$hpc_plan_gpus
-        hpc_plan_cpus_per_task=$hpc_plan_cpus
-      else
-        # torchrun: one task per node, which starts one process per GPU.
-        hpc_plan_ntasks_per_node=1
-        hpc_plan_cpus_per_task=$((hpc_plan_cpus * hpc_plan_gpus))
-      fi
-      hpc_plan_is_python "${hpc_configs_words[0]}" ||
-        hpc_die_usage "-W/--which-distributed" "with -W $hpc_plan_launcher the command must start with python; the configs file's starts with '${hpc_configs_words[0]}'"
-      ;;
-  esac
+  # The ratios: the launcher's (hpc_files/lib/launchers/NAME.bash). -c/--cpus is the number of
+  # CPUs of each GPU process (each process when G = 0).
+  hpc_launcher_load "$hpc_plan_launcher" || hpc_die_usage "-W/--which-distributed" "'$hpc_plan_launcher' is not accepted; accepted: $(hpc_opt_launchers_text)"
+  "hpc_launcher_${hpc_plan_launcher}_plan"
 
   # Memory: asked for only when the option or the profile gives an amount; else SLURM's own
   # default applies (a profile for an unknown cluster cannot know what its nodes have).
@@ -312,8 +317,18 @@ hpc_plan_render() {
   hpc_plan_emit 'export scratch_dir=%q\n' "$hpc_plan_scratch_dir"
   hpc_plan_emit 'export exp_name=%q\n' "$hpc_plan_exp_name"
   hpc_plan_emit 'export num_nodes=%q\n' "$hpc_plan_nodes"
-  hpc_plan_emit 'export gpus_per_node=%q\n\n' "$hpc_plan_gpus"
+  hpc_plan_emit 'export gpus_per_node=%q\n' "$hpc_plan_gpus"
+  hpc_plan_processes
+  hpc_plan_emit 'export num_processes=%q\n\n' "$hpc_plan_num_processes"
   hpc_plan_emit 'hpc_job_main\n'
+}
+
+# hpc_plan_processes: sets hpc_plan_num_processes to the job's total of program processes:
+# the nodes times the launcher's processes per node (hpc_launcher_NAME_processes).
+hpc_plan_processes() {
+  hpc_launcher_load "$hpc_plan_launcher" || hpc_die "no launcher '$hpc_plan_launcher'"
+  "hpc_launcher_${hpc_plan_launcher}_processes"
+  hpc_plan_num_processes=$((hpc_plan_nodes * hpc_launcher_processes))
 }
 
 # hpc_plan_fits_quick SUMMARY: true when SUMMARY (what sinfo said, cached: see hpc_fit.bash)

@@ -130,9 +130,10 @@ hpc_submit_environment() {
   local _hpc_env_name _hpc_env_value _hpc_env_required _hpc_env_defined -
   # Values of this shell's variables pass through here: no bash -x trace (restored on return).
   set +x
-  printf 'source_dir=%s\nproject_name=%s\nscratch_dir=%s\nexp_name=%s\nnum_nodes=%s\ngpus_per_node=%s\n' \
+  hpc_plan_processes
+  printf 'source_dir=%s\nproject_name=%s\nscratch_dir=%s\nexp_name=%s\nnum_nodes=%s\ngpus_per_node=%s\nnum_processes=%s\n' \
     "$hpc_plan_source_dir" "$hpc_plan_project_name" "$hpc_plan_scratch_dir" "$hpc_plan_exp_name" \
-    "$hpc_plan_nodes" "$hpc_plan_gpus"
+    "$hpc_plan_nodes" "$hpc_plan_gpus" "$hpc_plan_num_processes"
   hpc_submit_own_folders_text
   case $hpc_profile_tmpdir_provided in
     true) printf 'SLURM_TMPDIR=(made by the cluster on every node)\n' ;;
@@ -289,7 +290,7 @@ hpc_submit_main() {
   hpc_opt_defaults
   hpc_opt_parse "$@"
   if ((hpc_opt_help)); then
-    hpc_usage "$hpc_submitter"
+    hpc_opt_help "$hpc_submitter"
     exit 0
   fi
   hpc_opt_check_combinations

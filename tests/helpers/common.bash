@@ -24,6 +24,38 @@ hpc_test_profile_names() {
   printf '%s\n' "${names[*]}"
 }
 
+# hpc_test_launcher_names: the launchers in hpc_files/lib/launchers/, in the order and form a
+# refusal of an unknown -W lists them ('lightning, none, torchrun (alias: script)').
+hpc_test_launcher_names() {
+  local file name text=''
+  for file in "$HPC_ROOT"/hpc_files/lib/launchers/*.bash; do
+    name=${file##*/}
+    name=${name%.bash}
+    text+="$name, "
+    [[ $name != torchrun ]] || text="${text%, } (alias: script), "
+  done
+  printf '%s\n' "${text%, }"
+}
+
+# hpc_test_distributed_names: the launchers other than none, as a refusal that needs one names
+# them ('-W lightning or -W torchrun').
+hpc_test_distributed_names() {
+  local file name
+  local -a names=()
+  for file in "$HPC_ROOT"/hpc_files/lib/launchers/*.bash; do
+    name=${file##*/}
+    name=${name%.bash}
+    [[ $name == none ]] || names+=("-W $name")
+  done
+  if ((${#names[@]} == 1)); then
+    printf '%s\n' "${names[0]}"
+    return 0
+  fi
+  local text
+  printf -v text '%s, ' "${names[@]:0:${#names[@]}-1}"
+  printf '%s\n' "${text%, } or ${names[*]: -1}"
+}
+
 # path_without COMMAND...: prints PATH without COMMANDs (e.g. a dry run on a machine without
 # sbatch): each folder of PATH that holds one of them is replaced by a folder of links to
 # everything else in it (made under BATS_TEST_TMPDIR), so every other command stays found.

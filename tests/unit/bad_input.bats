@@ -11,6 +11,7 @@
 # words, split on spaces; LINE: what stderr's one line must contain after 'job_submitter.sh: ',
 # starting with the option's name. In all three, @TMP@ is the test's temporary folder,
 # @PROFILES@ the names of the profiles in hpc_files/clusters/ (as a refusal lists them),
+# @LAUNCHERS@ and @DISTRIBUTED@ the launchers in hpc_files/lib/launchers/ (as refusals list them),
 # @SCRATCH@ the project's ${SCRATCH}/${project_name} and @LONG@ an experiment name of 300
 # characters.
 
@@ -59,6 +60,8 @@ expand() {
   text=${text//@SCRATCH@/$SCRATCH/my project}
   text=${text//@TMP@/$tmp}
   text=${text//@PROFILES@/$(hpc_test_profile_names)}
+  text=${text//@LAUNCHERS@/$(hpc_test_launcher_names)}
+  text=${text//@DISTRIBUTED@/$(hpc_test_distributed_names)}
   printf '%s' "${text//@LONG@/$long}"
 }
 
@@ -108,7 +111,7 @@ refused() {
 |--cpu -2|-c/--cpus: '-2' is not accepted; accepted: a whole number of CPUs per GPU process, 1 or more
 |-n 0|-n/--num-nodes: '0' is not accepted; accepted: a whole number of nodes, 1 or more
 |-n two|-n/--num-nodes: 'two' is not accepted; accepted: a whole number of nodes, 1 or more
-|-W deepspeed|-W/--which-distributed: 'deepspeed' is not accepted; accepted: lightning, torchrun (alias: script), none
+|-W deepspeed|-W/--which-distributed: 'deepspeed' is not accepted; accepted: @LAUNCHERS@
 |-t 25:60:00|-t/--time: '25:60:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
 |-t 1-24|-t/--time: '1-24' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
 |-t 00:00:00|-t/--time: '00:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
@@ -154,7 +157,7 @@ HPC_CLUSTER=../../../../tmp/evil|--dry-run -g 0|HPC_CLUSTER: '../../../../tmp/ev
 |-C unbalanced.txt|-C/--configs: unbalanced.txt: unbalanced " (double quote) opened on line 2
 |-W torchrun -C bash_command.txt|-W/--which-distributed: with -W torchrun the command must start with python; the configs file's starts with 'bash'
 |-W lightning -C bash_command.txt|-W/--which-distributed: with -W lightning the command must start with python; the configs file's starts with 'bash'
-|-n 2|-n/--num-nodes: 2 nodes need a launcher; accepted with -W lightning or -W torchrun, else 1
+|-n 2|-n/--num-nodes: 2 nodes need a launcher; accepted with @DISTRIBUTED@, else 1
 |-W torchrun -g 0|-g/--gpus: 0 GPUs cannot be used with -W torchrun, which starts one process per GPU; accepted: 1 or more, or no -W
 |-W lightning -g 0|-g/--gpus: 0 GPUs cannot be used with -W lightning, which starts one process per GPU; accepted: 1 or more, or no -W
 # Data and copy-back.
@@ -210,7 +213,7 @@ WANDB_API_KEY=k|-w abc --num-sweeps 2 --workdir @TMP@/w|--workdir: W&B agents (-
 |-m 1G -m 2G|-m/--mem-per-gpu: given twice ('1G', then '2G'); accepted: once
 |--requeue 1 --requeue 2|--requeue: given twice ('1', then '2'); accepted: once
 |--signal-lead 1 --signal-lead 2|--signal-lead: given twice ('1', then '2'); accepted: once
-|--label-ranks -g 1|--label-ranks: labels the lines of each rank of a distributed job; accepted with -W lightning or -W torchrun
+|--label-ranks -g 1|--label-ranks: labels the lines of each rank of a distributed job; accepted with @DISTRIBUTED@
 |--label-ranks=yes|--label-ranks: takes no value
 |-a x -a y|-a/--account: given twice ('x', then 'y'); accepted: once
 |-C a -C b|-C/--configs: given twice ('a', then 'b'); accepted: once

@@ -132,7 +132,7 @@ sorted_options() {
     assert_equal "$status" 0
     assert_equal "$stderr" ""
     assert_line --index 0 "Usage: bash job_submitter.sh [options]"
-    assert_line "  -W, --which-distributed L  lightning: one SLURM task per GPU, started by srun (Lightning reads"
+    assert_line "  -W, --which-distributed L  The launcher L, one of the files in hpc_files/lib/launchers/:"
     assert_line "Arrays (one at a time):"
     assert_line "Each option is given once, except -d/--data and --copy-back, whose paths add up."
     refute_line --regexp '^#'
@@ -149,14 +149,21 @@ sorted_options() {
 @test "--help names every value -W accepts, none included" {
   run --separate-stderr bash "$submitter" -W bogus </dev/null
   assert_equal "$status" 2
-  assert_equal "$stderr" "job_submitter.sh: -W/--which-distributed: 'bogus' is not accepted; accepted: lightning, torchrun (alias: script), none"
+  assert_equal "$stderr" "job_submitter.sh: -W/--which-distributed: 'bogus' is not accepted; accepted: $(hpc_test_launcher_names)"
   run --separate-stderr bash "$submitter" --help
   assert_equal "$status" 0
   # The -W block: from its first line up to the next option.
   block=$(sed -n '/^  -W, --which-distributed/,/^  --label-ranks/p' <<<"$output")
-  for value in lightning torchrun script none; do
+  # Every launcher file, each by its own description's first line, and the old name.
+  for file in "$HPC_ROOT"/hpc_files/lib/launchers/*.bash; do
+    value=${file##*/}
+    value=${value%.bash}
     [[ $block == *"$value"* ]] || fail "--help's -W block does not name '$value'"
+    # shellcheck source=/dev/null
+    first=$(source "$file" && "hpc_launcher_${value}_describe" | head -n 1)
+    assert_line "                             $first"
   done
+  [[ $block == *script* ]] || fail "--help's -W block does not name 'script'"
   assert_line "                             Without -W, or with -W none: one process on one node."
 }
 
@@ -355,6 +362,30 @@ configs file uses \$HOME: from this shell: $HOME"
   submit -y -W lightning -g 2 -n 2
   assert_equal "$status" 0
   assert_equal "$(grep -c 'label_ranks' "$outputs/default_venv-lightning_4243.sh")" 0
+}
+
+@test "every job exports num_processes, its total of processes: none 1, lightning and torchrun nodes x GPUs" {
+  make_ready_venv
+  use_configs standard.txt
+  local n=4242 words want
+  while IFS='|' read -r words want; do
+    read -ra args <<<"$words"
+    submit -y "${args[@]}"
+    assert_equal "$status" 0
+    script=$(printf '%s\n' "$outputs"/*_"$n".sh)
+    assert_equal "$(grep -c "^export num_processes=$want\$" "$script")" 1
+    n=$((n + 1))
+  done <<'EOT'
+-g 2|1
+-W none -g 0|1
+-W lightning -g 1 -n 2|2
+-W torchrun -g 2 -n 2|4
+-W torchrun -g 1|1
+EOT
+  # The dry run's environment names it too.
+  submit --dry-run -W lightning -g 2 -n 2
+  assert_equal "$status" 0
+  assert_line "num_processes=4"
 }
 
 @test "--dry-run without a venv says an install job would come first, and still creates nothing" {

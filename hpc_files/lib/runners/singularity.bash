@@ -1,0 +1,27 @@
+# shellcheck shell=bash
+# singularity.bash: the runner of an Apptainer/Singularity image (-s): the runtime's command
+# line from singularity_hpc_files/container_runner.bash (HPC_JOB_CONTAINER_LIB). In a task
+# (hpc_job_task). The interface of a runner: docs/architecture.md.
+
+# hpc_runner_singularity_enter TEMPLATE...: loads the container runner, finds the runtime, hands
+# the program's variables over (APPTAINERENV_/SINGULARITYENV_, never argv) and expands the
+# command with the container's paths into hpc_configs_argv.
+hpc_runner_singularity_enter() {
+  # shellcheck source=singularity_hpc_files/container_runner.bash
+  source "$HPC_JOB_CONTAINER_LIB"
+  hpc_runner_runtime=$(hpc_container_runtime) || hpc_job_fail "container" "no container runtime on this node (see above)"
+  hpc_runner_workdir=${HPC_JOB_CONTAINER_WORKDIR:-$hpc_container_default_workdir}
+  # What the program sees reaches it through APPTAINERENV_/SINGULARITYENV_, never argv.
+  hpc_container_export_job_env "$hpc_runner_workdir"
+  # The command's paths are the ones inside the container (/scratch_storage, /tmp, ...).
+  hpc_container_expand "$hpc_runner_workdir" "$@" || hpc_job_fail "command" "the configs file refers to a variable this job does not define"
+}
+
+# hpc_runner_singularity_wrap ARGV...: sets hpc_runner_argv to the runtime's command line that
+# runs ARGV in the node's copy of the image, with the job's binds.
+# shellcheck disable=SC2034,SC2154 # scratch_dir, exp_name: the job script's; hpc_runner_argv: read by hpc_job_runner_wrap
+hpc_runner_singularity_wrap() {
+  hpc_container_argv "$hpc_runner_runtime" "$SLURM_TMPDIR" "$scratch_dir" "$exp_name" "$hpc_runner_workdir" "$@" ||
+    hpc_job_fail "container" "cannot run the container (see above)"
+  hpc_runner_argv=("${hpc_container_cmd[@]}")
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env bats
+# -W accelerate (hpc_files/lib/launchers/accelerate.bash) without SLURM: its ratios at
+# submission, the refusals it shares with torchrun, and the command each node's task runs.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+  load '../helpers/common'
+  source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
+  source "$HPC_ROOT/hpc_files/lib/hpc_options.bash"
+  source "$HPC_ROOT/hpc_files/lib/hpc_plan.bash"
+  hpc_program=job_submitter.sh
+}
+
+# plan NODES GPUS CPUS WORD...: the accelerate launcher's plan for a job of NODES x GPUS with
+# -c CPUS and the configs command WORD...; prints 'TASKS_PER_NODE CPUS_PER_TASK NUM_PROCESSES'.
+plan() {
+  # shellcheck disable=SC2034 # read by the launcher's plan
+  hpc_plan_launcher=accelerate hpc_plan_nodes=$1 hpc_plan_gpus=$2 hpc_plan_cpus=$3 hpc_opt_label_ranks=0
+  shift 3
+  hpc_configs_words=("$@")
+  hpc_launcher_load accelerate
+  hpc_launcher_accelerate_plan
+  hpc_plan_processes
+  printf '%s %s %s\n' "$hpc_plan_ntasks_per_node" "$hpc_plan_cpus_per_task" "$hpc_plan_num_processes"
+}
+
+# task NODE_ID NODES GPUS LABEL ARGV...: the command the task on node NODE_ID runs for ARGV (the
+# expanded configs command) in the venv, one word per line.
+task() {
+  export SLURM_NODEID=$1 SLURM_JOB_NUM_NODES=$2 gpus_per_node=$3 HPC_JOB_LABEL_RANKS=$4
+  export num_processes=$(($2 * $3)) MASTER_ADDR=n1 MASTER_PORT=23456 HPC_JOB_RUNNER=venv
+  shift 4
+  hpc_launcher_load accelerate
+  hpc_runner_load venv
+  hpc_launcher_accelerate_task "$@"
+  printf '%s\n' "${hpc_launcher_argv[@]}"
+}
+
+@test "accelerate ratios: one task per node with -c CPUs per GPU; num_processes is nodes x GPUs" {
+  run plan 2 2 3 python train.py --lr 1
+  assert_success
+  assert_output "1 6 4"
+  run plan 1 1 2 python3.11 -m pkg.train
+  assert_success
+  assert_output "1 2 1"
+  run plan 4 3 1 /usr/bin/python train.py
+  assert_output "1 3 12"
+}
+
+@test "accelerate refusals: 0 GPUs, a command that is not python: exit 2, one line naming the option" {
+  run --separate-stderr plan 2 0 2 python train.py
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -g/--gpus: 0 GPUs cannot be used with -W accelerate, which starts one process per GPU; accepted: 1 or more, or no -W"
+  run --separate-stderr plan 2 2 2 bash run.sh
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -W/--which-distributed: with -W accelerate the command must start with python; the configs file's starts with 'bash'"
+}
+
+@test "accelerate task, 2 nodes x 2 GPUs: accelerate launch with the node's rank, the first node's address and the job's port" {
+  run task 1 2 2 0 python train.py --lr 1
+  assert_success
+  local want
+  want=$(printf '%s\n' python -m accelerate.commands.launch --multi_gpu --num_machines 2 --machine_rank 1 \
+    --num_processes 4 --main_process_ip n1 --main_process_port 23456 --same_network \
+    --no_python bash -c "$hpc_job_rank_lines_code" hpc_rank_lines - python train.py --lr 1)
+  assert_output "$want"
+}
+
+@test "accelerate task: python -m and python's own options run as written; --label-ranks labels each process" {
+  run task 0 2 1 1 python3 -u -m pkg.train --epochs 2
+  assert_success
+  local want
+  want=$(printf '%s\n' python3 -m accelerate.commands.launch --multi_gpu --num_machines 2 --machine_rank 0 \
+    --num_processes 2 --main_process_ip n1 --main_process_port 23456 --same_network \
+    --no_python bash -c "$hpc_job_rank_lines_code" hpc_rank_lines rank python3 -u -m pkg.train --epochs 2)
+  assert_output "$want"
+}
+
+@test "accelerate task, 1 node x 1 GPU: one process, without --multi_gpu (which accelerate refuses for one)" {
+  run task 0 1 1 0 python train.py
+  assert_success
+  local want
+  want=$(printf '%s\n' python -m accelerate.commands.launch --num_machines 1 --machine_rank 0 \
+    --num_processes 1 --main_process_ip n1 --main_process_port 23456 \
+    --no_python bash -c "$hpc_job_rank_lines_code" hpc_rank_lines - python train.py)
+  assert_output "$want"
+}
+
+@test "accelerate: -W accepts it, --help describes it, its task reads the workers' first failure" {
+  run --separate-stderr bash "$HPC_ROOT/hpc_files/job_submitter.sh" --help
+  assert_success
+  assert_line "                             accelerate: one 'accelerate launch' per node (Hugging Face Accelerate),"
+  hpc_launcher_list
+  [[ " ${hpc_launcher_names[*]} " == *" accelerate "* ]] || fail "not among the launchers: ${hpc_launcher_names[*]}"
+  hpc_launcher_load accelerate
+  hpc_launcher_accelerate_workers
+  SLURM_JOB_NUM_NODES=3 hpc_launcher_accelerate_srun
+  assert_equal "${hpc_launcher_srun[*]}" "--ntasks=3 --ntasks-per-node=1 --kill-on-bad-exit=1"
+}
