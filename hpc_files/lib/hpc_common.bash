@@ -183,15 +183,15 @@ hpc_trace_through_mask() {
     unset HPC_TRACE_MASKED
     return 0
   fi
-  local status
+  local child_status
   local -a hpc_secrets=()
   hpc_secret_values
   ((${#hpc_secrets[@]})) || return 0
   {
-    HPC_TRACE_MASKED=1 "$BASH" -x "$@" 2>&1 >&3 3>&- | hpc_mask_stream >&2 && status=0 ||
-      status=${PIPESTATUS[0]}
+    HPC_TRACE_MASKED=1 "$BASH" -x "$@" 2>&1 >&3 3>&- | hpc_mask_stream >&2 && child_status=0 ||
+      child_status=${PIPESTATUS[0]}
   } 3>&1
-  exit "$status"
+  exit "$child_status"
 }
 
 # hpc_mask_stream: copies standard input to standard output line by line, each secret masked

@@ -15,10 +15,11 @@
 # What this library reads, set by the generated job script (hpc_plan_render_script): declared
 # here, not set (values already there are kept), so that the linter knows each name and catches a
 # misspelt one.
-# hpc_job_guards_PID: set by bash for the coprocess hpc_job_guards.
+# hpc_job_guards_PID: set by bash for the coprocess hpc_job_guards; hpc_runner_argv: by the
+# runner module's wrap (hpc_files/lib/runners/).
 declare -g num_nodes gpus_per_node hpc_job_launcher hpc_job_runner hpc_job_python_helpers \
   hpc_job_tmpdir_provided hpc_job_tmpdir_root hpc_job_toolkit_dir hpc_job_venv hpc_job_guards_PID
-declare -ga hpc_job_modules
+declare -ga hpc_job_modules hpc_runner_argv
 
 # shellcheck source=hpc_files/lib/hpc_common.bash
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_common.bash"

@@ -8,7 +8,11 @@
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_submit_locate: the paths; hpc_options.bash: the options; hpc_sweep.bash: the offline
-# commands; hpc_configs.bash: the configs file's command; the compiled profile (hpc_profile.bash).
+# commands; hpc_configs.bash: the configs file's command; the compiled profile (hpc_profile.bash);
+# the launcher's module (hpc_files/lib/launchers/): the ratios it sets, its processes per node;
+# hpc_common.bash: the launchers' names.
+declare -g hpc_plan_ntasks_per_node hpc_plan_cpus_per_task hpc_launcher_processes
+declare -ga hpc_launcher_names
 declare -g hpc_files_dir hpc_source_dir hpc_python_helpers_dir hpc_container_lib \
   hpc_opt_label_ranks hpc_opt_launcher hpc_opt_num_nodes hpc_opt_requeue \
   hpc_profile_account_allowed hpc_profile_gpu_gres_name hpc_profile_name hpc_profile_signal_name \

@@ -9,7 +9,7 @@ declare -g hpc_submitter hpc_files_dir hpc_opt_cluster hpc_opt_help hpc_opt_scal
   hpc_opt_wandb_offline hpc_opt_yes
 declare -ga hpc_opt_data
 # hpc_plan.bash: the plan; the compiled profile (hpc_profile.bash); venv_runner.bash: the build.
-declare -g hpc_plan_checkpoints_dir hpc_plan_exp_name hpc_plan_outputs_dir hpc_plan_project_name \
+declare -g hpc_plan_checkpoints_dir hpc_plan_num_processes hpc_plan_exp_name hpc_plan_outputs_dir hpc_plan_project_name \
   hpc_plan_runner hpc_plan_scratch_dir hpc_plan_source_dir hpc_plan_summary \
   hpc_profile_tmpdir_provided hpc_profile_tmpdir_root hpc_venv_build hpc_venv_stamp
 

@@ -2,7 +2,9 @@
 # -W accelerate on the local cluster with the real Hugging Face Accelerate (the venv sees the
 # system's packages, as for torch and Lightning): a user's program (plain print, Accelerator(cpu=True),
 # gloo) on 2 nodes x 2 GPUs.
-# shellcheck disable=SC2154 # job_id, job_out and job_state come from hpc_run_job (helpers/cluster.bash)
+
+# Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_id job_out job_state
 
 setup_file() {
   load '../helpers/common'

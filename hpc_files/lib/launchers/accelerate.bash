@@ -6,6 +6,11 @@
 # MASTER_PORT (hpc_job_master: the job's port); the first failed worker's exit code is the
 # node's. The interface of a launcher: docs/architecture.md.
 
+# What this file reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# hpc_plan.bash: the plan; hpc_job.bash: the rank-lines code.
+declare -g hpc_plan_cpus hpc_plan_gpus hpc_job_rank_lines_code
+
 # hpc_launcher_accelerate_describe: prints its lines of --help.
 hpc_launcher_accelerate_describe() {
   printf '%s\n' "accelerate: one 'accelerate launch' per node (Hugging Face Accelerate)," \
@@ -16,7 +21,7 @@ hpc_launcher_accelerate_describe() {
 
 # hpc_launcher_accelerate_plan: (submission) one task per node with -c CPUs for each of its GPU
 # processes; exit 2 without GPUs or without python.
-# shellcheck disable=SC2034,SC2154 # sets the plan's ratios from the plan (hpc_plan.bash)
+# shellcheck disable=SC2034 # sets the plan's ratios from the plan (hpc_plan.bash)
 hpc_launcher_accelerate_plan() {
   hpc_plan_check_gpus_python
   hpc_plan_ntasks_per_node=1
@@ -25,7 +30,7 @@ hpc_launcher_accelerate_plan() {
 
 # hpc_launcher_accelerate_processes: sets hpc_launcher_processes to its processes per node: one
 # per GPU.
-# shellcheck disable=SC2034,SC2154 # hpc_launcher_processes: read by hpc_plan.bash; hpc_plan_gpus: the plan's
+# shellcheck disable=SC2034 # hpc_launcher_processes: read by hpc_plan.bash; hpc_plan_gpus: the plan's
 hpc_launcher_accelerate_processes() {
   hpc_launcher_processes=$hpc_plan_gpus
 }
@@ -42,7 +47,6 @@ hpc_launcher_accelerate_srun() {
 # written (python and its options, python -m included) behind the rank-lines wrapper, as
 # torchrun's workers do: the processes of a node share one output pipe. --multi_gpu is what
 # starts more than one process (accelerate refuses it for one; one process runs alone).
-# shellcheck disable=SC2154 # num_processes: the job script's; hpc_job_rank_lines_code: hpc_job.bash
 hpc_launcher_accelerate_task() {
   local py=$1 lines_mode=- processes=${num_processes:?}
   local -a launch=()

@@ -4,6 +4,11 @@
 # i, so global rank 0 runs on the first node, MASTER_ADDR (c10d would hand out ranks in arrival
 # order). The interface of a launcher: docs/architecture.md.
 
+# What this file reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# hpc_plan.bash: the plan; the job script: gpus_per_node; hpc_job.bash: the rank-lines code.
+declare -g hpc_plan_cpus hpc_plan_gpus gpus_per_node hpc_job_rank_lines_code
+
 # hpc_launcher_torchrun_describe: prints its lines of --help.
 hpc_launcher_torchrun_describe() {
   printf '%s\n' "torchrun: one torchrun per node, which starts one process per GPU" \
@@ -14,7 +19,7 @@ hpc_launcher_torchrun_describe() {
 
 # hpc_launcher_torchrun_plan: (submission) one task per node with -c CPUs for each of its GPU
 # processes; exit 2 without GPUs or without python.
-# shellcheck disable=SC2034,SC2154 # sets the plan's ratios from the plan (hpc_plan.bash)
+# shellcheck disable=SC2034 # sets the plan's ratios from the plan (hpc_plan.bash)
 hpc_launcher_torchrun_plan() {
   hpc_plan_check_gpus_python
   hpc_plan_ntasks_per_node=1
@@ -22,7 +27,7 @@ hpc_launcher_torchrun_plan() {
 }
 
 # hpc_launcher_torchrun_processes: sets hpc_launcher_processes to its processes per node: one per GPU.
-# shellcheck disable=SC2034,SC2154 # hpc_launcher_processes: read by hpc_plan.bash; hpc_plan_gpus: the plan's
+# shellcheck disable=SC2034 # hpc_launcher_processes: read by hpc_plan.bash; hpc_plan_gpus: the plan's
 hpc_launcher_torchrun_processes() {
   hpc_launcher_processes=$hpc_plan_gpus
 }
@@ -37,7 +42,6 @@ hpc_launcher_torchrun_srun() {
 # hpc_launcher_torchrun_task ARGV...: (a task: one node's agent) torchrun in front of the
 # command, all in the runner (one container per node: torchrun runs inside it). MASTER_ADDR and
 # MASTER_PORT: the batch shell's (hpc_job_master), the job's one rule.
-# shellcheck disable=SC2154 # gpus_per_node: the job script's; hpc_job_rank_lines_code: hpc_job.bash
 hpc_launcher_torchrun_task() {
   local py=$1 lines_mode=-
   local rdzv=(--standalone)

@@ -19,7 +19,7 @@ hpc_runner_singularity_enter() {
 
 # hpc_runner_singularity_wrap ARGV...: sets hpc_runner_argv to the runtime's command line that
 # runs ARGV in the node's copy of the image, with the job's binds.
-# shellcheck disable=SC2034,SC2154 # scratch_dir, exp_name: the job script's; hpc_runner_argv: read by hpc_job_runner_wrap
+# shellcheck disable=SC2034 # hpc_runner_argv: read by hpc_job_runner_wrap
 hpc_runner_singularity_wrap() {
   hpc_container_argv "$hpc_runner_runtime" "$SLURM_TMPDIR" "$scratch_dir" "$exp_name" "$hpc_runner_workdir" "$@" ||
     hpc_job_fail "container" "cannot run the container (see above)"

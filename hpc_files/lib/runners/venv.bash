@@ -3,10 +3,14 @@
 # to date by virtual_env_hpc_files/venv_runner.bash at submission). In a task (hpc_job_task).
 # The interface of a runner: docs/architecture.md.
 
+# What this file reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# the job script: source_dir; hpc_common.bash: hpc_lib_dir; hpc_job_resolve_program: the module.
+declare -g source_dir hpc_lib_dir hpc_job_python_module
+
 # hpc_runner_venv_enter TEMPLATE...: enters the venv (without sourcing bin/activate), puts the
 # toolkit's scontrol and helpers first, expands the command into hpc_configs_argv and, with
 # --workdir, resolves the project's program and enters the working folder.
-# shellcheck disable=SC2154 # source_dir: the job script's; hpc_lib_dir: hpc_common.bash; hpc_job_python_module: hpc_job_resolve_program
 hpc_runner_venv_enter() {
   [[ -x $HPC_JOB_VENV/bin/python ]] || hpc_job_fail "venv" "no virtual environment at $HPC_JOB_VENV"
   hpc_job_enter_venv "$HPC_JOB_VENV"
