@@ -79,6 +79,35 @@ hpc_plan_check_gpus_python() {
   ((hpc_plan_gpus > 0)) || hpc_die_usage "-g/--gpus" "0 GPUs cannot be used with -W $hpc_plan_launcher, which starts one process per GPU; accepted: 1 or more, or no -W"
   hpc_plan_is_python "${hpc_configs_words[0]}" ||
     hpc_die_usage "-W/--which-distributed" "with -W $hpc_plan_launcher the command must start with python; the configs file's starts with '${hpc_configs_words[0]}'"
+  # A launcher inside the launcher would start its own processes in every process, all at the
+  # job's one rendezvous port: the job would hang to its time limit.
+  hpc_plan_python_module "${hpc_configs_words[@]:1}"
+  case $hpc_plan_module in
+    accelerate | accelerate.* | torch.distributed.run | torch.distributed.launch)
+      hpc_die_usage "-W/--which-distributed" "with -W $hpc_plan_launcher the command must not start a launcher itself (python -m $hpc_plan_module); -W $hpc_plan_launcher starts it: write the program's own command (python train.py)"
+      ;;
+  esac
+}
+
+# hpc_plan_python_module ARG...: sets hpc_plan_module to the module of python's -m among python's
+# options ARG... (-m MOD, -mMOD, or last in a group of flags: -um MOD); empty when python runs a
+# script or -c.
+hpc_plan_python_module() {
+  hpc_plan_module=''
+  while (($#)); do
+    case $1 in
+      -m) hpc_plan_module=${2-} && return 0 ;;
+      -c | -c*) return 0 ;;
+      -W | -X) shift ;;
+      -[bBdEiIOPqsSuvx]*m)
+        hpc_plan_module=${2-} && return 0
+        ;;
+      -[bBdEiIOPqsSuvx]*m* | -m*) hpc_plan_module=${1#*m} && return 0 ;;
+      -*) ;;
+      *) return 0 ;;
+    esac
+    shift
+  done
 }
 
 # hpc_plan_distributed_text: prints the launchers other than none, as a refusal names them

@@ -57,6 +57,28 @@ task() {
   assert_equal "$stderr" "job_submitter.sh: -W/--which-distributed: with -W accelerate the command must start with python; the configs file's starts with 'bash'"
 }
 
+@test "accelerate and torchrun refuse a launcher in the command (python -m accelerate.commands.launch, -m torch.distributed.run): exit 2, one line" {
+  # A launcher inside the launcher: every process would start its own processes at the job's
+  # one rendezvous port, and the job would hang to its time limit.
+  run --separate-stderr plan 1 2 2 python -m accelerate.commands.launch train.py
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -W/--which-distributed: with -W accelerate the command must not start a launcher itself (python -m accelerate.commands.launch); -W accelerate starts it: write the program's own command (python train.py)"
+  run --separate-stderr plan 1 2 2 python3 -u -m torch.distributed.run train.py
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -W/--which-distributed: with -W accelerate the command must not start a launcher itself (python -m torch.distributed.run); -W accelerate starts it: write the program's own command (python train.py)"
+  run --separate-stderr plan 1 2 2 python -maccelerate train.py
+  assert_equal "$status" 2
+  [[ $stderr == *"must not start a launcher itself (python -m accelerate)"* ]] || fail "not refused: $stderr"
+  hpc_plan_launcher=torchrun hpc_plan_gpus=2 hpc_configs_words=(python -m torch.distributed.launch x.py)
+  run --separate-stderr hpc_plan_check_gpus_python
+  assert_equal "$status" 2
+  [[ $stderr == *"with -W torchrun the command must not start a launcher itself (python -m torch.distributed.launch)"* ]] || fail "not refused: $stderr"
+  # The program's own -m and an argument named like a launcher stay accepted.
+  run --separate-stderr plan 1 2 2 python -m mypkg.train --launcher accelerate
+  assert_equal "$status" 0
+  assert_equal "$output" "1 4 2"
+}
+
 @test "accelerate task, 2 nodes x 2 GPUs: accelerate launch with the node's rank, the first node's address and the job's port" {
   run task 1 2 2 0 python train.py --lr 1
   assert_success
