@@ -188,6 +188,9 @@ for hpc_lib in hpc_common hpc_options hpc_profile hpc_configs hpc_plan hpc_submi
   source "$hpc_files_dir/lib/$hpc_lib.bash"
 done
 unset hpc_lib
+# Run as a script of its own (not sourced) and without BASH_ENV, no secret was exported after
+# the start: the secrets' names come from /proc/self/environ (hpc_secret_values).
+[[ ${BASH_SOURCE[0]} != "$0" || -n ${BASH_ENV:-} ]] || hpc_secret_names_environ=1
 if [[ $- == *x* ]]; then
   # Under bash -x, the trace goes through the masking of secrets (hpc_common.bash).
   { set +x; } 2>/dev/null

@@ -70,6 +70,12 @@ hpc_usage() {
 # but set to 1, true or none would otherwise hide every such word of the output.
 hpc_secret_min_length=6
 
+# hpc_secret_names_environ: 1 when the secrets' names may be read from /proc/self/environ, which
+# holds only what the process was started with: set by job_submitter.sh when it runs as a script
+# of its own without BASH_ENV. A shell that sources the toolkit, or a BASH_ENV file, may have
+# exported a secret after the start; then every variable of the shell is looked at.
+hpc_secret_names_environ=0
+
 # hpc_secret_name NAME: true when NAME (in any case) names a secret: it holds KEY, TOKEN, SECRET,
 # PASS (PASSWORD, PASSWD, PASSPHRASE), CREDENTIAL or AUTH, or ends in _PWD (MYSQL_PWD; not PWD).
 # Broad on purpose: masking a value that was no secret costs little, printing one costs much.
@@ -91,9 +97,10 @@ hpc_secret_values() {
   # The environment's names, read in one go from /proc/self/environ (what this process was
   # started with), where naming every variable of the shell took milliseconds at every
   # submission. Variables exported after the start are not in it: the toolkit exports one secret
-  # itself, WANDB_API_KEY (hpc_sweep_load_key), named here. Without /proc: every variable's name,
+  # itself, WANDB_API_KEY (hpc_sweep_load_key), named here. Without /proc, or where a secret may
+  # have been exported after the start (hpc_secret_names_environ): every variable's name,
   # without starting a process; then only the exported ones, which are the environment.
-  if [[ -r /proc/self/environ ]] && mapfile -d '' -t names </proc/self/environ; then
+  if ((hpc_secret_names_environ)) && [[ -r /proc/self/environ ]] && mapfile -d '' -t names </proc/self/environ; then
     names=("${names[@]%%=*}")
     [[ " ${names[*]} " == *" WANDB_API_KEY "* ]] || names+=(WANDB_API_KEY)
   else

@@ -70,6 +70,17 @@ plain'
   assert_output 'a (masked) b'
 }
 
+@test "mask: names from /proc/self/environ (a submitter run as a script): the start's secrets and the W&B key exported late; by default every variable of the shell" {
+  unset WANDB_API_KEY
+  lib 'hpc_secret_names_environ=1; export WANDB_API_KEY=sentinel-exported-late LATE_TOKEN=sentinel-late-token
+    s="a sentinel-exported-late b pa\$\$ w0rd! c sentinel-late-token"; hpc_mask_vars s; printf "%s\n" "$s"'
+  assert_success
+  assert_output 'a (masked) b (masked) c sentinel-late-token'
+  lib 'export LATE_TOKEN=sentinel-late-token; s="c sentinel-late-token"; hpc_mask_vars s; printf "%s\n" "$s"'
+  assert_success
+  assert_output 'c (masked)'
+}
+
 @test "mask: the job's 'starting' line: each argument masked, then quoted; the mark stays readable" {
   lib 'argv=(python train.py --key "$WANDB_API_KEY" "--db=$DB_URL" "a b"); hpc_mask_quoted argv'
   assert_success

@@ -63,3 +63,20 @@ setup() {
   run grep -c '^WANDB_API_KEY=' "$BATS_TEST_TMPDIR/sbatch env"
   assert_output 1
 }
+
+@test "bash -x: a secret exported after the shell started (a wrapper that sources the submitter, a BASH_ENV file) is masked in the trace" {
+  # Not in /proc/self/environ, which holds only what the process was started with.
+  run --separate-stderr bash -c 'export MY_DB_PASS=$1; shift; set -x; . "$@"' _ "$sentinel" "$submitter" -y -g 0 -e x </dev/null
+  assert_equal "$status" 0
+  [[ $output == *'Submitted job 4242'* ]] || fail "no submission: $output"
+  [[ $stderr != *"$sentinel"* && $output != *"$sentinel"* ]] ||
+    fail "the sourced submitter traces the secret: $(grep -m3 -F -- "$sentinel" <<<"$stderr$output")"
+  [[ $stderr == *'(masked)'* ]] || fail "no masked value in the trace"
+  # The BASH_ENV file hides its own line from the trace (the submitter cannot: it runs after).
+  printf '{ set +x; } 2>/dev/null; export MY_DB_PASS=%q; set -x\n' "$sentinel" >"$BATS_TEST_TMPDIR/env.bash"
+  BASH_ENV=$BATS_TEST_TMPDIR/env.bash run --separate-stderr bash -x "$submitter" -y -g 0 -e x </dev/null
+  assert_equal "$status" 0
+  [[ $stderr != *"$sentinel"* && $output != *"$sentinel"* ]] ||
+    fail "a secret of BASH_ENV is traced: $(grep -m3 -F -- "$sentinel" <<<"$stderr$output")"
+  [[ $stderr == *'(masked)'* ]] || fail "no masked value in the trace"
+}
