@@ -66,6 +66,7 @@ setup() {
 
 @test "bash -x: a secret exported after the shell started (a wrapper that sources the submitter, a BASH_ENV file) is masked in the trace" {
   # Not in /proc/self/environ, which holds only what the process was started with.
+  # shellcheck disable=SC2016 # the wrapper's own $1 and $@
   run --separate-stderr bash -c 'export MY_DB_PASS=$1; shift; set -x; . "$@"' _ "$sentinel" "$submitter" -y -g 0 -e x </dev/null
   assert_equal "$status" 0
   [[ $output == *'Submitted job 4242'* ]] || fail "no submission: $output"
