@@ -48,3 +48,16 @@ hpc_test_submitter_project() {
   export SCRATCH=$2 HPC_CLUSTER=local HPC_CACHE_DIR=$1 HPC_STUB_LOG=$stub_log
   export PATH=$fixtures/bin:$PATH
 }
+
+# hpc_test_venv_built PROJECT: a venv in PROJECT that the submitter considers built (its stamp
+# matches the project's dependencies), so that no install job is submitted.
+hpc_test_venv_built() {
+  mkdir -p "$1/virtual_env/bin"
+  : >"$1/virtual_env/bin/activate"
+  (
+    # shellcheck source=virtual_env_hpc_files/venv_runner.bash
+    source "$1/hpc_files/virtual_env_hpc_files/venv_runner.bash"
+    hpc_venv_expect "$1"
+    printf '%s' "$hpc_venv_stamp" >"$1/virtual_env/.hpc_deps"
+  )
+}

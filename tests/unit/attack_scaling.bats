@@ -18,14 +18,7 @@ setup() {
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
   hpc_test_submitter_project "$(hpc_test_tmp)/cache" "$(hpc_test_tmp)/scratch"
   outputs="$SCRATCH/my project/hpc_outputs"
-  mkdir -p "$project/virtual_env/bin"
-  : >"$project/virtual_env/bin/activate"
-  (
-    # shellcheck source=virtual_env_hpc_files/venv_runner.bash
-    source "$project/hpc_files/virtual_env_hpc_files/venv_runner.bash"
-    hpc_venv_expect "$project"
-    printf '%s' "$hpc_venv_stamp" >"$project/virtual_env/.hpc_deps"
-  )
+  hpc_test_venv_built "$project"
 }
 
 # scontrol_refusing_update: a scontrol before the stub on PATH that refuses 'update' (the report

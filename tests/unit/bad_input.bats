@@ -30,14 +30,7 @@ setup() {
   # The profile cache lies outside $tmp, whose listing must not change.
   hpc_test_submitter_project "$BATS_TEST_TMPDIR/cache" "$(hpc_test_tmp)/scratch space"
   # A built venv, so that nothing would wait for an install job.
-  mkdir -p "$project/virtual_env/bin"
-  : >"$project/virtual_env/bin/activate"
-  (
-    # shellcheck source=virtual_env_hpc_files/venv_runner.bash
-    source "$project/hpc_files/virtual_env_hpc_files/venv_runner.bash"
-    hpc_venv_expect "$project"
-    printf '%s' "$hpc_venv_stamp" >"$project/virtual_env/.hpc_deps"
-  )
+  hpc_test_venv_built "$project"
 }
 
 # calls COMMAND: how many times the stub COMMAND was called.

@@ -25,6 +25,8 @@ setup_file() {
 
 setup() {
   load '../helpers/common'
+  # shellcheck source=tests/helpers/submitter.bash
+  source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
   fixtures=$HPC_ROOT/tests/fixtures/submitter
   tmp=$(hpc_test_tmp)
   project="$tmp/my project"
@@ -41,14 +43,7 @@ setup() {
   export PATH=$fixtures/bin:$PATH
   outputs="$SCRATCH/my project/hpc_outputs"
   # A venv the submitter considers built.
-  mkdir -p "$project/virtual_env/bin"
-  : >"$project/virtual_env/bin/activate"
-  (
-    # shellcheck source=virtual_env_hpc_files/venv_runner.bash
-    source "$project/hpc_files/virtual_env_hpc_files/venv_runner.bash"
-    hpc_venv_expect "$project"
-    printf '%s' "$hpc_venv_stamp" >"$project/virtual_env/.hpc_deps"
-  )
+  hpc_test_venv_built "$project"
 }
 
 # submit ARGS...: runs the submitter (stdin not a terminal), stdout and stderr apart.

@@ -24,6 +24,8 @@ setup_file() {
 
 setup() {
   load '../helpers/common'
+  # shellcheck source=tests/helpers/submitter.bash
+  source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
   fixtures=$HPC_ROOT/tests/fixtures/submitter
   tmp=$(hpc_test_tmp)
   project="$tmp/my project"
@@ -39,14 +41,7 @@ setup() {
   export SCRATCH=$tmp/scratch HPC_CLUSTER=local HPC_CACHE_DIR=$tmp/cache HPC_STUB_LOG=$stub_log
   export PATH=$fixtures/bin:$PATH
   # A built venv: no install job.
-  mkdir -p "$project/virtual_env/bin"
-  : >"$project/virtual_env/bin/activate"
-  (
-    # shellcheck source=virtual_env_hpc_files/venv_runner.bash
-    source "$project/hpc_files/virtual_env_hpc_files/venv_runner.bash"
-    hpc_venv_expect "$project"
-    printf '%s' "$hpc_venv_stamp" >"$project/virtual_env/.hpc_deps"
-  )
+  hpc_test_venv_built "$project"
 }
 
 # argv_of COMMAND N: sets the array argv to the arguments of the stub's N-th call.

@@ -16,14 +16,7 @@ setup() {
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
   hpc_test_submitter_project "$(hpc_test_tmp)/cache" "$(hpc_test_tmp)/scratch"
-  mkdir -p "$project/virtual_env/bin"
-  : >"$project/virtual_env/bin/activate"
-  (
-    # shellcheck source=virtual_env_hpc_files/venv_runner.bash
-    source "$project/hpc_files/virtual_env_hpc_files/venv_runner.bash"
-    hpc_venv_expect "$project"
-    printf '%s' "$hpc_venv_stamp" >"$project/virtual_env/.hpc_deps"
-  )
+  hpc_test_venv_built "$project"
   sentinel="sentinel-literal-7c6b5a"
   printf 'python main.py --key %s\n' "$sentinel" >"$project/hpc_files/experiment_configurations.txt"
 }
