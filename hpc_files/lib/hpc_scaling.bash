@@ -113,7 +113,7 @@ hpc_scaling_check_options() {
     hpc_die_usage "--report-time" "'$hpc_scaling_report_time' is not accepted; accepted: $hpc_opt_time_accepted"
   if [[ $hpc_opt_launcher == none ]]; then
     for n in "${hpc_scaling_nodes[@]}"; do
-      ((n == 1)) || hpc_die_usage "-W/--which-distributed" "a scaling test over $n nodes needs a launcher; accepted: -W torchrun or -W lightning"
+      ((n == 1)) || hpc_die_usage "-W/--which-distributed" "a scaling test over $n nodes needs a launcher; accepted: $(hpc_plan_distributed_text)"
     done
   fi
 }

@@ -266,7 +266,7 @@ HPC_STUB_MAX_JOB_COUNT=2|--map-over standard.txt|--map-over: 3 tasks are more th
 |--scaling-test --scale-nodes 1 --scale-gpus 2|--scale-nodes/--scale-gpus: every configuration has world size 2; accepted: at least two different world sizes (nodes x GPUs per node)
 |--scaling-test --scale-nodes 1,2 -n 4 -W torchrun|-n/--num-nodes: 4 with --scale-nodes 1,2, whose largest is 2; accepted: -n/--num-nodes equal to the largest of --scale-nodes, or one of the two alone
 |--scaling-test --scale-nodes 2,4 -n 1 -W torchrun|-n/--num-nodes: 1 with --scale-nodes 2,4, whose largest is 4; accepted: -n/--num-nodes equal to the largest of --scale-nodes, or one of the two alone
-|--scaling-test --scale-nodes 1,2|-W/--which-distributed: a scaling test over 2 nodes needs a launcher; accepted: -W torchrun or -W lightning
+|--scaling-test --scale-nodes 1,2|-W/--which-distributed: a scaling test over 2 nodes needs a launcher; accepted: @DISTRIBUTED@
 |--scaling-test --scale-gpus 1,2 --repeat 2|--scaling-test: submits its own jobs, one per configuration; accepted without -w, --wandb-offline, --repeat, --map-range, --map-over and --gather
 |--scaling-test --scale-gpus 1,2 -w abc|--scaling-test: submits its own jobs, one per configuration; accepted without -w, --wandb-offline, --repeat, --map-range, --map-over and --gather
 |--scaling-test --scale-gpus 1,2 --map-range 0-1|--scaling-test: submits its own jobs, one per configuration; accepted without -w, --wandb-offline, --repeat, --map-range, --map-over and --gather
