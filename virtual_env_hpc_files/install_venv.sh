@@ -16,6 +16,12 @@ set -euo pipefail
 runner_lib=${1:?} source_dir=${2:?} system_site=${3:-false}
 # shellcheck source=virtual_env_hpc_files/venv_runner.bash
 source "$runner_lib"
+# The toolkit's facts (hpc_log, the format of a job's log lines): RUNNER_LIB lies in the toolkit's
+# virtual_env_hpc_files/, beside lib/ in an installed project, beside hpc_files/ in the repository.
+facts=${runner_lib%/*/*}/lib/hpc_facts.bash
+[[ -f $facts ]] || facts=${runner_lib%/*/*}/hpc_files/lib/hpc_facts.bash
+# shellcheck source=hpc_files/lib/hpc_facts.bash
+source "$facts"
 # The dependency file as it is now is what gets installed.
 hpc_venv_expect "$source_dir"
 deps=$hpc_venv_deps
@@ -25,14 +31,14 @@ made=0
 
 # fail WHY: says why, removes the build this job made, exits 1.
 fail() {
-  echo "[hpc venv] FAILED: $*" >&2
+  hpc_log "venv: FAILED: $*"
   if ((made)); then
     rm -rf --one-file-system -- "${build:?}"
   fi
   exit 1
 }
 
-echo "[hpc venv] job $SLURM_JOB_ID on ${SLURMD_NODENAME:-$(hostname)}: $build from ${deps:-no dependency file}"
+hpc_log "venv: job $SLURM_JOB_ID: $build from ${deps:-no dependency file}"
 command -v python3 >/dev/null || fail "no python3 on the node (load a module in the cluster profile)"
 python3 -c 'import venv, ensurepip' 2>/dev/null ||
   fail "python3 has no working venv module (on Debian: apt-get install python3-venv)"
@@ -44,7 +50,7 @@ if [[ -e $build || -L $build ]]; then
   # build stays, and so does anything else of that name.
   hpc_venv_recorded "$build" && [[ ! -e $build/.hpc_deps && ! -L $build/.hpc_deps ]] ||
     fail "$build exists already"
-  echo "[hpc venv] removing what an earlier run of this job left in $build"
+  hpc_log "venv: removing what an earlier run of this job left in $build"
   rm -rf --one-file-system -- "${build:?}"
 fi
 mkdir -- "$build" || fail "cannot create $build"
@@ -60,7 +66,7 @@ export VIRTUAL_ENV=$build PATH=$build/bin:$PATH
 unset PYTHONHOME
 
 case ${deps##*/} in
-  '') echo "[hpc venv] no Pipfile or requirements.txt: the venv stays empty" ;;
+  '') hpc_log "venv: no Pipfile or requirements.txt: the venv stays empty" ;;
   Pipfile)
     "$build/bin/python" -m pip install -q pipenv || fail "pip install pipenv"
     # --system: into this venv (first on PATH), not a venv of pipenv's own.
@@ -71,4 +77,4 @@ case ${deps##*/} in
 esac
 printf '%s' "$hpc_venv_stamp" >"$build/.hpc_deps.tmp" || fail "writing $build/.hpc_deps.tmp"
 mv -f -- "$build/.hpc_deps.tmp" "$build/.hpc_deps" || fail "renaming $build/.hpc_deps.tmp"
-echo "[hpc venv] ready: $build"
+hpc_log "venv: ready: $build"

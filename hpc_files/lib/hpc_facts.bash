@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # hpc_facts.bash: the facts every side of the toolkit shares, each defined once: where the
 # toolkit's parts lie, which SLURM job states have ended or failed, and the name and record of an
-# emulated SLURM_TMPDIR. Sourced by hpc_common.bash, so the submitter, the job, the management
-# commands and plai_cleanups all read the same ones. Pure: no process, no output.
+# emulated SLURM_TMPDIR, and the format of a job's log lines. Sourced by hpc_common.bash, so the
+# submitter, the job, the management commands and plai_cleanups all read the same ones, and by
+# the venv's install job. No process; only hpc_log prints.
 
 # SLURM job states (squeue %T, scontrol JobState) of a job that has ended for good, and of those
 # the ones `resubmit --failed` runs again. Space-separated, with a space at both ends.
@@ -64,4 +65,13 @@ hpc_facts_locate() {
   # shellcheck disable=SC2034 # read by the submitter, venv_runner.bash and plai_cleanups
   hpc_venv_dir=$hpc_toolkit_dir/virtual_env_hpc_files hpc_container_lib=$hpc_toolkit_dir/singularity_hpc_files/container_runner.bash \
     hpc_python_helpers_dir=$hpc_toolkit_dir/python_helpers
+}
+
+# hpc_log MESSAGE...: one line of the toolkit to a job's log (standard error), in the one format
+# of every job-side line, the batch shell's, a node's step's (MESSAGE 'staging: ...') and the
+# venv install job's ('venv: ...'): '[hpc NODE] MESSAGE'. The submitter talks to a terminal
+# instead, as 'job_submitter.sh: MESSAGE' (hpc_say). NODE without a process: SLURM's name of the
+# node, else the host's short name.
+hpc_log() {
+  printf '[hpc %s] %s\n' "${SLURMD_NODENAME:-${HOSTNAME%%.*}}" "$*" >&2
 }

@@ -33,9 +33,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/hpc_stage_node.bash"
 # hpc_launcher_srun: the launcher's srun options (hpc_launcher_NAME_srun); empty: no srun.
 hpc_launcher_srun=()
 
-# hpc_job_log MESSAGE...: one line to the job's output, marked as the toolkit's.
+# hpc_job_log MESSAGE...: one line to the job's output, marked as the toolkit's (hpc_log).
 hpc_job_log() {
-  printf '[hpc %s] %s\n' "${SLURMD_NODENAME:-$(hostname)}" "$*" >&2
+  hpc_log "$@"
 }
 
 # hpc_job_fail STEP MESSAGE...: the toolkit's step STEP failed: says so and exits 1, so the job

@@ -38,9 +38,9 @@ hpc_stage_rate() {
   printf '%d.%d s (%d MB/s)' "$((us / 1000000))" "$(((us % 1000000) / 100000))" "$((bytes / us))"
 }
 
-# hpc_stage_log MESSAGE...: one line to the job's output: '[stage NODE] MESSAGE'.
+# hpc_stage_log MESSAGE...: one line to the job's output: '[hpc NODE] staging: MESSAGE' (hpc_log).
 hpc_stage_log() {
-  printf '[stage %s] %s\n' "${SLURMD_NODENAME:-${HOSTNAME%%.*}}" "$*" >&2
+  hpc_log "staging: $*"
 }
 
 # hpc_stage_is_owned REL: true when REL is, or is inside, a path that an earlier staging put

@@ -62,7 +62,7 @@ staged_archive() {
     run sed -n 's/^TREE //p' "$job_out"
     assert_equal "$(sort <<<"$output")" "n1 $want
 n2 $want"
-    run grep -E '^\[stage n[12]\] .* in [0-9.]+ s \(' "$job_out"
+    run grep -E '^\[hpc n[12]\] staging: .* in [0-9.]+ s \(' "$job_out"
     assert_equal "${#lines[@]}" 2
   done
 }

@@ -89,10 +89,10 @@ leftovers() {
     run cat "$job_out"
     refute_output --partial PROBE
     assert_line --partial "No space left on device"
-    assert_line --regexp "^\[stage n1\] FAILED: extracting .*/data\.tar into $n1_scratch/[^ ]+: the disk of .* is full; nothing was left in "
+    assert_line --regexp "^\[hpc n1\] staging: FAILED: extracting .*/data\.tar into $n1_scratch/[^ ]+: the disk of .* is full; nothing was left in "
     assert_output --partial "FAILED at step 'node setup'"
     if [[ $mode == emulated ]]; then
-      assert_line --regexp "^\[stage n1\] FAILED: extracting .* into $n1_scratch/hpc_tmpdir\.$user\.$job_id\.[0-9a-f]{16}: "
+      assert_line --regexp "^\[hpc n1\] staging: FAILED: extracting .* into $n1_scratch/hpc_tmpdir\.$user\.$job_id\.[0-9a-f]{16}: "
       assert_equal "$after" "neighbour.txt"
     else
       assert_equal "$after" "neighbour.txt

@@ -599,7 +599,7 @@ job_submitter.sh: install job 4242: the virtual environment is ready (N s)"
   assert_equal "$(printf '%s\n' "${argv[@]:0:k}")" "$(install_job_options)"
   assert_equal "${argv[k]}" "$project/hpc_files/virtual_env_hpc_files/install_venv.sh"
   # The install job ran: an empty venv, with or without the system's packages as the profile says.
-  grep -qxF "[hpc venv] ready: $project/.virtual_env_builds/venv-4242" "$outputs/venv_install_4242.out"
+  grep -qxF "[hpc node1] venv: ready: $project/.virtual_env_builds/venv-4242" "$outputs/venv_install_4242.out"
   argv_of venv-python 2
   if [[ $(profile_value local venv_system_site_packages) == true ]]; then
     assert_equal "${argv[*]}" "-m venv --system-site-packages $project/.virtual_env_builds/venv-4242"
@@ -707,7 +707,7 @@ job_submitter.sh: install job 4242: the virtual environment is ready (N s)"
   assert_equal "$output" ""
   assert_equal "${stderr_lines[${#stderr_lines[@]} - 1]}" "job_submitter.sh: the virtual environment's install job 4242 failed; nothing was submitted. Its log: $outputs/venv_install_4242.out"
   assert_equal "$(calls sbatch)" 1
-  grep -qF "[hpc venv] FAILED: pip install -r $project/requirements.txt" "$outputs/venv_install_4242.out"
+  grep -qF "[hpc node1] venv: FAILED: pip install -r $project/requirements.txt" "$outputs/venv_install_4242.out"
   [[ ! -e $project/virtual_env && ! -L $project/virtual_env ]]
   # What the failed install made is gone.
   assert_equal "$(find "$project/.virtual_env_builds" -mindepth 1)" ""
@@ -849,7 +849,7 @@ numpy"
   submit -y
   assert_equal "$status" 1
   assert_equal "$(<"$project/.virtual_env_builds/venv-4242/mine")" mine
-  grep -qF "[hpc venv] FAILED: $project/.virtual_env_builds/venv-4242 exists already" "$outputs/venv_install_4242.out"
+  grep -qF "[hpc node1] venv: FAILED: $project/.virtual_env_builds/venv-4242 exists already" "$outputs/venv_install_4242.out"
 
   # What an earlier run of the same job (requeued) made and recorded is made again.
   forget_calls
@@ -857,7 +857,7 @@ numpy"
   echo venv-4242 >"$project/.virtual_env_builds/venv-4242/.hpc_build"
   submit -y
   assert_equal "$status" 0
-  grep -qF "[hpc venv] removing what an earlier run of this job left in $project/.virtual_env_builds/venv-4242" "$outputs/venv_install_4242.out"
+  grep -qF "[hpc node1] venv: removing what an earlier run of this job left in $project/.virtual_env_builds/venv-4242" "$outputs/venv_install_4242.out"
   assert_equal "$(readlink "$project/virtual_env")" .virtual_env_builds/venv-4242
 }
 

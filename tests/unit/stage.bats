@@ -203,7 +203,7 @@ tmpfs() {
   hpc_stage_prepare "$base" "datasets/with space" datasets/d1 notes.txt
   run hpc_stage_extract "$hpc_stage_archive" "$node"
   assert_success
-  assert_output --regexp '^\[stage [^]]+\] 1\.0 MiB in [0-9]+\.[0-9] s \([0-9]+ MB/s\) into .*/node 1$'
+  assert_output --regexp '^\[hpc [^]]+\] staging: 1\.0 MiB in [0-9]+\.[0-9] s \([0-9]+ MB/s\) into .*/node 1$'
   assert_equal "$(checksums "$node" datasets notes.txt)" "$(checksums "$base" "datasets/with space" datasets/d1 notes.txt)"
   [ -f "$node/.hpc_staged" ]
   [ -z "$(find "$node" -name '.hpc_stage.tmp.*')" ]
@@ -217,7 +217,7 @@ tmpfs() {
   inode=$(stat -c %i "$node/datasets/d1/a.txt")
   run hpc_stage_extract "$hpc_stage_archive" "$node"
   assert_success
-  assert_output --regexp "^\[stage [^]]+\] already staged into $node: .*; nothing to do$"
+  assert_output --regexp "^\[hpc [^]]+\] staging: already staged into $node: .*; nothing to do$"
   assert_equal "$(stat -c %i "$node/datasets/d1/a.txt")" "$inode"
 
   # A requeued job after the data changed: the new archive replaces the old tree.
