@@ -758,3 +758,46 @@ EOT
   done
   assert_equal "$(calls squeue)" 0
 }
+
+@test "commands: a first word naming a file of lib/commands/ runs its hpc_command_NAME with the other words; a new command is one file" {
+  local project="$tmp/other project"
+  mkdir -p "$project"
+  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
+  # A user's own command, shaped as the shipped ones: one file, one function ('-' read as '_').
+  printf '%s\n' '# shellcheck shell=bash' 'hpc_command_say_hello() {' '  printf "hello [%s]\n" "$@"' '}' \
+    >"$project/hpc_files/lib/commands/say-hello.bash"
+  run --separate-stderr bash "$project/hpc_files/job_submitter.sh" say-hello "a b" -g </dev/null
+  assert_success
+  assert_output $'hello [a b]\nhello [-g]'
+  # Only a word of lower-case letters and '-' names a command; anything else is a submission's.
+  for words in "Say-hello" "say_hello"; do
+    run --separate-stderr bash "$project/hpc_files/job_submitter.sh" "$words" </dev/null
+    assert_equal "$words -> $status" "$words -> 2"
+    assert_equal "$stderr" "job_submitter.sh: $words: unexpected word (every value belongs to an option; see --help)"
+  done
+  # The shipped commands that take their words from hpc_map.bash and hpc_scaling.bash.
+  manage gather
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: gather: needs one experiment; usage: gather EXP [--here]"
+  manage scaling-report
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: scaling-report: needs an experiment or a study folder; usage: scaling-report EXP|PATH [--out DIR]"
+  for name in squeue sacct scontrol scancel sbatch; do
+    assert_equal "$name: $(calls "$name")" "$name: 0"
+  done
+}
+
+@test "commands: status loads its own file and what it shares, not the map's, the scaling test's or the other commands'" {
+  make_manifest e 100
+  printf 'squeue 100 100 RUNNING -\n' | slurm_jobs
+  run --separate-stderr bash -c 'PS4="+ \${BASH_SOURCE##*/} "; set -x; . "$1" status' _ "$submitter" </dev/null
+  assert_success
+  local sourced name
+  sourced=" $(grep -oE '^\++ [^ ]+ (source|\.) .+' <<<"$stderr" | sed -E "s|.*/||; s|'$||" | sort -u | tr '\n' ' ')"
+  for name in status.bash hpc_manage.bash; do
+    [[ $sourced == *" $name "* ]] || fail "status did not source $name: $sourced"
+  done
+  for name in hpc_map.bash hpc_scaling.bash hpc_followup.bash logs.bash cancel.bash resubmit.bash gather.bash scaling-report.bash; do
+    [[ $sourced != *" $name "* ]] || fail "status sourced $name: $sourced"
+  done
+}

@@ -27,6 +27,13 @@ unused_functions() {
       grep -qE "hpc_${BASH_REMATCH[1]}_\\\$\{[^}]+\}_${BASH_REMATCH[2]}([^a-z0-9_]|$)" <<<"$code" || printf '%s\n' "$name"
       continue
     fi
+    # A command's function is called by name, "hpc_command_$hpc_command" (job_submitter.sh), for
+    # the word that names its file: hpc_command_scaling_report in commands/scaling-report.bash.
+    if [[ $name =~ ^hpc_command_([a-z0-9_]+)$ ]]; then
+      [[ -f $HPC_ROOT/hpc_files/lib/commands/${BASH_REMATCH[1]//_/-}.bash ]] &&
+        grep -qE '"hpc_command_\$' <<<"$code" || printf '%s\n' "$name"
+      continue
+    fi
     (($(grep -oE "(^|[^a-z0-9_])$name([^a-z0-9_]|$)" <<<"$code" | wc -l) > 1)) || printf '%s\n' "$name"
   done
 }
