@@ -16,7 +16,8 @@
 # do not match) prints a line naming it on stderr, is recorded, and exits 1.
 # unstub NAME: fails (status 1, a line for each problem) unless every PLAN line was called and no
 # call was unplanned; removes the stub either way.
-# A stub with no PLAN at all asserts that NAME is never called.
+# A stub with no PLAN at all asserts that NAME is never called. stub_through NAME STANDIN PATTERNS...
+# plans calls that a table-driven stand-in answers.
 
 # stub_dir: the folder of the test's stubs (first on PATH) and their plans.
 stub_dir() {
@@ -46,6 +47,18 @@ stub() {
   : >"$dir/plans/$name.errors"
   printf '#!/usr/bin/env bash\nsource %q\nstub_call %q %q "$@"\n' "${BASH_SOURCE[0]}" "$dir" "$name" >"$dir/bin/$name"
   chmod +x "$dir/bin/$name"
+}
+
+# stub_through NAME STANDIN PATTERNS...: stub NAME with one planned call for each PATTERNS (no
+# command), each passed with its arguments and stdin to the executable STANDIN (a table-driven
+# stand-in of the fixtures), whose output and status are the call's.
+stub_through() {
+  local name=$1 standin=$2 line quoted
+  local -a plan=()
+  shift 2
+  printf -v quoted '%q' "$standin"
+  for line in "$@"; do plan+=("$line : exec $quoted \"\$@\""); done
+  stub "$name" ${plan[@]+"${plan[@]}"}
 }
 
 # unstub NAME: see above.

@@ -91,3 +91,17 @@ setup() {
   assert_equal "$status" 1
   assert_equal "$stderr" "unstub nothing: no stub of nothing"
 }
+
+@test "stub_through: each planned call is answered by the stand-in, with its arguments, stdin and status" {
+  local standin="$BATS_TEST_TMPDIR/a stand-in"
+  printf '#!/usr/bin/env bash\nprintf "[%%s]" "$@"; cat; exit 4\n' >"$standin"
+  chmod +x "$standin"
+  stub_through sinfo "$standin" '-h *'
+  run sinfo -h 'a b' <<<'in'
+  assert_equal "$status" 4
+  assert_output '[-h][a b]in'
+  run --separate-stderr sinfo -h
+  assert_equal "$status" 1
+  run unstub sinfo
+  assert_failure 1
+}
