@@ -256,3 +256,11 @@ unread_arrays() {
   run unused_functions "$BATS_TEST_TMPDIR/x.bash"
   assert_output dead
 }
+
+@test "style: the dead-function check takes a command's function as called only when its file is in lib/commands/" {
+  # shellcheck disable=SC2016 # shell code as data
+  printf '%s\n' 'hpc_command_status() {' '  :' '}' 'hpc_command_no_such_thing() {' '  :' '}' \
+    '"hpc_command_$hpc_command" "$@"' >"$BATS_TEST_TMPDIR/x.bash"
+  run unused_functions "$BATS_TEST_TMPDIR/x.bash"
+  assert_output hpc_command_no_such_thing
+}
