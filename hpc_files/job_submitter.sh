@@ -2,6 +2,7 @@
 # Usage: bash job_submitter.sh [options]
 #        bash job_submitter.sh status|logs|cancel|resubmit|gather ...   (see 'status --help')
 #        bash job_submitter.sh scaling-report EXP|PATH [--out DIR]   (a scaling test's report)
+#        (the commands are the files in hpc_files/lib/commands/)
 #
 # Submits the command of experiment_configurations.txt (beside this script) as a SLURM job that
 # runs in the project's virtual environment (${source_dir}/virtual_env, built first by an install
@@ -190,6 +191,7 @@ done
 unset hpc_lib
 # Run as a script of its own (not sourced) and without BASH_ENV, no secret was exported after
 # the start: the secrets' names come from /proc/self/environ (hpc_secret_values).
+# shellcheck disable=SC2034 # read by hpc_common.bash (hpc_secret_values)
 [[ ${BASH_SOURCE[0]} != "$0" || -n ${BASH_ENV:-} ]] || hpc_secret_names_environ=1
 if [[ $- == *x* ]]; then
   # Under bash -x, the trace goes through the masking of secrets (hpc_common.bash).
@@ -201,18 +203,14 @@ hpc_submit_locate
 # shellcheck source=virtual_env_hpc_files/venv_runner.bash disable=SC2154 # hpc_venv_dir: hpc_submit_locate
 source "$hpc_venv_dir/venv_runner.bash"
 
-case ${1-} in
-  status | logs | cancel | resubmit | gather)
-    # shellcheck source=hpc_files/lib/hpc_manage.bash
-    source "$hpc_files_dir/lib/hpc_manage.bash"
-    hpc_manage_main "$@"
-    ;;
-  scaling-report)
-    # shellcheck source=hpc_files/lib/hpc_manage.bash
-    source "$hpc_files_dir/lib/hpc_manage.bash"
-    # shellcheck source=hpc_files/lib/hpc_scaling.bash
-    source "$hpc_files_dir/lib/hpc_scaling.bash"
-    hpc_scaling_report_command "${@:2}"
-    ;;
-  *) hpc_submit_main "$@" ;;
-esac
+# A first word that names a file of lib/commands/ is that command (hpc_command_NAME, '-' as '_');
+# only its file and what it sources are loaded. Anything else is a submission's options.
+if [[ ${1-} =~ ^[a-z][a-z-]*$ && -f $hpc_files_dir/lib/commands/$1.bash ]]; then
+  # shellcheck source=/dev/null
+  source "$hpc_files_dir/lib/commands/$1.bash"
+  hpc_command=${1//-/_}
+  shift
+  "hpc_command_$hpc_command" "$@"
+else
+  hpc_submit_main "$@"
+fi

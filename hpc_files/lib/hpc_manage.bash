@@ -50,8 +50,12 @@
 # Exit status: 0 done (also: nothing to cancel or resubmit), 1 SLURM refused or failed, 2 bad
 # input (an unknown experiment or job is answered with the known ones).
 
-# hpc_manage.bash: the commands that read the manifests (hpc_manifest.bash): status, logs, cancel
-# and resubmit (hpc_manage_main). Sourced only for those commands: a submission does not load it.
+# hpc_manage.bash: what the commands that read the manifests share (the usage above is their
+# --help): the project's recorded submissions (hpc_manage_locate, hpc_manage_index), a target
+# resolved to job ids (hpc_manage_target), their tasks' keys, and the SLURM state of each task
+# (hpc_manage_states; the order of the sources: docs/architecture.md). Each command is one file of
+# commands/ (hpc_command_NAME), sourced by job_submitter.sh only for that command; a submission
+# does not load this file.
 
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
@@ -65,7 +69,24 @@ hpc_manage_lib=${BASH_SOURCE[0]}
 
 # States after which a job or array task runs no more; and those that resubmit --failed redoes
 # (one list for every command: hpc_facts.bash).
+# shellcheck disable=SC2034 # hpc_manifest_failed_states: read by commands/resubmit.bash
 hpc_manifest_ended_states=$hpc_facts_ended_states hpc_manifest_failed_states=$hpc_facts_failed_states
+
+# hpc_manage_begin ARGS...: what every command does first: with -h or --help among ARGS, prints
+# the usage above and exits 0 (without SCRATCH or SLURM); else finds and reads the project's
+# manifests (hpc_manage_locate, hpc_manage_index).
+hpc_manage_begin() {
+  local word
+  for word in "$@"; do
+    if [[ $word == -h || $word == --help ]]; then
+      hpc_usage "$hpc_manage_lib"
+      exit 0
+    fi
+  done
+  hpc_manage_locate
+  hpc_manage_index
+  hpc_manage_task=''
+}
 
 # hpc_manage_locate: sets hpc_manage_project, hpc_manage_dir (the manifests' folder) from the
 # submitter's place and SCRATCH, as a submission does; exit 2 when SCRATCH is unusable.
@@ -81,6 +102,7 @@ hpc_manage_locate() {
 # so that "${!hpc_manage_file[@]}" is in submission order), and for each ID hpc_manage_exp,
 # _kind, _array, _origin, _output, _name (the job name); hpc_manage_exps: the experiments, in
 # the order of their first submission.
+# shellcheck disable=SC2034 # hpc_manage_kind, _origin, _mode: read by the commands (commands/*.bash)
 hpc_manage_index() {
   local f id exp arg
   local -A seen=()
@@ -202,7 +224,7 @@ hpc_manage_set_range() {
 # then sacct, then scontrol show job, then the states file, else UNKNOWN. Each source is asked
 # once, for every job it still has to answer for.
 hpc_manage_states() {
-  local id key out line ids joined state
+  local id key out line joined state
   local -a missing=() fields=()
   declare -gA hpc_st_state=() hpc_st_exit=() hpc_st_raw=() hpc_st_note=()
   (($#)) || return 0
@@ -317,6 +339,7 @@ hpc_manage_states() {
 # hpc_manage_requeued RAW|KEY...: for each job or task KEY (own job id RAW) that squeue shows
 # REQUEUED, or PENDING for its begin time, asks scontrol whether SLURM restarted it (Restarts>0)
 # and sets hpc_st_note[KEY] to 'requeued, restarts at TIME' (StartTime, else EligibleTime).
+# shellcheck disable=SC2034 # hpc_st_note: read by commands/status.bash
 hpc_manage_requeued() {
   local item raw key out word restarts start eligible when
   for item in "$@"; do
@@ -363,317 +386,4 @@ hpc_manage_task_output() {
     job=${hpc_st_raw[$2]-}
   fi
   hpc_manifest_output "${hpc_manage_output[$1]}" "$1" "$task" "$job" "${hpc_manage_name[$1]}"
-}
-
-# ---------------------------------------------------------------------------------------------
-# Commands
-
-# hpc_manage_status [EXP]: the table of the project's (or EXP's) jobs and array tasks.
-hpc_manage_status() {
-  (($# <= 1)) || hpc_die_usage "status" "unexpected word '$2'; usage: status [EXP|JOBID[_TASK]]"
-  local id key i
-  local -a ids=() rows_job=() rows_exp=() rows_kind=() rows_state=() rows_exit=() rows_out=()
-  if (($#)); then
-    hpc_manage_target "$1"
-    ids=("${hpc_manage_ids[@]}")
-  else
-    ids=("${!hpc_manage_file[@]}")
-    if ((${#ids[@]} == 0)); then
-      printf 'No submission of project %s is recorded (in %s).\n' "$hpc_manage_project" "$hpc_manage_dir"
-      return 0
-    fi
-  fi
-  hpc_manage_states "${ids[@]}"
-  # A map's tasks: their state from the status files they wrote (hpc_map.bash).
-  if [[ " ${hpc_manage_mode[*]} " == *" map "* ]]; then
-    # shellcheck source=hpc_files/lib/hpc_map.bash
-    source "${hpc_manage_lib%/*}/hpc_map.bash"
-    hpc_map_task_states "${hpc_manage_dir%/*}/map" "${ids[@]}"
-  fi
-  rows_job=(JOB) rows_exp=(EXP) rows_kind=(KIND) rows_state=(STATE) rows_exit=(EXIT) rows_out=(OUTPUT)
-  for id in "${ids[@]}"; do
-    hpc_manage_task_keys "$id"
-    for key in "${hpc_manage_keys[@]}"; do
-      hpc_manage_task_output "$id" "$key"
-      rows_job+=("$key") rows_exp+=("${hpc_manage_exp[$id]}") rows_kind+=("${hpc_manage_kind[$id]}")
-      rows_state+=("${hpc_st_state[$key]}${hpc_st_note[$key]:+ (${hpc_st_note[$key]})}") rows_exit+=("${hpc_st_exit[$key]}") rows_out+=("$hpc_manifest_path")
-    done
-  done
-  local w1=0 w2=0 w3=0 w4=0 w5=0
-  for i in "${!rows_job[@]}"; do
-    ((${#rows_job[i]} <= w1)) || w1=${#rows_job[i]}
-    ((${#rows_exp[i]} <= w2)) || w2=${#rows_exp[i]}
-    ((${#rows_kind[i]} <= w3)) || w3=${#rows_kind[i]}
-    ((${#rows_state[i]} <= w4)) || w4=${#rows_state[i]}
-    ((${#rows_exit[i]} <= w5)) || w5=${#rows_exit[i]}
-  done
-  for i in "${!rows_job[@]}"; do
-    printf '%-*s  %-*s  %-*s  %-*s  %-*s  %s\n' "$w1" "${rows_job[i]}" "$w2" "${rows_exp[i]}" \
-      "$w3" "${rows_kind[i]}" "$w4" "${rows_state[i]}" "$w5" "${rows_exit[i]}" "${rows_out[i]}"
-  done
-  # What a job's log says it lost: a --copy-back path that no node had (hpc_job_copy_back_missing);
-  # and a stop at the time-limit warning, which a state of FAILED (exit 128+SIGUSR1) hides.
-  local line
-  for ((i = 1; i < ${#rows_job[@]}; i++)); do
-    [[ -f ${rows_out[i]} && -r ${rows_out[i]} ]] || continue
-    while IFS= read -r line; do
-      printf '%s: %s\n' "${rows_job[i]}" "${line#\[hpc * }"
-    done < <(grep -m 5 -h -e '] copy-back WARNING: ' -e '] stopped at the time-limit warning ' -- "${rows_out[i]}" 2>/dev/null)
-  done
-}
-
-# hpc_manage_logs TARGET [--follow]: the output of the newest job of an experiment, or of a job
-# or array task.
-hpc_manage_logs() {
-  local target='' follow=0 word id key
-  local -a files=() keys=()
-  for word in "$@"; do
-    case $word in
-      -f | --follow) follow=1 ;;
-      -*) hpc_die_usage "$word" "unknown option of 'logs'; see 'bash job_submitter.sh logs --help'" ;;
-      *)
-        [[ -z $target ]] || hpc_die_usage "logs" "unexpected word '$word'; usage: logs EXP|JOBID[_TASK] [--follow]"
-        target=$word
-        ;;
-    esac
-  done
-  [[ -n $target ]] || hpc_die_usage "logs" "needs an experiment, a job id or JOBID_TASK; $(hpc_manage_known)"
-  hpc_manage_target "$target"
-  # The newest job of an experiment: the highest job id (a resubmission is newer).
-  id=${hpc_manage_ids[${#hpc_manage_ids[@]} - 1]}
-  hpc_manage_task_keys "$id"
-  keys=("${hpc_manage_keys[@]}")
-  # %j of an array task is the task's own job id: SLURM knows it.
-  if [[ ${keys[0]} != "$id" && ${hpc_manage_output[$id]} == *%[jJ]* ]]; then
-    hpc_manage_states "$id"
-  else
-    declare -gA hpc_st_raw=()
-  fi
-  for key in "${keys[@]}"; do
-    hpc_manage_task_output "$id" "$key"
-    files+=("$hpc_manifest_path")
-  done
-  # What is printed is masked (hpc_mask_stream): a program may print a secret, as may the
-  # toolkit's lines of a job that ran before masking existed.
-  if ((follow)); then
-    tail -n +1 -F -- "${files[@]}" | hpc_mask_stream
-    exit
-  fi
-  local shown=0 file
-  for file in "${files[@]}"; do
-    if [[ ! -f $file ]]; then
-      hpc_say "no output yet: $file"
-      continue
-    fi
-    ((${#files[@]} == 1)) || printf '==> %s <==\n' "$file"
-    hpc_mask_stream <"$file" || hpc_die "cannot read $file"
-    shown=$((shown + 1))
-  done
-  ((shown > 0)) || exit 1
-}
-
-# hpc_manage_cancel TARGET: cancels the recorded jobs (or tasks) of TARGET still pending or running.
-hpc_manage_cancel() {
-  (($# == 1)) || hpc_die_usage "cancel" "needs one experiment, job id or JOBID_TASK; usage: cancel EXP|JOBID[_TASK]"
-  hpc_manage_target "$1"
-  local id key
-  local -a ids=("${hpc_manage_ids[@]}") targets=() lines=() active=()
-  hpc_manage_states "${ids[@]}"
-  for id in "${ids[@]}"; do
-    hpc_manage_task_keys "$id"
-    active=()
-    for key in "${hpc_manage_keys[@]}"; do
-      # Pending, running, suspended, requeued...: whatever has not ended (or is ending).
-      case ${hpc_st_state[$key]} in
-        UNKNOWN* | COMPLETING) ;;
-        *) [[ $hpc_manifest_ended_states == *" ${hpc_st_state[$key]} "* ]] || active+=("$key") ;;
-      esac
-    done
-    ((${#active[@]})) || continue
-    if [[ ${active[0]} == *_* && -z $hpc_manage_task && ${#active[@]} -eq ${#hpc_manage_keys[@]} ]]; then
-      # Every task of the array: the array's id cancels them all.
-      targets+=("$id")
-    else
-      targets+=("${active[@]}")
-    fi
-    for key in "${active[@]}"; do
-      lines+=("cancelled $key (${hpc_manage_exp[$id]}, was ${hpc_st_state[$key]})")
-    done
-  done
-  if ((${#targets[@]} == 0)); then
-    printf 'Nothing to cancel: no recorded job of %s is pending or running.\n' "$1"
-    return 0
-  fi
-  local out
-  out=$(scancel "${targets[@]}" 2>&1) || hpc_die "scancel ${targets[*]} failed: ${out//$'\n'/ }"
-  printf '%s\n' "${lines[@]}"
-}
-
-# hpc_manage_resubmit TARGET [--failed]: submits the submission of TARGET again (only its failed
-# tasks with --failed) and records the new job in a linked manifest.
-hpc_manage_resubmit() {
-  local target='' failed=0 word id origin newest i key
-  for word in "$@"; do
-    case $word in
-      --failed) failed=1 ;;
-      -*) hpc_die_usage "$word" "unknown option of 'resubmit'; see 'bash job_submitter.sh resubmit --help'" ;;
-      *)
-        [[ -z $target ]] || hpc_die_usage "resubmit" "unexpected word '$word'; usage: resubmit EXP|JOBID [--failed]"
-        target=$word
-        ;;
-    esac
-  done
-  [[ -n $target ]] || hpc_die_usage "resubmit" "needs an experiment or a job id; $(hpc_manage_known)"
-  hpc_manage_target "$target"
-  [[ -z $hpc_manage_task ]] || hpc_die_usage "$target" "resubmit takes an experiment or a job id, not an array task; use --failed"
-  # The submission: the chain (first submission and its resubmissions) of the newest job named.
-  newest=${hpc_manage_ids[${#hpc_manage_ids[@]} - 1]}
-  # A map and its gather (hpc_map.bash): the failed indices come from the tasks' status files.
-  if ((failed)) && hpc_manifest_read "${hpc_manage_file[newest]}" && [[ ${hpc_mf[mode]-} == map || ${hpc_mf[mode]-} == gather ]]; then
-    # shellcheck source=hpc_files/lib/hpc_map.bash
-    source "${hpc_manage_lib%/*}/hpc_map.bash"
-    hpc_map_resubmit_failed "${hpc_manage_dir%/*}/map/${hpc_manage_exp[$newest]}"
-    return
-  fi
-  # A scaling study and its report job (hpc_scaling.bash): the failed runs from their status files.
-  if ((failed)) && [[ ${hpc_mf[mode]-} == scaling || ${hpc_mf[mode]-} == scaling-report ]]; then
-    # shellcheck source=hpc_files/lib/hpc_scaling.bash
-    source "${hpc_manage_lib%/*}/hpc_scaling.bash"
-    hpc_scaling_resubmit_failed "${hpc_manage_dir%/*}/scaling/${hpc_manage_exp[$newest]}"
-    return
-  fi
-  origin=${hpc_manage_origin[$newest]}
-  local -a chain=()
-  for id in "${!hpc_manage_file[@]}"; do
-    [[ ${hpc_manage_origin[$id]} != "$origin" ]] || chain+=("$id")
-  done
-  # The first submission's array (and throttle), when it still has its manifest; else the newest's.
-  local first=${chain[0]} spec throttle=''
-  spec=${hpc_manage_array[$first]}
-  local -a indices=()
-  if [[ -n $spec ]]; then
-    hpc_manifest_expand_array "$spec" || hpc_die "the manifest of job $first has an unreadable array '$spec'"
-    indices=("${hpc_manifest_indices[@]}")
-    throttle=$hpc_manifest_throttle
-  fi
-
-  local new_spec=$spec how=resubmit
-  if ((failed)); then
-    how='resubmit --failed'
-    hpc_manage_states "${chain[@]}"
-    # Each task's last run: the newest job of the chain whose array holds it.
-    local -A last=()
-    local -a redo=() unknown=()
-    for id in "${chain[@]}"; do
-      hpc_manage_keys "$id"
-      for key in "${hpc_manage_keys[@]}"; do
-        if [[ $key == *_* ]]; then last[${key#*_}]=$key; else last[job]=$key; fi
-      done
-    done
-    if [[ -n $spec ]]; then
-      for i in "${indices[@]}"; do
-        key=${last[$i]-}
-        [[ -n $key ]] || continue
-        [[ $hpc_manifest_failed_states != *" ${hpc_st_state[$key]} "* ]] || redo+=("$i")
-        [[ ${hpc_st_state[$key]} != UNKNOWN* ]] || unknown+=("$i")
-      done
-    else
-      key=${last[job]-$newest}
-      [[ $hpc_manifest_failed_states != *" ${hpc_st_state[$key]} "* ]] || redo+=(job)
-      [[ ${hpc_st_state[$key]} != UNKNOWN* ]] || unknown+=(job)
-    fi
-    if ((${#redo[@]} == 0)); then
-      printf 'Nothing to resubmit: no %s of %s (job %s) ended FAILED, TIMEOUT, NODE_FAIL or CANCELLED.\n' \
-        "$([[ -n $spec ]] && printf 'task' || printf 'run')" "${hpc_manage_exp[$newest]}" "$origin"
-      ((${#unknown[@]} == 0)) || printf 'The state of %s is unknown: SLURM has forgotten it.\n' \
-        "$([[ -n $spec ]] && printf 'task(s) %s' "${unknown[*]}" || printf 'the job')"
-      return 0
-    fi
-    if [[ -n $spec ]]; then
-      hpc_manifest_ranges "${redo[@]}"
-      new_spec=$hpc_manifest_ranges${throttle:+%$throttle}
-    fi
-  fi
-
-  # The newest manifest of the chain holds the options; its kept job script is resubmitted.
-  hpc_manifest_read "${hpc_manage_file[newest]}" || hpc_die "cannot read ${hpc_manage_file[newest]}"
-  local script=${hpc_mf[script]-} out new_id arg
-  if [[ -z $script || ! -f $script ]]; then
-    hpc_die "the kept job script '$script' of job $newest is gone; submit again with: bash job_submitter.sh$(printf ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"})"
-  fi
-  local -a args=(--parsable)
-  local skip=0
-  for arg in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do
-    if ((skip)); then skip=0 && continue; fi
-    case $arg in
-      --array=* | -a?*) continue ;;
-      --array | -a) skip=1 && continue ;;
-    esac
-    args+=("$arg")
-  done
-  [[ -z $new_spec ]] || args+=(--array="$new_spec")
-  # As at submission: a SLURM_TMPDIR of this shell must not reach the job (hpc_job_tmpdir_choose).
-  out=$(unset SLURM_TMPDIR && sbatch "${args[@]}" "$script" 2>&1) || hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
-  new_id=${out##*$'\n'}
-  new_id=${new_id%%;*}
-  [[ $new_id =~ ^[0-9]+$ ]] || hpc_die "sbatch gave no job id: ${out//$'\n'/ }"
-
-  # The linked manifest: the newest's lines, with this job's own values.
-  hpc_manifest_copy "${hpc_manage_file[newest]}" "$new_id" "$new_spec" "$how" ||
-    hpc_say "job $new_id was submitted, but its manifest could not be written beside ${hpc_manage_file[newest]}"
-  if [[ -n $new_spec ]]; then
-    printf 'Resubmitted %s (array %s) of %s as job %s\n' \
-      "$([[ $new_spec != "$spec" ]] && printf 'task(s) %s' "${new_spec%\%*}" || printf 'every task')" \
-      "$new_spec" "${hpc_mf[exp_name]}" "$new_id"
-  else
-    printf 'Resubmitted job %s of %s as job %s\n' "$newest" "${hpc_mf[exp_name]}" "$new_id"
-  fi
-  printf 'Output: %s\n' "$hpc_manifest_path"
-}
-
-# hpc_manage_main COMMAND ARGS...: status, logs, cancel, resubmit (see the usage above).
-hpc_manage_main() {
-  local command=$1 word
-  shift
-  for word in "$@"; do
-    if [[ $word == -h || $word == --help ]]; then
-      hpc_usage "$hpc_manage_lib"
-      exit 0
-    fi
-  done
-  hpc_manage_locate
-  hpc_manage_index
-  hpc_manage_task=''
-  case $command in
-    status)
-      for word in "$@"; do
-        [[ $word != -* ]] || hpc_die_usage "$word" "unknown option of 'status'; see 'bash job_submitter.sh status --help'"
-      done
-      hpc_manage_status "$@"
-      ;;
-    logs) hpc_manage_logs "$@" ;;
-    cancel)
-      for word in "$@"; do
-        [[ $word != -* ]] || hpc_die_usage "$word" "unknown option of 'cancel'; see 'bash job_submitter.sh cancel --help'"
-      done
-      hpc_manage_cancel "$@"
-      ;;
-    resubmit) hpc_manage_resubmit "$@" ;;
-    gather)
-      # The newest map's gather job, again, or right here (hpc_map.bash).
-      (($# >= 1)) && [[ $1 != -* ]] || hpc_die_usage "gather" "needs one experiment; usage: gather EXP [--here]"
-      word=${2-}
-      [[ $word != --here ]] || word=${3-}
-      [[ -z $word ]] || hpc_die_usage "gather" "unexpected word '$word'; usage: gather EXP [--here]"
-      hpc_manage_target "$1"
-      # shellcheck source=hpc_files/lib/hpc_map.bash
-      source "${hpc_manage_lib%/*}/hpc_map.bash"
-      if (($# == 2)); then
-        hpc_map_gather_here "${hpc_manage_dir%/*}/map/$1" "$1"
-      else
-        hpc_map_gather_again "${hpc_manage_dir%/*}/map/$1"
-      fi
-      ;;
-    *) hpc_die_usage "$command" "unknown command; accepted: status, logs, cancel, resubmit, gather" ;;
-  esac
 }

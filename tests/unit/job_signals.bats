@@ -10,6 +10,7 @@ bats_require_minimum_version 1.5.0
 
 setup() {
   load '../helpers/common'
+  load '../helpers/stub'
   tmp=$(hpc_test_tmp)
   # shellcheck source=hpc_files/lib/hpc_job.bash
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
@@ -207,41 +208,36 @@ EOF
   assert_output "[hpc n1] copy-back: node(s) n1 did not report what they copied back (their own lines above say it); the copy-back is not confirmed"
 }
 
-# shim_env MAX RESTARTS: the job's view for lib/shims/scontrol: a stub of the real scontrol
-# (records its arguments, exits with $tmp/real_status or 0) behind the shim on PATH, this job's
-# --requeue MAX and SLURM_RESTART_COUNT RESTARTS, the outputs folder of the records.
+# shim_env MAX RESTARTS [PLAN...]: the job's view for lib/shims/scontrol: a plan-style stub of
+# the real scontrol (tests/helpers/stub.bash: the calls PLAN expects, none without one) behind the
+# shim on PATH, this job's --requeue MAX and SLURM_RESTART_COUNT RESTARTS, the outputs folder of
+# the records. The test ends with unstub scontrol.
 shim_env() {
   export HPC_JOB_REQUEUE_MAX=$1 SLURM_RESTART_COUNT=$2 scratch_dir=$tmp/scratch
-  mkdir -p "$tmp/real" "$scratch_dir/hpc_outputs"
-  cat >"$tmp/real/scontrol" <<STUB
-#!/usr/bin/env bash
-printf '%s\n' "\$*" >>"$tmp/real.calls"
-exit \$(cat "$tmp/real_status" 2>/dev/null || echo 0)
-STUB
-  chmod +x "$tmp/real/scontrol"
-  export PATH=$HPC_ROOT/hpc_files/lib/shims:$tmp/real:$PATH
+  mkdir -p "$scratch_dir/hpc_outputs"
+  stub scontrol "${@:3}"
+  export PATH=$HPC_ROOT/hpc_files/lib/shims:$PATH
 }
 
 @test "scontrol shim: the program's requeue of its own job with restarts left is done once, recorded, and said truly" {
-  shim_env 1 0
+  # The real scontrol requeues once; neither the second ask nor the batch shell calls it again.
+  shim_env 1 0 'requeue 4242'
   run scontrol requeue 4242
   assert_success
   assert_output "[hpc n1] requeueing for the program (scontrol requeue 4242), restart 1 of 1: SLURM ends this run now and starts the job again"
-  assert_equal "$(cat "$tmp/real.calls")" "requeue 4242"
   assert_equal "$(cat "$scratch_dir/hpc_outputs/.hpc_requeue.4242.0")" 1
   # A second ask in the same run (every rank's handler, a second warning) requeues nothing more.
   run scontrol requeue 4242
   assert_success
   assert_output "[hpc n1] not requeued again: the program already requeued this job in this run (restart 1 of 1)"
-  assert_equal "$(wc -l <"$tmp/real.calls")" 1
   # The batch shell then neither requeues again nor says otherwise.
   hpc_job_warned=1 hpc_job_requeue_max=1
   run hpc_job_maybe_requeue
   assert_success
   assert_output "[hpc n1] requeued by the program in this run (restart 1 of 1): not requeued again"
-  assert_equal "$(wc -l <"$tmp/real.calls")" 1
   run hpc_job_forward TERM
   assert_output "[hpc n1] received SIGTERM: SLURM ends this run for the requeue the program asked for (restart 1 of 1); passing it to the program"
+  unstub scontrol
 }
 
 @test "scontrol shim: with the restarts used up, or without --requeue, the program's requeue is refused (status 1) and the run goes on" {
@@ -249,34 +245,32 @@ STUB
   run scontrol requeue 4242
   assert_failure 1
   assert_output "[hpc n1] not requeued: the program asked (scontrol requeue 4242), but 1 restart(s) done of the 1 allowed (--requeue 1); the run goes on"
-  [ ! -e "$tmp/real.calls" ]
   [ -z "$(ls -A "$scratch_dir/hpc_outputs")" ]
   # The batch shell says the same after the warned run, and requeues nothing.
   hpc_job_warned=1 hpc_job_requeue_max=1
   run hpc_job_maybe_requeue
   assert_output "[hpc n1] not requeued: 1 restart(s) done of the 1 allowed"
-  [ ! -e "$tmp/real.calls" ]
+  unstub scontrol
   shim_env 0 0
   run scontrol requeue 4242
   assert_failure 1
   assert_output "[hpc n1] not requeued: the program asked (scontrol requeue 4242), but this job was submitted without --requeue N (no restarts allowed); the run goes on"
-  [ ! -e "$tmp/real.calls" ]
   # An array task by its array's name is this job too.
   export SLURM_ARRAY_JOB_ID=4240 SLURM_ARRAY_TASK_ID=2
   run scontrol requeue 4240_2
   assert_failure 1
-  [ ! -e "$tmp/real.calls" ]
+  # The real scontrol was never called.
+  unstub scontrol
 }
 
 @test "scontrol shim: a failed requeue leaves no record and its status; other commands and other jobs go to the real scontrol as they are" {
-  shim_env 2 0
-  echo 5 >"$tmp/real_status"
+  # The real scontrol: the requeue fails (5), then every call fails with 3.
+  shim_env 2 0 'requeue 4242 : exit 5' 'show job 4242 : exit 3' 'requeue 999 : exit 3' '-Q requeue 999,4242 : exit 3'
   run scontrol requeue 4242
   assert_failure 5
   assert_line --index 0 "[hpc n1] requeueing for the program (scontrol requeue 4242), restart 1 of 2: SLURM ends this run now and starts the job again"
   assert_line --index 1 "[hpc n1] the program's scontrol requeue 4242 failed (exit status 5): not requeued by it"
   [ ! -e "$scratch_dir/hpc_outputs/.hpc_requeue.4242.0" ]
-  echo 3 >"$tmp/real_status"
   run scontrol show job 4242
   assert_failure 3
   assert_output ''
@@ -287,13 +281,13 @@ STUB
   assert_failure 3
   assert_line --index 0 "[hpc n1] requeueing for the program (scontrol -Q requeue 999,4242), restart 1 of 2: SLURM ends this run now and starts the job again"
   assert_line --index 1 "[hpc n1] the program's scontrol -Q requeue 999,4242 failed (exit status 3): not requeued by it"
-  assert_equal "$(cat "$tmp/real.calls")" $'requeue 4242\nshow job 4242\nrequeue 999\n-Q requeue 999,4242'
-  # Where the record cannot be made, the program's requeue is refused: the batch shell's applies.
+  # Where the record cannot be made, the program's requeue is refused: the batch shell's applies
+  # (the real scontrol is not called again: the plan has no fifth call).
   rm -rf "${scratch_dir:?}/hpc_outputs"
   run scontrol requeue 4242
   assert_failure 1
   assert_output "[hpc n1] not requeued by the program (scontrol requeue 4242): cannot write the record $scratch_dir/hpc_outputs/.hpc_requeue.4242.0; the batch shell's requeue after the run applies"
-  assert_equal "$(wc -l <"$tmp/real.calls")" 4
+  unstub scontrol
   # No real scontrol behind the shim: as if there were none at all.
   mkdir -p "$tmp/tools"
   for tool in bash dirname; do ln -s "$(command -v "$tool")" "$tmp/tools/$tool"; done
@@ -320,6 +314,7 @@ STUB
   echo 3 >"$records_dir/.hpc_requeue.4242.2"
   hpc_job_requeue_records_remove
   [ -f "$records_dir/.hpc_requeue.4242.2" ]
+  unstub scontrol
 }
 
 @test "batch shell: a warned run that SLURM ended (SIGTERM: time limit, scancel) is not requeued, and the log says why" {
@@ -329,11 +324,12 @@ STUB
   run hpc_job_maybe_requeue
   assert_success
   assert_output "[hpc n1] not requeued: SLURM ended this run (SIGTERM: the time limit or scancel) before the program ended by itself"
-  [ ! -e "$tmp/real.calls" ]
+  unstub scontrol
   # Without that SIGTERM, the warned run that ended by itself is requeued (the batch shell's PATH
   # has no shim).
   hpc_job_ended_by_slurm=0
-  PATH=$tmp/real:$PATH run hpc_job_maybe_requeue
+  stub scontrol 'requeue 4242'
+  PATH=$(stub_dir)/bin:$PATH run hpc_job_maybe_requeue
   assert_output "[hpc n1] requeueing (restart 1 of 1)"
-  assert_equal "$(cat "$tmp/real.calls")" "requeue 4242"
+  unstub scontrol
 }

@@ -33,6 +33,7 @@ profile_load() {
 
 setup() {
   load '../helpers/common'
+  load '../helpers/stub'
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
   unset name
@@ -126,6 +127,8 @@ sorted_options() {
 @test "--help and -h print the usage block, exit 0 and create or submit nothing" {
   local before
   before=$(listing "$tmp")
+  # A stub without a plan: any sbatch fails the test.
+  stub sbatch
   for words in "--help" "-h" "-g 2 --help" "--help --gpus 2"; do
     read -ra args <<<"$words"
     run --separate-stderr bash "$submitter" "${args[@]}"
@@ -143,7 +146,7 @@ sorted_options() {
   assert_equal "$status" 0
   assert_line --index 0 "Usage: bash job_submitter.sh [options]"
   assert_equal "$(listing "$tmp")" "$before"
-  assert_equal "$(calls sbatch)" 0
+  unstub sbatch
 }
 
 @test "--help names every value -W accepts, none included" {
@@ -391,14 +394,15 @@ EOT
 @test "--dry-run without a venv says an install job would come first, and still creates nothing" {
   local before
   before=$(listing "$tmp")
+  # One sbatch, --test-only; no squeue.
+  stub_through sbatch "$fixtures/bin/sbatch" '--test-only *'
+  stub squeue
   submit --dry-run
+  unstub sbatch
+  unstub squeue
   assert_equal "$status" 0
   assert_line "The virtual environment $project/virtual_env would be built first by an install job."
   assert_equal "$(listing "$tmp")" "$before"
-  assert_equal "$(calls sbatch)" 1
-  argv_of sbatch 1
-  assert_equal "${argv[0]}" --test-only
-  assert_equal "$(calls squeue)" 0
 }
 
 @test "--dry-run with an empty profile cache adds only the compiled profile, under HPC_CACHE_DIR" {
@@ -467,7 +471,14 @@ EOT
 
 @test "with no terminal on stdin it never asks: it submits and says where the output goes" {
   make_ready_venv
+  # One sbatch, --parsable; nothing runs on the login node as a job step, no scontrol.
+  stub_through sbatch "$fixtures/bin/sbatch" '--parsable *'
+  stub srun
+  stub scontrol
   submit
+  unstub sbatch
+  unstub srun
+  unstub scontrol
   assert_equal "$status" 0
   assert_equal "$stderr" ""
   local out=$outputs/default_venv-none_4242.out
@@ -475,25 +486,21 @@ EOT
 Job script: $outputs/default_venv-none_4242.sh
 Output:     $out
 Follow it:  tail -F $(printf '%q' "$out")"
-  assert_equal "$(calls sbatch)" 1
-  argv_of sbatch 1
-  assert_equal "${argv[0]}" --parsable
   # The script SLURM was given is the one kept beside the output; no temporary file is left.
   assert_equal "$(<"$outputs/default_venv-none_4242.sh")" "$(<"$stub_log/sbatch.1.script")"
   assert_equal "$(find "$outputs" -name '.*' | wc -l)" 0
   [[ -d "$SCRATCH/my project/default/checkpoints" ]]
-  # Nothing runs on the login node as a job step.
-  assert_equal "$(calls srun)" 0
-  assert_equal "$(calls scontrol)" 0
 }
 
 @test "sbatch refusing the job: exit 1 with 'sbatch refused the job: <message>', no job script left" {
   make_ready_venv
+  # One sbatch, not tried again.
+  stub_through sbatch "$fixtures/bin/sbatch" '--parsable *'
   HPC_STUB_SBATCH=refuse submit -y
+  unstub sbatch
   assert_equal "$status" 1
   assert_equal "$output" ""
   assert_equal "$stderr" "job_submitter.sh: sbatch refused the job: sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified"
-  assert_equal "$(calls sbatch)" 1
   # Nothing of this submission is left: not the folders it made either (SCRATCH was there).
   [[ ! -e "$SCRATCH/my project" ]]
   [[ -d $SCRATCH ]]
@@ -1053,32 +1060,32 @@ sinfo_cache() {
 
 @test "sinfo is asked once and cached; a cache too old or of another SLURM_CONF is asked again" {
   make_ready_venv
+  local ask='-h -e -o %P|%D|%c|%m|%G'
+  stub_through sinfo "$fixtures/bin/sinfo" "$ask"
   submit -y
+  unstub sinfo
   assert_equal "$status" 0
-  assert_equal "$(calls sinfo)" 1
-  argv_of sinfo 1
-  assert_equal "${argv[*]}" "-h -e -o %P|%D|%c|%m|%G"
   [[ -f $(sinfo_cache) ]]
   # The next submissions run no sinfo.
-  forget_calls
+  stub sinfo
   submit -y
   assert_equal "$status" 0
   submit -y --dry-run
   assert_equal "$status" 0
-  assert_equal "$(calls sinfo)" 0
+  unstub sinfo
   # Ten minutes later, it is asked again.
   local stamp
   stamp=$(head -n 1 "$(sinfo_cache)")
   sed -i "1s/.*/$((stamp - 600))/" "$(sinfo_cache)"
-  forget_calls
+  stub_through sinfo "$fixtures/bin/sinfo" "$ask"
   submit -y
+  unstub sinfo
   assert_equal "$status" 0
-  assert_equal "$(calls sinfo)" 1
   # Another cluster's configuration: asked again.
-  forget_calls
+  stub_through sinfo "$fixtures/bin/sinfo" "$ask"
   SLURM_CONF=/elsewhere/slurm.conf submit -y
+  unstub sinfo
   assert_equal "$status" 0
-  assert_equal "$(calls sinfo)" 1
 }
 
 @test "a refusal is confirmed with a fresh sinfo: an old cache never refuses what the cluster now has" {
@@ -1087,28 +1094,32 @@ sinfo_cache() {
   submit -y
   assert_equal "$status" 0
   forget_calls
+  local ask='-h -e -o %P|%D|%c|%m|%G'
+  stub_through sinfo "$fixtures/bin/sinfo" "$ask"
   HPC_STUB_SINFO_TABLE='debug*|4|64|256000|gpu:8' submit -y -c 40
+  unstub sinfo
   assert_equal "$status" 0
-  assert_equal "$(calls sinfo)" 1
   argv_of sbatch 1
   has_arg --cpus-per-task=40
   # More than the cache says: refused only after asking again, with what sinfo says now.
-  forget_calls
+  stub_through sinfo "$fixtures/bin/sinfo" "$ask"
+  stub sbatch
   submit -y -c 65
+  unstub sinfo
+  unstub sbatch
   assert_equal "$status" 2
   assert_equal "$stderr" "job_submitter.sh: -c/--cpus: 65 CPUs per process (x 1) is more than a node of partition debug has (32); accepted: 1 to 32"
-  assert_equal "$(calls sinfo)" 1
-  assert_equal "$(calls sbatch)" 0
 }
 
 @test "refusals and dry runs write no sinfo cache; without sinfo's answer SLURM alone judges" {
   make_ready_venv
+  stub_through sinfo "$fixtures/bin/sinfo" '-h -e -o %P|%D|%c|%m|%G' '-h -e -o %P|%D|%c|%m|%G'
   submit -y -c 999
   assert_equal "$status" 2
   submit --dry-run
+  unstub sinfo
   assert_equal "$status" 0
   [[ ! -e $(sinfo_cache) ]]
-  assert_equal "$(calls sinfo)" 2
   # sinfo fails: the request goes to sbatch as it is, and nothing is cached.
   forget_calls
   HPC_STUB_SINFO=fail submit -y -c 999

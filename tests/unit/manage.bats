@@ -31,6 +31,7 @@ setup_file() {
 
 setup() {
   load '../helpers/common'
+  load '../helpers/stub'
   tmp=$(hpc_test_tmp)
   submitter=$PROJECT/hpc_files/job_submitter.sh
   stub_log="$BATS_TEST_TMPDIR/stub log"
@@ -62,6 +63,13 @@ calls() {
 argv_of() {
   [[ -e $stub_log/$1.$2.args ]] || fail "$1 was not called $2 time(s)"
   mapfile -d '' argv <"$stub_log/$1.$2.args"
+}
+
+# slurm_plan NAME PATTERNS...: a plan-style stub of NAME (tests/helpers/stub.bash): one call
+# expected for each PATTERNS, in order, each answered by the table-driven stand-in of
+# tests/fixtures/manage/bin; any other call fails the test at unstub.
+slurm_plan() {
+  stub_through "$1" "$HPC_ROOT/tests/fixtures/manage/bin/$1" "${@:2}"
 }
 
 # slurm_jobs: the table of jobs the stubs know, from stdin.
@@ -252,6 +260,7 @@ EOT
 }
 
 @test "MaxArraySize: an array with an index at or above it is refused (exit 2, one line) before sbatch; scontrol asked once" {
+  slurm_plan scontrol 'show config'
   run --separate-stderr bash -c '
     source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
     source "$HPC_ROOT/hpc_files/lib/hpc_manifest.bash"
@@ -261,7 +270,7 @@ EOT
   assert_equal "$status" 2
   assert_equal "$output" "1000 from 0: ok"
   assert_equal "$stderr" "job_submitter.sh: --repeat/--num-sweeps: 1 tasks exceed this cluster's MaxArraySize 1001 (indices 0..1000)"
-  assert_equal "$(calls scontrol)" 1
+  unstub scontrol
   while IFS='|' read -r max count first want_status want_stderr; do
     HPC_STUB_MAX_ARRAY_SIZE=$max run --separate-stderr bash -c '
       source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
@@ -289,10 +298,11 @@ EOT
 
 @test "MaxArraySize through the submitter: --repeat over it is refused before anything is submitted" {
   grep -q -- '--repeat)' "$HPC_ROOT/hpc_files/lib/hpc_options.bash" || skip "--repeat is not in this version"
+  stub sbatch
   HPC_STUB_MAX_ARRAY_SIZE=8 run --separate-stderr bash "$submitter" -y -g 0 --repeat 9 </dev/null
+  unstub sbatch
   assert_equal "$status" 2
   assert_equal "$stderr" "job_submitter.sh: --repeat/--num-sweeps: 9 tasks exceed this cluster's MaxArraySize 8 (indices 0..7)"
-  assert_equal "$(calls sbatch)" 0
   [ ! -e "$manifests" ]
 }
 
@@ -317,7 +327,14 @@ sacct 200_2 202 CANCELLED+by+0 0:15
 scontrol 200_2 202 COMPLETED 0:0
 scontrol 200_3 203 NODE_FAIL 0:0
 EOT
+  # Each source once, asked only about what the ones before did not answer.
+  slurm_plan squeue '-h -r -j 100,101,102,103,200 -o %A|%F|%K|%T|%r'
+  slurm_plan sacct '-n -P -X -j 101,102,103,200 -o JobID,JobIDRaw,State,ExitCode'
+  slurm_plan scontrol '-o show job'
   manage status
+  unstub squeue
+  unstub sacct
+  unstub scontrol
   assert_equal "$status" 0
   assert_equal "$stderr" ""
   assert_equal "${#lines[@]}" 9
@@ -332,14 +349,6 @@ EOT
   assert_equal "$(row 200_4)" "200_4 arr venv-none UNKNOWN (forgotten by SLURM) - $outputs/arr_venv-none_200_4.out"
   # Rows in submission order; columns aligned.
   assert_equal "$(cut -d' ' -f1 <<<"$output" | tr '\n' ' ')" "JOB 100 101 102 103 200_1 200_2 200_3 200_4 "
-  # Each source once, asked only about what the ones before did not answer.
-  assert_equal "$(calls squeue) $(calls sacct) $(calls scontrol)" "1 1 1"
-  argv_of squeue 1
-  assert_equal "${argv[*]}" "-h -r -j 100,101,102,103,200 -o %A|%F|%K|%T|%r"
-  argv_of sacct 1
-  assert_equal "${argv[*]}" "-n -P -X -j 101,102,103,200 -o JobID,JobIDRaw,State,ExitCode"
-  argv_of scontrol 1
-  assert_equal "${argv[*]}" "-o show job"
 
   # No accounting (sacct fails, as on the local cluster): scontrol answers for 101 and 200_2.
   export HPC_STUB_SACCT=fail
@@ -351,10 +360,14 @@ EOT
   manage status arr
   assert_equal "$(row 200_2)" "200_2 arr venv-none COMPLETED 0:0 $outputs/arr_venv-none_200_2.out"
   # One job left to ask scontrol about: asked by its id.
+  slurm_plan squeue '-h -r -j 102 -o %A|%F|%K|%T|%r'
+  slurm_plan sacct '-n -P -X -j 102 -o JobID,JobIDRaw,State,ExitCode'
+  slurm_plan scontrol '-o show job 102'
   manage status f
+  unstub squeue
+  unstub sacct
+  unstub scontrol
   assert_equal "$(row 102)" "102 f venv-none TIMEOUT 0:15 $outputs/f_venv-none_102.out"
-  argv_of scontrol "$(calls scontrol)"
-  assert_equal "${argv[*]}" "-o show job 102"
 
   # Once SLURM forgets them (squeue: invalid job id), the ended states seen are kept; the last
   # one seen wins; a job never seen ended is unknown.
@@ -384,16 +397,17 @@ squeue 702_1 702 RUNNING -
 EOT
   # The requeued jobs (what SLURM 22.05 shows during its 120 s requeue delay).
   export HPC_STUB_SCONTROL_EXTRA="Requeue=1 Restarts=1 SubmitTime=2030-01-01T12:00:00 EligibleTime=2030-01-01T12:02:01 StartTime=2030-01-01T12:02:01"
+  slurm_plan scontrol '-o show job 700'
   manage status 700
+  unstub scontrol
   assert_equal "$status" 0
   assert_equal "$(row 700)" "700 e venv-none PENDING (requeued, restarts at 2030-01-01T12:02:01) - $outputs/e_venv-none_700.out"
-  argv_of scontrol 1
-  assert_equal "${argv[*]}" "-o show job 700"
+  # An array task is asked about by its own job id.
+  slurm_plan scontrol '-o show job 703'
   manage status arr
+  unstub scontrol
   assert_equal "$(row 702_0)" "702_0 arr venv-none REQUEUED (requeued, restarts at 2030-01-01T12:02:01) - $outputs/arr_venv-none_702_0.out"
   assert_equal "$(row 702_1)" "702_1 arr venv-none RUNNING - $outputs/arr_venv-none_702_1.out"
-  argv_of scontrol "$(calls scontrol)"
-  assert_equal "${argv[*]}" "-o show job 703"
   # Its start time not known yet: the eligible time; neither: requeued alone.
   export HPC_STUB_SCONTROL_EXTRA="Restarts=2 EligibleTime=2030-01-01T12:02:01 StartTime=Unknown"
   manage status 700
@@ -407,11 +421,10 @@ EOT
   assert_equal "$(row 701)" "701 e venv-none PENDING - $outputs/e_venv-none_701.out"
   # A plain pending job: scontrol is not asked.
   printf 'squeue 700 700 PENDING -\n' | slurm_jobs
-  local before
-  before=$(calls scontrol)
+  stub scontrol
   manage status 700
+  unstub scontrol
   assert_equal "$(row 700)" "700 e venv-none PENDING - $outputs/e_venv-none_700.out"
-  assert_equal "$(calls scontrol)" "$before"
 }
 
 @test "status: an array task's %j is its own job id; a pending array's tasks each get a line; a job or task alone" {
@@ -539,6 +552,9 @@ squeue 503_3 503 PENDING -
 squeue 504 504 RUNNING -
 squeue 999 999 RUNNING -
 EOT
+  # One scancel per command: a whole array by its id; some of an array's tasks one by one; never
+  # another experiment's job. Then a job id, and an array task.
+  stub scancel '500 502 503_2 503_3' '504' '502_2'
   manage cancel e
   assert_equal "$status" 0
   assert_equal "$stderr" ""
@@ -547,25 +563,17 @@ cancelled 502_1 (e, was PENDING)
 cancelled 502_2 (e, was PENDING)
 cancelled 503_2 (e, was RUNNING)
 cancelled 503_3 (e, was PENDING)"
-  assert_equal "$(calls scancel)" 1
-  argv_of scancel 1
-  # A whole array by its id; some of an array's tasks one by one; never another experiment's job.
-  assert_equal "${argv[*]}" "500 502 503_2 503_3"
 
-  # A job id, and an array task.
   manage cancel 504
   assert_output "cancelled 504 (other, was RUNNING)"
-  argv_of scancel 2
-  assert_equal "${argv[*]}" "504"
   manage cancel 502_2
-  argv_of scancel 3
-  assert_equal "${argv[*]}" "502_2"
+  assert_output "cancelled 502_2 (e, was PENDING)"
 
-  # Nothing running: says so, exit 0, no scancel.
+  # Nothing running: says so, exit 0, no scancel (the plan has no fourth call).
   manage cancel 501
   assert_equal "$status" 0
   assert_output "Nothing to cancel: no recorded job of 501 is pending or running."
-  assert_equal "$(calls scancel)" 3
+  unstub scancel
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -697,6 +705,8 @@ Output: $outputs/one_venv-none_5000.out"
 @test "bad input: <args> -> exit 2, one line <message>, SLURM not asked" {
   make_manifest e 100
   make_manifest arr 200 1-4
+  # Stubs without a plan: any call of SLURM fails the test.
+  for name in squeue sacct scontrol scancel sbatch; do stub "$name"; done
   while IFS='|' read -r words message; do
     read -ra args <<<"$words"
     manage "${args[@]}"
@@ -726,9 +736,6 @@ resubmit e arr|resubmit: unexpected word 'arr'; usage: resubmit EXP|JOBID [--fai
 resubmit 200_2|200_2: resubmit takes an experiment or a job id, not an array task; use --failed
 resubmit nope --failed|nope: unknown experiment of project my project; known: e arr
 EOT
-  for name in squeue sacct scontrol scancel sbatch; do
-    assert_equal "$name: $(calls "$name")" "$name: 0"
-  done
   # SCRATCH is needed to find the manifests, as for submitting.
   SCRATCH='' manage status
   assert_equal "$status" 2
@@ -741,9 +748,11 @@ EOT
   manage logs e
   assert_equal "$status" 2
   assert_equal "$stderr" "job_submitter.sh: e: unknown experiment of project my project; no submission of project my project is recorded in $manifests"
+  for name in squeue sacct scontrol scancel sbatch; do unstub "$name"; done
 }
 
 @test "--help and -h of every command print the commands' usage, exit 0, without SCRATCH or SLURM" {
+  for name in squeue sacct scontrol scancel sbatch; do stub "$name"; done
   for words in "status --help" "logs -h" "cancel --help" "resubmit sweep --failed -h" "status nope -h"; do
     read -ra args <<<"$words"
     SCRATCH='' manage "${args[@]}"
@@ -756,5 +765,47 @@ EOT
     refute_output --partial "shellcheck"
     assert_equal "${lines[${#lines[@]} - 1]}" "input (an unknown experiment or job is answered with the known ones)."
   done
-  assert_equal "$(calls squeue)" 0
+  for name in squeue sacct scontrol scancel sbatch; do unstub "$name"; done
+}
+
+@test "commands: a first word naming a file of lib/commands/ runs its hpc_command_NAME with the other words; a new command is one file" {
+  local project="$tmp/other project"
+  mkdir -p "$project"
+  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
+  # A user's own command, shaped as the shipped ones: one file, one function ('-' read as '_').
+  printf '%s\n' '# shellcheck shell=bash' 'hpc_command_say_hello() {' '  printf "hello [%s]\n" "$@"' '}' \
+    >"$project/hpc_files/lib/commands/say-hello.bash"
+  run --separate-stderr bash "$project/hpc_files/job_submitter.sh" say-hello "a b" -g </dev/null
+  assert_success
+  assert_output $'hello [a b]\nhello [-g]'
+  # Only a word of lower-case letters and '-' names a command; anything else is a submission's.
+  for words in "Say-hello" "say_hello"; do
+    run --separate-stderr bash "$project/hpc_files/job_submitter.sh" "$words" </dev/null
+    assert_equal "$words -> $status" "$words -> 2"
+    assert_equal "$stderr" "job_submitter.sh: $words: unexpected word (every value belongs to an option; see --help)"
+  done
+  # The shipped commands that take their words from hpc_map.bash and hpc_scaling.bash.
+  for name in squeue sacct scontrol scancel sbatch; do stub "$name"; done
+  manage gather
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: gather: needs one experiment; usage: gather EXP [--here]"
+  manage scaling-report
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: scaling-report: needs an experiment or a study folder; usage: scaling-report EXP|PATH [--out DIR]"
+  for name in squeue sacct scontrol scancel sbatch; do unstub "$name"; done
+}
+
+@test "commands: status loads its own file and what it shares, not the map's, the scaling test's or the other commands'" {
+  make_manifest e 100
+  printf 'squeue 100 100 RUNNING -\n' | slurm_jobs
+  run --separate-stderr bash -c 'PS4="+ \${BASH_SOURCE##*/} "; set -x; . "$1" status' _ "$submitter" </dev/null
+  assert_success
+  local sourced name
+  sourced=" $(grep -oE '^\++ [^ ]+ (source|\.) .+' <<<"$stderr" | sed -E "s|.*/||; s|'$||" | sort -u | tr '\n' ' ')"
+  for name in status.bash hpc_manage.bash; do
+    [[ $sourced == *" $name "* ]] || fail "status did not source $name: $sourced"
+  done
+  for name in hpc_map.bash hpc_scaling.bash hpc_followup.bash logs.bash cancel.bash resubmit.bash gather.bash scaling-report.bash; do
+    [[ $sourced != *" $name "* ]] || fail "status sourced $name: $sourced"
+  done
 }

@@ -17,6 +17,7 @@ setup_file() {
 
 setup() {
   load '../helpers/common'
+  load '../helpers/stub'
   fixtures=$HPC_ROOT/tests/fixtures/plai_cleanups
   submitter=$HPC_ROOT/plai_cleanups/submit_plai_cleanup
   tmp=$(hpc_test_tmp)
@@ -71,13 +72,6 @@ try_mount() {
 # clean [1]: runs the node's cleanup of $root (1: dry run), as its job would.
 clean() {
   run hpc_cleanup_node "$root" "${1:-0}"
-}
-
-# calls COMMAND: how many times the stub COMMAND was called.
-calls() {
-  local n=0
-  while [[ -e $stub_log/$1.$((n + 1)).args ]]; do n=$((n + 1)); done
-  printf '%s\n' "$n"
 }
 
 # argv_of COMMAND N: sets the array argv to the arguments of the stub's N-th call.
@@ -217,7 +211,10 @@ names() {
   done
   chown -R nobody "$root/hpc_tmpdir.nobody.302"
   before=$(listing "$root")
+  # Nothing of this user's to ask about: squeue is not even called.
+  stub squeue
   clean
+  unstub squeue
   assert_success
   assert_line "kept: hpc_tmpdir.${user}x.301 (name: not named hpc_tmpdir.$user.<job id>.<16 hex digits>)"
   assert_line "kept: hpc_tmpdir.nobody.302 (name: not named hpc_tmpdir.$user.<job id>.<16 hex digits>)"
@@ -226,8 +223,6 @@ names() {
   assert_line "kept: hpc_tmpdir.$user.3\\ 08 (name: not named hpc_tmpdir.$user.<job id>.<16 hex digits>)"
   assert_line "summary node=n1 mode=real removed=0 freed_bytes=0 kept=9 why=name:9 status=ok"
   [ "$(listing "$root")" = "$before" ]
-  # Nothing of this user's to ask about: squeue is not even called.
-  [ "$(calls squeue)" = 0 ]
 }
 
 @test "bob's cleanup never touches bobby's folders (the user name is compared as a string)" {
@@ -381,11 +376,10 @@ names() {
 
 @test "squeue is asked once, for every job of this user in every state" {
   for id in 1001 1002 1003; do leftover "hpc_tmpdir.$user.$id"; done
+  stub_through squeue "$fixtures/bin/squeue" "-h -u $uid -t all -o '%A %T'"
   clean
+  unstub squeue
   assert_success
-  [ "$(calls squeue)" = 1 ]
-  argv_of squeue 1
-  assert_equal "${argv[*]}" "-h -u $uid -t all -o %A %T"
 }
 
 @test "--dry-run lists exactly what the real run then removes, and removes nothing" {
@@ -459,6 +453,8 @@ hpc_tmpdir.$user.1104"
 # --- the submitter ------------------------------------------------------------------------
 
 @test "--help and -h print the usage block and submit nothing" {
+  stub sbatch
+  stub sinfo
   for flag in --help -h; do
     run --separate-stderr bash "$submitter" "$flag"
     assert_success
@@ -466,19 +462,20 @@ hpc_tmpdir.$user.1104"
     assert_line "  --dry-run             Submit the same jobs, but each only lists what it would remove (the"
     [ -z "$stderr" ]
   done
-  [ "$(calls sbatch)" = 0 ]
-  [ "$(calls sinfo)" = 0 ]
+  unstub sbatch
+  unstub sinfo
 }
 
 @test "bad input: <args> -> exit 2, one line 'submit_plai_cleanup: <option>: <what is accepted>', nothing submitted" {
   before=$(listing "$tmp")
+  # A stub without a plan: any sbatch fails the test.
+  stub sbatch
   while IFS='|' read -r words message; do
     read -ra args <<<"$words"
     run --separate-stderr bash "$submitter" "${args[@]}" </dev/null
     assert_equal "$words -> $status" "$words -> 2"
     assert_equal "$words -> $output" "$words -> "
     assert_equal "$words -> $stderr" "$words -> submit_plai_cleanup: ${message//@PROFILES@/$(hpc_test_profile_names)}"
-    assert_equal "$(calls sbatch)" 0
     [[ $(listing "$tmp") == "$before" ]] || fail "$words: created or changed something under $tmp"
   done <<'EOT'
 --bogus|--bogus: unknown option; see 'bash plai_cleanups/submit_plai_cleanup --help'
@@ -511,43 +508,49 @@ n1|n1: unexpected word; this command takes only options (see --help)
 --timeout ten|--timeout: 'ten' is not accepted; accepted: a whole number of seconds, 1 or more
 --timeout=-5|--timeout: '-5' is not accepted; accepted: a whole number of seconds, 1 or more
 EOT
+  unstub sbatch
 }
 
 @test "one job per node of the profile's partition, pinned to it, with the profile's root; job ids and reports printed" {
-  run --separate-stderr bash "$submitter" --cluster local --reports "$tmp/reports"
-  assert_success
-  assert_equal "$output" "cluster local, partition debug, local scratch root \${HPC_LOCAL_SCRATCH:-/tmp}, user $user: removing the leftovers of ended jobs
-n1: job 5000, report $tmp/reports/hpc_cleanup_n1_5000.out
-n2: job 5001, report $tmp/reports/hpc_cleanup_n2_5001.out"
-  [ -d "$tmp/reports" ]
-  argv_of sinfo 1
-  assert_equal "${argv[*]}" "-N -h -o %N %t -p debug"
-  [ "$(calls sbatch)" = 2 ]
+  # sinfo once; sbatch once per node, exactly these arguments; without --wait no squeue.
+  stub_through sinfo "$fixtures/bin/sinfo" "-N -h -o '%N %t' -p debug"
+  local n pattern
+  local -a expected plans=()
   for n in 1 2; do
-    argv_of sbatch "$n"
     # shellcheck disable=SC2016 # the profile's root, passed on unexpanded
     expected=(--parsable "--nodelist=n$n" --nodes=1 --ntasks=1 --cpus-per-task=1 --time=00:05:00 --mem=100M
       --job-name=hpc-cleanup --no-requeue "--output=$tmp/reports/hpc_cleanup_n${n}_%j.out" "--chdir=$tmp/reports"
       --partition=debug "$HPC_ROOT/plai_cleanups/cleanup_node.sh" --lib "$HPC_ROOT/plai_cleanups"
       --root '${HPC_LOCAL_SCRATCH:-/tmp}')
-    assert_equal "$(printf '%s\n' "${argv[@]}")" "$(printf '%s\n' "${expected[@]}")"
+    printf -v pattern '%q ' "${expected[@]}"
+    plans+=("$pattern")
   done
-  # Without --wait it does not wait.
-  [ "$(calls squeue)" = 0 ]
+  stub_through sbatch "$fixtures/bin/sbatch" "${plans[@]}"
+  stub squeue
+  run --separate-stderr bash "$submitter" --cluster local --reports "$tmp/reports"
+  unstub sinfo
+  unstub sbatch
+  unstub squeue
+  assert_success
+  assert_equal "$output" "cluster local, partition debug, local scratch root \${HPC_LOCAL_SCRATCH:-/tmp}, user $user: removing the leftovers of ended jobs
+n1: job 5000, report $tmp/reports/hpc_cleanup_n1_5000.out
+n2: job 5001, report $tmp/reports/hpc_cleanup_n2_5001.out"
+  [ -d "$tmp/reports" ]
 }
 
 @test "HPC_CLUSTER picks the profile; --nodes takes a hostlist; -p another partition; --dry-run reaches the jobs; reports default to \$SCRATCH" {
   export HPC_STUB_SINFO="n1 idle
 n2 mix
 n3 alloc" HPC_CLUSTER=plai
+  stub_through sinfo "$fixtures/bin/sinfo" "-N -h -o '%N %t' -p gpu"
+  stub_through sbatch "$fixtures/bin/sbatch" '--parsable --nodelist=n2 *' '--parsable --nodelist=n3 *'
   run --separate-stderr bash "$submitter" --nodes 'n[2-3]' -p gpu --dry-run
+  unstub sinfo
+  unstub sbatch
   assert_success
   assert_line --index 0 "cluster plai, partition gpu, local scratch root /scratch-ssd, user $user: dry run: each job only lists what it would remove"
   assert_line "n2: job 5000, report $SCRATCH/hpc_cleanup_reports/hpc_cleanup_n2_5000.out"
   assert_line "n3: job 5001, report $SCRATCH/hpc_cleanup_reports/hpc_cleanup_n3_5001.out"
-  argv_of sinfo 1
-  assert_equal "${argv[*]}" "-N -h -o %N %t -p gpu"
-  [ "$(calls sbatch)" = 2 ]
   argv_of sbatch 1
   assert_equal "${argv[1]} ${argv[11]} ${argv[*]: -5}" "--nodelist=n2 --partition=gpu --lib $HPC_ROOT/plai_cleanups --root /scratch-ssd --dry-run"
   argv_of sbatch 2
@@ -564,14 +567,15 @@ n6 mix
 n7 fail
 n8 maint
 n1 idle"
+  stub_through sbatch "$fixtures/bin/sbatch" '--parsable --nodelist=n1 *' '--parsable --nodelist=n6 *'
   run --separate-stderr bash "$submitter" --cluster local --reports "$tmp/reports"
+  unstub sbatch
   assert_success
   for pair in n2:down* n3:drain n4:drng n5:idle* n7:fail n8:maint; do
     assert_line "${pair%%:*}: skipped, its state is ${pair#*:} (no job can start there now)"
   done
   assert_line "n1: job 5000, report $tmp/reports/hpc_cleanup_n1_5000.out"
   assert_line "n6: job 5001, report $tmp/reports/hpc_cleanup_n6_5001.out"
-  [ "$(calls sbatch)" = 2 ]
 }
 
 @test "--wait: every node's job runs, then a table per node: removed, freed, kept and why; exit 0" {
@@ -631,11 +635,12 @@ n1 idle"
 
 @test "sinfo failing: exit 1 with the reason, nothing submitted" {
   export HPC_STUB_SINFO_RC=1
+  stub sbatch
   run --separate-stderr bash "$submitter" --cluster local --reports "$tmp/reports"
+  unstub sbatch
   assert_failure 1
   assert_equal "$stderr" "sinfo: error: Unable to contact slurm controller (connect failure)
 submit_plai_cleanup: sinfo -N -h -o %N %t -p debug failed (exit status 1): cannot list the nodes"
-  [ "$(calls sbatch)" = 0 ]
 }
 
 @test "sbatch refusing one node's job: the others are submitted, and the command exits 1 with sbatch's reason" {

@@ -27,6 +27,13 @@ unused_functions() {
       grep -qE "hpc_${BASH_REMATCH[1]}_\\\$\{[^}]+\}_${BASH_REMATCH[2]}([^a-z0-9_]|$)" <<<"$code" || printf '%s\n' "$name"
       continue
     fi
+    # A command's function is called by name, "hpc_command_$hpc_command" (job_submitter.sh), for
+    # the word that names its file: hpc_command_scaling_report in commands/scaling-report.bash.
+    if [[ $name =~ ^hpc_command_([a-z0-9_]+)$ ]]; then
+      [[ -f $HPC_ROOT/hpc_files/lib/commands/${BASH_REMATCH[1]//_/-}.bash ]] &&
+        grep -qE '"hpc_command_\$' <<<"$code" || printf '%s\n' "$name"
+      continue
+    fi
     (($(grep -oE "(^|[^a-z0-9_])$name([^a-z0-9_]|$)" <<<"$code" | wc -l) > 1)) || printf '%s\n' "$name"
   done
 }
@@ -248,4 +255,12 @@ unread_arrays() {
   printf 'used() {\n  :\n}\n# dead is named in a comment only\ndead() {\n  used\n}\n' >"$BATS_TEST_TMPDIR/x.bash"
   run unused_functions "$BATS_TEST_TMPDIR/x.bash"
   assert_output dead
+}
+
+@test "style: the dead-function check takes a command's function as called only when its file is in lib/commands/" {
+  # shellcheck disable=SC2016 # shell code as data
+  printf '%s\n' 'hpc_command_status() {' '  :' '}' 'hpc_command_no_such_thing() {' '  :' '}' \
+    '"hpc_command_$hpc_command" "$@"' >"$BATS_TEST_TMPDIR/x.bash"
+  run unused_functions "$BATS_TEST_TMPDIR/x.bash"
+  assert_output hpc_command_no_such_thing
 }

@@ -1,0 +1,58 @@
+# shellcheck shell=bash
+# cancel.bash: the command 'cancel' (bash job_submitter.sh cancel EXP|JOBID[_TASK]): scancel of the
+# recorded jobs or tasks still pending or running.
+
+# What this file reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# hpc_common.bash: the library's folder.
+declare -g hpc_lib_dir
+
+# shellcheck source=hpc_files/lib/hpc_manage.bash
+source "$hpc_lib_dir/hpc_manage.bash"
+
+# hpc_command_cancel EXP|JOBID[_TASK]: the command 'cancel'.
+hpc_command_cancel() {
+  local word
+  hpc_manage_begin "$@"
+  for word in "$@"; do
+    [[ $word != -* ]] || hpc_die_usage "$word" "unknown option of 'cancel'; see 'bash job_submitter.sh cancel --help'"
+  done
+  hpc_manage_cancel "$@"
+}
+
+# hpc_manage_cancel TARGET: cancels the recorded jobs (or tasks) of TARGET still pending or running.
+hpc_manage_cancel() {
+  (($# == 1)) || hpc_die_usage "cancel" "needs one experiment, job id or JOBID_TASK; usage: cancel EXP|JOBID[_TASK]"
+  hpc_manage_target "$1"
+  local id key
+  local -a ids=("${hpc_manage_ids[@]}") targets=() lines=() active=()
+  hpc_manage_states "${ids[@]}"
+  for id in "${ids[@]}"; do
+    hpc_manage_task_keys "$id"
+    active=()
+    for key in "${hpc_manage_keys[@]}"; do
+      # Pending, running, suspended, requeued...: whatever has not ended (or is ending).
+      case ${hpc_st_state[$key]} in
+        UNKNOWN* | COMPLETING) ;;
+        *) [[ $hpc_manifest_ended_states == *" ${hpc_st_state[$key]} "* ]] || active+=("$key") ;;
+      esac
+    done
+    ((${#active[@]})) || continue
+    if [[ ${active[0]} == *_* && -z $hpc_manage_task && ${#active[@]} -eq ${#hpc_manage_keys[@]} ]]; then
+      # Every task of the array: the array's id cancels them all.
+      targets+=("$id")
+    else
+      targets+=("${active[@]}")
+    fi
+    for key in "${active[@]}"; do
+      lines+=("cancelled $key (${hpc_manage_exp[$id]}, was ${hpc_st_state[$key]})")
+    done
+  done
+  if ((${#targets[@]} == 0)); then
+    printf 'Nothing to cancel: no recorded job of %s is pending or running.\n' "$1"
+    return 0
+  fi
+  local out
+  out=$(scancel "${targets[@]}" 2>&1) || hpc_die "scancel ${targets[*]} failed: ${out//$'\n'/ }"
+  printf '%s\n' "${lines[@]}"
+}

@@ -1,0 +1,29 @@
+# shellcheck shell=bash
+# gather.bash: the command 'gather' (bash job_submitter.sh gather EXP [--here]): the gather job of
+# the newest map of experiment EXP again, or right here (hpc_map.bash).
+
+# What this file reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# hpc_common.bash: the library's folder.
+declare -g hpc_lib_dir
+
+# shellcheck source=hpc_files/lib/hpc_manage.bash
+source "$hpc_lib_dir/hpc_manage.bash"
+
+# hpc_command_gather EXP [--here]: the command 'gather'.
+hpc_command_gather() {
+  local word
+  hpc_manage_begin "$@"
+  (($# >= 1)) && [[ $1 != -* ]] || hpc_die_usage "gather" "needs one experiment; usage: gather EXP [--here]"
+  word=${2-}
+  [[ $word != --here ]] || word=${3-}
+  [[ -z $word ]] || hpc_die_usage "gather" "unexpected word '$word'; usage: gather EXP [--here]"
+  hpc_manage_target "$1"
+  # shellcheck source=hpc_files/lib/hpc_map.bash
+  source "$hpc_lib_dir/hpc_map.bash"
+  if (($# == 2)); then
+    hpc_map_gather_here "${hpc_manage_dir%/*}/map/$1" "$1"
+  else
+    hpc_map_gather_again "${hpc_manage_dir%/*}/map/$1"
+  fi
+}

@@ -1,0 +1,140 @@
+# shellcheck shell=bash
+# resubmit.bash: the command 'resubmit' (bash job_submitter.sh resubmit EXP|JOBID [--failed]): a
+# recorded submission again, from its kept job script, in a linked manifest; with --failed only
+# what did not succeed (a map's indices: hpc_map.bash; a scaling study's runs: hpc_scaling.bash).
+
+# What this file reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# hpc_common.bash: the library's folder.
+declare -g hpc_lib_dir
+
+# shellcheck source=hpc_files/lib/hpc_manage.bash
+source "$hpc_lib_dir/hpc_manage.bash"
+
+# hpc_command_resubmit EXP|JOBID [--failed]: the command 'resubmit'.
+hpc_command_resubmit() {
+  hpc_manage_begin "$@"
+  hpc_manage_resubmit "$@"
+}
+
+# hpc_manage_resubmit TARGET [--failed]: submits the submission of TARGET again (only its failed
+# tasks with --failed) and records the new job in a linked manifest.
+hpc_manage_resubmit() {
+  local target='' failed=0 word id origin newest i key
+  for word in "$@"; do
+    case $word in
+      --failed) failed=1 ;;
+      -*) hpc_die_usage "$word" "unknown option of 'resubmit'; see 'bash job_submitter.sh resubmit --help'" ;;
+      *)
+        [[ -z $target ]] || hpc_die_usage "resubmit" "unexpected word '$word'; usage: resubmit EXP|JOBID [--failed]"
+        target=$word
+        ;;
+    esac
+  done
+  [[ -n $target ]] || hpc_die_usage "resubmit" "needs an experiment or a job id; $(hpc_manage_known)"
+  hpc_manage_target "$target"
+  [[ -z $hpc_manage_task ]] || hpc_die_usage "$target" "resubmit takes an experiment or a job id, not an array task; use --failed"
+  # The submission: the chain (first submission and its resubmissions) of the newest job named.
+  newest=${hpc_manage_ids[${#hpc_manage_ids[@]} - 1]}
+  # A map and its gather (hpc_map.bash): the failed indices come from the tasks' status files.
+  if ((failed)) && hpc_manifest_read "${hpc_manage_file[newest]}" && [[ ${hpc_mf[mode]-} == map || ${hpc_mf[mode]-} == gather ]]; then
+    # shellcheck source=hpc_files/lib/hpc_map.bash
+    source "${hpc_manage_lib%/*}/hpc_map.bash"
+    hpc_map_resubmit_failed "${hpc_manage_dir%/*}/map/${hpc_manage_exp[$newest]}"
+    return
+  fi
+  # A scaling study and its report job (hpc_scaling.bash): the failed runs from their status files.
+  if ((failed)) && [[ ${hpc_mf[mode]-} == scaling || ${hpc_mf[mode]-} == scaling-report ]]; then
+    # shellcheck source=hpc_files/lib/hpc_scaling.bash
+    source "${hpc_manage_lib%/*}/hpc_scaling.bash"
+    hpc_scaling_resubmit_failed "${hpc_manage_dir%/*}/scaling/${hpc_manage_exp[$newest]}"
+    return
+  fi
+  origin=${hpc_manage_origin[$newest]}
+  local -a chain=()
+  for id in "${!hpc_manage_file[@]}"; do
+    [[ ${hpc_manage_origin[$id]} != "$origin" ]] || chain+=("$id")
+  done
+  # The first submission's array (and throttle), when it still has its manifest; else the newest's.
+  local first=${chain[0]} spec throttle=''
+  spec=${hpc_manage_array[$first]}
+  local -a indices=()
+  if [[ -n $spec ]]; then
+    hpc_manifest_expand_array "$spec" || hpc_die "the manifest of job $first has an unreadable array '$spec'"
+    indices=("${hpc_manifest_indices[@]}")
+    throttle=$hpc_manifest_throttle
+  fi
+
+  local new_spec=$spec how=resubmit
+  if ((failed)); then
+    how='resubmit --failed'
+    hpc_manage_states "${chain[@]}"
+    # Each task's last run: the newest job of the chain whose array holds it.
+    local -A last=()
+    local -a redo=() unknown=()
+    for id in "${chain[@]}"; do
+      hpc_manage_keys "$id"
+      for key in "${hpc_manage_keys[@]}"; do
+        if [[ $key == *_* ]]; then last[${key#*_}]=$key; else last[job]=$key; fi
+      done
+    done
+    if [[ -n $spec ]]; then
+      for i in "${indices[@]}"; do
+        key=${last[$i]-}
+        [[ -n $key ]] || continue
+        [[ $hpc_manifest_failed_states != *" ${hpc_st_state[$key]} "* ]] || redo+=("$i")
+        [[ ${hpc_st_state[$key]} != UNKNOWN* ]] || unknown+=("$i")
+      done
+    else
+      key=${last[job]-$newest}
+      [[ $hpc_manifest_failed_states != *" ${hpc_st_state[$key]} "* ]] || redo+=(job)
+      [[ ${hpc_st_state[$key]} != UNKNOWN* ]] || unknown+=(job)
+    fi
+    if ((${#redo[@]} == 0)); then
+      printf 'Nothing to resubmit: no %s of %s (job %s) ended FAILED, TIMEOUT, NODE_FAIL or CANCELLED.\n' \
+        "$([[ -n $spec ]] && printf 'task' || printf 'run')" "${hpc_manage_exp[$newest]}" "$origin"
+      ((${#unknown[@]} == 0)) || printf 'The state of %s is unknown: SLURM has forgotten it.\n' \
+        "$([[ -n $spec ]] && printf 'task(s) %s' "${unknown[*]}" || printf 'the job')"
+      return 0
+    fi
+    if [[ -n $spec ]]; then
+      hpc_manifest_ranges "${redo[@]}"
+      new_spec=$hpc_manifest_ranges${throttle:+%$throttle}
+    fi
+  fi
+
+  # The newest manifest of the chain holds the options; its kept job script is resubmitted.
+  hpc_manifest_read "${hpc_manage_file[newest]}" || hpc_die "cannot read ${hpc_manage_file[newest]}"
+  local script=${hpc_mf[script]-} out new_id arg
+  if [[ -z $script || ! -f $script ]]; then
+    hpc_die "the kept job script '$script' of job $newest is gone; submit again with: bash job_submitter.sh$(printf ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"})"
+  fi
+  local -a args=(--parsable)
+  local skip=0
+  for arg in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do
+    if ((skip)); then skip=0 && continue; fi
+    case $arg in
+      --array=* | -a?*) continue ;;
+      --array | -a) skip=1 && continue ;;
+    esac
+    args+=("$arg")
+  done
+  [[ -z $new_spec ]] || args+=(--array="$new_spec")
+  # As at submission: a SLURM_TMPDIR of this shell must not reach the job (hpc_job_tmpdir_choose).
+  out=$(unset SLURM_TMPDIR && sbatch "${args[@]}" "$script" 2>&1) || hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
+  new_id=${out##*$'\n'}
+  new_id=${new_id%%;*}
+  [[ $new_id =~ ^[0-9]+$ ]] || hpc_die "sbatch gave no job id: ${out//$'\n'/ }"
+
+  # The linked manifest: the newest's lines, with this job's own values.
+  hpc_manifest_copy "${hpc_manage_file[newest]}" "$new_id" "$new_spec" "$how" ||
+    hpc_say "job $new_id was submitted, but its manifest could not be written beside ${hpc_manage_file[newest]}"
+  if [[ -n $new_spec ]]; then
+    printf 'Resubmitted %s (array %s) of %s as job %s\n' \
+      "$([[ $new_spec != "$spec" ]] && printf 'task(s) %s' "${new_spec%\%*}" || printf 'every task')" \
+      "$new_spec" "${hpc_mf[exp_name]}" "$new_id"
+  else
+    printf 'Resubmitted job %s of %s as job %s\n' "$newest" "${hpc_mf[exp_name]}" "$new_id"
+  fi
+  printf 'Output: %s\n' "$hpc_manifest_path"
+}

@@ -1,0 +1,75 @@
+# shellcheck shell=bash
+# status.bash: the command 'status' (bash job_submitter.sh status [EXP|JOBID[_TASK]]): the table
+# of the recorded jobs and array tasks with their states (hpc_manage.bash).
+
+# What this file reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# hpc_common.bash: the library's folder.
+declare -g hpc_lib_dir
+
+# shellcheck source=hpc_files/lib/hpc_manage.bash
+source "$hpc_lib_dir/hpc_manage.bash"
+
+# hpc_command_status [EXP|JOBID[_TASK]]: the command 'status'.
+hpc_command_status() {
+  local word
+  hpc_manage_begin "$@"
+  for word in "$@"; do
+    [[ $word != -* ]] || hpc_die_usage "$word" "unknown option of 'status'; see 'bash job_submitter.sh status --help'"
+  done
+  hpc_manage_status "$@"
+}
+
+# hpc_manage_status [EXP]: the table of the project's (or EXP's) jobs and array tasks.
+hpc_manage_status() {
+  (($# <= 1)) || hpc_die_usage "status" "unexpected word '$2'; usage: status [EXP|JOBID[_TASK]]"
+  local id key i
+  local -a ids=() rows_job=() rows_exp=() rows_kind=() rows_state=() rows_exit=() rows_out=()
+  if (($#)); then
+    hpc_manage_target "$1"
+    ids=("${hpc_manage_ids[@]}")
+  else
+    ids=("${!hpc_manage_file[@]}")
+    if ((${#ids[@]} == 0)); then
+      printf 'No submission of project %s is recorded (in %s).\n' "$hpc_manage_project" "$hpc_manage_dir"
+      return 0
+    fi
+  fi
+  hpc_manage_states "${ids[@]}"
+  # A map's tasks: their state from the status files they wrote (hpc_map.bash).
+  if [[ " ${hpc_manage_mode[*]} " == *" map "* ]]; then
+    # shellcheck source=hpc_files/lib/hpc_map.bash
+    source "${hpc_manage_lib%/*}/hpc_map.bash"
+    hpc_map_task_states "${hpc_manage_dir%/*}/map" "${ids[@]}"
+  fi
+  rows_job=(JOB) rows_exp=(EXP) rows_kind=(KIND) rows_state=(STATE) rows_exit=(EXIT) rows_out=(OUTPUT)
+  for id in "${ids[@]}"; do
+    hpc_manage_task_keys "$id"
+    for key in "${hpc_manage_keys[@]}"; do
+      hpc_manage_task_output "$id" "$key"
+      rows_job+=("$key") rows_exp+=("${hpc_manage_exp[$id]}") rows_kind+=("${hpc_manage_kind[$id]}")
+      rows_state+=("${hpc_st_state[$key]}${hpc_st_note[$key]:+ (${hpc_st_note[$key]})}") rows_exit+=("${hpc_st_exit[$key]}") rows_out+=("$hpc_manifest_path")
+    done
+  done
+  local w1=0 w2=0 w3=0 w4=0 w5=0
+  for i in "${!rows_job[@]}"; do
+    ((${#rows_job[i]} <= w1)) || w1=${#rows_job[i]}
+    ((${#rows_exp[i]} <= w2)) || w2=${#rows_exp[i]}
+    ((${#rows_kind[i]} <= w3)) || w3=${#rows_kind[i]}
+    ((${#rows_state[i]} <= w4)) || w4=${#rows_state[i]}
+    ((${#rows_exit[i]} <= w5)) || w5=${#rows_exit[i]}
+  done
+  for i in "${!rows_job[@]}"; do
+    printf '%-*s  %-*s  %-*s  %-*s  %-*s  %s\n' "$w1" "${rows_job[i]}" "$w2" "${rows_exp[i]}" \
+      "$w3" "${rows_kind[i]}" "$w4" "${rows_state[i]}" "$w5" "${rows_exit[i]}" "${rows_out[i]}"
+  done
+  # What a job's log says it lost: a --copy-back path that no node had (hpc_job_copy_back_missing);
+  # and a stop at the time-limit warning, which a state of FAILED (exit 128+SIGUSR1) hides.
+  local line
+  for ((i = 1; i < ${#rows_job[@]}; i++)); do
+    [[ -f ${rows_out[i]} && -r ${rows_out[i]} ]] || continue
+    while IFS= read -r line; do
+      printf '%s: %s\n' "${rows_job[i]}" "${line#\[hpc * }"
+    done < <(grep -m 5 -h -e '] copy-back WARNING: ' -e '] stopped at the time-limit warning ' -- "${rows_out[i]}" 2>/dev/null)
+  done
+}
