@@ -30,7 +30,7 @@ declare -g hpc_source_dir hpc_python_helpers_dir hpc_opt_time_accepted hpc_opt_w
   hpc_plan_script hpc_plan_source_dir hpc_profile_defaults_mem_no_gpu hpc_profile_gpu_gres_name \
   hpc_profile_name hpc_job_map_keys hpc_job_map_policy hpc_job_map_rerun hpc_manage_dir \
   hpc_manage_project hpc_manifest_path hpc_manifest_ranges hpc_map_start_utc
-declare -ga hpc_submit_argv hpc_configs_argv hpc_manage_keys hpc_mf_lines
+declare -ga hpc_submit_argv hpc_configs_argv hpc_configs_names hpc_manage_keys hpc_mf_lines
 declare -gA hpc_mf
 
 # shellcheck source=hpc_files/lib/hpc_followup.bash
@@ -268,13 +268,15 @@ hpc_map_dry_run() {
 hpc_map_check_gather_references() {
   local name
   ((${#hpc_map_gather_words[@]})) || return 0
-  while IFS= read -r name; do
+  # The names in this shell (no process): hpc_configs_reference_names.
+  hpc_configs_reference_names "${hpc_map_gather_words[@]}" || return 0
+  for name in ${hpc_configs_names[@]+"${hpc_configs_names[@]}"}; do
     case ${name%:-} in
       map_item | map_index | task_dir)
         hpc_say "warning: the gather command uses \${${name%:-}}, which is each task's own and undefined in the gather job"
         ;;
     esac
-  done < <(hpc_configs_references "${hpc_map_gather_words[@]}")
+  done
 }
 
 # hpc_map_manifest_json: writes map_dir/manifest.json (atomically): the command, the resolved
@@ -352,7 +354,7 @@ hpc_map_submit_gather() {
   hpc_map_gather_plan
   hpc_plan_render
   printf '%s' "$hpc_plan_script" >"$hpc_map_dir/gather.sh" || return 1
-  if ! out=$(unset SLURM_TMPDIR && sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
+  if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
     printf 'sbatch refused the gather job: %s\n' "$out" >&2
     return 1
   fi
@@ -373,7 +375,7 @@ hpc_map_submit_part() {
   local first=${1%-*} last=${1#*-} script out id prev=${hpc_map_array_ids[-1]}
   printf -v script '%s\nhpc_job_map_offset=%q\nhpc_job_map_dir=%q\nhpc_job_main\n' \
     "${hpc_plan_script%$'\n'hpc_job_main*}" "$first" "$hpc_map_dir"
-  if ! out=$(unset SLURM_TMPDIR && sbatch --parsable --hold --dependency="afterany:$prev" \
+  if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable --hold --dependency="afterany:$prev" \
     "${hpc_plan_sbatch_args[@]/#--array=*/--array=0-$((last - first))%${hpc_plan_array#*%}}" 2>&1 <<<"$script"); then
     hpc_say "sbatch refused part $1 of the map: $out"
     return 1
@@ -426,7 +428,7 @@ hpc_map_after_submit() {
     hpc_map_gather_ids=("$gather_id")
   fi
   hpc_map_manifest_json || hpc_map_undo "cannot write $hpc_map_dir/manifest.json"
-  out=$(scontrol release "${hpc_map_array_ids[@]}" 2>&1) || hpc_map_undo "scontrol release ${hpc_map_array_ids[*]} failed: $out"
+  out=$(exec scontrol release "${hpc_map_array_ids[@]}" 2>&1) || hpc_map_undo "scontrol release ${hpc_map_array_ids[*]} failed: $out"
   trap - EXIT
   printf 'Map %s: array job %s (%s), folder %s\n' "$hpc_map_id" "$id" "$hpc_plan_array" "$hpc_map_dir"
   ((${#hpc_map_parts[@]} == 0)) ||
@@ -523,7 +525,7 @@ hpc_map_resubmit_failed() {
     printf -v text '%s\nhpc_job_map_offset=0\nhpc_job_map_indices=%q\nhpc_job_main\n' "${script%$'\n'hpc_job_main*}" "${part_lists[k]}"
     after=()
     ((k == 0)) || after=(--dependency="afterany:${new_ids[-1]}")
-    if ! out=$(unset SLURM_TMPDIR && sbatch --parsable --hold --array="${part_specs[k]}" ${after[@]+"${after[@]}"} 2>&1 <<<"$text"); then
+    if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable --hold --array="${part_specs[k]}" ${after[@]+"${after[@]}"} 2>&1 <<<"$text"); then
       ((${#new_ids[@]} == 0)) || scancel "${new_ids[@]}" 2>/dev/null || true
       hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }${new_ids[*]:+; its parts ${new_ids[*]} were cancelled}"
     fi
@@ -539,7 +541,7 @@ hpc_map_resubmit_failed() {
   done
   if [[ -f $dir/gather.sh ]]; then
     printf -v text '%s:' "${new_ids[@]}"
-    if ! out=$(unset SLURM_TMPDIR && sbatch --parsable --dependency="afterany:${text%:}" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1); then
+    if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable --dependency="afterany:${text%:}" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1); then
       scancel "${new_ids[@]}" 2>/dev/null || true
       hpc_die "sbatch refused the new gather job: ${out//$'\n'/ }; the resubmission ${new_ids[*]} was cancelled"
     fi
@@ -557,7 +559,7 @@ hpc_map_resubmit_failed() {
   if [[ -n $gather_id && -n ${ids[0]-} && -n ${hpc_manage_file[${ids[0]}]-} ]]; then
     hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$gather_id" '' "resubmit --failed" || hpc_say "gather job $gather_id was submitted, but its manifest could not be written"
   fi
-  out=$(scontrol release "${new_ids[@]}" 2>&1) || {
+  out=$(exec scontrol release "${new_ids[@]}" 2>&1) || {
     scancel "${new_ids[@]}" ${gather_id:+"$gather_id"} 2>/dev/null || true
     hpc_die "scontrol release ${new_ids[*]} failed: $out; the resubmission was cancelled"
   }
@@ -651,7 +653,7 @@ hpc_map_gather_again() {
     esac
   done <"$hpc_map_dir/gather.sh"
   script=$kept
-  out=$(unset SLURM_TMPDIR && sbatch --parsable 2>&1 <<<"$script") || hpc_die "sbatch refused the gather job: ${out//$'\n'/ }"
+  out=$(unset SLURM_TMPDIR && exec sbatch --parsable 2>&1 <<<"$script") || hpc_die "sbatch refused the gather job: ${out//$'\n'/ }"
   id=${out##*$'\n'}
   id=${id%%;*}
   local -a ids=()

@@ -369,7 +369,8 @@ hpc_submit_main() {
   # known, beside the job's output and named like it (SLURM keeps its own copy of what it runs).
   hpc_plan_render
   # A SLURM_TMPDIR of the submitting shell must not reach the job (sbatch passes the environment on).
-  if ! out=$(unset SLURM_TMPDIR && sbatch --parsable "${hpc_submit_hold[@]}" "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
+  # exec: without it, Bash forks once more for a command with redirections in $(...).
+  if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable "${hpc_submit_hold[@]}" "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
     hpc_die "sbatch refused the job: $out"
   fi
   ((${#hpc_submit_made[@]} == 0)) || trap - EXIT
