@@ -57,11 +57,13 @@ forks_of() {
   assert_equal "$forks" "flock sbatch"
 }
 
-@test "a map with a gather starts six processes: flock, the held array's sbatch, one mkdir for its folder, the gather's subshell (its plan stays apart) and sbatch, scontrol release" {
+@test "a map with a gather starts six processes: flock, the held array's sbatch, one mkdir for its folder, the gather's subshell (its plan stays apart) and sbatch, scontrol release; it reads the map's submission code only" {
   # As SLURM says it (scontrol show config): kept for 10 minutes, so not asked the second time.
   export HPC_STUB_MAX_ARRAY_SIZE=1001
   forks_of -y -g 0 --map-range 0-5 --max-concurrent 2 --gather "python -c pass" -e speed
   assert_equal "$forks" "- flock mkdir sbatch sbatch scontrol"
+  # The map's code for submitting, not its management and job side (hpc_map.bash).
+  [[ " $files " == *" hpc_map_submit.bash "* && " $files " != *" hpc_map.bash "* ]] || fail "map libraries read: $files"
 }
 
 @test "a scaling study of 4 runs starts eleven processes: the fit check's subshell, flock, the held report job's and the 4 runs' sbatch, one mkdir each for the study's folder and its runs' folders, scontrol update and release; sinfo is asked no more once its answer is kept" {
