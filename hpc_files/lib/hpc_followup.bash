@@ -120,7 +120,7 @@ hpc_followup_final_state() {
   local status=$1 line state='' job=${SLURM_JOB_ID:?} run limit
   # An array task by its own name: the array's job id shows every task of the array.
   [[ -z ${SLURM_ARRAY_TASK_ID:-} ]] || job=${SLURM_ARRAY_JOB_ID:?}_$SLURM_ARRAY_TASK_ID
-  line=$(scontrol show job -o "$job" 2>/dev/null) || line=
+  line=$(exec scontrol show job -o "$job" 2>/dev/null) || line=
   [[ $line =~ JobState=([A-Z_]+) ]] && state=${BASH_REMATCH[1]}
   if [[ $state == COMPLETING ]]; then
     state=CANCELLED

@@ -81,7 +81,7 @@ hpc_manifest_git() {
   done
   command -v git >/dev/null 2>&1 || return 0
   # One process for both: the commit (# branch.oid) and the changed tracked files.
-  out=$(GIT_OPTIONAL_LOCKS=0 git -C "$1" status --porcelain=v2 --branch --untracked-files=no 2>/dev/null) || return 0
+  out=$(export GIT_OPTIONAL_LOCKS=0 && exec git -C "$1" status --porcelain=v2 --branch --untracked-files=no 2>/dev/null) || return 0
   hpc_manifest_git_dirty=no
   while IFS= read -r line; do
     case $line in

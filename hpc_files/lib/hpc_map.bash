@@ -1,440 +1,11 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2034 # hpc_plan_* and hpc_map_* set here are read by hpc_plan.bash, hpc_submit.bash and the job
-# hpc_map.bash: map + gather. --map-range A-B or --map-over FILE is one array job (one task per
-# index or per item, a throttle always set); --gather CMD or --gather-configs FILE adds one gather
-# job that runs when the array has ended, whatever its tasks' fate (hpc_followup.bash: afterany,
-# --kill-on-invalid-dep=yes), applies the --gather-when policy to what the tasks wrote, and runs
-# the command only when it is met. Loaded by the submitter only for these options, and by the job
-# only for the modes 'map' and 'gather'.
-#
-# The map's folder, map_dir = ${scratch_dir}/hpc_outputs/map/<exp_name>/<map_id> with map_id =
-# YYYYmmdd-HHMMSS-<array job id>, holds manifest.json, items.txt (the frozen list: comments and
-# blank lines dropped, one item per line), tasks/<i>/status.json (hpc_followup.bash) and
-# tasks/<i>/result.json (written by the task through hpc_helpers.mapreduce), map_status.tsv/.json
-# (the gather's first step) and gather_<jobid>.out. The array is submitted held (--hold), its
-# folder made, the gather submitted, then the array released: a task never starts before its
-# items are frozen, and a failure in between cancels what was submitted.
-#
-# Task variables: map_index (SLURM_ARRAY_TASK_ID), map_item (line map_index of items.txt, else
-# the index), map_count, map_dir, task_dir = ${map_dir}/tasks/${map_index}. Gather variables:
-# map_dir, map_count, map_ok, map_failed (space-separated indices), map_n_ok, map_n_failed,
-# map_status_file.
+# hpc_map.bash: map + gather after submission: resubmit --failed, gather EXP, the status of a
+# map's tasks, and the job's side (a task's variables and status, the gather's first step). The
+# design, and what is done at submission: hpc_map_submit.bash, loaded here first. Loaded by the
+# management commands, and by the job only for the modes 'map' and 'gather'.
 
-# What this library reads, set by the others: declared here, not set (values already there are
-# kept), so that the linter knows each name and catches a misspelt one.
-# The submitter's paths, argv, options, plan and profile; the configs file's argv
-# (hpc_configs.bash); the job's plan (hpc_job_map_*); hpc_manage.bash and hpc_manifest.bash
-# (resubmit); hpc_followup_utc: the start time.
-declare -g hpc_source_dir hpc_python_helpers_dir hpc_opt_time_accepted hpc_opt_wandb_offline \
-  hpc_plan_cluster hpc_plan_exp_name hpc_plan_outputs_dir hpc_plan_partition hpc_plan_runner \
-  hpc_plan_script hpc_plan_source_dir hpc_profile_defaults_mem_no_gpu hpc_profile_gpu_gres_name \
-  hpc_profile_name hpc_job_map_keys hpc_job_map_policy hpc_job_map_rerun hpc_manage_dir \
-  hpc_manage_project hpc_manifest_path hpc_manifest_ranges hpc_map_start_utc
-declare -ga hpc_submit_argv hpc_configs_argv hpc_manage_keys hpc_mf_lines
-declare -gA hpc_mf
-
-# shellcheck source=hpc_files/lib/hpc_followup.bash
-source "${BASH_SOURCE[0]%/*}/hpc_followup.bash"
-
-# ---------------------------------------------------------------------------------------------
-# Submission
-
-# hpc_map_read_items FILE: reads the list FILE into hpc_map_items: one item per line, exactly as
-# written (a CR before the newline dropped), without blank lines and lines whose first non-blank
-# character is '#'. Exit 2 when FILE is missing, not a regular file, holds a NUL byte (which Bash
-# cannot hold: the item would be cut short) or holds no item.
-hpc_map_read_items() {
-  local file=$1 line
-  local -a lines
-  [[ -e $file ]] || hpc_die_usage "--map-over" "'$file': no such file; accepted: a list file, one item per line"
-  [[ -f $file && -r $file ]] || hpc_die_usage "--map-over" "'$file' is not a readable regular file; accepted: a list file, one item per line"
-  if ! cmp -s -- "$file" <(LC_ALL=C tr -d '\000' <"$file"); then
-    hpc_die_usage "--map-over" "'$file' holds a NUL byte (a binary file?); accepted: a text list file, one item per line"
-  fi
-  mapfile -t lines <"$file"
-  hpc_map_items=()
-  for line in "${lines[@]}"; do
-    line=${line%$'\r'}
-    [[ $line == *[![:space:]]* ]] || continue
-    [[ $line =~ ^[[:space:]]*# ]] && continue
-    hpc_map_items+=("$line")
-  done
-  ((${#hpc_map_items[@]})) || hpc_die_usage "--map-over" "'$file' has no items (only blank lines and comments); accepted: a list file, one item per line"
-}
-
-# hpc_map_parse_command OPTION TEXT: reads TEXT, a command written as in the configs file, into
-# hpc_map_gather_words (templates; nothing evaluated). Exit 2 naming OPTION on a malformed one.
-hpc_map_parse_command() {
-  local LC_ALL=C option=$1 _hpc_configs_text=$2
-  local -a _hpc_configs_lines=() _hpc_configs_found=()
-  local -A _hpc_configs_run_text=() _hpc_configs_run_lines=()
-  local _hpc_configs_next=0 _hpc_configs_long='' _hpc_configs_rest='' _hpc_configs_line=0
-  local _hpc_configs_at=0 _hpc_configs_size=0
-  local _hpc_configs_word='' _hpc_configs_depth=0 _hpc_configs_error=''
-  [[ $_hpc_configs_text == *$'\n' ]] || _hpc_configs_text+=$'\n'
-  _hpc_configs_split_lines
-  _hpc_configs_parse || true
-  [[ -z $_hpc_configs_error ]] || hpc_die_usage "$option" "$_hpc_configs_error; accepted: one command written as in a shell"
-  ((${#_hpc_configs_found[@]})) || hpc_die_usage "$option" "no command in it; accepted: one command written as in a shell"
-  hpc_map_gather_words=("${_hpc_configs_found[@]}")
-}
-
-# hpc_map_gather_option_given: sets hpc_map_given to the first gather setting given
-# (--gather-when, --gather-cpus, --gather-gpus or --gather-time), for a message.
-hpc_map_gather_option_given() {
-  local name variable
-  for name in when cpus gpus time; do
-    variable=hpc_opt_gather_$name
-    hpc_map_given=--gather-$name
-    [[ -z ${!variable} ]] || return 0
-  done
-}
-
-# hpc_map_check_options: the map and gather options on their own and together; exit 2 with one
-# line on bad input. Sets hpc_map_first, hpc_map_last, hpc_map_count and hpc_map_items.
-hpc_map_check_options() {
-  local re='^([0-9]{1,9})-([0-9]{1,9})$'
-  hpc_map_items=()
-  if [[ -n $hpc_opt_map_range && -n $hpc_opt_map_over ]]; then
-    hpc_die_usage "--map-range/--map-over" "choose one: a range of indices or a list file"
-  fi
-  hpc_map_repeat=0
-  if [[ -n $hpc_opt_repeat && -z $hpc_opt_map_range$hpc_opt_map_over && -n $hpc_opt_gather$hpc_opt_gather_configs ]]; then
-    # --repeat K with a gather: a map over 0..K-1 whose tasks also get seed and their own
-    # checkpoints_dir, as repeats do.
-    hpc_opt_map_range=0-$((hpc_opt_repeat - 1)) hpc_opt_repeat='' hpc_map_repeat=1
-  fi
-  if [[ -z $hpc_opt_map_range$hpc_opt_map_over ]]; then
-    [[ -z $hpc_opt_gather$hpc_opt_gather_configs ]] ||
-      hpc_die_usage "--gather" "needs a map or repeats to gather; accepted with --map-range, --map-over or --repeat"
-    hpc_map_gather_option_given
-    hpc_die_usage "$hpc_map_given" "is for a gather; accepted with --map-range or --map-over and --gather"
-  fi
-  if [[ -n $hpc_opt_wandb_sweepid || $hpc_opt_wandb_offline == 1 || -n $hpc_opt_repeat ]]; then
-    hpc_die_usage "--map-range/--map-over" "a map is its own array; accepted without -w, --wandb-offline and --repeat"
-  fi
-  if [[ -n $hpc_opt_map_range ]]; then
-    if ! [[ $hpc_opt_map_range =~ $re ]] || ((10#${BASH_REMATCH[1]} > 10#${BASH_REMATCH[2]})); then
-      hpc_die_usage "--map-range" "'$hpc_opt_map_range' is not accepted; accepted: A-B, whole numbers with A <= B, e.g. 0-3"
-    fi
-    hpc_map_first=$((10#${BASH_REMATCH[1]})) hpc_map_last=$((10#${BASH_REMATCH[2]}))
-  else
-    hpc_map_read_items "$hpc_opt_map_over"
-    hpc_map_first=0 hpc_map_last=$((${#hpc_map_items[@]} - 1))
-  fi
-  hpc_map_count=$((hpc_map_last - hpc_map_first + 1))
-  if [[ -n $hpc_opt_gather && -n $hpc_opt_gather_configs ]]; then
-    hpc_die_usage "--gather/--gather-configs" "choose one: the command, or a file holding it"
-  fi
-  if [[ -z $hpc_opt_gather$hpc_opt_gather_configs && -n $hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]; then
-    hpc_map_gather_option_given
-    hpc_die_usage "$hpc_map_given" "is for a gather; accepted with --gather or --gather-configs"
-  fi
-  hpc_map_policy=${hpc_opt_gather_when:-all-ok}
-  if [[ $hpc_map_policy =~ ^min-ok=([0-9]{1,9})%$ ]]; then
-    ((10#${BASH_REMATCH[1]} >= 1 && 10#${BASH_REMATCH[1]} <= 100)) ||
-      hpc_die_usage "--gather-when" "'$hpc_map_policy': a percentage must be 1 to 100"
-  elif [[ $hpc_map_policy =~ ^min-ok=([0-9]{1,9})$ ]]; then
-    ((10#${BASH_REMATCH[1]} >= 1)) ||
-      hpc_die_usage "--gather-when" "'$hpc_map_policy': at least 1 task must be ok; accepted: min-ok=1 to min-ok=$hpc_map_count"
-    ((10#${BASH_REMATCH[1]} <= hpc_map_count)) ||
-      hpc_die_usage "--gather-when" "'$hpc_map_policy' asks for more tasks than the map has ($hpc_map_count); accepted: min-ok=1 to min-ok=$hpc_map_count"
-  elif [[ $hpc_map_policy != all-ok && $hpc_map_policy != always ]]; then
-    hpc_die_usage "--gather-when" "'$hpc_map_policy' is not accepted; accepted: all-ok, always, min-ok=K or min-ok=P%"
-  fi
-  if [[ -n $hpc_opt_gather_cpus ]]; then
-    hpc_opt_is_count "$hpc_opt_gather_cpus" 1 || hpc_die_usage "--gather-cpus" "'$hpc_opt_gather_cpus' is not accepted; accepted: a whole number of CPUs, 1 or more"
-  fi
-  if [[ -n $hpc_opt_gather_gpus ]]; then
-    hpc_opt_is_count "$hpc_opt_gather_gpus" 0 || hpc_die_usage "--gather-gpus" "'$hpc_opt_gather_gpus' is not accepted; accepted: a whole number of GPUs, 0 or more"
-  fi
-  if [[ -n $hpc_opt_gather_time ]]; then
-    hpc_opt_check_time "$hpc_opt_gather_time" || hpc_die_usage "--gather-time" "'$hpc_opt_gather_time' is not accepted; accepted: $hpc_opt_time_accepted"
-  fi
-  hpc_map_gather_words=()
-  if [[ -n $hpc_opt_gather ]]; then
-    hpc_map_parse_command --gather "$hpc_opt_gather"
-  elif [[ -n $hpc_opt_gather_configs ]]; then
-    local saved=("${hpc_configs_words[@]}") rc=0
-    hpc_configs_read "$hpc_opt_gather_configs" 2>/dev/null || rc=$?
-    if ((rc)); then
-      # The reader's own message names -C/--configs: read again for it, under this option's name.
-      local message
-      message=$(hpc_configs_read "$hpc_opt_gather_configs" 2>&1) || true
-      message=${message#*: -C/--configs: }
-      hpc_die_usage "--gather-configs" "$message"
-    fi
-    hpc_map_gather_words=("${hpc_configs_words[@]}")
-    hpc_configs_words=("${saved[@]}")
-  fi
-}
-
-# hpc_map_plan: after hpc_plan_make: the array (range and throttle), the tasks' output files,
-# and the lines of the tasks' job script that say which map they belong to.
-hpc_map_plan() {
-  local throttle i max
-  hpc_plan_mode=map
-  throttle=${hpc_opt_max_concurrent:-${hpc_profile_array_throttle:-10}}
-  if [[ -n $hpc_opt_gather_gpus && -n $hpc_profile_gpu_max_per_node ]] && ((hpc_opt_gather_gpus > hpc_profile_gpu_max_per_node)); then
-    hpc_die_usage "--gather-gpus" "$hpc_opt_gather_gpus GPUs is more than a node of cluster $hpc_profile_name has; accepted: 0 to $hpc_profile_gpu_max_per_node"
-  fi
-  hpc_manifest_check_array_size 1 0
-  max=${hpc_manifest_max_job_count:-}
-  # More tasks than SLURM keeps jobs could never all be submitted (and each part is an sbatch).
-  if [[ -n $max ]] && ((hpc_map_count > max)); then
-    local option=--map-range
-    [[ -z $hpc_opt_map_over ]] || option=--map-over
-    ((hpc_map_repeat == 0)) || option=--repeat
-    hpc_die_usage "$option" "$hpc_map_count tasks are more than this cluster can hold (MaxJobCount $max); accepted: at most $max tasks"
-  fi
-  max=${hpc_manifest_max_array_size:-}
-  # Indices at or above MaxArraySize: several arrays (parts) of at most MaxArraySize tasks,
-  # task ids from 0, each part's first index added in the job (hpc_job_map_offset). A part
-  # starts after the one before it (afterany), so that the throttle holds for the whole map.
-  hpc_map_parts=()
-  if [[ -n $max ]] && ((hpc_map_last >= max && max > 0)); then
-    local start
-    for ((start = hpc_map_first; start <= hpc_map_last; start += max)); do
-      hpc_map_parts+=("$start-$((start + max - 1 < hpc_map_last ? start + max - 1 : hpc_map_last))")
-    done
-    hpc_plan_array=0-$((max - 1 < hpc_map_last - hpc_map_first ? max - 1 : hpc_map_last - hpc_map_first))%$throttle
-  else
-    hpc_plan_array=$hpc_map_first-$hpc_map_last%$throttle
-  fi
-  hpc_plan_array_count=$hpc_map_count
-  hpc_plan_output=${hpc_plan_output%_%j.out}_%A_%a.out
-  for i in "${!hpc_plan_sbatch_args[@]}"; do
-    [[ ${hpc_plan_sbatch_args[i]} != --output=* ]] || hpc_plan_sbatch_args[i]=--output=$hpc_plan_output
-  done
-  hpc_plan_sbatch_args+=(--array="$hpc_plan_array")
-  printf -v hpc_map_stamp '%(%Y%m%d-%H%M%S)T' -1
-  hpc_map_root=$hpc_plan_outputs_dir/map/$hpc_plan_exp_name
-  printf -v hpc_plan_extra_lines 'hpc_job_map_root=%q\nhpc_job_map_stamp=%q\nhpc_job_map_count=%q\nhpc_job_map_has_items=%q\nhpc_job_map_attempt=1\nhpc_job_map_log=%q\nhpc_job_map_repeat=%q\nhpc_job_map_offset=%q\n' \
-    "$hpc_map_root" "$hpc_map_stamp" "$hpc_map_count" "$((${#hpc_map_items[@]} > 0))" "$hpc_plan_output" "$hpc_map_repeat" \
-    "$((${#hpc_map_parts[@]} ? hpc_map_first : 0))"
-  # Held until its folder and items exist and its gather is submitted (hpc_map_after_submit).
-  hpc_submit_hold=(--hold)
-  hpc_map_check_gather_references
-}
-
-# hpc_map_check_gather_fit: (after hpc_submit_check_fit, which leaves what sinfo said in
-# hpc_slurm_text) exit 2 when the gather asks for more CPUs or GPUs than the largest node of
-# the partition has.
-hpc_map_check_gather_fit() {
-  local text=$'\n'${hpc_slurm_text:-}$'\n' part=$hpc_plan_partition line cpus gpus
-  ((${#hpc_map_gather_words[@]})) || return 0
-  if [[ -z $part ]]; then
-    part=${hpc_slurm_text%%$'\n'*}
-    part=${part#d}
-    part=${part# }
-  fi
-  [[ -n $part && $text == *$'\n'"p $part "* ]] || return 0
-  line=${text#*$'\n'"p $part "}
-  read -r _ cpus _ gpus <<<"${line%%$'\n'*}"
-  if [[ $cpus =~ ^[0-9]+$ ]] && ((cpus > 0 && ${hpc_opt_gather_cpus:-1} > cpus)); then
-    hpc_die_usage "--gather-cpus" "$hpc_opt_gather_cpus CPUs is more than a node of partition $part has ($cpus); accepted: 1 to $cpus"
-  fi
-  if [[ $gpus =~ ^[0-9]+$ ]] && ((${hpc_opt_gather_gpus:-0} > gpus)); then
-    hpc_die_usage "--gather-gpus" "$hpc_opt_gather_gpus GPUs is more than a node of partition $part has ($gpus); accepted: 0 to $gpus"
-  fi
-}
-
-# hpc_map_dry_run: (--dry-run, after the tasks' part) prints the map: the array and throttle,
-# the first and last task's variables, the gather job's script, sbatch options and dependency.
-# The last step of a dry run: it leaves the plan the gather's.
-hpc_map_dry_run() {
-  local last_item=$hpc_map_last first_item=$hpc_map_first
-  if ((${#hpc_map_items[@]})); then first_item=${hpc_map_items[0]} last_item=${hpc_map_items[-1]}; fi
-  hpc_map_dir=$hpc_map_root/$hpc_map_stamp-ARRAYID
-  printf '\n== map\nOne array of %s task(s): --array=%s (at most %s at once), folder %s\n' \
-    "$hpc_map_count" "$hpc_plan_array" "${hpc_plan_array#*%}" "$hpc_map_dir"
-  ((${#hpc_map_parts[@]} == 0)) ||
-    printf 'Above MaxArraySize %s: %s arrays, each after the one before (afterany), indices %s\n' \
-      "$hpc_manifest_max_array_size" "${#hpc_map_parts[@]}" "${hpc_map_parts[*]}"
-  printf 'first task: map_index=%s map_item=%s map_count=%s task_dir=%s\n' "$hpc_map_first" "$first_item" "$hpc_map_count" "$hpc_map_dir/tasks/$hpc_map_first"
-  printf 'last task:  map_index=%s map_item=%s map_count=%s task_dir=%s\n' "$hpc_map_last" "$last_item" "$hpc_map_count" "$hpc_map_dir/tasks/$hpc_map_last"
-  ((${#hpc_map_gather_words[@]})) || return 0
-  hpc_map_array_ids=(ARRAYID)
-  hpc_map_gather_plan
-  hpc_plan_render
-  printf '\n== gather job: after the array, policy %s\nsbatch' "$hpc_map_policy"
-  printf ' %q' "${hpc_plan_sbatch_args[@]}"
-  printf ' GATHER_SCRIPT\n\n== gather job script\n'
-  printf '%s\n' "$hpc_plan_script" | hpc_mask_stream
-}
-
-# hpc_map_check_gather_references: warns when the gather command uses a task's own variable
-# (map_index, map_item, task_dir), which the gather job does not define.
-hpc_map_check_gather_references() {
-  local name
-  ((${#hpc_map_gather_words[@]})) || return 0
-  while IFS= read -r name; do
-    case ${name%:-} in
-      map_item | map_index | task_dir)
-        hpc_say "warning: the gather command uses \${${name%:-}}, which is each task's own and undefined in the gather job"
-        ;;
-    esac
-  done < <(hpc_configs_references "${hpc_map_gather_words[@]}")
-}
-
-# hpc_map_manifest_json: writes map_dir/manifest.json (atomically): the command, the resolved
-# options, the array and gather ids, the git commit and its dirty flag.
-hpc_map_manifest_json() {
-  local argv command sbatch gather array_ids gather_ids json
-  # The user's words and commands with every secret masked, as in the toolkit's manifest.
-  local -a words=(${hpc_submit_argv[@]+"${hpc_submit_argv[@]}"}) templates=("${hpc_configs_words[@]}")
-  local -a gather_templates=(${hpc_map_gather_words[@]+"${hpc_map_gather_words[@]}"})
-  hpc_mask_vars words templates gather_templates
-  hpc_followup_json_list argv ${words[@]+"${words[@]}"}
-  hpc_followup_json_list command "${templates[@]}"
-  hpc_followup_json_list sbatch "${hpc_plan_sbatch_args[@]}"
-  hpc_followup_json_list gather ${gather_templates[@]+"${gather_templates[@]}"}
-  hpc_followup_json_list array_ids "${hpc_map_array_ids[@]}"
-  hpc_followup_json_list gather_ids ${hpc_map_gather_ids[@]+"${hpc_map_gather_ids[@]}"}
-  # The git commit: hpc_manifest_write has just asked git (one process per submission).
-  [[ -v hpc_manifest_git_commit ]] || hpc_manifest_git "$hpc_plan_source_dir"
-  hpc_followup_json_object json "map_id=$hpc_map_id" "exp_name=$hpc_plan_exp_name" "map_dir=$hpc_map_dir" \
-    "array=$hpc_plan_array" "count:=$hpc_map_count" "first:=$hpc_map_first" "last:=$hpc_map_last" \
-    "policy=$hpc_map_policy" "kind=$hpc_plan_kind" "cluster=$hpc_plan_cluster" \
-    "git_commit=${hpc_manifest_git_commit:-}" "git_dirty=${hpc_manifest_git_dirty:-}"
-  json=${json%\}}
-  json+=", \"array_ids\": $array_ids, \"gather_ids\": $gather_ids"
-  json+=", \"argv\": $argv, \"command\": $command, \"sbatch\": $sbatch, \"gather_command\": $gather}"
-  # Written once, before any task can start (the array is still held): no reader sees it half.
-  printf '%s\n' "$json" >"$hpc_map_dir/manifest.json"
-}
-
-# hpc_map_gather_plan: turns the plan into the gather job's: one node, one task, --gather-cpus
-# CPUs (1), --gather-gpus GPUs (0), --gather-time (00:30:00), no launcher, the same runner;
-# after every array of the map (afterany), output in the map's folder.
-hpc_map_gather_plan() {
-  local gpus=${hpc_opt_gather_gpus:-0} arg
-  local -a keep=()
-  hpc_plan_mode=gather hpc_plan_launcher=none hpc_plan_nodes=1 hpc_plan_ntasks_per_node=1 hpc_plan_array=''
-  hpc_plan_cpus_per_task=${hpc_opt_gather_cpus:-1} hpc_plan_gpus=$gpus
-  hpc_plan_time=${hpc_opt_gather_time:-00:30:00}
-  hpc_plan_kind=$hpc_plan_runner-gather
-  hpc_plan_output=$hpc_map_dir/gather_%j.out
-  hpc_plan_mem=$hpc_profile_defaults_mem_no_gpu
-  if ((gpus > 0)); then
-    hpc_plan_gres=$hpc_profile_gpu_gres_name:${hpc_plan_gpu_type:+$hpc_plan_gpu_type:}$gpus
-    [[ -z ${hpc_plan_mem_per_gpu:-} ]] || hpc_plan_mem=$(hpc_plan_mem_times "$hpc_plan_mem_per_gpu" "$gpus")
-  else
-    hpc_plan_gres=''
-  fi
-  hpc_followup_sbatch_args "${hpc_map_array_ids[@]}"
-  for arg in "${hpc_plan_sbatch_args[@]}"; do
-    case $arg in
-      --job-name=*) keep+=("$arg-gather") ;;
-      --nodes=* | --ntasks-per-node=* | --cpus-per-task=* | --mem=* | --time=* | --output=* | --gres=* | --array=* | --signal=*) ;;
-      --requeue | --open-mode=*) ;;
-      *) keep+=("$arg") ;;
-    esac
-  done
-  hpc_plan_sbatch_args=("${keep[@]}" --nodes=1 --ntasks-per-node=1 --cpus-per-task="$hpc_plan_cpus_per_task"
-    --time="$hpc_plan_time" --output="$hpc_plan_output" "${hpc_followup_sbatch[@]}")
-  [[ -z $hpc_plan_mem ]] || hpc_plan_sbatch_args+=(--mem="$hpc_plan_mem")
-  [[ -z $hpc_plan_gres ]] || hpc_plan_sbatch_args+=(--gres="$hpc_plan_gres")
-  local rerun keys
-  printf -v rerun 'bash job_submitter.sh resubmit %q --failed' "$hpc_plan_exp_name"
-  keys=$hpc_map_first-$hpc_map_last
-  printf -v hpc_plan_extra_lines 'hpc_job_map_dir=%q\nhpc_job_map_keys=%q\nhpc_job_map_count=%q\nhpc_job_map_policy=%q\nhpc_job_map_rerun=%q\nhpc_job_map_array_ids=%q\n' \
-    "$hpc_map_dir" "$keys" "$hpc_map_count" "$hpc_map_policy" "$rerun" "${hpc_map_array_ids[*]}"
-  hpc_configs_words=("${hpc_map_gather_words[@]}")
-  hpc_submit_hold=()
-}
-
-# hpc_map_submit_gather: (in a subshell: the plan it changes stays the array's) renders the
-# gather job's script into map_dir/gather.sh, submits it, records it in a manifest of its own
-# (hpc_manifest_write) and prints its job id.
-hpc_map_submit_gather() {
-  local out id
-  hpc_map_gather_plan
-  hpc_plan_render
-  printf '%s' "$hpc_plan_script" >"$hpc_map_dir/gather.sh" || return 1
-  if ! out=$(unset SLURM_TMPDIR && sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
-    printf 'sbatch refused the gather job: %s\n' "$out" >&2
-    return 1
-  fi
-  id=${out##*$'\n'}
-  id=${id%%;*}
-  # Its own manifest: status and cancel of the experiment show and cancel the gather too. The
-  # git commit is the one just recorded for the array: no second git process.
-  # shellcheck disable=SC2329 # replaces hpc_manifest_git in this subshell only
-  hpc_manifest_git() { :; }
-  hpc_manifest_write "$id" "$hpc_map_dir/gather.sh" || hpc_say "gather job $id was submitted, but its manifest could not be written"
-  printf '%s\n' "$id"
-}
-
-# hpc_map_submit_part A-B: (a map above MaxArraySize) submits indices A..B as one more held
-# array, task ids 0..B-A, after the previous part (afterany), with a manifest of its own; adds
-# its id to hpc_map_array_ids.
-hpc_map_submit_part() {
-  local first=${1%-*} last=${1#*-} script out id prev=${hpc_map_array_ids[-1]}
-  printf -v script '%s\nhpc_job_map_offset=%q\nhpc_job_map_dir=%q\nhpc_job_main\n' \
-    "${hpc_plan_script%$'\n'hpc_job_main*}" "$first" "$hpc_map_dir"
-  if ! out=$(unset SLURM_TMPDIR && sbatch --parsable --hold --dependency="afterany:$prev" \
-    "${hpc_plan_sbatch_args[@]/#--array=*/--array=0-$((last - first))%${hpc_plan_array#*%}}" 2>&1 <<<"$script"); then
-    hpc_say "sbatch refused part $1 of the map: $out"
-    return 1
-  fi
-  id=${out##*$'\n'}
-  id=${id%%;*}
-  hpc_map_array_ids+=("$id")
-  # Its own manifest: status and cancel of the experiment show and cancel this part too. The
-  # git commit is the one just recorded for the first part: no second git process.
-  (
-    # shellcheck disable=SC2329 # replaces hpc_manifest_git in this subshell only
-    hpc_manifest_git() { :; }
-    hpc_plan_array=0-$((last - first))%${hpc_plan_array#*%} hpc_manifest_write "$id" "$hpc_map_dir/task.sh"
-  ) || hpc_say "part $1 of the map (job $id) was submitted, but its manifest could not be written"
-}
-
-# hpc_map_undo MESSAGE: cancels the map's jobs submitted so far, removes the folder made for
-# it (only that one, never through a link), says MESSAGE and exits 1.
-hpc_map_undo() {
-  trap - EXIT
-  scancel "${hpc_map_array_ids[@]}" "${hpc_map_gather_ids[@]}" 2>/dev/null || true
-  if [[ -n ${hpc_map_made:-} && ! -L $hpc_map_made && -d $hpc_map_made ]]; then rm -rf -- "${hpc_map_made:?}"; fi
-  hpc_die "$1; the map (job ${hpc_map_array_ids[*]}${hpc_map_gather_ids[*]:+, gather ${hpc_map_gather_ids[*]}}) was cancelled"
-}
-
-# hpc_map_after_submit ARRAY_ID: the array was accepted, held: makes the map's folder (items.txt,
-# tasks/), submits the gather, writes manifest.json, then releases the array. On any failure,
-# also an unexpected one (the EXIT trap), the jobs are cancelled and the folder removed; exit 1.
-hpc_map_after_submit() {
-  local id=$1 out gather_id
-  hpc_map_array_ids=("$id") hpc_map_gather_ids=() hpc_map_made=''
-  trap 'hpc_map_undo "the submission stopped before the map was released"' EXIT
-  hpc_map_id=$hpc_map_stamp-$id
-  hpc_map_dir=$hpc_map_root/$hpc_map_id
-  [[ -d $hpc_map_root ]] || mkdir -p -- "$hpc_map_root" 2>/dev/null || hpc_map_undo "cannot make $hpc_map_root"
-  # One process for both; the folder is new (its name holds the new job id): never reused.
-  # (On failure nothing is removed: whether the folder was made here cannot be told then.)
-  mkdir -- "$hpc_map_dir" "$hpc_map_dir/tasks" 2>/dev/null || hpc_map_undo "cannot make $hpc_map_dir/tasks"
-  hpc_map_made=$hpc_map_dir
-  if ((${#hpc_map_items[@]})); then
-    printf '%s\n' "${hpc_map_items[@]}" >"$hpc_map_dir/items.txt" || hpc_map_undo "cannot write $hpc_map_dir/items.txt"
-  fi
-  printf '%s' "$hpc_plan_script" >"$hpc_map_dir/task.sh" || hpc_map_undo "cannot write $hpc_map_dir/task.sh"
-  local part
-  for part in "${hpc_map_parts[@]:1}"; do
-    hpc_map_submit_part "$part" || hpc_map_undo "a part of the map was not submitted (see above)"
-  done
-  if ((${#hpc_map_gather_words[@]})); then
-    gather_id=$(hpc_map_submit_gather) || hpc_map_undo "the gather job was not submitted (see above)"
-    hpc_map_gather_ids=("$gather_id")
-  fi
-  hpc_map_manifest_json || hpc_map_undo "cannot write $hpc_map_dir/manifest.json"
-  out=$(scontrol release "${hpc_map_array_ids[@]}" 2>&1) || hpc_map_undo "scontrol release ${hpc_map_array_ids[*]} failed: $out"
-  trap - EXIT
-  printf 'Map %s: array job %s (%s), folder %s\n' "$hpc_map_id" "$id" "$hpc_plan_array" "$hpc_map_dir"
-  ((${#hpc_map_parts[@]} == 0)) ||
-    printf 'The map is above MaxArraySize %s: %s arrays, one after the other: %s (indices %s)\n' \
-      "$hpc_manifest_max_array_size" "${#hpc_map_parts[@]}" "${hpc_map_array_ids[*]}" "${hpc_map_parts[*]}"
-  ((${#hpc_map_gather_ids[@]} == 0)) || printf 'Gather job %s: after the array ends (afterany), policy %s; output %s\n' \
-    "$gather_id" "$hpc_map_policy" "$hpc_map_dir/gather_$gather_id.out"
-}
+# shellcheck source=hpc_files/lib/hpc_map_submit.bash
+source "${BASH_SOURCE[0]%/*}/hpc_map_submit.bash"
 
 # hpc_map_helpers ARGS...: python -m hpc_helpers.followup ARGS on the login node.
 hpc_map_helpers() {
@@ -523,7 +94,7 @@ hpc_map_resubmit_failed() {
     printf -v text '%s\nhpc_job_map_offset=0\nhpc_job_map_indices=%q\nhpc_job_main\n' "${script%$'\n'hpc_job_main*}" "${part_lists[k]}"
     after=()
     ((k == 0)) || after=(--dependency="afterany:${new_ids[-1]}")
-    if ! out=$(unset SLURM_TMPDIR && sbatch --parsable --hold --array="${part_specs[k]}" ${after[@]+"${after[@]}"} 2>&1 <<<"$text"); then
+    if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable --hold --array="${part_specs[k]}" ${after[@]+"${after[@]}"} 2>&1 <<<"$text"); then
       ((${#new_ids[@]} == 0)) || scancel "${new_ids[@]}" 2>/dev/null || true
       hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }${new_ids[*]:+; its parts ${new_ids[*]} were cancelled}"
     fi
@@ -539,7 +110,7 @@ hpc_map_resubmit_failed() {
   done
   if [[ -f $dir/gather.sh ]]; then
     printf -v text '%s:' "${new_ids[@]}"
-    if ! out=$(unset SLURM_TMPDIR && sbatch --parsable --dependency="afterany:${text%:}" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1); then
+    if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable --dependency="afterany:${text%:}" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1); then
       scancel "${new_ids[@]}" 2>/dev/null || true
       hpc_die "sbatch refused the new gather job: ${out//$'\n'/ }; the resubmission ${new_ids[*]} was cancelled"
     fi
@@ -557,7 +128,7 @@ hpc_map_resubmit_failed() {
   if [[ -n $gather_id && -n ${ids[0]-} && -n ${hpc_manage_file[${ids[0]}]-} ]]; then
     hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$gather_id" '' "resubmit --failed" || hpc_say "gather job $gather_id was submitted, but its manifest could not be written"
   fi
-  out=$(scontrol release "${new_ids[@]}" 2>&1) || {
+  out=$(exec scontrol release "${new_ids[@]}" 2>&1) || {
     scancel "${new_ids[@]}" ${gather_id:+"$gather_id"} 2>/dev/null || true
     hpc_die "scontrol release ${new_ids[*]} failed: $out; the resubmission was cancelled"
   }
@@ -617,6 +188,7 @@ hpc_map_task_states() {
           state=LOST
         fi
       fi
+      # shellcheck disable=SC2034 # hpc_st_exit: read by hpc_manage.bash
       if [[ $state != "$slurm" ]]; then
         hpc_st_state["$key"]=$state hpc_st_exit["$key"]=${file_exit[$key]:--}
       elif [[ -n ${file_state[$key]-} ]]; then
@@ -651,7 +223,7 @@ hpc_map_gather_again() {
     esac
   done <"$hpc_map_dir/gather.sh"
   script=$kept
-  out=$(unset SLURM_TMPDIR && sbatch --parsable 2>&1 <<<"$script") || hpc_die "sbatch refused the gather job: ${out//$'\n'/ }"
+  out=$(unset SLURM_TMPDIR && exec sbatch --parsable 2>&1 <<<"$script") || hpc_die "sbatch refused the gather job: ${out//$'\n'/ }"
   id=${out##*$'\n'}
   id=${id%%;*}
   local -a ids=()
@@ -724,6 +296,7 @@ hpc_map_task_setup() {
   export map_dir=${hpc_job_map_dir:-${hpc_job_map_root:?}/${hpc_job_map_stamp:?}-${SLURM_ARRAY_JOB_ID:?}}
   export task_dir=$map_dir/tasks/$i
   # The task's own folders are named by its index in the whole map (parts of a split array start at 0).
+  # shellcheck disable=SC2034 # read by hpc_job.bash
   hpc_job_task_index=$i
   export map_item=$i
   if ((${hpc_job_map_has_items:-0})); then

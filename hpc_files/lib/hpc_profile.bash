@@ -142,7 +142,7 @@ hpc_profile_slurm_facts() {
   hpc_slurm_fresh=1 hpc_slurm_time=$now
   # shellcheck disable=SC2034 # read by hpc_fit.bash
   # Bounded: a controller that does not answer must not hang the submission (sbatch says why).
-  hpc_slurm_raw=$(timeout 30 sinfo -h -e -o '%P|%D|%c|%m|%G' 2>/dev/null) || hpc_slurm_raw=
+  hpc_slurm_raw=$(exec timeout 30 sinfo -h -e -o '%P|%D|%c|%m|%G' 2>/dev/null) || hpc_slurm_raw=
 }
 
 # hpc_profile_slurm_facts_save: keeps the summary of what sinfo has just said (hpc_slurm_text) for

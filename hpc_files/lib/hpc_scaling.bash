@@ -178,26 +178,37 @@ hpc_scaling_configurations() {
   fi
 }
 
-# hpc_scaling_check_fit: the largest configuration must fit the partition (hpc_submit_check_fit,
-# in a subshell: its message is said again under the scaling options' names).
+# hpc_scaling_check_fit: the largest configuration must fit the partition (as
+# hpc_submit_check_fit, in a subshell: its message is said again under the scaling options'
+# names). What SLURM said is asked once, in this shell, and summarized here, so that
+# hpc_profile_slurm_facts_save keeps it after submitting (the subshell's summary is lost).
 hpc_scaling_check_fit() {
-  local n=0 g=0 x out rc=0 a b
+  local max_nodes=0 max_gpus=0 x out rc=0 a b largest
   for x in "${hpc_scaling_runs[@]}"; do
     read -r a b _ <<<"$x"
-    ((a > n)) && n=$a
-    ((b > g)) && g=$b
+    ((a > max_nodes)) && max_nodes=$a
+    ((b > max_gpus)) && max_gpus=$b
   done
+  largest=${max_nodes}x$max_gpus
+  hpc_profile_slurm_facts 0
+  if ((hpc_slurm_fresh)); then
+    # shellcheck source=hpc_files/lib/hpc_fit.bash
+    source "$hpc_files_dir/lib/hpc_fit.bash"
+    hpc_fit_summarize "$hpc_slurm_raw"
+  fi
   out=$(
     {
-      hpc_scaling_plan "$n" "$g" 1
-      hpc_submit_check_fit >/dev/null
+      hpc_scaling_plan "$max_nodes" "$max_gpus" 1
+      if [[ -z $hpc_slurm_text ]] || ! hpc_plan_fits_quick "$hpc_slurm_text"; then
+        # shellcheck source=hpc_files/lib/hpc_fit.bash
+        source "$hpc_files_dir/lib/hpc_fit.bash"
+        hpc_fit_judge >/dev/null
+      fi
     } 2>&1
   ) || rc=$?
   # Its line is 'job_submitter.sh: OPTION: WHAT; accepted: ...': WHAT and what is accepted.
   out=${out%%$'\n'*} out=${out#*: } out=${out#*: }
-  ((rc == 0)) || hpc_die_usage "--scale-nodes/--scale-gpus" "the largest configuration ${n}x$g does not fit: $out"
-  # What SLURM said, in this shell too (hpc_profile_slurm_facts_save keeps it after submitting).
-  hpc_profile_slurm_facts 0
+  ((rc == 0)) || hpc_die_usage "--scale-nodes/--scale-gpus" "the largest configuration $largest does not fit: $out"
 }
 
 # hpc_scaling_report_plan: turns the plan into the report job's: one node, one task, one CPU, no
@@ -229,7 +240,7 @@ hpc_scaling_report_plan() {
 hpc_scaling_sbatch() {
   local script=$1 out
   shift
-  out=$(unset SLURM_TMPDIR && sbatch --parsable --hold "$@" 2>&1 <<<"$script") || {
+  out=$(unset SLURM_TMPDIR && exec sbatch --parsable --hold "$@" 2>&1 <<<"$script") || {
     hpc_say "sbatch refused the job: $out"
     return 1
   }
@@ -293,7 +304,7 @@ hpc_scaling_shared() {
   fi
   if ! [[ $stamp =~ ^[0-9]+$ && $conf == "SLURM_CONF=${SLURM_CONF:-}" && $part == "partition=${hpc_plan_partition:-}" ]] ||
     ((now < stamp || now - stamp >= hpc_slurm_ttl)); then
-    text=$(sinfo -h -N ${hpc_plan_partition:+-p "$hpc_plan_partition"} -o '%N %n' 2>/dev/null) || return 0
+    text=$(exec sinfo -h -N ${hpc_plan_partition:+-p "$hpc_plan_partition"} -o '%N %n' 2>/dev/null) || return 0
     # Written whole under a temporary name, then renamed; a cache that cannot be written only
     # costs a sinfo.
     tmp=$cache.$$.tmp
@@ -329,7 +340,7 @@ hpc_scaling_dry_run() {
   printf 'Report job: --dependency=afterany:<every run> --kill-on-invalid-dep=yes, 1 node, 1 task, 1 CPU, no GPU, --time=%s\n' "$hpc_scaling_report_time"
   hpc_scaling_plan "${hpc_scaling_runs[-1]%% *}" "$(cut -d' ' -f2 <<<"${hpc_scaling_runs[-1]}")" 1
   hpc_plan_render
-  if out=$(unset SLURM_TMPDIR && sbatch --test-only "${hpc_plan_sbatch_args[@]/#--output=*/--output=/dev/null}" 2>&1 <<<"$hpc_plan_script"); then
+  if out=$(unset SLURM_TMPDIR && exec sbatch --test-only "${hpc_plan_sbatch_args[@]/#--output=*/--output=/dev/null}" 2>&1 <<<"$hpc_plan_script"); then
     printf 'sbatch --test-only (largest configuration): %s\n' "${out##*$'\n'}"
   else
     printf 'sbatch --test-only (largest configuration) refused it: %s\n' "${out##*$'\n'}"
@@ -418,14 +429,14 @@ hpc_scaling_main() {
     hpc_manifest_write "$hpc_scaling_id" "$hpc_scaling_run_dir/job.sh" || hpc_say "run $hpc_scaling_id was submitted, but its manifest could not be written"
   done
   printf -v x '%s:' "${hpc_scaling_run_ids[@]}"
-  out=$(scontrol update JobId="$hpc_scaling_report_id" Dependency="afterany:${x%:}" 2>&1) ||
+  out=$(exec scontrol update JobId="$hpc_scaling_report_id" Dependency="afterany:${x%:}" 2>&1) ||
     hpc_scaling_undo "cannot make the report job wait for the runs: $out"
   hpc_scaling_report_plan
   hpc_plan_render
   printf '%s' "$hpc_plan_script" >"$hpc_scaling_dir/report.sh" || hpc_scaling_undo "cannot write $hpc_scaling_dir/report.sh"
   hpc_manifest_write "$hpc_scaling_report_id" "$hpc_scaling_dir/report.sh" || hpc_say "the report job was submitted, but its manifest could not be written"
   hpc_scaling_study_json || hpc_scaling_undo "cannot write $hpc_scaling_dir/study.json"
-  out=$(scontrol release "${hpc_scaling_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release failed: $out"
+  out=$(exec scontrol release "${hpc_scaling_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release failed: $out"
   trap - EXIT
   printf 'Scaling study %s: %s run(s) (jobs %s), report job %s after them (afterany)\nFolder: %s\n' \
     "$hpc_scaling_id_text" "${#hpc_scaling_run_ids[@]}" "${hpc_scaling_run_ids[*]}" "$hpc_scaling_report_id" "$hpc_scaling_dir"
@@ -596,7 +607,7 @@ hpc_scaling_resubmit_failed() {
     script=${hpc_mf[script]-}
     [[ $script == "$dir/runs/$key/job.sh" && -f $script && ! -L $script && ! -L $dir/runs/$key ]] ||
       hpc_scaling_undo "the kept job script of run $key is not $dir/runs/$key/job.sh"
-    out=$(unset SLURM_TMPDIR && sbatch --parsable --hold "${hpc_mf_sbatch[@]}" "$script" 2>&1) ||
+    out=$(unset SLURM_TMPDIR && exec sbatch --parsable --hold "${hpc_mf_sbatch[@]}" "$script" 2>&1) ||
       hpc_scaling_undo "sbatch refused run $key: ${out//$'\n'/ }"
     out=${out##*$'\n'} out=${out%%;*}
     [[ $out =~ ^[0-9]+$ ]] || hpc_scaling_undo "sbatch gave no job id for run $key"
@@ -620,7 +631,7 @@ hpc_scaling_resubmit_failed() {
     esac
   done
   printf -v line '%s:' "${new_ids[@]}"
-  out=$(unset SLURM_TMPDIR && sbatch --parsable "${args[@]}" --output="$dir/report_%j.out" \
+  out=$(unset SLURM_TMPDIR && exec sbatch --parsable "${args[@]}" --output="$dir/report_%j.out" \
     --dependency="afterany:${line%:}" 2>&1 <<<"$script") || hpc_scaling_undo "sbatch refused the report job: ${out//$'\n'/ }"
   new_report=${out##*$'\n'} new_report=${new_report%%;*}
   [[ $new_report =~ ^[0-9]+$ ]] || hpc_scaling_undo "sbatch gave no job id for the report job"
@@ -632,7 +643,7 @@ hpc_scaling_resubmit_failed() {
   for key in "${redo[@]}"; do hpc_scaling_keep_attempt "$dir/runs/$key"; done
   hpc_map_helpers study-record --dir "$dir" "${records[@]}" --report "$new_report" ||
     hpc_say "cannot record jobs ${new_ids[*]} $new_report in $dir/study.json"
-  out=$(scontrol release "${new_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release ${new_ids[*]} failed: $out"
+  out=$(exec scontrol release "${new_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release ${new_ids[*]} failed: $out"
   trap - EXIT
   printf 'Resubmitted run(s) %s of study %s as job(s) %s\n' "${redo[*]}" "${dir##*/}" "${new_ids[*]}"
   printf 'Report job %s: after job(s) %s (afterany); output %s\n' "$new_report" "${new_ids[*]}" "$dir/report_$new_report.out"

@@ -297,8 +297,8 @@ hpc_submit_main() {
   hpc_submit_hold=() hpc_plan_extra_lines=''
   if [[ -n $hpc_opt_map_range$hpc_opt_map_over$hpc_opt_gather$hpc_opt_gather_configs$hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]; then
     # Map + gather: loaded only when asked for.
-    # shellcheck source=hpc_files/lib/hpc_map.bash
-    source "$hpc_files_dir/lib/hpc_map.bash"
+    # shellcheck source=hpc_files/lib/hpc_map_submit.bash
+    source "$hpc_files_dir/lib/hpc_map_submit.bash"
     hpc_map_check_options
   fi
   if ((hpc_opt_scaling_test)) || [[ -n $hpc_opt_scale_nodes$hpc_opt_scale_gpus$hpc_opt_repeats$hpc_opt_scaling_mode$hpc_opt_report_time ]]; then
@@ -369,7 +369,8 @@ hpc_submit_main() {
   # known, beside the job's output and named like it (SLURM keeps its own copy of what it runs).
   hpc_plan_render
   # A SLURM_TMPDIR of the submitting shell must not reach the job (sbatch passes the environment on).
-  if ! out=$(unset SLURM_TMPDIR && sbatch --parsable "${hpc_submit_hold[@]}" "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
+  # exec: without it, Bash forks once more for a command with redirections in $(...).
+  if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable "${hpc_submit_hold[@]}" "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
     hpc_die "sbatch refused the job: $out"
   fi
   ((${#hpc_submit_made[@]} == 0)) || trap - EXIT

@@ -29,7 +29,7 @@ setup() {
     fail "the key is in the trace: $(grep -m3 -F -- "$sentinel" <<<"$stderr$output")"
   # The trace is there, masked, and goes on to the end.
   [[ $stderr == *'(masked)'* ]] || fail "no masked value in the trace"
-  [[ $stderr == *'+ sbatch '* ]] || fail "the trace stops before sbatch"
+  [[ $stderr == *'+ exec sbatch --parsable '* ]] || fail "the trace stops before sbatch"
 }
 
 @test "bash -x, a dry run and a refused option: masked, and the exit status is the submitter's" {

@@ -1,0 +1,88 @@
+#!/usr/bin/env bats
+# What a submission costs, counted (never timed): the processes job_submitter.sh starts and the
+# library files it reads, without SLURM (the PATH stubs of tests/fixtures/submitter/bin), in the
+# steady state that bench/submit and bench/map time (venv built, profile and SLURM facts cached,
+# folders there: the second of two equal submissions is the one counted).
+# Processes are counted with strace -f: a fork of the submitter, or of a subshell of it, is one
+# of its processes; what a stub (a program it started) does is not. A subshell between the
+# submitter and sbatch, as $(unset X && sbatch ... 2>&1) makes (Bash forks again for a command
+# with a redirection in a command substitution), is one more process: `exec` avoids it.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+  load '../helpers/common'
+  load '../helpers/submitter'
+  hpc_test_warm_profiles
+}
+
+setup() {
+  load '../helpers/common'
+  # shellcheck source=tests/helpers/submitter.bash
+  source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
+  hpc_test_submitter_project "$(hpc_test_tmp)/cache" "$(hpc_test_tmp)/scratch"
+  hpc_test_venv_built "$project"
+  command -v strace >/dev/null || skip "strace is not installed"
+  strace -f -o /dev/null true 2>/dev/null || skip "strace cannot trace here (ptrace not permitted)"
+}
+
+# forks_of ARGS...: runs the submitter with ARGS twice and the second time under strace; sets
+# forks to the programs its own processes started, sorted, one word each ('-' for a process
+# that started none: a subshell), and files to the library files it read (their names, sorted).
+forks_of() {
+  local trace="$BATS_TEST_TMPDIR/strace.txt"
+  bash "$submitter" "$@" >/dev/null 2>&1 || fail "the first submission failed"
+  strace -f -qq -e trace=execve,clone,clone3,fork,vfork,openat,open -o "$trace" \
+    bash "$submitter" "$@" >"$BATS_TEST_TMPDIR/out" 2>&1 || fail "the submission under strace failed: $(cat "$BATS_TEST_TMPDIR/out")"
+  # A process is the submitter's while it runs no program of its own: the first one, and each
+  # one it (or such a process) forks, until it calls execve.
+  forks=$(awk '
+    { pid = $1 }
+    NR == 1 { own[pid] = 1; first = pid }
+    /execve\(/ && !/ENOENT/ && pid != first {
+      if (pid in child && !(pid in ran)) { ran[pid] = 1; split($0, p, "\""); n = split(p[2], part, "/"); prog[pid] = part[n] }
+      delete own[pid]
+    }
+    /(clone|clone3|fork|vfork)\(|<\.\.\. (clone|clone3|fork|vfork) resumed>/ && / = [0-9]+$/ && !/CLONE_VM|CLONE_THREAD/ {
+      if (pid in own) { kid = $NF; own[kid] = 1; child[kid] = 1 }
+    }
+    END { for (k in child) print (k in prog ? prog[k] : "-") }' "$trace" | sort | tr '\n' ' ')
+  forks=${forks% }
+  files=$(grep -o '/lib/[a-z_/]*\.bash\|/[a-z_]*_hpc_files/[a-z_]*\.bash' "$trace" | sed 's|.*/||' | sort -u | tr '\n' ' ')
+  files=${files% }
+}
+
+@test "a plain submission starts two processes, flock (the venv's shared lock) and sbatch, each forked by the submitter itself" {
+  forks_of -y -g 0 -e speed
+  assert_equal "$forks" "flock sbatch"
+}
+
+@test "a map with a gather starts six processes: flock, the held array's sbatch, one mkdir for its folder, the gather's subshell (its plan stays apart) and sbatch, scontrol release; it reads the map's submission code only" {
+  # As SLURM says it (scontrol show config): kept for 10 minutes, so not asked the second time.
+  export HPC_STUB_MAX_ARRAY_SIZE=1001
+  forks_of -y -g 0 --map-range 0-5 --max-concurrent 2 --gather "python -c pass" -e speed
+  assert_equal "$forks" "- flock mkdir sbatch sbatch scontrol"
+  # The map's code for submitting, not its management and job side (hpc_map.bash).
+  [[ " $files " == *" hpc_map_submit.bash "* && " $files " != *" hpc_map.bash "* ]] || fail "map libraries read: $files"
+}
+
+@test "a scaling study of 4 runs starts eleven processes: the fit check's subshell, flock, the held report job's and the 4 runs' sbatch, one mkdir each for the study's folder and its runs' folders, scontrol update and release; sinfo is asked no more once its answer is kept" {
+  forks_of -y --scaling-test --scale-nodes 1,2 --scale-gpus 1,2 -W torchrun -e speed
+  assert_equal "$forks" "- flock mkdir mkdir sbatch sbatch sbatch sbatch sbatch scontrol scontrol"
+}
+
+@test "a plain submission of a plain command reads only the libraries it runs: not the configs file's quoted parts and references (hpc_configs_quoted.bash), the venv's build (venv_build.bash), map, scaling, sweeps, data or management code" {
+  forks_of -y -g 0 -e speed
+  assert_equal "$files" "hpc_common.bash hpc_configs.bash hpc_facts.bash hpc_manifest.bash hpc_options.bash hpc_plan.bash hpc_profile.bash hpc_submit.bash none.bash venv_runner.bash"
+}
+
+@test "a configs file with a quoted part and a reference loads hpc_configs_quoted.bash, and its command reaches the job script whole" {
+  # shellcheck disable=SC2016 # the reference is for the job to expand
+  printf 'python main.py --name "my run" --seed ${SEED:-4}\n' >"$project/hpc_files/experiment_configurations.txt"
+  forks_of -y -g 0 -e speed
+  [[ " $files " == *" hpc_configs_quoted.bash "* ]] || fail "hpc_configs_quoted.bash was not read: $files"
+  # The words as the reader made them (hpc_configs.bats has the grammar): one word 'my run', one
+  # template with its reference.
+  grep -qF 'my\ run' "$stub_log/sbatch.2.script" || fail "no word 'my run' in the job script"
+  grep -qF '\$\{SEED:-4\}' "$stub_log/sbatch.2.script" || fail "no template \${SEED:-4} in the job script"
+}

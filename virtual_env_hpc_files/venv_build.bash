@@ -1,0 +1,167 @@
+# shellcheck shell=bash
+# venv_build.bash: the part of venv_runner.bash that builds: the install job, submitted and
+# waited for, and the switch of virtual_env to the new build and the removal of old builds
+# (the design: venv_runner.bash). Loaded by hpc_venv_ensure only when no build is ready.
+
+# What this library reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# venv_runner.bash: its results; hpc_submit_locate: hpc_venv_dir; the plan; the compiled profile.
+declare -g hpc_venv_build hpc_venv_deps hpc_venv_stamp hpc_venv_dir hpc_plan_outputs_dir \
+  hpc_plan_project_name hpc_plan_source_dir hpc_plan_account hpc_plan_partition \
+  hpc_profile_venv_system_site_packages
+
+# shellcheck disable=SC2034 # hpc_plan_venv is read by hpc_plan_render
+# hpc_venv_install: (hpc_venv_ensure, no build ready) builds the venv by an install job, one
+# submission at a time per project, and sets hpc_plan_venv as hpc_venv_ensure does.
+hpc_venv_install() {
+  local src=$hpc_plan_source_dir id log state last='' start=$SECONDS sbatch_args=() lock_fd build
+  # One install at a time per project: concurrent submissions wait for it, then find it ready.
+  exec {lock_fd}>>"$src/.virtual_env.lock" || hpc_die "cannot open $src/.virtual_env.lock"
+  if ! flock -n "$lock_fd"; then
+    hpc_say "another submission is building the virtual environment; waiting for it"
+    hpc_venv_lock "$lock_fd" -x || hpc_die "cannot lock $src/.virtual_env.lock (waited 90 minutes)"
+  fi
+  hpc_venv_expect "$src"
+  if hpc_venv_use "$src" "$hpc_venv_stamp"; then
+    exec {lock_fd}>&-
+    hpc_plan_venv=$hpc_venv_build
+    return 0
+  fi
+  hpc_venv_unuse
+
+  if [[ -z $hpc_venv_deps ]]; then
+    hpc_say "no Pipfile or requirements.txt in $src: the virtual environment will be empty"
+  elif [[ -e $src/virtual_env ]]; then
+    hpc_say "${hpc_venv_deps##*/} changed since $src/virtual_env was built: building it again"
+  else
+    hpc_say "no virtual environment yet: building $src/virtual_env from ${hpc_venv_deps##*/}"
+  fi
+  log=$hpc_plan_outputs_dir/venv_install_%j.out
+  sbatch_args=(--parsable --job-name="$hpc_plan_project_name-venv-install" --nodes=1 --ntasks=1
+    --cpus-per-task=1 --mem=2G --time=00-01:00:00
+    --output="$log" --chdir="$src")
+  [[ -z $hpc_plan_account ]] || sbatch_args+=(--account="$hpc_plan_account")
+  [[ -z $hpc_plan_partition ]] || sbatch_args+=(--partition="$hpc_plan_partition")
+  id=$(unset SLURM_TMPDIR && exec sbatch "${sbatch_args[@]}" "$hpc_venv_dir/install_venv.sh" "$hpc_venv_dir/venv_runner.bash" \
+    "$src" "$hpc_profile_venv_system_site_packages") || hpc_die "sbatch refused the virtual environment's install job"
+  id=${id%%;*}
+  log=${log//%j/$id}
+  hpc_say "install job $id submitted; its log: $log"
+  while :; do
+    state=$(exec squeue -h -j "$id" -o '%T' 2>/dev/null) || state=
+    [[ -n $state ]] || break
+    if [[ $state != "$last" ]]; then
+      hpc_say "install job $id: $state ($((SECONDS - start)) s)"
+      last=$state
+    fi
+    sleep 1
+  done
+  build=$src/.virtual_env_builds/venv-$id
+  if ! hpc_venv_is_ready "$build" "$hpc_venv_stamp"; then
+    exec {lock_fd}>&-
+    if [[ -e $src/virtual_env ]]; then
+      hpc_die "the virtual environment's install job $id failed; nothing was submitted, and jobs keep using $src/virtual_env as it was. Its log: $log"
+    fi
+    hpc_die "the virtual environment's install job $id failed; nothing was submitted. Its log: $log"
+  fi
+  # Old builds go only when no other submission is between choosing its build and sbatch.
+  exec {hpc_venv_use_fd}>>"$src/.virtual_env.use.lock" || hpc_die "cannot open $src/.virtual_env.use.lock"
+  if flock -w 5 -x "$hpc_venv_use_fd"; then
+    hpc_venv_collect "$src" "venv-$id"
+  else
+    hpc_say "other submissions are under way: the project's old virtual environments are kept for now"
+  fi
+  hpc_venv_unuse
+  hpc_venv_use "$src" "$hpc_venv_stamp" || hpc_die "the virtual environment $build went away after its install job $id"
+  exec {lock_fd}>&-
+  hpc_plan_venv=$hpc_venv_build
+  hpc_say "install job $id: the virtual environment is ready ($((SECONDS - start)) s)"
+}
+
+# hpc_venv_live_jobs SOURCE_DIR: asks SLURM about the queued and running jobs of the project
+# (working directory SOURCE_DIR): sets hpc_venv_live_ids (their job ids, one per line) and
+# hpc_venv_live_scripts (their job scripts, one after the other). False when SLURM cannot say.
+hpc_venv_live_jobs() {
+  local listing id array_id dir script
+  local -A seen=()
+  hpc_venv_live_ids='' hpc_venv_live_scripts=''
+  listing=$(exec squeue -h --all -o '%A|%F|%Z' 2>/dev/null) || return 1
+  while IFS='|' read -r id array_id dir; do
+    [[ -n $id && $dir == "$1" ]] || continue
+    hpc_venv_live_ids+=$id$'\n'
+    # The tasks of an array share their array job's script.
+    [[ -z ${seen[$array_id]:-} ]] || continue
+    seen[$array_id]=1
+    # scontrol exits 0 even when it found no script: a script starts with #!.
+    script=$(exec scontrol write batch_script "$array_id" - 2>/dev/null) || return 1
+    [[ $script == '#!'* ]] || return 1
+    hpc_venv_live_scripts+=$script$'\n'
+  done <<<"$listing"
+}
+
+# hpc_venv_link SOURCE_DIR BUILD_NAME: makes SOURCE_DIR/virtual_env a symbolic link to
+# .virtual_env_builds/BUILD_NAME with one rename. A plain virtual_env that the toolkit built (it
+# has .hpc_deps) is moved among the builds first, with the record that the toolkit put it there;
+# anything else there is left alone.
+hpc_venv_link() {
+  local link=$1/virtual_env new=$1/.virtual_env.new.$$ legacy=$1/.virtual_env_builds/venv-legacy-$$
+  if [[ -d $link && ! -L $link ]]; then
+    [[ -f $link/.hpc_deps ]] || return 0
+    mv -T -- "$link" "$legacy" || return 1
+    hpc_venv_record "$legacy" || hpc_say "could not record that the toolkit moved $link to $legacy: it will not be removed"
+  elif [[ -L $link ]]; then
+    [[ $(readlink -- "$link") == .virtual_env_builds/venv-* ]] || return 0
+  elif [[ -e $link ]]; then
+    return 0
+  fi
+  ln -s -- ".virtual_env_builds/$2" "$new" || return 1
+  mv -T -- "$new" "$link" || {
+    rm -f -- "${new:?}"
+    return 1
+  }
+}
+
+# hpc_venv_collect SOURCE_DIR BUILD_NAME: after BUILD_NAME was built: points virtual_env to it
+# unless a queued or running job names virtual_env itself, then removes every other build that
+# none names, whose install job is over and that holds the toolkit's record (hpc_venv_recorded);
+# those without it are named once. Call with .virtual_env.use.lock held exclusively.
+# Removes nothing, and leaves virtual_env as it is, when SLURM cannot say.
+hpc_venv_collect() {
+  local builds=$1/.virtual_env_builds build name linked='' link_q others=0 unrecorded=''
+  [[ -d $builds && ! -L $builds ]] || return 0
+  for build in "$builds"/venv-*; do
+    [[ ! -e $build || ${build##*/} == "$2" ]] || others=$((others + 1))
+  done
+  # The first build of a project: nothing to ask SLURM.
+  if ((others == 0)) && [[ ! -e $1/virtual_env && ! -L $1/virtual_env ]]; then
+    hpc_venv_link "$1" "$2" || hpc_say "could not make $1/virtual_env a link to $builds/$2"
+    return 0
+  fi
+  if ! hpc_venv_live_jobs "$1"; then
+    hpc_say "SLURM could not say which jobs use the project's virtual environments: none was removed, and $1/virtual_env was left as it is"
+    return 0
+  fi
+  printf -v link_q '%q' "$1/virtual_env"
+  if [[ $hpc_venv_live_scripts == *"$link_q"* ]]; then
+    hpc_say "a queued or running job runs from $1/virtual_env: it stays as it is; new jobs use $builds/$2"
+  else
+    hpc_venv_link "$1" "$2" || hpc_say "could not make $1/virtual_env a link to $builds/$2"
+  fi
+  [[ ! -L $1/virtual_env ]] || linked=$(readlink -- "$1/virtual_env") || return 0
+  for build in "$builds"/venv-*; do
+    name=${build##*/}
+    # Only the names the toolkit gives (venv-JOBID, and venv-legacy-PID for an older plain venv).
+    [[ $name =~ ^venv-(legacy-)?[0-9]+$ && -d $build && ! -L $build ]] || continue
+    [[ $name != "$2" && $linked != ".virtual_env_builds/$name" ]] || continue
+    # A job script names its build by its path; an install job's build is named by its id.
+    [[ $hpc_venv_live_scripts != *"/.virtual_env_builds/$name"* ]] || continue
+    [[ $'\n'$hpc_venv_live_ids != *$'\n'"${name#venv-}"$'\n'* ]] || continue
+    if ! hpc_venv_recorded "$build"; then
+      unrecorded+=" $name"
+      continue
+    fi
+    rm -rf --one-file-system -- "${build:?}" || hpc_say "could not remove the unused $build"
+  done
+  [[ -z $unrecorded ]] ||
+    hpc_say "left in $builds, with no record that the toolkit made them:$unrecorded"
+}
