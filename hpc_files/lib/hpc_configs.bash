@@ -544,8 +544,8 @@ _hpc_configs_after_command() {
 # hpc_common.bash): reading quoted parts, escapes and references, and expanding references in the
 # job. A plain command (words of ordinary characters, most configs files) needs none of it, so
 # that a submission parses it only when the file has them.
-# shellcheck disable=SC2154 # hpc_lib_dir: hpc_common.bash
 _hpc_configs_load_quoted() {
+  # shellcheck disable=SC2154 # hpc_lib_dir: hpc_common.bash
   hpc_module_load "$hpc_lib_dir" _hpc_configs_scan hpc_configs_quoted
 }
 

@@ -8,10 +8,10 @@
 
 # _hpc_configs_backslash_unquoted: a backslash outside quotes: continues the line before a
 # newline, else makes the next character literal.
-# shellcheck disable=SC2154 # _hpc_configs_line: hpc_configs.bash
 _hpc_configs_backslash_unquoted() {
   case $_hpc_configs_rest in
     "\\")
+      # shellcheck disable=SC2154 # _hpc_configs_line: hpc_configs.bash
       _hpc_configs_fail "trailing backslash at end of file (line $_hpc_configs_line)"
       return
       ;;
@@ -28,8 +28,8 @@ _hpc_configs_backslash_unquoted() {
 
 # _hpc_configs_escapes: a run of \c escapes (outside quotes) and ordinary characters, at once: a
 # long word of escapes (\x\x...) costs one step a run, not one a byte.
-# shellcheck disable=SC2154 # _hpc_configs_escapes_stop: hpc_configs.bash
 _hpc_configs_escapes() {
+  # shellcheck disable=SC2154 # _hpc_configs_escapes_stop: hpc_configs.bash
   local stop=$_hpc_configs_escapes_stop run pair=$'\x01' text
   if ((_hpc_configs_depth > 0)); then stop+='}'; fi
   run=${_hpc_configs_rest%%["$stop"]*}
@@ -123,9 +123,9 @@ _hpc_configs_dquote() {
 }
 
 # _hpc_configs_dollar [q]: a $ or ` (q: inside double quotes): a reference, or plain text.
-# shellcheck disable=SC2154 # _hpc_configs_name_start, hpc_configs_max_depth: hpc_configs.bash
 _hpc_configs_dollar() {
   local context=${1:-u} name after opened=$_hpc_configs_line
+  # shellcheck disable=SC2154 # _hpc_configs_name_start: hpc_configs.bash
   case $_hpc_configs_rest in
     \$\{["$_hpc_configs_name_start"]*)
       after=${_hpc_configs_rest:2}
@@ -137,6 +137,7 @@ _hpc_configs_dollar() {
           _hpc_configs_rest=${after:1}
           ;;
         ':-'*)
+          # shellcheck disable=SC2154 # hpc_configs_max_depth: hpc_configs.bash
           if ((_hpc_configs_depth >= hpc_configs_max_depth)); then
             _hpc_configs_fail "line $_hpc_configs_line: references nested deeper than $hpc_configs_max_depth levels (\${NAME:-\${NAME:-...}})"
             return
