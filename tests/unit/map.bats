@@ -295,3 +295,51 @@ json.dump(doc, open(path, \"w\"))
   run hpc_map_task_index
   assert_output "FAIL map array task 2 has no index in the resubmission's list (2 1500)"
 }
+
+@test "resubmit --failed of a map: squeue down, or manifest.json holding an array id that is not a number: refused with one line, exit 1, nothing submitted or moved (squeue's error was taken for 'nothing runs')" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 --gather "python gather.py" -e odd </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  local i before
+  for i in 0 1; do
+    mkdir -p "$map_dir/tasks/$i"
+    printf '{"index": %s, "array_job_id": "4242", "task_id": "%s", "state": "FAILED", "exit_code": 1, "attempt": 1}\n' \
+      "$i" "$i" >"$map_dir/tasks/$i/status.json"
+  done
+  before=$(find "$map_dir" -printf '%P %y %s\n' | sort)
+  rm -f "$stub_log"/*
+  hpc_test_squeue_like_slurm fail
+  run --separate-stderr bash "$submitter" resubmit odd --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: squeue failed: squeue: error: Unable to contact slurm controller (connect failure); nothing was submitted"
+  [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
+  # The array 4242 still running; a second array id edited into manifest.json as a word.
+  python3 -c 'import json,sys; p=sys.argv[1]; d=json.load(open(p)); d["array_ids"].append("abc"); json.dump(d, open(p, "w"))' "$map_dir/manifest.json"
+  before=$(find "$map_dir" -printf '%P %y %s\n' | sort)
+  HPC_STUB_LIVE_IDS=4242 run --separate-stderr bash "$submitter" resubmit odd --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: $map_dir/manifest.json holds 'abc', which is not a job id; nothing was submitted"
+  [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
+  assert_equal "$(find "$map_dir" -printf '%P %y %s\n' | sort)" "$before"
+}
+
+@test "resubmit --failed of a map whose task planted status.attempt1.json as a link to a folder: the earlier status becomes status.attempt2.json; nothing moved into the folder, the link stays" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 -e planted </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  local elsewhere=$BATS_TEST_TMPDIR/elsewhere
+  mkdir -p "$map_dir/tasks/0" "$map_dir/tasks/1" "$elsewhere"
+  printf '{"index": 0, "array_job_id": "4242", "task_id": "0", "state": "COMPLETED", "exit_code": 0, "attempt": 1}\n' >"$map_dir/tasks/0/status.json"
+  printf '{"index": 1, "array_job_id": "4242", "task_id": "1", "state": "FAILED", "exit_code": 1, "attempt": 1}\n' >"$map_dir/tasks/1/status.json"
+  ln -s "$elsewhere" "$map_dir/tasks/1/status.attempt1.json"
+  rm -f "$stub_log"/*
+  run --separate-stderr bash "$submitter" resubmit planted --failed </dev/null
+  assert_success
+  run find "$elsewhere" -mindepth 1
+  assert_output ''
+  [[ -L $map_dir/tasks/1/status.attempt1.json && ! -e $map_dir/tasks/1/status.json ]] || fail "$(ls -l "$map_dir/tasks/1")"
+  run cat "$map_dir/tasks/1/status.attempt2.json"
+  assert_output '{"index": 1, "array_job_id": "4242", "task_id": "1", "state": "FAILED", "exit_code": 1, "attempt": 1}'
+}
