@@ -370,6 +370,9 @@ hpc_submit_main() {
   hpc_plan_render
   # A SLURM_TMPDIR of the submitting shell must not reach the job (sbatch passes the environment on).
   if ! out=$(unset SLURM_TMPDIR && sbatch --parsable "${hpc_submit_hold[@]}" "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
+    # A kept MaxArraySize may be above what the cluster takes now: asked again next time.
+    [[ $out != *'Invalid job array specification'* ]] || ! hpc_manifest_limits_forget ||
+      out+=" (this cluster's MaxArraySize was taken as $hpc_manifest_max_array_size, kept from scontrol show config within the last 10 minutes; the next submission asks again)"
     hpc_die "sbatch refused the job: $out"
   fi
   ((${#hpc_submit_made[@]} == 0)) || trap - EXIT
