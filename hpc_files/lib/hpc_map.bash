@@ -507,6 +507,7 @@ hpc_map_resubmit_failed() {
   local dir info line first='' throttle='' array_ids='' gather_ids='' failed='' attempt=2
   hpc_map_newest_dir "$1" "resubmit --failed"
   dir=$hpc_map_dir
+  [[ ! -L $dir/tasks ]] || hpc_die "$dir/tasks is a symbolic link: a map's tasks are never followed; nothing was submitted"
   # One resubmission of a map at a time: two at once both read the same failed indices and ran
   # them twice.
   hpc_map_lock "$dir"

@@ -417,3 +417,26 @@ json.dump(doc, open(path, \"w\"))
   assert_line --regexp '^The map is above MaxArraySize 4: 3 arrays'
   assert_equal "$(config_calls)" 2
 }
+
+@test "resubmit --failed of a map whose tasks/ folder was replaced by a link: refused with one line naming it, nothing submitted, nothing moved in the link's target" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 -e linkedtasks </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  local i elsewhere=$BATS_TEST_TMPDIR/elsewhere before
+  mkdir -p "$elsewhere"
+  for i in 0 1; do
+    mkdir -p "$elsewhere/$i"
+    printf '{"index": %s, "array_job_id": "4242", "task_id": "%s", "state": "FAILED", "exit_code": 1, "attempt": 1}\n' \
+      "$i" "$i" >"$elsewhere/$i/status.json"
+  done
+  rm -rf "$map_dir/tasks"
+  ln -s "$elsewhere" "$map_dir/tasks"
+  before=$(find "$elsewhere" -printf '%P %y %s\n' | sort)
+  rm -f "$stub_log"/*
+  run --separate-stderr bash "$submitter" resubmit linkedtasks --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: $map_dir/tasks is a symbolic link: a map's tasks are never followed; nothing was submitted"
+  [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
+  assert_equal "$(find "$elsewhere" -printf '%P %y %s\n' | sort)" "$before"
+}
