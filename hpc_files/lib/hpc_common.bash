@@ -214,7 +214,11 @@ hpc_mask_stream() {
     return
   fi
   printf -v _hpc_mask_list '%s\n' "${hpc_secrets[@]}"
-  LC_ALL=C awk '
+  # mawk reads a pipe until 4 KiB or its end: -W interactive hands on each line as it comes
+  # (its writes unbuffered: ORS empty, so that each line is one write).
+  local -a awk_options=(-v ORS=)
+  case $(awk -W version 2>&1 </dev/null) in mawk*) awk_options+=(-W interactive) ;; esac
+  LC_ALL=C awk "${awk_options[@]}" '
     BEGIN { while ((getline s < "/dev/fd/3") > 0) if (s != "") secret[++n] = s }
     {
       line = $0
@@ -226,7 +230,7 @@ hpc_mask_stream() {
         }
         line = out line
       }
-      print line
+      print line "\n"
       fflush()
     }' 3<<<"${_hpc_mask_list%$'\n'}"
 }

@@ -985,9 +985,13 @@ case $1 in
 esac
 shift
 if command -v awk >/dev/null 2>&1; then
+  # mawk reads a pipe until 4 KiB or its end: -W interactive hands on each line as it comes
+  # (its writes unbuffered: ORS empty, so that each line is one write).
+  hpc_awk=(awk -v ORS=)
+  case $(awk -W version 2>&1 </dev/null) in mawk*) hpc_awk+=(-W interactive) ;; esac
   exec {err}>&2
-  exec 2> >(trap '' INT TERM HUP QUIT USR1 USR2 && exec awk -v p="$label" '{ print p $0; fflush() }' >&"$err") {err}>&-
-  exec > >(trap '' INT TERM HUP QUIT USR1 USR2 && exec awk -v p="$label" '{ print p $0; fflush() }')
+  exec 2> >(trap '' INT TERM HUP QUIT USR1 USR2 && exec "${hpc_awk[@]}" -v p="$label" '{ print p $0 "\n"; fflush() }' >&"$err") {err}>&-
+  exec > >(trap '' INT TERM HUP QUIT USR1 USR2 && exec "${hpc_awk[@]}" -v p="$label" '{ print p $0 "\n"; fflush() }')
 fi
 exec "$@"
 EOF

@@ -299,7 +299,7 @@ hpc_manifest_check_array_size() {
   local count=$1 first=${2:-0} config
   if [[ -z ${hpc_manifest_max_array_size+x} ]]; then
     hpc_manifest_max_array_size='' hpc_manifest_max_job_count=''
-    if ! hpc_manifest_limits_read config; then
+    if ((${hpc_manifest_limits_ask:-0})) || ! hpc_manifest_limits_read config; then
       config=$(scontrol show config 2>/dev/null) || config=''
       hpc_manifest_limits_fresh=1
     fi
@@ -314,8 +314,22 @@ hpc_manifest_check_array_size() {
   [[ -n $hpc_manifest_max_array_size ]] || return 0
   local max=$hpc_manifest_max_array_size
   if ((first + count - 1 >= max)); then
+    if hpc_manifest_limits_recheck; then
+      hpc_manifest_check_array_size "$@"
+      return
+    fi
     hpc_die_usage "--repeat/--num-sweeps" "$count tasks exceed this cluster's MaxArraySize $max (indices 0..$((max - 1)))"
   fi
+}
+
+# hpc_manifest_limits_recheck: when the limits in use are the kept ones (not asked in this run),
+# forgets them, so that hpc_manifest_check_array_size asks scontrol again: a refusal is never
+# made on a kept answer alone (the cluster may have been reconfigured since). False when they
+# were asked in this run.
+hpc_manifest_limits_recheck() {
+  ((${hpc_manifest_limits_kept:-0})) || return 1
+  unset hpc_manifest_max_array_size
+  hpc_manifest_limits_ask=1 hpc_manifest_limits_kept=0
 }
 
 # hpc_manifest_limits_file: sets hpc_manifest_limits_file to where what scontrol show config said
@@ -335,7 +349,8 @@ hpc_manifest_limits_read() {
   local stamp conf rest='' now
   hpc_manifest_limits_fresh=0
   hpc_manifest_limits_file
-  [[ -n $hpc_manifest_limits_file && -f $hpc_manifest_limits_file ]] || return 1
+  # Only this user's own file, never through a link: another's could say any limits.
+  [[ -n $hpc_manifest_limits_file && -f $hpc_manifest_limits_file && -O $hpc_manifest_limits_file && ! -L $hpc_manifest_limits_file ]] || return 1
   {
     IFS= read -r stamp && IFS= read -r conf && { IFS= read -r -d '' rest || true; }
   } <"$hpc_manifest_limits_file" || return 1
@@ -343,6 +358,17 @@ hpc_manifest_limits_read() {
   [[ $stamp =~ ^[0-9]+$ && $conf == "SLURM_CONF=${SLURM_CONF:-}" ]] &&
     ((now >= stamp && now - stamp < hpc_slurm_ttl)) || return 1
   _hpc_limits_out=$rest
+  hpc_manifest_limits_kept=1
+}
+
+# hpc_manifest_limits_forget: after sbatch refused an array, removes the kept MaxArraySize and
+# MaxJobCount of this cluster (this user's own file, not a link), so that the next submission
+# asks scontrol; true when the MaxArraySize in use was a kept one.
+hpc_manifest_limits_forget() {
+  hpc_manifest_limits_file
+  [[ -n $hpc_manifest_limits_file && -f $hpc_manifest_limits_file && -O $hpc_manifest_limits_file && ! -L $hpc_manifest_limits_file ]] || return 1
+  rm -f -- "${hpc_manifest_limits_file:?}"
+  ((${hpc_manifest_limits_kept:-0})) && [[ -n ${hpc_manifest_max_array_size:-} ]]
 }
 
 # hpc_manifest_limits_save: keeps what scontrol show config has just said of MaxArraySize and
@@ -360,7 +386,7 @@ hpc_manifest_limits_save() {
     printf '%s\nSLURM_CONF=%s\n%s%s' "$now" "${SLURM_CONF:-}" \
       "${hpc_manifest_max_array_size:+MaxArraySize = $hpc_manifest_max_array_size$'\n'}" \
       "${hpc_manifest_max_job_count:+MaxJobCount = $hpc_manifest_max_job_count$'\n'}" 2>/dev/null >"$tmp" &&
-    mv -f -- "$tmp" "$hpc_manifest_limits_file" 2>/dev/null; then
+    mv -fT -- "$tmp" "$hpc_manifest_limits_file" 2>/dev/null; then
     hpc_manifest_limits_fresh=0
     return 0
   fi

@@ -24,6 +24,46 @@ hpc_map_lock() {
   fi
 }
 
+# hpc_map_jobs_live FILE ID...: true when one of the jobs ID (read from FILE) is pending or
+# running. Exit 1 when an ID is not a job id (FILE edited by hand: squeue would refuse the whole
+# list) or squeue fails otherwise than for ids that SLURM has all forgotten: neither is taken
+# for "nothing runs".
+hpc_map_jobs_live() {
+  local file=$1 id out
+  shift
+  for id; do
+    [[ $id =~ ^[0-9]+$ ]] || hpc_die "$file holds '$id', which is not a job id; nothing was submitted"
+  done
+  (($#)) || return 1
+  if ! out=$(exec squeue -h -j "$(IFS=, && printf '%s' "$*")" -o %i 2>&1); then
+    [[ $out == *'Invalid job id specified'* ]] && return 1
+    hpc_die "squeue failed: ${out//$'\n'/ }; nothing was submitted"
+  fi
+  [[ -n $out ]]
+}
+
+# hpc_map_keep_attempt DIR N NAME...: before a task or run is submitted again, its DIR/NAME.json
+# (each a file, not a link) become DIR/NAME.attempt<M>.json, M the first number from N at which
+# none of these names exists: a planted name (a link to a folder, a FIFO, a file the toolkit did
+# not make) is never moved into, followed or replaced.
+hpc_map_keep_attempt() {
+  local dir=$1 n=$2 name taken=1
+  shift 2
+  [[ -d $dir && ! -L $dir ]] || return 0
+  while ((taken)); do
+    taken=0
+    for name; do
+      [[ ! -e $dir/$name.attempt$n.json && ! -L $dir/$name.attempt$n.json ]] || taken=1
+    done
+    ((taken == 0)) || n=$((n + 1))
+  done
+  for name; do
+    if [[ -f $dir/$name.json && ! -L $dir/$name.json ]]; then
+      mv -fT -- "$dir/$name.json" "$dir/$name.attempt$n.json" || true
+    fi
+  done
+}
+
 # hpc_map_resubmit_failed ROOT: (resubmit EXP --failed, ROOT the experiment's map folders) re-runs
 # the indices of the newest map whose newest attempt did not succeed (FAILED, TIMEOUT, LOST,
 # NODE_FAIL, CANCELLED...) as one held array with the frozen items and the same throttle, in the
@@ -33,6 +73,7 @@ hpc_map_resubmit_failed() {
   local dir info line first='' throttle='' array_ids='' gather_ids='' failed='' attempt=2
   hpc_map_newest_dir "$1" "resubmit --failed"
   dir=$hpc_map_dir
+  [[ ! -L $dir/tasks ]] || hpc_die "$dir/tasks is a symbolic link: a map's tasks are never followed; nothing was submitted"
   # One resubmission of a map at a time: two at once both read the same failed indices and ran
   # them twice.
   hpc_map_lock "$dir"
@@ -51,7 +92,7 @@ hpc_map_resubmit_failed() {
   local -a ids indices
   read -ra ids <<<"$array_ids"
   read -ra indices <<<"$failed"
-  if ((${#ids[@]})) && [[ -n $(squeue -h -j "$(IFS=, && printf '%s' "${ids[*]}")" -o %i 2>/dev/null) ]]; then
+  if hpc_map_jobs_live "$dir/manifest.json" ${ids[@]+"${ids[@]}"}; then
     hpc_die "the map ${dir##*/} still has tasks pending or running; resubmit --failed once its array has ended"
   fi
   if ((${#indices[@]} == 0)); then
@@ -104,9 +145,7 @@ hpc_map_resubmit_failed() {
   new_id=${new_ids[0]} spec=${part_specs[0]}
   for i in "${indices[@]}"; do
     # The earlier attempt's status is kept; a link is never followed or moved.
-    if [[ -f $dir/tasks/$i/status.json && ! -L $dir/tasks/$i/status.json && ! -L $dir/tasks/$i ]]; then
-      mv -f -- "$dir/tasks/$i/status.json" "$dir/tasks/$i/status.attempt$((attempt - 1)).json" || true
-    fi
+    hpc_map_keep_attempt "$dir/tasks/$i" "$((attempt - 1))" status
   done
   if [[ -f $dir/gather.sh ]]; then
     printf -v text '%s:' "${new_ids[@]}"

@@ -182,6 +182,11 @@ hpc_map_plan() {
   fi
   hpc_manifest_check_array_size 1 0
   max=${hpc_manifest_max_job_count:-}
+  # A kept MaxJobCount is asked again before refusing (hpc_manifest_limits_recheck).
+  if [[ -n $max ]] && ((hpc_map_count > max)) && hpc_manifest_limits_recheck; then
+    hpc_manifest_check_array_size 1 0
+    max=${hpc_manifest_max_job_count:-}
+  fi
   # More tasks than SLURM keeps jobs could never all be submitted (and each part is an sbatch).
   if [[ -n $max ]] && ((hpc_map_count > max)); then
     local option=--map-range

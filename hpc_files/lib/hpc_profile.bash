@@ -128,7 +128,8 @@ hpc_profile_slurm_facts() {
   hpc_slurm_fresh=0 hpc_slurm_text='' hpc_slurm_raw=
   hpc_slurm_cache=${HPC_CACHE_DIR:-$hpc_files_dir/.cache}/slurm/$hpc_profile_name.txt
   printf -v now '%(%s)T' -1
-  if (($1 == 0)) && [[ -f $hpc_slurm_cache ]]; then
+  # Only this user's own file, never through a link: another's could say anything.
+  if (($1 == 0)) && [[ -f $hpc_slurm_cache && -O $hpc_slurm_cache && ! -L $hpc_slurm_cache ]]; then
     {
       IFS= read -r stamp && IFS= read -r conf && { IFS= read -r -d '' rest || true; }
     } <"$hpc_slurm_cache" || stamp=
@@ -154,7 +155,7 @@ hpc_profile_slurm_facts_save() {
   local tmp=$hpc_slurm_cache.$$.tmp
   if mkdir -p -- "${hpc_slurm_cache%/*}" 2>/dev/null &&
     printf '%s\nSLURM_CONF=%s\n%s\n' "$hpc_slurm_time" "${SLURM_CONF:-}" "$hpc_slurm_text" 2>/dev/null >"$tmp" &&
-    mv -f -- "$tmp" "$hpc_slurm_cache" 2>/dev/null; then
+    mv -fT -- "$tmp" "$hpc_slurm_cache" 2>/dev/null; then
     return 0
   fi
   [[ ! -f $tmp ]] || rm -f -- "${tmp:?}"

@@ -542,18 +542,11 @@ hpc_scaling_newest_dir() {
 }
 
 # hpc_scaling_keep_attempt RUN_DIR: before a run is submitted again, its status.json, wall.json
-# and metrics.json become NAME.attempt<N>.json (N: the first number free), so that the new
-# attempt's files are the only ones read; never through a link (a linked file stays, and the
-# new attempt replaces it: hpc_followup_status_write).
+# and metrics.json become NAME.attempt<N>.json (N: the first number free for all three), so that
+# the new attempt's files are the only ones read; never through a link (a linked file stays, and
+# the new attempt replaces it: hpc_followup_status_write).
 hpc_scaling_keep_attempt() {
-  local dir=$1 n=1 name
-  [[ -d $dir && ! -L $dir ]] || return 0
-  while [[ -e $dir/status.attempt$n.json || -L $dir/status.attempt$n.json ]]; do n=$((n + 1)); done
-  for name in status wall metrics; do
-    if [[ -f $dir/$name.json && ! -L $dir/$name.json ]]; then
-      mv -f -- "$dir/$name.json" "$dir/$name.attempt$n.json" || true
-    fi
-  done
+  hpc_map_keep_attempt "$1" 1 status wall metrics
 }
 
 # hpc_scaling_resubmit_failed ROOT: (resubmit EXP --failed on a scaling study, ROOT the
@@ -570,6 +563,7 @@ hpc_scaling_resubmit_failed() {
   local -A job_of=()
   hpc_scaling_newest_dir "$1" "resubmit --failed"
   dir=$hpc_scaling_dir
+  [[ ! -L $dir/runs ]] || hpc_die "$dir/runs is a symbolic link: a study's runs are never followed; nothing was submitted"
   # One resubmission of a study at a time (the lock is the study folder, held until exit).
   if ! { exec {lock_fd}<"$dir"; } || ! flock -w 60 "$lock_fd"; then
     hpc_die "cannot lock the study folder ${dir##*/} within 60 s: another resubmit --failed of it still runs (or its file system has no locks)"
@@ -592,7 +586,7 @@ hpc_scaling_resubmit_failed() {
   local -a live=("${ids[@]}")
   read -ra args <<<"$report_ids"
   live+=(${args[@]+"${args[@]}"})
-  if [[ -n $(squeue -h -j "$(IFS=, && printf '%s' "${live[*]}")" -o %i 2>/dev/null) ]]; then
+  if hpc_map_jobs_live "$dir/study.json" "${live[@]}"; then
     hpc_die "the study ${dir##*/} still has jobs pending or running; resubmit --failed once its report job has ended"
   fi
   if ((${#redo[@]} == 0)); then

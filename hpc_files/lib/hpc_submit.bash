@@ -371,6 +371,9 @@ hpc_submit_main() {
   # A SLURM_TMPDIR of the submitting shell must not reach the job (sbatch passes the environment on).
   # exec: without it, Bash forks once more for a command with redirections in $(...).
   if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable "${hpc_submit_hold[@]}" "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
+    # A kept MaxArraySize may be above what the cluster takes now: asked again next time.
+    [[ $out != *'Invalid job array specification'* ]] || ! hpc_manifest_limits_forget ||
+      out+=" (this cluster's MaxArraySize was taken as $hpc_manifest_max_array_size, kept from scontrol show config within the last 10 minutes; the next submission asks again)"
     hpc_die "sbatch refused the job: $out"
   fi
   ((${#hpc_submit_made[@]} == 0)) || trap - EXIT

@@ -61,3 +61,32 @@ hpc_test_venv_built() {
     printf '%s' "$hpc_venv_stamp" >"$1/virtual_env/.hpc_deps"
   )
 }
+
+# hpc_test_squeue_like_slurm LIVE_IDS: a squeue before the stubs on PATH that answers
+# `squeue -h -j LIST -o %i` as Slurm 22.05 does: the ids of LIST among LIVE_IDS (pending or
+# running); an id that is not a number: "Invalid job id: X", exit 1; none of them known:
+# "Invalid job id specified", exit 1. LIVE_IDS=fail: the controller does not answer, exit 1.
+hpc_test_squeue_like_slurm() {
+  mkdir -p "$BATS_TEST_TMPDIR/squeue_bin"
+  cat >"$BATS_TEST_TMPDIR/squeue_bin/squeue" <<'STUB'
+#!/usr/bin/env bash
+live=" ${HPC_STUB_LIVE_IDS-} " list='' found=''
+while (($#)); do
+  [[ $1 != -j ]] || list=$2
+  shift
+done
+if [[ $live == " fail " ]]; then
+  echo "squeue: error: Unable to contact slurm controller (connect failure)" >&2
+  exit 1
+fi
+IFS=, read -ra ids <<<"$list"
+for id in "${ids[@]}"; do
+  [[ $id =~ ^[0-9]+$ ]] || { echo "squeue: error: Invalid job id: $id" >&2; exit 1; }
+done
+for id in "${ids[@]}"; do [[ $live != *" $id "* ]] || found+="$id"$'\n'; done
+[[ -n $found ]] || { echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; }
+printf '%s' "$found"
+STUB
+  chmod +x "$BATS_TEST_TMPDIR/squeue_bin/squeue"
+  export PATH=$BATS_TEST_TMPDIR/squeue_bin:$PATH HPC_STUB_LIVE_IDS=$1
+}

@@ -163,3 +163,84 @@ node_calls() {
   assert_equal "$stderr" "job_submitter.sh: -n/--num-nodes: 3 with --scale-nodes 1,2, whose largest is 2; accepted: -n/--num-nodes equal to the largest of --scale-nodes, or one of the two alone"
   assert_equal "$(calls sbatch)" "$before"
 }
+
+# submitted_study: a study of runs 1x1-r1 (job 4243, COMPLETED) and 1x2-r1 (job 4244, FAILED,
+# with its wall.json) whose report job is 4242; sets study_dir and empties the stubs' log.
+submitted_study() {
+  run --separate-stderr bash "$submitter" --scaling-test --scale-gpus 1,2 -e probe -y </dev/null
+  assert_success
+  study_dir=$(echo "$outputs"/scaling/probe/*-4242)
+  [[ -f $study_dir/study.json ]] || fail "no study in $outputs/scaling/probe"
+  printf '{"job_id": "4243", "state": "COMPLETED", "exit_code": 0}\n' >"$study_dir/runs/1x1-r1/status.json"
+  printf '{"job_id": "4244", "state": "FAILED", "exit_code": 3}\n' >"$study_dir/runs/1x2-r1/status.json"
+  printf '{"wall_s": 1.5, "job_id": "4244"}\n' >"$study_dir/runs/1x2-r1/wall.json"
+  rm -f "$stub_log"/*
+}
+
+@test "resubmit --failed of a study: squeue down, or study.json holding a job id that is not a number ('abc', '4294967295x'): refused with one line, exit 1, nothing submitted or moved (squeue's error was taken for 'nothing runs')" {
+  submitted_study
+  local before
+  before=$(listing "$study_dir")
+  hpc_test_squeue_like_slurm fail
+  run --separate-stderr bash "$submitter" resubmit probe --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: squeue failed: squeue: error: Unable to contact slurm controller (connect failure); nothing was submitted"
+  assert_equal "$(calls sbatch)" 0
+  assert_equal "$(listing "$study_dir")" "$before"
+  # The report job 4242 still pending, its id in study.json edited to a word.
+  local id
+  for id in abc 4294967295x; do
+    python3 -c 'import json,sys; p=sys.argv[1]; d=json.load(open(p)); d["report_job_id"]=sys.argv[2]; json.dump(d, open(p, "w"))' "$study_dir/study.json" "$id"
+    before=$(listing "$study_dir")
+    HPC_STUB_LIVE_IDS=4242 run --separate-stderr bash "$submitter" resubmit probe --failed </dev/null
+    assert_equal "$status" 1
+    assert_equal "$stderr" "job_submitter.sh: $study_dir/study.json holds '$id', which is not a job id; nothing was submitted"
+    assert_equal "$(calls sbatch)" 0
+    assert_equal "$(listing "$study_dir")" "$before"
+  done
+}
+
+@test "resubmit --failed of a study whose report job is still pending: refused, exit 1; once SLURM has forgotten every job of it, the failed run is resubmitted" {
+  submitted_study
+  hpc_test_squeue_like_slurm 4242
+  run --separate-stderr bash "$submitter" resubmit probe --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: the study ${study_dir##*/} still has jobs pending or running; resubmit --failed once its report job has ended"
+  assert_equal "$(calls sbatch)" 0
+  HPC_STUB_LIVE_IDS='' run --separate-stderr bash "$submitter" resubmit probe --failed </dev/null
+  assert_success
+  assert_line --index 0 "Resubmitted run(s) 1x2-r1 of study ${study_dir##*/} as job(s) 4242"
+  assert_equal "$(calls sbatch)" 2
+}
+
+@test "resubmit --failed of a study with a planted wall.attempt1.json (a link to a folder) and metrics.attempt1.json (a FIFO): the earlier files become *.attempt2.json; nothing moved into the folder, the planted files stay" {
+  submitted_study
+  local run_dir=$study_dir/runs/1x2-r1 elsewhere=$BATS_TEST_TMPDIR/elsewhere
+  mkdir -p "$elsewhere"
+  ln -s "$elsewhere" "$run_dir/wall.attempt1.json"
+  mkfifo "$run_dir/metrics.attempt1.json"
+  printf '{"throughput": 1}\n' >"$run_dir/metrics.json"
+  hpc_test_squeue_like_slurm ''
+  run --separate-stderr bash "$submitter" resubmit probe --failed </dev/null
+  assert_success
+  run find "$elsewhere" -mindepth 1
+  assert_output ''
+  [[ -L $run_dir/wall.attempt1.json && -p $run_dir/metrics.attempt1.json ]] || fail "a planted file was replaced: $(ls -l "$run_dir")"
+  run cat "$run_dir/status.attempt2.json" "$run_dir/wall.attempt2.json" "$run_dir/metrics.attempt2.json"
+  assert_output $'{"job_id": "4244", "state": "FAILED", "exit_code": 3}\n{"wall_s": 1.5, "job_id": "4244"}\n{"throughput": 1}'
+  [[ ! -e $run_dir/status.json && ! -e $run_dir/wall.json && ! -e $run_dir/metrics.json ]] || fail "not moved: $(ls "$run_dir")"
+}
+
+@test "resubmit --failed of a study whose runs/ folder was replaced by a link: refused with one line naming it, nothing submitted, nothing moved in the link's target" {
+  submitted_study
+  local elsewhere=$BATS_TEST_TMPDIR/elsewhere before
+  mv "$study_dir/runs" "$elsewhere"
+  ln -s "$elsewhere" "$study_dir/runs"
+  before=$(listing "$elsewhere")
+  hpc_test_squeue_like_slurm ''
+  run --separate-stderr bash "$submitter" resubmit probe --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: $study_dir/runs is a symbolic link: a study's runs are never followed; nothing was submitted"
+  assert_equal "$(calls sbatch)" 0
+  assert_equal "$(listing "$elsewhere")" "$before"
+}

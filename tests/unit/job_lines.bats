@@ -95,3 +95,32 @@ supervised_torchrun() {
   supervised_torchrun "${summary/exitcode  : 0/exitcode  : 3}"
   assert_equal "$status" 3
 }
+
+@test "a line reaches the output as soon as the program prints it (Debian's mawk reads a pipe until 4 KiB or its end unless told not to): a running program's log is never held back until it ends, where a SIGKILL at scancel would lose it" {
+  local out_file=$BATS_TEST_TMPDIR/out go=$BATS_TEST_TMPDIR/go i seen_at=''
+  : >"$out_file"
+  # A user's program: one line, flushed, then a wait (here until the test has looked, at most
+  # 20 s), as a training loop between its logs.
+  wrapped rank=2 python3 -c '
+import os, sys, time
+print("READY", flush=True)
+for _ in range(200):
+    if os.path.exists(sys.argv[1]):
+        break
+    time.sleep(0.1)' "$go" >"$out_file" 2>&1 &
+  for ((i = 0; i < 150; i++)); do
+    [[ $(<"$out_file") == "[rank 2] READY" ]] && seen_at=$i && break
+    sleep 0.1
+  done
+  : >"$go"
+  wait
+  assert_equal "$(<"$out_file")" "[rank 2] READY"
+  [[ -n $seen_at ]] || fail "the line was held back while the program ran"
+}
+
+@test "labelled lines stay whole, one write each, also longer than awk's buffer" {
+  local out_file=$BATS_TEST_TMPDIR/out
+  wrapped rank=1 python3 -c 'print("a" * 5000); print("b" * 10)' >"$out_file"
+  run awk '{ print length($0) }' "$out_file"
+  assert_output $'5009\n19'
+}

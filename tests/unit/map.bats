@@ -120,12 +120,13 @@ config_calls() {
   HPC_STUB_MAX_ARRAY_SIZE=1000 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-200 -e c </dev/null
   assert_equal "$status" 2
   assert_equal "$stderr" "job_submitter.sh: --map-range: 201 tasks are more than this cluster can hold (MaxJobCount 100); accepted: at most 100 tasks"
-  assert_equal "$(config_calls)" 2
+  # A refusal is made on what SLURM says now: asked again before it.
+  assert_equal "$(config_calls)" 3
   # Another SLURM configuration: asked again.
   SLURM_CONF=$tmp/other.conf HPC_STUB_MAX_ARRAY_SIZE=1000 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 -e d </dev/null
   assert_success
   refute_line --partial 'above MaxArraySize'
-  assert_equal "$(config_calls)" 3
+  assert_equal "$(config_calls)" 4
   # Older than 10 minutes: asked again.
   local file
   for file in "$tmp/cache/slurm/"*.limits; do
@@ -134,7 +135,7 @@ config_calls() {
   HPC_STUB_MAX_ARRAY_SIZE=1000 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 -e e </dev/null
   assert_success
   refute_line --partial 'above MaxArraySize'
-  assert_equal "$(config_calls)" 4
+  assert_equal "$(config_calls)" 5
 }
 
 @test "a map within MaxArraySize is one array whose task ids are the indices" {
@@ -294,4 +295,148 @@ json.dump(doc, open(path, \"w\"))
   SLURM_ARRAY_TASK_ID=2
   run hpc_map_task_index
   assert_output "FAIL map array task 2 has no index in the resubmission's list (2 1500)"
+}
+
+@test "resubmit --failed of a map: squeue down, or manifest.json holding an array id that is not a number: refused with one line, exit 1, nothing submitted or moved (squeue's error was taken for 'nothing runs')" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 --gather "python gather.py" -e odd </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  local i before
+  for i in 0 1; do
+    mkdir -p "$map_dir/tasks/$i"
+    printf '{"index": %s, "array_job_id": "4242", "task_id": "%s", "state": "FAILED", "exit_code": 1, "attempt": 1}\n' \
+      "$i" "$i" >"$map_dir/tasks/$i/status.json"
+  done
+  before=$(find "$map_dir" -printf '%P %y %s\n' | sort)
+  rm -f "$stub_log"/*
+  hpc_test_squeue_like_slurm fail
+  run --separate-stderr bash "$submitter" resubmit odd --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: squeue failed: squeue: error: Unable to contact slurm controller (connect failure); nothing was submitted"
+  [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
+  # The array 4242 still running; a second array id edited into manifest.json as a word.
+  python3 -c 'import json,sys; p=sys.argv[1]; d=json.load(open(p)); d["array_ids"].append("abc"); json.dump(d, open(p, "w"))' "$map_dir/manifest.json"
+  before=$(find "$map_dir" -printf '%P %y %s\n' | sort)
+  HPC_STUB_LIVE_IDS=4242 run --separate-stderr bash "$submitter" resubmit odd --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: $map_dir/manifest.json holds 'abc', which is not a job id; nothing was submitted"
+  [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
+  assert_equal "$(find "$map_dir" -printf '%P %y %s\n' | sort)" "$before"
+}
+
+@test "resubmit --failed of a map whose task planted status.attempt1.json as a link to a folder: the earlier status becomes status.attempt2.json; nothing moved into the folder, the link stays" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 -e planted </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  local elsewhere=$BATS_TEST_TMPDIR/elsewhere
+  mkdir -p "$map_dir/tasks/0" "$map_dir/tasks/1" "$elsewhere"
+  printf '{"index": 0, "array_job_id": "4242", "task_id": "0", "state": "COMPLETED", "exit_code": 0, "attempt": 1}\n' >"$map_dir/tasks/0/status.json"
+  printf '{"index": 1, "array_job_id": "4242", "task_id": "1", "state": "FAILED", "exit_code": 1, "attempt": 1}\n' >"$map_dir/tasks/1/status.json"
+  ln -s "$elsewhere" "$map_dir/tasks/1/status.attempt1.json"
+  rm -f "$stub_log"/*
+  run --separate-stderr bash "$submitter" resubmit planted --failed </dev/null
+  assert_success
+  run find "$elsewhere" -mindepth 1
+  assert_output ''
+  [[ -L $map_dir/tasks/1/status.attempt1.json && ! -e $map_dir/tasks/1/status.json ]] || fail "$(ls -l "$map_dir/tasks/1")"
+  run cat "$map_dir/tasks/1/status.attempt2.json"
+  assert_output '{"index": 1, "array_job_id": "4242", "task_id": "1", "state": "FAILED", "exit_code": 1, "attempt": 1}'
+}
+
+@test "a kept MaxArraySize or MaxJobCount never refuses alone: the cluster reconfigured within the 10 minutes is asked again first (and then the request runs)" {
+  HPC_STUB_MAX_ARRAY_SIZE=4 HPC_STUB_MAX_JOB_COUNT=100 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 -e a </dev/null
+  assert_success
+  assert_equal "$(config_calls)" 1
+  # The cluster now holds 1000 jobs and arrays of 1000: a map of 201 tasks is not refused.
+  HPC_STUB_MAX_ARRAY_SIZE=1000 HPC_STUB_MAX_JOB_COUNT=1000 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-200 -e b </dev/null
+  assert_success
+  refute_line --partial 'above MaxArraySize'
+  assert_equal "$(config_calls)" 2
+  # What was kept says MaxArraySize 4 again; --repeat 10 (one array) is asked again, not refused.
+  local file
+  for file in "$tmp/cache/slurm/"*.limits; do
+    sed -i 's/^MaxArraySize = .*/MaxArraySize = 4/' "$file"
+  done
+  HPC_STUB_MAX_ARRAY_SIZE=1000 HPC_STUB_MAX_JOB_COUNT=1000 run --separate-stderr bash "$submitter" -y -g 0 --repeat 10 -e c </dev/null
+  assert_success
+  assert_equal "$(config_calls)" 3
+  # Still too many after asking: refused, exit 2, one line.
+  HPC_STUB_MAX_ARRAY_SIZE=1000 HPC_STUB_MAX_JOB_COUNT=1000 run --separate-stderr bash "$submitter" -y -g 0 --repeat 1001 -e d </dev/null
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: --repeat/--num-sweeps: 1001 tasks exceed this cluster's MaxArraySize 1000 (indices 0..999)"
+}
+
+@test "a kept MaxArraySize file that is a link, or owned by another user, is not read: scontrol is asked; a link in place of it or of sinfo's kept answer: its target is not written" {
+  HPC_STUB_MAX_ARRAY_SIZE=1000 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 -e a </dev/null
+  assert_success
+  assert_equal "$(config_calls)" 1
+  local file elsewhere=$BATS_TEST_TMPDIR/elsewhere
+  file=$(echo "$tmp/cache/slurm/"*.limits)
+  [[ -f $file ]] || fail "no kept limits: $(ls "$tmp/cache/slurm")"
+  # Another user's file saying MaxArraySize 2: read, it split the map into five arrays.
+  sed -i 's/^MaxArraySize = .*/MaxArraySize = 2/' "$file"
+  chown nobody "$file"
+  HPC_STUB_MAX_ARRAY_SIZE=1000 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 -e b </dev/null
+  assert_success
+  refute_line --partial 'above MaxArraySize'
+  assert_equal "$(config_calls)" 2
+  # A link to a folder in its place (and in place of what sinfo said): not read, and nothing
+  # written into the folder.
+  rm -f "$file" "${file%.limits}.txt"
+  mkdir -p "$elsewhere"
+  ln -s "$elsewhere" "$file"
+  ln -s "$elsewhere" "${file%.limits}.txt"
+  HPC_STUB_MAX_ARRAY_SIZE=1000 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 -e c </dev/null
+  assert_success
+  assert_equal "$(config_calls)" 3
+  run find "$elsewhere" -mindepth 1
+  assert_output ''
+}
+
+@test "a kept MaxArraySize above the cluster's (lowered within the 10 minutes): sbatch's refusal says so, exit 1, nothing left; the next submission asks again and splits the map" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 -e a </dev/null
+  assert_success
+  assert_equal "$(config_calls)" 1
+  # The cluster now takes task ids up to 3 only, as SLURM refuses a larger --array.
+  mkdir -p "$BATS_TEST_TMPDIR/bin"
+  # shellcheck disable=SC2016 # the stand-in's own variables
+  printf '#!/usr/bin/env bash\nfor a; do\n  if [[ $a =~ ^--array=[0-9]+-([0-9]+) ]] && ((BASH_REMATCH[1] >= 4)); then\n    echo "sbatch: error: Batch job submission failed: Invalid job array specification" >&2\n    exit 1\n  fi\ndone\nexec %q "$@"\n' \
+    "$fixtures/bin/sbatch" >"$BATS_TEST_TMPDIR/bin/sbatch"
+  chmod +x "$BATS_TEST_TMPDIR/bin/sbatch"
+  local outputs=$SCRATCH/my\ project/hpc_outputs before
+  before=$(find "$outputs" -printf '%P %y\n' | sort)
+  PATH=$BATS_TEST_TMPDIR/bin:$PATH HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 -e b </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: sbatch refused the job: sbatch: error: Batch job submission failed: Invalid job array specification (this cluster's MaxArraySize was taken as 1001, kept from scontrol show config within the last 10 minutes; the next submission asks again)"
+  assert_equal "$(find "$outputs" -printf '%P %y\n' | sort)" "$before"
+  assert_equal "$(config_calls)" 1
+  PATH=$BATS_TEST_TMPDIR/bin:$PATH HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 -e b </dev/null
+  assert_success
+  assert_line --regexp '^The map is above MaxArraySize 4: 3 arrays'
+  assert_equal "$(config_calls)" 2
+}
+
+@test "resubmit --failed of a map whose tasks/ folder was replaced by a link: refused with one line naming it, nothing submitted, nothing moved in the link's target" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 -e linkedtasks </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  local i elsewhere=$BATS_TEST_TMPDIR/elsewhere before
+  mkdir -p "$elsewhere"
+  for i in 0 1; do
+    mkdir -p "$elsewhere/$i"
+    printf '{"index": %s, "array_job_id": "4242", "task_id": "%s", "state": "FAILED", "exit_code": 1, "attempt": 1}\n' \
+      "$i" "$i" >"$elsewhere/$i/status.json"
+  done
+  rm -rf "$map_dir/tasks"
+  ln -s "$elsewhere" "$map_dir/tasks"
+  before=$(find "$elsewhere" -printf '%P %y %s\n' | sort)
+  rm -f "$stub_log"/*
+  run --separate-stderr bash "$submitter" resubmit linkedtasks --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: $map_dir/tasks is a symbolic link: a map's tasks are never followed; nothing was submitted"
+  [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
+  assert_equal "$(find "$elsewhere" -printf '%P %y %s\n' | sort)" "$before"
 }

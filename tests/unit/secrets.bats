@@ -167,3 +167,20 @@ plain'
   assert_line $'command\t${DB_PASS}'
   assert_line $'sbatch\t--job-name=p-ex'
 }
+
+@test "mask: each line is passed on as it comes, not when 4 KiB or the end have arrived (Debian's mawk): logs --follow shows a running job's lines" {
+  local go=$TMP/go i seen=''
+  : >"$TMP/out"
+  # A growing log: one line, then nothing more until the test has looked (at most 20 s).
+  # shellcheck disable=SC2016 # the inner shell's own $1
+  bash -c 'printf "step 1 loss 0.5 sentinel-9f8e7d\n"; for _ in {1..200}; do [[ -e $1 ]] && break; sleep 0.1; done' _ "$go" |
+    bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; hpc_mask_stream' >"$TMP/out" &
+  for ((i = 0; i < 150; i++)); do
+    [[ $(<"$TMP/out") == "step 1 loss 0.5 (masked)" ]] && seen=$i && break
+    sleep 0.1
+  done
+  : >"$go"
+  wait
+  assert_equal "$(<"$TMP/out")" "step 1 loss 0.5 (masked)"
+  [[ -n $seen ]] || fail "the line was held back while the log grew"
+}
