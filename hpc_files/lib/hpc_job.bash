@@ -518,38 +518,47 @@ hpc_job_is_runtime() {
 }
 
 # hpc_job_warn_tree PID SIGNAL: sends SIGNAL to the outermost processes of the tree at PID that
-# catch it (in each branch the first one from the top; a container runtime is looked through);
-# processes without a handler, which SIGNAL would kill, never get it. Appends what got it
-# ('PID (name)') to hpc_job_warned_to.
+# catch it (in each branch the first one from the top; a container runtime is looked through),
+# each once: a process in hpc_job_warned_pids (warned in an earlier round) is passed over with
+# its branch. Processes without a handler, which SIGNAL would kill, never get it. Appends what got
+# it ('PID (name)') to hpc_job_warned_to and its pid to hpc_job_warned_pids; sets
+# hpc_job_warn_waiting to 1 when a branch has no catcher yet (it ends in a process that has no
+# handler and no children).
 hpc_job_warn_tree() {
-  local pid=$1 signal=$2 child comm=''
+  local pid=$1 signal=$2 child comm='' leaf=1
+  [[ " ${hpc_job_warned_pids:-} " != *" $pid "* ]] || return 0
   if ! hpc_job_is_runtime "$pid" && hpc_job_catches "$pid" "$signal"; then
     IFS= read -r comm 2>/dev/null <"/proc/$pid/comm" || true
-    kill -"$signal" "$pid" 2>/dev/null && hpc_job_warned_to+=("$pid ($comm)")
+    kill -"$signal" "$pid" 2>/dev/null || return 0
+    hpc_job_warned_to+=("$pid ($comm)")
+    hpc_job_warned_pids+=" $pid"
     return 0
   fi
   for child in $(pgrep -P "$pid" 2>/dev/null); do
+    leaf=0
     hpc_job_warn_tree "$child" "$signal"
   done
+  ((leaf == 0)) || hpc_job_warn_waiting=1
 }
 
 # hpc_job_warn ROOT SIGNAL: passes the time-limit warning SIGNAL to the processes below ROOT that
-# catch it (hpc_job_warn_tree). When none does yet (the program is still starting), it looks
-# again every second while ROOT runs: the warning is delivered once a handler is installed; a
-# program that never installs one runs on to the time limit.
+# catch it (hpc_job_warn_tree), each once, with one line per round that warned someone. It looks
+# again every second while ROOT runs, until every branch has been warned: a worker still
+# starting (torchrun's workers do not all install their handlers at once) gets the warning once
+# it installs its handler; a branch that never installs one runs on to the time limit, and the
+# looking ends with ROOT.
 hpc_job_warn() {
-  local root=$1 signal=$2 said=0
+  local root=$1 signal=$2 said=0 hpc_job_warned_pids='' hpc_job_warn_waiting
   while kill -0 "$root" 2>/dev/null; do
-    hpc_job_warned_to=()
+    hpc_job_warned_to=() hpc_job_warn_waiting=0
     hpc_job_warn_tree "$root" "$signal"
     if ((${#hpc_job_warned_to[@]})); then
       hpc_job_log "time-limit warning SIG$signal passed to ${hpc_job_warned_to[*]}"
-      return 0
-    fi
-    if ((said == 0)); then
+    elif ((said == 0)) && [[ -z $hpc_job_warned_pids ]]; then
       hpc_job_log "no process of the program catches SIG$signal (yet): it gets the warning once it installs a handler, else it runs on until the time limit"
       said=1
     fi
+    ((hpc_job_warn_waiting)) || return 0
     sleep 1
   done
 }

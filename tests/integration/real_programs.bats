@@ -39,9 +39,17 @@ setup() {
   assert_line --index 1 --regexp '^RUN rank=0 local=0 node=n1 pid=[0-9]+ restart=1$'
   assert_equal "${#lines[@]}" 2
   assert_equal "$(grep -c '^RUN rank=[0-3] ' "$marks")" 8
-  # Run 1: the warning reached the workers of both nodes (not the agents), rank 0 saved and all stopped.
+  # Run 1: the warning reached both workers of each node and nothing else (not the agents): the
+  # processes its 'passed to' lines name (one line, or one per round when a worker installed its
+  # handler late) are the node's two workers, by the pids of their RUN lines. Rank 0 saved and all
+  # stopped.
+  local node workers warned
   for node in n1 n2; do
-    assert_equal "$(grep -cE "^\[hpc $node\] time-limit warning SIGUSR1 passed to [0-9]+ \(python\) [0-9]+ \(python\)$" "$marks")" 1
+    workers=$(sed -En "s/^RUN rank=[0-3] local=[01] node=$node pid=([0-9]+) restart=0$/\1 (python)/p" "$marks" | sort -u)
+    assert_equal "$(wc -l <<<"$workers")" 2
+    warned=$(sed -En "s/^\[hpc $node\] time-limit warning SIGUSR1 passed to (([0-9]+ \([^)]*\) ?)+)$/\1/p" "$marks" |
+      grep -oE '[0-9]+ \([^)]*\)' | sort -u)
+    assert_equal "$warned" "$workers"
   done
   stopped=$(sed -n 's/^STOPPED epoch=//p' "$marks")
   [[ $stopped =~ ^[0-9]+$ ]] || fail "run 1 did not stop at the warning: $(cat "$marks")"

@@ -36,6 +36,20 @@ signal.signal(signal.SIGUSR1, on)
 open(sys.argv[1] + ".ready", "w").write("ready")
 time.sleep(60)'
 
+# late_catcher_code, run as bash -c CODE worker FILE DELAY: a worker that writes its pid to
+# FILE.pid, installs its USR1 trap only after DELAY seconds (its imports take long on a loaded
+# node), then writes 'ready' to FILE.ready; appends 'got USR1' to FILE on each USR1 and runs on
+# until FILE.stop exists (20 s at most).
+# shellcheck disable=SC2016 # expanded by the worker's bash
+late_catcher_code='echo $$ >"$1.pid"
+sleep "$2"
+trap "echo got USR1 >>\"\$1\"" USR1
+echo ready >"$1.ready"
+for ((i = 0; i < 200; i++)); do
+  [[ ! -e $1.stop ]] || exit 0
+  sleep 0.1
+done'
+
 # wait_file FILE: waits (5 s at most) until FILE exists.
 wait_file() {
   local i
@@ -157,6 +171,83 @@ EOF
   assert_output "[hpc n1] no process of the program catches SIGUSR1 (yet): it gets the warning once it installs a handler, else it runs on until the time limit"
   run wait "$program"
   assert_success
+}
+
+@test "hpc_job_warn: each worker gets the warning once, the one that installs its handler 2 s later too; the looking ends when all have it" {
+  # torchrun's two workers on a loaded node: worker a catches at once, worker b later.
+  bash -c 'bash -c "$1" worker "$2/a" 0 & bash -c "$1" worker "$2/b" 2 & wait' _ "$late_catcher_code" "$tmp" &
+  started+=($!)
+  local root=$! a b
+  wait_file "$tmp/a.ready"
+  wait_file "$tmp/b.pid"
+  a=$(<"$tmp/a.pid") b=$(<"$tmp/b.pid")
+  [ ! -e "$tmp/b.ready" ]
+  SECONDS=0
+  run hpc_job_warn "$root" USR1
+  assert_success
+  assert_output "[hpc n1] time-limit warning SIGUSR1 passed to $a (bash)
+[hpc n1] time-limit warning SIGUSR1 passed to $b (bash)"
+  # It ended once both had it, while the program runs on.
+  ((SECONDS <= 6)) || fail "hpc_job_warn took $SECONDS s"
+  kill -0 "$root"
+  wait_file "$tmp/a"
+  wait_file "$tmp/b"
+  # A trap runs once the worker's sleep 0.1 ends: a second USR1 would be there by now.
+  sleep 0.5
+  assert_equal "$(cat "$tmp/a")" "got USR1"
+  assert_equal "$(cat "$tmp/b")" "got USR1"
+  touch "$tmp/a.stop" "$tmp/b.stop"
+  wait "$root"
+}
+
+@test "hpc_job_warn: a process without a handler beside a warned worker is never signalled; the looking goes on until ROOT ends" {
+  bash -c 'bash -c "$1" worker "$2/a" 0 & sleep 3; echo "sleep status $?" >"$2/plain"' _ "$late_catcher_code" "$tmp" &
+  started+=($!)
+  local root=$! a
+  wait_file "$tmp/a.ready"
+  a=$(<"$tmp/a.pid")
+  SECONDS=0
+  run hpc_job_warn "$root" USR1
+  assert_success
+  assert_output "[hpc n1] time-limit warning SIGUSR1 passed to $a (bash)"
+  ((SECONDS <= 6)) || fail "hpc_job_warn took $SECONDS s"
+  # ROOT has ended: its sleep, without a handler, ran to its end (USR1 would have killed it).
+  assert_equal "$(cat "$tmp/plain")" "sleep status 0"
+  wait "$root"
+  wait_file "$tmp/a"
+  assert_equal "$(cat "$tmp/a")" "got USR1"
+  touch "$tmp/a.stop"
+}
+
+@test "hpc_job_warn: a warned worker's branch is not walked again: a child it forks after the warning, with the handler inherited, never gets it" {
+  # Worker p (Python) catches at once and forks a child once warned; worker b catches 2 s late,
+  # so the looking goes on past p's child.
+  bash -c 'python3 -c "$1" "$3/p" & bash -c "$2" worker "$3/b" 2 & wait' _ '
+import os, signal, sys, time
+got = []
+signal.signal(signal.SIGUSR1, lambda s, f: got.append(1))
+open(sys.argv[1] + ".ready", "w").write("ready")
+while not got:
+    time.sleep(0.05)
+child = os.fork()
+if child == 0:
+    got.clear()
+    time.sleep(3)
+    os._exit(7 if got else 0)
+_, status = os.waitpid(child, 0)
+open(sys.argv[1], "w").write(f"parent got it {len(got)} time(s); child status {os.waitstatus_to_exitcode(status)}")
+' "$late_catcher_code" "$tmp" &
+  started+=($!)
+  local root=$!
+  wait_file "$tmp/p.ready"
+  wait_file "$tmp/b.pid"
+  run hpc_job_warn "$root" USR1
+  assert_success
+  assert_output --regexp "^\[hpc n1\] time-limit warning SIGUSR1 passed to [0-9]+ \(python3\)
+\[hpc n1\] time-limit warning SIGUSR1 passed to $(<"$tmp/b.pid") \(bash\)$"
+  touch "$tmp/b.stop"
+  wait "$root"
+  assert_equal "$(cat "$tmp/p")" "parent got it 1 time(s); child status 0"
 }
 
 @test "hpc_job_supervise: the carrier SIGURG becomes the warning for the program below that catches it; its status is the task's" {
