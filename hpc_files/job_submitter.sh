@@ -193,6 +193,8 @@ unset hpc_lib
 # the start: the secrets' names come from /proc/self/environ (hpc_secret_values).
 # shellcheck disable=SC2034 # read by hpc_common.bash (hpc_secret_values)
 [[ ${BASH_SOURCE[0]} != "$0" || -n ${BASH_ENV:-} ]] || hpc_secret_names_environ=1
+# shellcheck disable=SC2034 # read by hpc_common.bash (hpc_secret_values)
+hpc_secrets_keep=1
 if [[ $- == *x* ]]; then
   # Under bash -x, the trace goes through the masking of secrets (hpc_common.bash).
   { set +x; } 2>/dev/null

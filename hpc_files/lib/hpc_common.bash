@@ -76,6 +76,11 @@ hpc_secret_min_length=6
 # exported a secret after the start; then every variable of the shell is looked at.
 hpc_secret_names_environ=0
 
+# hpc_secrets_keep: 1 when the secrets found by the first mask are kept for the process's later
+# ones: set by job_submitter.sh, whose environment no longer changes once it runs. A job exports
+# the W&B key it loads (hpc_sweep_load_key), and tests export between calls: they keep 0.
+hpc_secrets_keep=0
+
 # hpc_secret_name NAME: true when NAME (in any case) names a secret: it holds KEY, TOKEN, SECRET,
 # PASS (PASSWORD, PASSWD, PASSPHRASE), CREDENTIAL or AUTH, or ends in _PWD (MYSQL_PWD; not PWD).
 # Broad on purpose: masking a value that was no secret costs little, printing one costs much.
@@ -93,6 +98,12 @@ hpc_secret_name() {
 hpc_secret_values() {
   local name value line i j swap
   local -a names=() parts=()
+  # In the submitter the environment is final before its first mask (nothing it runs exports a
+  # secret): worked out once, kept for the next call (a map or a study masks words once a job).
+  if ((hpc_secrets_keep && ${hpc_secrets_kept_set:-0})); then
+    hpc_secrets=(${hpc_secrets_kept[@]+"${hpc_secrets_kept[@]}"})
+    return 0
+  fi
   hpc_secrets=()
   # The environment's names, read in one go from /proc/self/environ (what this process was
   # started with), where naming every variable of the shell took milliseconds at every
@@ -142,6 +153,7 @@ hpc_secret_values() {
       hpc_secrets[j - 1]=$swap
     done
   done
+  ((hpc_secrets_keep == 0)) || hpc_secrets_kept=(${hpc_secrets[@]+"${hpc_secrets[@]}"}) hpc_secrets_kept_set=1
 }
 
 # hpc_mask_vars NAME...: replaces every secret (hpc_secret_values) in the variables NAME (strings,

@@ -71,9 +71,13 @@ hpc_manifest_commit() {
 
 # hpc_manifest_git DIR: sets hpc_manifest_git_commit and hpc_manifest_git_dirty (yes/no) for the
 # git work tree that holds DIR, with one git process; both empty when DIR is in none (found
-# without starting a process) or git cannot say. Dirty means changed tracked files.
+# without starting a process) or git cannot say. Dirty means changed tracked files. Asked once
+# per DIR and process: a map's parts and gather, a study's runs and report are one submission of
+# one commit.
 hpc_manifest_git() {
   local dir=$1 out line
+  [[ ${hpc_manifest_git_asked-} != "$1" ]] || return 0
+  hpc_manifest_git_asked=$1
   hpc_manifest_git_commit='' hpc_manifest_git_dirty=''
   while [[ ! -e $dir/.git ]]; do
     [[ $dir == */* && -n $dir ]] || return 0

@@ -367,10 +367,8 @@ hpc_map_submit_gather() {
   fi
   id=${out##*$'\n'}
   id=${id%%;*}
-  # Its own manifest: status and cancel of the experiment show and cancel the gather too. The
-  # git commit is the one just recorded for the array: no second git process.
-  # shellcheck disable=SC2329 # replaces hpc_manifest_git in this subshell only
-  hpc_manifest_git() { :; }
+  # Its own manifest: status and cancel of the experiment show and cancel the gather too (the
+  # git commit is the one just asked for the array's: hpc_manifest_git asks once).
   hpc_manifest_write "$id" "$hpc_map_dir/gather.sh" || hpc_say "gather job $id was submitted, but its manifest could not be written"
   printf '%s\n' "$id"
 }
@@ -390,13 +388,9 @@ hpc_map_submit_part() {
   id=${out##*$'\n'}
   id=${id%%;*}
   hpc_map_array_ids+=("$id")
-  # Its own manifest: status and cancel of the experiment show and cancel this part too. The
-  # git commit is the one just recorded for the first part: no second git process.
-  (
-    # shellcheck disable=SC2329 # replaces hpc_manifest_git in this subshell only
-    hpc_manifest_git() { :; }
-    hpc_plan_array=0-$((last - first))%${hpc_plan_array#*%} hpc_manifest_write "$id" "$hpc_map_dir/task.sh"
-  ) || hpc_say "part $1 of the map (job $id) was submitted, but its manifest could not be written"
+  # Its own manifest: status and cancel of the experiment show and cancel this part too (the
+  # git commit is the one just asked for the first part's: hpc_manifest_git asks once).
+  hpc_plan_array=0-$((last - first))%${hpc_plan_array#*%} hpc_manifest_write "$id" "$hpc_map_dir/task.sh" || hpc_say "part $1 of the map (job $id) was submitted, but its manifest could not be written"
 }
 
 # hpc_map_undo MESSAGE: cancels the map's jobs submitted so far, removes the folder made for

@@ -22,6 +22,9 @@ setup() {
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
   hpc_test_submitter_project "$(hpc_test_tmp)/cache" "$(hpc_test_tmp)/scratch"
   hpc_test_venv_built "$project"
+  # As SLURM says it (scontrol show config), for the maps: kept for 10 minutes, so not asked the
+  # second time.
+  export HPC_STUB_MAX_ARRAY_SIZE=1001
   command -v strace >/dev/null || skip "strace is not installed"
   strace -f -o /dev/null true 2>/dev/null || skip "strace cannot trace here (ptrace not permitted)"
 }
@@ -58,8 +61,6 @@ forks_of() {
 }
 
 @test "a map with a gather starts six processes: flock, the held array's sbatch, one mkdir for its folder, the gather's subshell (its plan stays apart) and sbatch, scontrol release; it reads the map's submission code only" {
-  # As SLURM says it (scontrol show config): kept for 10 minutes, so not asked the second time.
-  export HPC_STUB_MAX_ARRAY_SIZE=1001
   forks_of -y -g 0 --map-range 0-5 --max-concurrent 2 --gather "python -c pass" -e speed
   assert_equal "$forks" "- flock mkdir sbatch sbatch scontrol"
   # The map's code for submitting, not its management and job side (hpc_map.bash).
@@ -69,6 +70,26 @@ forks_of() {
 @test "a scaling study of 4 runs starts eleven processes: the fit check's subshell, flock, the held report job's and the 4 runs' sbatch, one mkdir each for the study's folder and its runs' folders, scontrol update and release; sinfo is asked no more once its answer is kept" {
   forks_of -y --scaling-test --scale-nodes 1,2 --scale-gpus 1,2 -W torchrun -e speed
   assert_equal "$forks" "- flock mkdir mkdir sbatch sbatch sbatch sbatch sbatch scontrol scontrol"
+}
+
+@test "a map with a gather and a scaling study work out the secrets to mask once: /proc/self/environ is read once per submission, not once per job and manifest" {
+  # The names come from /proc/self/environ when the submitter runs without BASH_ENV.
+  unset BASH_ENV
+  export SENTINEL_TOKEN=sentinel-speed-token
+  forks_of -y -g 0 --map-range 0-5 --max-concurrent 2 --gather "python -c pass" -e speed
+  assert_equal "$(grep -c 'open.*"/proc/self/environ"' "$BATS_TEST_TMPDIR/strace.txt")" 1
+  forks_of -y --scaling-test --scale-nodes 1,2 --scale-gpus 1,2 -W torchrun -e speed
+  assert_equal "$(grep -c 'open.*"/proc/self/environ"' "$BATS_TEST_TMPDIR/strace.txt")" 1
+}
+
+@test "a scaling study and a map of a project under git ask git once per submission, not once per job's manifest" {
+  git -C "$project" init -q
+  git -C "$project" -c user.name=t -c user.email=t@t add -A >/dev/null
+  git -C "$project" -c user.name=t -c user.email=t@t commit -qm init
+  forks_of -y --scaling-test --scale-nodes 1,2 --scale-gpus 1,2 -W torchrun -e speed
+  assert_equal "$(grep -c 'execve(".*/git"' "$BATS_TEST_TMPDIR/strace.txt")" 1
+  forks_of -y -g 0 --map-range 0-5 --max-concurrent 2 --gather "python -c pass" -e speed
+  assert_equal "$(grep -c 'execve(".*/git"' "$BATS_TEST_TMPDIR/strace.txt")" 1
 }
 
 @test "a plain submission of a plain command reads only the libraries it runs: not the configs file's quoted parts and references (hpc_configs_quoted.bash), the venv's build (venv_build.bash), map, scaling, sweeps, data or management code" {
