@@ -484,14 +484,15 @@ hpc_job_load_modules() {
   module load "${hpc_job_modules[@]}" || hpc_job_fail "modules" "module load ${hpc_job_modules[*]} failed"
 }
 
-# hpc_job_catches PID SIGNAL: true when process PID has a handler for SIGNAL (a name, e.g. USR1):
-# bit N-1 of the SigCgt mask in /proc/PID/status for signal N.
+# hpc_job_catches PID SIGNAL [MASK]: true when process PID has a handler for SIGNAL (a name, e.g.
+# USR1): bit N-1 of the SigCgt mask in /proc/PID/status for signal N; with MASK SigIgn, true
+# when PID ignores SIGNAL.
 hpc_job_catches() {
   local pid=$1 number mask line
   number=$(kill -l "$2" 2>/dev/null) || return 1
   while IFS= read -r line; do
-    [[ $line == SigCgt:* ]] || continue
-    mask=${line#SigCgt:}
+    [[ $line == "${3:-SigCgt}:"* ]] || continue
+    mask=${line#*:}
     mask=${mask//[[:space:]]/}
     [[ $mask =~ ^[0-9a-fA-F]{1,16}$ ]] || return 1
     # An explicit status: a bare return in code run from a trap returns the status from before it.
@@ -523,7 +524,8 @@ hpc_job_is_runtime() {
 # its branch. Processes without a handler, which SIGNAL would kill, never get it. Appends what got
 # it ('PID (name)') to hpc_job_warned_to and its pid to hpc_job_warned_pids; sets
 # hpc_job_warn_waiting to 1 when a branch has no catcher yet (it ends in a process that has no
-# handler and no children).
+# handler and no children, and does not ignore SIGNAL: an output filter that ignores it, as the
+# rank-lines awks and the root-cause tee do, needs no warning).
 hpc_job_warn_tree() {
   local pid=$1 signal=$2 child comm='' leaf=1
   [[ " ${hpc_job_warned_pids:-} " != *" $pid "* ]] || return 0
@@ -538,7 +540,7 @@ hpc_job_warn_tree() {
     leaf=0
     hpc_job_warn_tree "$child" "$signal"
   done
-  ((leaf == 0)) || hpc_job_warn_waiting=1
+  ((leaf == 0)) || hpc_job_catches "$pid" "$signal" SigIgn || hpc_job_warn_waiting=1
 }
 
 # hpc_job_warn ROOT SIGNAL: passes the time-limit warning SIGNAL to the processes below ROOT that

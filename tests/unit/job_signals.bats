@@ -219,6 +219,26 @@ EOF
   touch "$tmp/a.stop"
 }
 
+@test "hpc_job_warn: a process that ignores the signal (an output filter: trap '' USR1) needs no warning: the looking ends once the others have it, while ROOT runs on" {
+  # As torchrun's agent with its worker and the stderr filter (tee, awk) that ignores the signals.
+  bash -c 'bash -c "$1" worker "$2/a" 0 & (trap "" USR1 && exec sleep 8) & wait' _ "$late_catcher_code" "$tmp" &
+  started+=($!)
+  local root=$! a
+  wait_file "$tmp/a.ready"
+  a=$(<"$tmp/a.pid")
+  SECONDS=0
+  run hpc_job_warn "$root" USR1
+  assert_success
+  assert_output "[hpc n1] time-limit warning SIGUSR1 passed to $a (bash)"
+  ((SECONDS <= 3)) || fail "hpc_job_warn took $SECONDS s: it looked on for the filter"
+  kill -0 "$root"
+  wait_file "$tmp/a"
+  assert_equal "$(cat "$tmp/a")" "got USR1"
+  touch "$tmp/a.stop"
+  pkill -P "$root" sleep || true
+  wait "$root" || true
+}
+
 @test "hpc_job_warn: a warned worker's branch is not walked again: a child it forks after the warning, with the handler inherited, never gets it" {
   # Worker p (Python) catches at once and forks a child once warned; worker b catches 2 s late,
   # so the looking goes on past p's child.
