@@ -290,3 +290,19 @@ submit_map() {
   assert_line --regexp '^1x1:COMPLETED:127\.0\.0\.[12]$'
   assert_line '2x1:COMPLETED:127.0.0.[1-2]'
 }
+
+@test "a gather no node could run, with the partition from SBATCH_PARTITION, is refused in one line naming the option; nothing is made or queued" {
+  needs_venv
+  cp "$HPC_ROOT/tests/fixtures/map/"{featurize.py,gather.py} "$PROJECT/"
+  hpc_configs "$PROJECT" 'python featurize.py --index ${map_index} --item "${map_item}" --out ${task_dir}'
+  # 4 CPUs, 2 GPUs and 4000 MB per node.
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 --map-range 0-1 --gather "python gather.py" --gather-cpus 5 -e nofit
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: --gather-cpus: 5 CPUs is more than a node of partition compute has (4); accepted: 1 to 4"
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 1 -m 3000M --map-range 0-1 --gather "python gather.py" --gather-gpus 2 -e nofit
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: --gather-gpus: 2 GPUs x 3000M (-m/--mem-per-gpu) is more memory than a node of partition compute has (4000M); accepted: 0 to 1"
+  [[ ! -e "$SCRATCH/${PROJECT##*/}/hpc_outputs/map/nofit" ]] || fail "a map folder was made for a refused map"
+  run squeue -h -n "${PROJECT##*/}-nofit,${PROJECT##*/}-nofit-gather"
+  assert_output ""
+}
