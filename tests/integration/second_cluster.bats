@@ -306,3 +306,16 @@ submit_map() {
   run squeue -h -n "${PROJECT##*/}-nofit,${PROJECT##*/}-nofit-gather"
   assert_output ""
 }
+
+@test "a scaling test without a partition (no default here) is refused in one line naming -p/--partition; no study is made and nothing runs" {
+  needs_venv
+  unset SBATCH_PARTITION
+  cp "$HPC_ROOT/tests/fixtures/scaling/sleep_train.py" "$PROJECT/"
+  hpc_configs "$PROJECT" 'python sleep_train.py'
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" -y --scaling-test --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e nopartscale
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -p/--partition: the cluster has no default partition and none was given; accepted: compute"
+  [[ ! -e "$SCRATCH/${PROJECT##*/}/hpc_outputs/scaling/nopartscale" ]] || fail "a study folder was made for the refused scaling test"
+  run squeue -h -n "nopartscale-scale-1x1-r1,nopartscale-scale-2x1-r1,nopartscale-scale-report"
+  assert_output ""
+}
