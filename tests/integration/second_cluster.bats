@@ -3,6 +3,8 @@
 # second: nodes named by address, 4000 MB per node, typed GPUs gpu:a100:2, a partition that is not
 # the default, SLURM_TMPDIR provided), with the generic profile, as on a cluster the toolkit has
 # no profile for: the partition comes from SBATCH_PARTITION or -p, as users give it there.
+# Beside the core paths, the newer ones: -W accelerate, a map + gather with status and resubmit
+# --failed, a scaling test and its report job, and the refusals of what no node here could run.
 # tests/run.sh brings this cluster up beside the default one (HPC_SECOND_CLUSTER_DIR and
 # HPC_SECOND_CLUSTER_PORT_BASE). The cluster's Python packages reach the venv through PYTHONPATH,
 # as a module system provides them (nothing can be downloaded here).
