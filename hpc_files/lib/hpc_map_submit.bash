@@ -29,7 +29,8 @@
 # (resubmit); hpc_followup_utc: the start time.
 declare -g hpc_source_dir hpc_python_helpers_dir hpc_opt_time_accepted hpc_opt_wandb_offline \
   hpc_plan_cluster hpc_plan_exp_name hpc_plan_outputs_dir hpc_plan_partition hpc_plan_runner \
-  hpc_plan_script hpc_plan_source_dir hpc_profile_defaults_mem_no_gpu hpc_profile_gpu_gres_name \
+  hpc_plan_script hpc_plan_source_dir hpc_plan_mem_per_gpu hpc_profile_defaults_mem_no_gpu \
+  hpc_profile_gpu_gres_name \
   hpc_profile_name hpc_job_map_keys hpc_job_map_policy hpc_job_map_rerun hpc_manage_dir \
   hpc_manage_project hpc_manifest_path hpc_manifest_ranges hpc_map_start_utc
 declare -ga hpc_submit_argv hpc_configs_argv hpc_configs_names hpc_manage_keys hpc_mf_lines
@@ -225,10 +226,12 @@ hpc_map_plan() {
 }
 
 # hpc_map_check_gather_fit: (after hpc_submit_check_fit, which leaves what sinfo said in
-# hpc_slurm_text) exit 2 when the gather asks for more CPUs or GPUs than the largest node of
-# the partition has.
+# hpc_slurm_text) exit 2 when the gather asks for more CPUs, GPUs or memory than the largest
+# node of the partition has.
 hpc_map_check_gather_fit() {
-  local text=$'\n'${hpc_slurm_text:-}$'\n' part=$hpc_plan_partition line cpus gpus
+  # sbatch takes the partition from SBATCH_PARTITION when no option gives one, as hpc_fit_check.
+  local text=$'\n'${hpc_slurm_text:-}$'\n' part=${hpc_plan_partition:-${SBATCH_PARTITION:-}} line cpus mb gpus
+  local hpc_plan_mb gather_gpus=${hpc_opt_gather_gpus:-0}
   ((${#hpc_map_gather_words[@]})) || return 0
   if [[ -z $part ]]; then
     part=${hpc_slurm_text%%$'\n'*}
@@ -237,13 +240,26 @@ hpc_map_check_gather_fit() {
   fi
   [[ -n $part && $text == *$'\n'"p $part "* ]] || return 0
   line=${text#*$'\n'"p $part "}
-  read -r _ cpus _ gpus <<<"${line%%$'\n'*}"
+  read -r _ cpus mb gpus <<<"${line%%$'\n'*}"
   if [[ $cpus =~ ^[0-9]+$ ]] && ((cpus > 0 && ${hpc_opt_gather_cpus:-1} > cpus)); then
     hpc_die_usage "--gather-cpus" "$hpc_opt_gather_cpus CPUs is more than a node of partition $part has ($cpus); accepted: 1 to $cpus"
   fi
-  if [[ $gpus =~ ^[0-9]+$ ]] && ((${hpc_opt_gather_gpus:-0} > gpus)); then
+  if [[ $gpus =~ ^[0-9]+$ ]] && ((gather_gpus > gpus)); then
     hpc_die_usage "--gather-gpus" "$hpc_opt_gather_gpus GPUs is more than a node of partition $part has ($gpus); accepted: 0 to $gpus"
   fi
+  # The gather's memory as hpc_map_gather_plan asks for it: -m per GPU times its GPUs, else the
+  # profile's mem_no_gpu. Nodes without a RealMemory show 1 MB: nothing to compare with then.
+  [[ $mb =~ ^[0-9]+$ ]] && ((mb > 1)) || return 0
+  if ((gather_gpus > 0)) && [[ -n ${hpc_plan_mem_per_gpu:-} ]]; then
+    hpc_plan_mem_mb "$hpc_plan_mem_per_gpu"
+    ((hpc_plan_mb * gather_gpus <= mb)) ||
+      hpc_die_usage "--gather-gpus" "$gather_gpus GPUs x $hpc_plan_mem_per_gpu (-m/--mem-per-gpu) is more memory than a node of partition $part has (${mb}M); accepted: 0 to $((mb / hpc_plan_mb))"
+  elif [[ -n $hpc_profile_defaults_mem_no_gpu ]]; then
+    hpc_plan_mem_mb "$hpc_profile_defaults_mem_no_gpu"
+    ((hpc_plan_mb <= mb)) ||
+      hpc_die_usage "memory" "the profile's defaults.mem_no_gpu $hpc_profile_defaults_mem_no_gpu (the gather's) is more than a node of partition $part has (${mb}M); accepted: at most ${mb}M in hpc_files/clusters/$hpc_profile_name.yaml"
+  fi
+  return 0
 }
 
 # hpc_map_dry_run: (--dry-run, after the tasks' part) prints the map: the array and throttle,

@@ -180,10 +180,11 @@ hpc_scaling_configurations() {
 
 # hpc_scaling_check_fit: the largest configuration must fit the partition (as
 # hpc_submit_check_fit, in a subshell: its message is said again under the scaling options'
-# names). What SLURM said is asked once, in this shell, and summarized here, so that
-# hpc_profile_slurm_facts_save keeps it after submitting (the subshell's summary is lost).
+# names, but a partition missing or unknown under -p's own). What SLURM said is asked once, in
+# this shell, and summarized here, so that hpc_profile_slurm_facts_save keeps it after
+# submitting (the subshell's summary is lost).
 hpc_scaling_check_fit() {
-  local max_nodes=0 max_gpus=0 x out rc=0 a b largest
+  local max_nodes=0 max_gpus=0 x out rc=0 a b largest option
   for x in "${hpc_scaling_runs[@]}"; do
     read -r a b _ <<<"$x"
     ((a > max_nodes)) && max_nodes=$a
@@ -206,9 +207,11 @@ hpc_scaling_check_fit() {
       fi
     } 2>&1
   ) || rc=$?
-  # Its line is 'job_submitter.sh: OPTION: WHAT; accepted: ...': WHAT and what is accepted.
-  out=${out%%$'\n'*} out=${out#*: } out=${out#*: }
-  ((rc == 0)) || hpc_die_usage "--scale-nodes/--scale-gpus" "the largest configuration $largest does not fit: $out"
+  ((rc == 0)) && return 0
+  # Its line is 'job_submitter.sh: OPTION: WHAT; accepted: ...': OPTION, WHAT and what is accepted.
+  out=${out%%$'\n'*} out=${out#*: } option=${out%%: *} out=${out#*: }
+  [[ $option != -p/--partition ]] || hpc_die_usage "$option" "$out"
+  hpc_die_usage "--scale-nodes/--scale-gpus" "the largest configuration $largest does not fit: $out"
 }
 
 # hpc_scaling_report_plan: turns the plan into the report job's: one node, one task, one CPU, no

@@ -3,6 +3,8 @@
 # second: nodes named by address, 4000 MB per node, typed GPUs gpu:a100:2, a partition that is not
 # the default, SLURM_TMPDIR provided), with the generic profile, as on a cluster the toolkit has
 # no profile for: the partition comes from SBATCH_PARTITION or -p, as users give it there.
+# Beside the core paths, the newer ones: -W accelerate, a map + gather with status and resubmit
+# --failed, a scaling test and its report job, and the refusals of what no node here could run.
 # tests/run.sh brings this cluster up beside the default one (HPC_SECOND_CLUSTER_DIR and
 # HPC_SECOND_CLUSTER_PORT_BASE). The cluster's Python packages reach the venv through PYTHONPATH,
 # as a module system provides them (nothing can be downloaded here).
@@ -200,4 +202,122 @@ helpers 127.0.0.1
 helpers 127.0.0.2
 scontrol 127.0.0.1
 scontrol 127.0.0.2"
+}
+
+@test "accelerate, 2 nodes x 2 GPUs, partition from SBATCH_PARTITION: 4 ranks, all-reduce 6, two on each address-named node, rank 0 on 127.0.0.1" {
+  needs_venv
+  cp "$HPC_ROOT/tests/fixtures/project/accelerate_sum.py" "$PROJECT/"
+  hpc_configs "$PROJECT" 'python accelerate_sum.py'
+  hpc_run_job "$PROJECT" -W accelerate --gpus 2 --num-nodes 2 -e acc
+  [[ $job_state == "COMPLETED 0:0" ]] || fail "job $job_id ended $job_state: $(cat "$job_out")"
+  assert_equal "$(hpc_job_field "$job_id" Partition)" compute
+  assert_equal "$(hpc_job_field "$job_id" NodeList)" "127.0.0.[1-2]"
+  run sed -n 's/^SUM //p' "$job_out"
+  assert_equal "$(sort <<<"$output")" "rank=0 sum=6
+rank=1 sum=6
+rank=2 sum=6
+rank=3 sum=6"
+  # Static rendezvous: node i is machine rank i, so ranks 0 and 1 run on the first node.
+  assert_equal "$(grep -cE '^ACC rank=[01] world=4 node=127\.0\.0\.1$' "$job_out")" 2
+  assert_equal "$(grep -cE '^ACC rank=[23] world=4 node=127\.0\.0\.2$' "$job_out")" 2
+}
+
+# submit_map ARGS...: a map with -y -g 0 ARGS, as tests/integration/map_gather.bats; sets job_id
+# (the array), gather_id and map_dir.
+submit_map() {
+  local out
+  out=$(bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 "$@" 2>&1) || fail "submission failed: $out"
+  job_id=$(sed -n 's/^Submitted job \([0-9][0-9]*\).*/\1/p' <<<"$out")
+  gather_id=$(sed -n 's/^Gather job \([0-9][0-9]*\):.*/\1/p' <<<"$out")
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$out")
+  [[ -n $job_id && -n $gather_id && -d $map_dir ]] || fail "no array id, gather id or map folder in: $out"
+}
+
+@test "map + gather: index 3 exits 7, the gather ends FAILED naming it; status shows it; resubmit --failed re-runs exactly index 3 and a gather that sums 14" {
+  needs_venv
+  cp "$HPC_ROOT/tests/fixtures/map/"{featurize.py,gather.py} "$PROJECT/"
+  hpc_configs "$PROJECT" 'python featurize.py --index ${map_index} --item "${map_item}" --out ${task_dir}'
+  MAP_FAIL_INDEX=3 MAP_EXIT_CODE=7 MAP_SLEEP=0 submit_map --map-range 0-3 --max-concurrent 2 --gather "python gather.py" -e mapped
+  assert_equal "$(hpc_job_field "$job_id" Partition)" compute
+  assert_equal "$(hpc_job_field "$gather_id" Partition)" compute
+  hpc_wait_job "$job_id" 120
+  hpc_wait_job "$gather_id" 60
+  gather_state=$(hpc_job_state "$gather_id")
+  [[ $gather_state == "FAILED 1:0" ]] || fail "gather $gather_id ended $gather_state: $(cat "$map_dir/gather_$gather_id.out")"
+  run cat "$map_dir/gather_$gather_id.out"
+  assert_line "gather not run: policy all-ok needs 4/4 tasks, 3 ok; failed: 3 (exit 7); to re-run them: bash job_submitter.sh resubmit mapped --failed"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status mapped
+  assert_success
+  for i in 0 1 2; do assert_line --regexp "^${job_id}_$i +mapped +venv-none +COMPLETED +0 "; done
+  assert_line --regexp "^${job_id}_3 +mapped +venv-none +FAILED +7 "
+  assert_line --regexp "^$gather_id +mapped +venv-gather +FAILED +1:0 "
+  # The cause fixed: MAP_FAIL_INDEX no longer set in the resubmitting shell.
+  run bash "$PROJECT/hpc_files/job_submitter.sh" resubmit mapped --failed
+  assert_success
+  assert_line --regexp "^Resubmitted task\(s\) 3 of map ${map_dir##*/} as job [0-9]+ \(array 3%2\)$"
+  new_id=$(sed -n 's/^Resubmitted .* as job \([0-9]*\) .*/\1/p' <<<"$output")
+  new_gather=$(sed -n 's/^Gather job \([0-9]*\):.*/\1/p' <<<"$output")
+  [[ -n $new_id && -n $new_gather ]] || fail "no new ids in: $output"
+  assert_equal "$(hpc_job_field "$new_id" Partition)" compute
+  assert_equal "$(hpc_job_field "$new_gather" Partition)" compute
+  hpc_wait_job "$new_id" 60
+  hpc_wait_job "$new_gather" 60
+  gather_state=$(hpc_job_state "$new_gather")
+  [[ $gather_state == "COMPLETED 0:0" ]] || fail "gather $new_gather ended $gather_state: $(cat "$map_dir/gather_$new_gather.out")"
+  assert_equal "$(scontrol show job "$new_id" | grep -c 'ArrayTaskId=')" 1
+  run cat "$map_dir/gather_$new_gather.out"
+  assert_line "GATHER sum=14 n_ok=4 failed=''"
+  assert_equal "$(squeue -h -j "$job_id,$gather_id,$new_id,$new_gather" 2>/dev/null)" ""
+}
+
+@test "scaling test --scale-nodes 1,2 --scale-gpus 1 -W torchrun: 2 runs and a report job, COMPLETED; summary.csv has both configurations, results.csv the address-named nodes" {
+  needs_venv
+  cp "$HPC_ROOT/tests/fixtures/scaling/sleep_train.py" "$PROJECT/"
+  hpc_configs "$PROJECT" 'python sleep_train.py'
+  out=$(SCALE_STEPS=4 SCALE_D=0.01 SCALE_C=0 bash "$PROJECT/hpc_files/job_submitter.sh" -y --scaling-test \
+    --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e scaled 2>&1) || fail "submission failed: $out"
+  study_dir=$(sed -n 's/^Folder: //p' <<<"$out")
+  report_id=$(sed -n 's/.*report job \([0-9][0-9]*\) after them.*/\1/p' <<<"$out")
+  read -r -a run_ids <<<"$(sed -n 's/.*(jobs \([0-9 ]*\)), report job.*/\1/p' <<<"$out")"
+  [[ -n $report_id && -f $study_dir/study.json ]] || fail "no report job or study folder in: $out"
+  assert_equal "${#run_ids[@]}" 2
+  for id in "${run_ids[@]}" "$report_id"; do assert_equal "$(hpc_job_field "$id" Partition)" compute; done
+  hpc_wait_job "$report_id" 120
+  for id in "${run_ids[@]}"; do assert_equal "$(hpc_job_state "$id")" "COMPLETED 0:0"; done
+  state=$(hpc_job_state "$report_id")
+  [[ $state == "COMPLETED 0:0" ]] || fail "report job $report_id ended $state: $(cat "$study_dir/report_$report_id.out")"
+  run python3 -c 'import csv,sys; print(*[r["config"] + ":" + r["runs_ok"] + "/" + r["runs_total"] for r in csv.DictReader(open(sys.argv[1]))])' "$study_dir/summary.csv"
+  assert_output "1x1:1/1 2x1:1/1"
+  run python3 -c 'import csv,sys; print(*[r["config"] + ":" + r["state"] + ":" + r["node_list"] for r in csv.DictReader(open(sys.argv[1]))], sep="\n")' "$study_dir/results.csv"
+  assert_line --regexp '^1x1:COMPLETED:127\.0\.0\.[12]$'
+  assert_line '2x1:COMPLETED:127.0.0.[1-2]'
+}
+
+@test "a gather no node could run, with the partition from SBATCH_PARTITION, is refused in one line naming the option; nothing is made or queued" {
+  needs_venv
+  cp "$HPC_ROOT/tests/fixtures/map/"{featurize.py,gather.py} "$PROJECT/"
+  hpc_configs "$PROJECT" 'python featurize.py --index ${map_index} --item "${map_item}" --out ${task_dir}'
+  # 4 CPUs, 2 GPUs and 4000 MB per node.
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 --map-range 0-1 --gather "python gather.py" --gather-cpus 5 -e nofit
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: --gather-cpus: 5 CPUs is more than a node of partition compute has (4); accepted: 1 to 4"
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 1 -m 3000M --map-range 0-1 --gather "python gather.py" --gather-gpus 2 -e nofit
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: --gather-gpus: 2 GPUs x 3000M (-m/--mem-per-gpu) is more memory than a node of partition compute has (4000M); accepted: 0 to 1"
+  [[ ! -e "$SCRATCH/${PROJECT##*/}/hpc_outputs/map/nofit" ]] || fail "a map folder was made for a refused map"
+  run squeue -h -n "${PROJECT##*/}-nofit,${PROJECT##*/}-nofit-gather"
+  assert_output ""
+}
+
+@test "a scaling test without a partition (no default here) is refused in one line naming -p/--partition; no study is made and nothing runs" {
+  needs_venv
+  unset SBATCH_PARTITION
+  cp "$HPC_ROOT/tests/fixtures/scaling/sleep_train.py" "$PROJECT/"
+  hpc_configs "$PROJECT" 'python sleep_train.py'
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" -y --scaling-test --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e nopartscale
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -p/--partition: the cluster has no default partition and none was given; accepted: compute"
+  [[ ! -e "$SCRATCH/${PROJECT##*/}/hpc_outputs/scaling/nopartscale" ]] || fail "a study folder was made for the refused scaling test"
+  run squeue -h -n "nopartscale-scale-1x1-r1,nopartscale-scale-2x1-r1,nopartscale-scale-report"
+  assert_output ""
 }

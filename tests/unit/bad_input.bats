@@ -238,6 +238,11 @@ WANDB_API_KEY=k|-w abc --num-sweeps 2 --workdir @TMP@/w|--workdir: W&B agents (-
 |--map-range 0-1 --gather x --gather-gpus 3|--gather-gpus: 3 GPUs is more than a node of cluster local has; accepted: 0 to 2
 |--map-range 0-1 --gather x --gather-cpus 64|--gather-cpus: 64 CPUs is more than a node of partition debug has (32); accepted: 1 to 32
 |-p small --map-range 0-1 --gather x --gather-cpus 5|--gather-cpus: 5 CPUs is more than a node of partition small has (4); accepted: 1 to 4
+# The partition from SBATCH_PARTITION (a profile without one, a cluster without a default), as sbatch takes it.
+HPC_CLUSTER=generic HPC_STUB_SINFO=nodefault SBATCH_PARTITION=small|--map-range 0-1 --gather x --gather-cpus 5|--gather-cpus: 5 CPUs is more than a node of partition small has (4); accepted: 1 to 4
+HPC_CLUSTER=generic HPC_STUB_SINFO=nodefault SBATCH_PARTITION=small|--map-range 0-1 --gather x --gather-gpus 3|--gather-gpus: 3 GPUs is more than a node of partition small has (2); accepted: 0 to 2
+# The gather's memory: -m per GPU times --gather-gpus.
+|-p small -g 1 -m 3000M --map-range 0-1 --gather x --gather-gpus 2|--gather-gpus: 2 GPUs x 3000M (-m/--mem-per-gpu) is more memory than a node of partition small has (4000M); accepted: 0 to 1
 |--map-range 0-1 --gather x --gather-cpus 0|--gather-cpus: '0' is not accepted; accepted: a whole number of CPUs, 1 or more
 |--map-range 0-1 --gather x --gather-time 99:00:60|--gather-time: '99:00:60' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
 |--map-range 0-1 --gather x --gather-time 1-24:00:00|--gather-time: '1-24:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
@@ -263,6 +268,9 @@ HPC_STUB_MAX_JOB_COUNT=2|--map-over standard.txt|--map-over: 3 tasks are more th
 |--scaling-test --scale-gpus 2,02|--scale-gpus: '2,02' holds 2 twice; accepted: comma-separated whole numbers, each 1 or more and given once, e.g. 1,2,4
 |--scaling-test --scale-nodes 1,9 -W torchrun|--scale-nodes/--scale-gpus: the largest configuration 9x1 does not fit: 9 nodes are more than partition debug has; accepted: 1 to 4
 |--scaling-test --scale-gpus 1,9|--scale-nodes/--scale-gpus: the largest configuration 1x9 does not fit: 9 GPUs per node is more than a node of cluster local has; accepted: 0 to 2
+# A partition that is missing or unknown is -p's fault, not the configurations'.
+HPC_STUB_SINFO=nodefault|--scaling-test --scale-nodes 1,2 -W torchrun --cluster generic|-p/--partition: the cluster has no default partition and none was given; accepted: debug gpu plai small cpu
+|--scaling-test --scale-nodes 1,2 -W torchrun -p nosuch|-p/--partition: 'nosuch' is not a partition of this cluster; accepted: debug gpu plai small cpu
 |--scaling-test --scale-nodes 1 --scale-gpus 2|--scale-nodes/--scale-gpus: every configuration has world size 2; accepted: at least two different world sizes (nodes x GPUs per node)
 |--scaling-test --scale-nodes 1,2 -n 4 -W torchrun|-n/--num-nodes: 4 with --scale-nodes 1,2, whose largest is 2; accepted: -n/--num-nodes equal to the largest of --scale-nodes, or one of the two alone
 |--scaling-test --scale-nodes 2,4 -n 1 -W torchrun|-n/--num-nodes: 1 with --scale-nodes 2,4, whose largest is 4; accepted: -n/--num-nodes equal to the largest of --scale-nodes, or one of the two alone
