@@ -404,12 +404,6 @@ hpc_plan_unwrite() {
   hpc_plan_written=()
 }
 
-# hpc_plan_render_script [PLAN_FILE]: prints the job script (hpc_plan_render).
-hpc_plan_render_script() {
-  hpc_plan_render "$@"
-  printf '%s' "$hpc_plan_script"
-}
-
 # hpc_plan_render [PLAN_FILE]: sets hpc_plan_script to the job script: the #SBATCH lines (SLURM
 # reads them), a header, and one call into the job library naming the plan file (PLAN_FILE,
 # default hpc_plan_file), which holds every value of the job: the script holds none of its own.
