@@ -186,3 +186,18 @@ plan_of() {
   [[ $second == *"hpc_plan_copy_back=( )"* && $second == *"hpc_plan_map_dir=''"* && $second == *"hpc_plan_data_archive=''"* ]] ||
     fail "second: $second"
 }
+
+@test "resubmit of a job whose plan file is gone is refused with one line saying to submit again; with it there, the kept script is submitted as it is" {
+  submit -y -g 0 -e again
+  assert_equal "$status" 0
+  local plans=("$outputs"/again_venv-none_*.plan)
+  run --separate-stderr bash "$submitter" resubmit again </dev/null
+  assert_equal "$status" 0
+  # The kept script, which names the same plan file.
+  [[ $(<"$stub_log/sbatch.2.script") == "$(<"$outputs/again_venv-none_4242.sh")" ]] || fail "not the kept script"
+  rm -- "${plans[0]}"
+  run --separate-stderr bash "$submitter" resubmit again </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: the plan file '${plans[0]}' of job 4243 is gone; submit again with: bash job_submitter.sh -y -g 0 -e again"
+  [[ ! -e $stub_log/sbatch.3.args ]] || fail "sbatch was called"
+}
