@@ -208,6 +208,13 @@ _hpc_container_node_setup_locked() {
   }
 }
 
+# hpc_container_helpers_bindable: true when the job's hpc_helpers folder (its plan's
+# hpc_plan_python_helpers) is there and Apptainer's --bind can carry its path (no ',' or ':').
+hpc_container_helpers_bindable() {
+  local dir=${hpc_plan_python_helpers:-}
+  [[ -n $dir && -d $dir && $dir != *[,:]* ]]
+}
+
 # hpc_container_argv RUNTIME TMPDIR SCRATCH_DIR EXP_NAME WORKDIR ARGV...: one task. Makes the
 # per-job scratch folder SCRATCH_DIR/EXP_NAME/singularity_<SLURM_JOB_ID>_<SLURM_ARRAY_TASK_ID:-0>
 # (kept after the job) and sets hpc_container_cmd to the runtime's command line that runs ARGV
@@ -246,7 +253,7 @@ hpc_container_argv() {
     hpc_say "container: cannot make the scratch folder '$hpc_container_scratch'"
     return 1
   }
-  if [[ -n ${hpc_plan_python_helpers:-} && -d ${hpc_plan_python_helpers} && $hpc_plan_python_helpers != *[,:]* ]]; then
+  if hpc_container_helpers_bindable; then
     helpers=(--bind "$hpc_plan_python_helpers:/hpc_python_helpers:ro")
   fi
   hpc_container_cmd=("$runtime" run --nv --cleanenv --containall --no-home --writable-tmpfs
@@ -325,7 +332,7 @@ hpc_container_export_job_env() {
     [[ -z ${task_dir:-} ]] || names+=("task_dir=$hpc_container_task_dir")
     [[ -z ${map_status_file:-} ]] || names+=("map_status_file=$hpc_container_map_status_file")
   fi
-  if [[ -n ${hpc_plan_python_helpers:-} && -d ${hpc_plan_python_helpers} && $hpc_plan_python_helpers != *[,:]* ]]; then
+  if hpc_container_helpers_bindable; then
     names+=("HPC_PYTHON_HELPERS=/hpc_python_helpers")
   fi
   hpc_container_export_env "${names[@]}"
