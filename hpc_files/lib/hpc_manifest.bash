@@ -25,7 +25,7 @@
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_plan.bash: the plan; hpc_submit.bash: argv; hpc_configs.bash: the configs file's command.
 declare -g hpc_plan_exp_name hpc_plan_output hpc_plan_scratch_dir hpc_plan_source_dir
-declare -ga hpc_submit_argv hpc_plan_fields hpc_plan_array_fields
+declare -ga hpc_submit_argv hpc_plan_fields hpc_plan_array_fields hpc_plan_command hpc_plan_offline_commands
 declare -gA hpc_plan_manifest_keys
 
 # ---------------------------------------------------------------------------------------------
@@ -107,19 +107,38 @@ hpc_manifest_write() {
   hpc_manifest_put format 1
   hpc_manifest_put time "$now"
   hpc_manifest_put plan "$plan"
-  # The plan's values, from its one list of fields (hpc_plan.bash).
+  # The plan's values, from its one list of fields (hpc_plan.bash): one printf for all the
+  # scalars, each value escaped only when it needs it (this runs on every submission).
+  local -a pairs=() values
+  local value
   for name in "${hpc_plan_fields[@]}"; do
     ref=hpc_plan_$name
-    hpc_manifest_put "${hpc_plan_manifest_keys[$name]:-$name}" "${!ref-}"
+    value=${!ref-}
+    if [[ $value == *[$'\\\n\t\r']* ]]; then
+      value=${value//\\/\\\\}
+      value=${value//$'\n'/\\n}
+      value=${value//$'\t'/\\t}
+      value=${value//$'\r'/\\r}
+    fi
+    pairs+=("${hpc_plan_manifest_keys[$name]:-$name}" "$value")
   done
+  printf -v value '%s\t%s\n' "${pairs[@]}"
+  hpc_manifest_text+=$value
   # The submitter's words and the commands are the user's text: a secret typed in them is
-  # masked (the sbatch options and paths are read back by resubmit and stay exact).
-  local -a words=(${hpc_submit_argv[@]+"${hpc_submit_argv[@]}"}) values
-  hpc_mask_vars words
+  # masked, all in one call (the sbatch options and paths are read back by resubmit and stay
+  # exact).
+  local -a words=(${hpc_submit_argv[@]+"${hpc_submit_argv[@]}"}) command=("${hpc_plan_command[@]}")
+  local -a offline=(${hpc_plan_offline_commands[@]+"${hpc_plan_offline_commands[@]}"})
+  hpc_mask_vars words command offline
   for name in "${hpc_plan_array_fields[@]}"; do
-    ref="hpc_plan_${name}[@]"
-    values=(${!ref+"${!ref}"})
-    [[ $name != command && $name != offline_commands ]] || hpc_mask_vars values
+    case $name in
+      command) values=(${command[@]+"${command[@]}"}) ;;
+      offline_commands) values=(${offline[@]+"${offline[@]}"}) ;;
+      *)
+        ref="hpc_plan_${name}[@]"
+        values=(${!ref+"${!ref}"})
+        ;;
+    esac
     hpc_manifest_put "${hpc_plan_manifest_keys[$name]:-$name}" ${values[@]+"${values[@]}"}
   done
   hpc_manifest_put job_id "$id"
