@@ -7,6 +7,8 @@
 set -euo pipefail
 # shellcheck source=hpc_files/lib/hpc_job.bash
 source "$(dirname "${BASH_SOURCE[0]}")/lib/hpc_job.bash"
+# The job's plan, the file the batch shell loaded (its path is the one thing it hands on).
+[[ ${1-} != guard && ${1-} != task ]] || hpc_job_plan_load "${HPC_JOB_PLAN:-}"
 case ${1-} in
   guard) hpc_job_guard ;;
   task)

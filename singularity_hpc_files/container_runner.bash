@@ -16,7 +16,7 @@
 #   $HOME /tmp /db    $SLURM_TMPDIR/home, tmp, db: node-local, removed with SLURM_TMPDIR
 #   the workdir       $SLURM_TMPDIR/workdir at --workdir PATH (default /hpc_workdir): where the
 #                     command starts (--pwd, and HPC_WORKDIR for the template's runscript)
-#   /hpc_python_helpers  the toolkit's hpc_helpers package (read-only), when HPC_JOB_PYTHON_HELPERS
+#   /hpc_python_helpers  the toolkit's hpc_helpers package (read-only), when hpc_plan_python_helpers
 #                     names a folder; the template's runscript puts it on PYTHONPATH
 #   /map              a map task's or gather job's map_dir (hpc_map.bash), on scratch: map_dir=/map,
 #                     task_dir=/map/tasks/<map_index>, map_status_file=/map/<its name>
@@ -208,6 +208,13 @@ _hpc_container_node_setup_locked() {
   }
 }
 
+# hpc_container_helpers_bindable: true when the job's hpc_helpers folder (its plan's
+# hpc_plan_python_helpers) is there and Apptainer's --bind can carry its path (no ',' or ':').
+hpc_container_helpers_bindable() {
+  local dir=${hpc_plan_python_helpers:-}
+  [[ -n $dir && -d $dir && $dir != *[,:]* ]]
+}
+
 # hpc_container_argv RUNTIME TMPDIR SCRATCH_DIR EXP_NAME WORKDIR ARGV...: one task. Makes the
 # per-job scratch folder SCRATCH_DIR/EXP_NAME/singularity_<SLURM_JOB_ID>_<SLURM_ARRAY_TASK_ID:-0>
 # (kept after the job) and sets hpc_container_cmd to the runtime's command line that runs ARGV
@@ -246,8 +253,8 @@ hpc_container_argv() {
     hpc_say "container: cannot make the scratch folder '$hpc_container_scratch'"
     return 1
   }
-  if [[ -n ${HPC_JOB_PYTHON_HELPERS:-} && -d ${HPC_JOB_PYTHON_HELPERS} && $HPC_JOB_PYTHON_HELPERS != *[,:]* ]]; then
-    helpers=(--bind "$HPC_JOB_PYTHON_HELPERS:/hpc_python_helpers:ro")
+  if hpc_container_helpers_bindable; then
+    helpers=(--bind "$hpc_plan_python_helpers:/hpc_python_helpers:ro")
   fi
   hpc_container_cmd=("$runtime" run --nv --cleanenv --containall --no-home --writable-tmpfs
     --bind "$tmpdir/tmp:/tmp"
@@ -325,7 +332,7 @@ hpc_container_export_job_env() {
     [[ -z ${task_dir:-} ]] || names+=("task_dir=$hpc_container_task_dir")
     [[ -z ${map_status_file:-} ]] || names+=("map_status_file=$hpc_container_map_status_file")
   fi
-  if [[ -n ${HPC_JOB_PYTHON_HELPERS:-} && -d ${HPC_JOB_PYTHON_HELPERS} && $HPC_JOB_PYTHON_HELPERS != *[,:]* ]]; then
+  if hpc_container_helpers_bindable; then
     names+=("HPC_PYTHON_HELPERS=/hpc_python_helpers")
   fi
   hpc_container_export_env "${names[@]}"

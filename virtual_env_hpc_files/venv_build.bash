@@ -5,8 +5,8 @@
 
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
-# venv_runner.bash: its results; hpc_submit_locate: hpc_venv_dir; the plan; the compiled profile.
-declare -g hpc_venv_build hpc_venv_deps hpc_venv_stamp hpc_venv_dir hpc_plan_outputs_dir \
+# venv_runner.bash: its results; hpc_submit_locate: hpc_venv_dir; the plan; the compiled profile; hpc_facts.bash: the plan file a job script names.
+declare -g hpc_facts_script_plan hpc_venv_build hpc_venv_deps hpc_venv_stamp hpc_venv_dir hpc_plan_outputs_dir \
   hpc_plan_project_name hpc_plan_source_dir hpc_plan_account hpc_plan_partition \
   hpc_profile_venv_system_site_packages
 
@@ -82,7 +82,7 @@ hpc_venv_install() {
 # (working directory SOURCE_DIR): sets hpc_venv_live_ids (their job ids, one per line) and
 # hpc_venv_live_scripts (their job scripts, one after the other). False when SLURM cannot say.
 hpc_venv_live_jobs() {
-  local listing id array_id dir script
+  local listing id array_id dir script plan
   local -A seen=()
   hpc_venv_live_ids='' hpc_venv_live_scripts=''
   listing=$(exec squeue -h --all -o '%A|%F|%Z' 2>/dev/null) || return 1
@@ -96,6 +96,13 @@ hpc_venv_live_jobs() {
     script=$(exec scontrol write batch_script "$array_id" - 2>/dev/null) || return 1
     [[ $script == '#!'* ]] || return 1
     hpc_venv_live_scripts+=$script$'\n'
+    # A job of the toolkit names its venv in its plan file (hpc_plan_venv=...), which its script
+    # names: read too; one that cannot be read leaves SLURM's answer incomplete.
+    if hpc_facts_script_plan "$script"; then
+      plan=''
+      [[ -f $hpc_facts_script_plan ]] && { IFS= read -r -d '' plan <"$hpc_facts_script_plan" || [[ -n $plan ]]; } || return 1
+      hpc_venv_live_scripts+=$plan$'\n'
+    fi
   done <<<"$listing"
 }
 

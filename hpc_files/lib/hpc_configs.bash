@@ -54,8 +54,8 @@
 # literal } inside a default as \}. Example: the file line
 #   python "train.py" --out="$SCRATCH/run 1" --tag='$x' ${SEED:-4\2}
 # gives the templates  python  train.py  --out=${SCRATCH}/run 1  --tag=\$x  ${SEED:-42}
-# The job script holds them as hpc_command=( ... ), each quoted with printf %q, and runs
-# hpc_configs_expand "${hpc_command[@]}" && exec "${hpc_configs_argv[@]}".
+# The job's plan file holds them as hpc_plan_command=( ... ), each quoted with printf %q; each task
+# runs hpc_configs_expand on them (hpc_job_task, the runner) and then the expanded words.
 #
 # Internal names start with _hpc_configs_; a reference to such a name is not supported.
 

@@ -67,6 +67,35 @@ hpc_facts_locate() {
     hpc_python_helpers_dir=$hpc_toolkit_dir/python_helpers
 }
 
+# hpc_facts_program_env: sets hpc_facts_program_env to NAME=VALUE for each variable a job's
+# program sees from its plan (hpc_plan_*): their one home. The job exports them (hpc_job_main),
+# the dry run lists them (hpc_submit_environment).
+hpc_facts_program_env() {
+  # shellcheck disable=SC2154,SC2034 # reads the plan's fields (hpc_plan.bash, or the job's plan file); the result is read by the caller
+  hpc_facts_program_env=("source_dir=$hpc_plan_source_dir" "project_name=$hpc_plan_project_name"
+    "scratch_dir=$hpc_plan_scratch_dir" "exp_name=$hpc_plan_exp_name" "num_nodes=$hpc_plan_nodes"
+    "gpus_per_node=$hpc_plan_gpus" "num_processes=$hpc_plan_num_processes")
+}
+
+# hpc_facts_script_plan TEXT: sets hpc_facts_script_plan to the plan file that the job script TEXT
+# names (its line 'hpc_job_main PATH', PATH quoted with printf %q: backslashes undone here, no
+# eval); false when TEXT names none, or names it in a form this cannot read ($'...').
+hpc_facts_script_plan() {
+  local rest
+  hpc_facts_script_plan=''
+  [[ $1 == *$'\n'"hpc_job_main "* ]] || return 1
+  rest=${1##*$'\n'hpc_job_main }
+  rest=${rest%%$'\n'*}
+  [[ -n $rest && $rest != *\$\'* && $rest != *[\'\"]* ]] || return 1
+  while [[ $rest == *\\* ]]; do
+    hpc_facts_script_plan+=${rest%%\\*}
+    rest=${rest#*\\}
+    hpc_facts_script_plan+=${rest:0:1}
+    rest=${rest:1}
+  done
+  hpc_facts_script_plan+=$rest
+}
+
 # hpc_log MESSAGE...: one line of the toolkit to a job's log (standard error), in the one format
 # of every job-side line, the batch shell's, a node's step's (MESSAGE 'staging: ...') and the
 # venv install job's ('venv: ...'): '[hpc NODE] MESSAGE'. The submitter talks to a terminal

@@ -159,8 +159,8 @@ hpc_followup_sbatch_args() {
 # job's venv's when it has one, else python3 of the node.
 hpc_followup_python() {
   hpc_followup_py=python3
-  if [[ ${hpc_job_runner:-venv} == venv && -x ${hpc_job_venv:-}/bin/python ]]; then
-    hpc_followup_py=$hpc_job_venv/bin/python
+  if [[ ${hpc_plan_runner:-venv} == venv && -x ${hpc_plan_venv:-}/bin/python ]]; then
+    hpc_followup_py=$hpc_plan_venv/bin/python
   fi
 }
 
@@ -172,7 +172,7 @@ hpc_followup_python() {
 hpc_followup_read() {
   hpc_followup_python
   hpc_followup_rc=0
-  hpc_followup_vars=$(PYTHONPATH=${hpc_job_python_helpers:?}${PYTHONPATH:+:$PYTHONPATH} \
+  hpc_followup_vars=$(PYTHONPATH=${hpc_plan_python_helpers:?}${PYTHONPATH:+:$PYTHONPATH} \
     "$hpc_followup_py" -m hpc_helpers.followup read --dir "$1" --keys "$2" --policy "$3" \
     --out "$4" --rerun "$5" --what "${6:-gather}") || hpc_followup_rc=$?
 }

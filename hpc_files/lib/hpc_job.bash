@@ -12,14 +12,19 @@
 #   phase 3  the guards remove what phase 1 made; the job exits with the program's status.
 # Every wait of the batch shell on the guards is bounded (hpc_job_start_guards, hpc_job_stop_guards).
 
-# What this library reads, set by the generated job script (hpc_plan_render_script): declared
-# here, not set (values already there are kept), so that the linter knows each name and catches a
-# misspelt one.
+# The job's values are its plan (hpc_plan.bash's fields, hpc_plan_*): the job script names the
+# plan file, hpc_job_main loads it (hpc_job_plan_load) and exports its path as HPC_JOB_PLAN, from
+# which job_step.sh's tasks and guards and the scontrol shim load it too; nothing renames them.
+# What this library reads, set by the plan file: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
 # hpc_job_guards_PID: set by bash for the coprocess hpc_job_guards; hpc_runner_argv: by the
 # runner module's wrap (hpc_files/lib/runners/).
-declare -g num_nodes gpus_per_node hpc_job_launcher hpc_job_runner hpc_job_python_helpers \
-  hpc_job_tmpdir_provided hpc_job_tmpdir_root hpc_job_toolkit_dir hpc_job_venv hpc_job_guards_PID
-declare -ga hpc_job_modules hpc_runner_argv
+declare -g scratch_dir exp_name hpc_plan_launcher hpc_plan_runner hpc_plan_python_helpers \
+  hpc_plan_tmpdir_provided hpc_plan_tmpdir_root hpc_plan_toolkit_dir hpc_plan_venv hpc_plan_mode \
+  hpc_plan_signal hpc_plan_requeue hpc_plan_workdir hpc_plan_data_archive \
+  hpc_plan_image hpc_plan_container_lib hpc_plan_nodes hpc_plan_gpus hpc_job_guards_PID
+declare -ga hpc_plan_modules hpc_plan_command hpc_plan_offline_commands hpc_plan_copy_back \
+  hpc_runner_argv
 
 # shellcheck source=hpc_files/lib/hpc_common.bash
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_common.bash"
@@ -45,6 +50,19 @@ hpc_job_fail() {
   shift
   hpc_job_log "FAILED at step '$step': $*"
   exit 1
+}
+
+# hpc_job_plan_load PATH: reads the job's plan file PATH (hpc_plan_record's text): only a regular
+# file of this user that is not a link; anything else ends the job FAILED, naming it. It is then
+# sourced: the toolkit's own text, every value quoted with printf %q, written once before sbatch
+# with noclobber in the user's outputs folder, so sourcing it assigns values and runs nothing
+# (no eval: bash reads the quoted words as it wrote them).
+hpc_job_plan_load() {
+  local path=$1
+  [[ -n $path && -f $path && ! -L $path && -O $path ]] ||
+    hpc_job_fail "plan" "the plan file '$path' is not a regular file of ${USER:-this user} (or is a link): not read"
+  # shellcheck source=/dev/null
+  source "$path" || hpc_job_fail "plan" "cannot read the plan file $path"
 }
 
 # hpc_job_elapsed: seconds since the batch script started (HPC_JOB_T0), e.g. 0.042.
@@ -113,7 +131,7 @@ hpc_job_tmpdir_path() {
     hpc_job_log "this job's SLURM_TMPDIR token (HPC_JOB_TMPDIR_TOKEN) is missing from its environment"
     return 1
   fi
-  hpc_configs_expand "$HPC_JOB_TMPDIR_ROOT" || return 1
+  hpc_configs_expand "$hpc_plan_tmpdir_root" || return 1
   root=${hpc_configs_argv[0]}
   [[ $root == /* ]] || {
     hpc_job_log "the local scratch root '$root' is not an absolute path"
@@ -211,12 +229,11 @@ hpc_job_copy_link() {
 # any copy fails.
 hpc_job_copy_back() {
   local tmpdir=$1 rel final suffix='' dest=${scratch_dir:?}/${exp_name:?}
-  local -a paths copied=() failed=()
+  local -a copied=() failed=()
   hpc_job_copy_found=()
-  [[ -n ${HPC_JOB_COPY_BACK:-} ]] || return 0
+  [[ -n ${hpc_plan_copy_back[*]+x} ]] || return 0
   [[ ${SLURM_NODEID:-0} == 0 ]] || suffix=.${SLURMD_NODENAME:?}
-  mapfile -t paths <<<"$HPC_JOB_COPY_BACK"
-  for rel in "${paths[@]}"; do
+  for rel in "${hpc_plan_copy_back[@]}"; do
     # 'ck/' names the folder ck: its copy goes beside it, not into a folder made first.
     while [[ $rel == ?*/ ]]; do rel=${rel%/}; done
     [[ -n $rel ]] || continue
@@ -291,15 +308,15 @@ hpc_job_guard() {
     exit "$rc"
   }
   trap hpc_job_guard_end TERM USR2 INT
-  if [[ -n ${HPC_JOB_DATA_ARCHIVE:-} ]] && ! hpc_stage_extract "$HPC_JOB_DATA_ARCHIVE" "$path"; then
+  if [[ -n ${hpc_plan_data_archive:-} ]] && ! hpc_stage_extract "$hpc_plan_data_archive" "$path"; then
     printf 'failed %s\n' "$SLURMD_NODENAME"
     ((made == 0)) || hpc_job_tmpdir_remove "$path" || true
     exit 1
   fi
-  if [[ $HPC_JOB_RUNNER == singularity ]]; then
+  if [[ $hpc_plan_runner == singularity ]]; then
     # shellcheck source=singularity_hpc_files/container_runner.bash
-    source "$HPC_JOB_CONTAINER_LIB"
-    if ! hpc_container_node_setup "$HPC_JOB_CONTAINER_IMAGE" "$path"; then
+    source "$hpc_plan_container_lib"
+    if ! hpc_container_node_setup "$hpc_plan_image" "$path"; then
       printf 'failed %s\n' "$SLURMD_NODENAME"
       ((made == 0)) || hpc_job_tmpdir_remove "$path" || true
       exit 1
@@ -354,7 +371,7 @@ hpc_job_start_guards() {
   # A coprocess: its output (the guards' 'ready' lines) comes back on a pipe, no file needed.
   coproc hpc_job_guards {
     exec srun --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --overlap --cpus-per-task=1 \
-      --mem=0 --kill-on-bad-exit=0 bash "$hpc_job_toolkit_dir/job_step.sh" guard
+      --mem=0 --kill-on-bad-exit=0 bash "$hpc_plan_toolkit_dir/job_step.sh" guard
   }
   hpc_job_guard_pid=$hpc_job_guards_PID
   # Our own copy of the pipe: bash closes a coprocess's descriptors when it ends, and the
@@ -425,7 +442,7 @@ hpc_job_stop_guards() {
       break
     fi
   done
-  if ((${#finished[@]} < SLURM_JOB_NUM_NODES)) && [[ -z ${finished[${SLURMD_NODENAME:-?}]:-} && -n ${HPC_JOB_COPY_BACK:-} ]]; then
+  if ((${#finished[@]} < SLURM_JOB_NUM_NODES)) && [[ -z ${finished[${SLURMD_NODENAME:-?}]:-} && -n ${hpc_plan_copy_back[*]+x} ]]; then
     # This (the first) node copies back: without its word the copy cannot count as done.
     rc=1
   fi
@@ -446,16 +463,16 @@ hpc_job_stop_guards() {
 # its time limit) that cannot be known: it says so instead of naming paths as missing.
 hpc_job_copy_back_missing() {
   local rel
-  [[ -n ${HPC_JOB_COPY_BACK:-} ]] || return 0
+  [[ -n ${hpc_plan_copy_back[*]+x} ]] || return 0
   if [[ -n ${1:-} ]]; then
     hpc_job_log "copy-back: node(s) $1 did not report what they copied back (their own lines above say it); the copy-back is not confirmed"
     return 0
   fi
-  while IFS= read -r rel; do
+  for rel in "${hpc_plan_copy_back[@]}"; do
     while [[ $rel == ?*/ ]]; do rel=${rel%/}; done
     [[ -n $rel && -z ${hpc_job_copy_found_paths[$rel]:-} ]] || continue
     hpc_job_log "copy-back WARNING: $rel was found on none of the $SLURM_JOB_NUM_NODES node(s): nothing was copied back for it"
-  done <<<"$HPC_JOB_COPY_BACK"
+  done
 }
 
 # hpc_job_master: exports MASTER_ADDR (this, the first node) and MASTER_PORT (a preset one wins,
@@ -465,8 +482,8 @@ hpc_job_master() {
   if [[ -z ${MASTER_PORT:-} ]]; then
     local py=python3
     # The venv's Python is the one sure to be there in a venv job; container jobs use the node's.
-    [[ $hpc_job_runner != venv ]] || py=$hpc_job_venv/bin/python
-    MASTER_PORT=$(PYTHONPATH="$hpc_job_python_helpers" "$py" -m hpc_helpers port \
+    [[ $hpc_plan_runner != venv ]] || py=$hpc_plan_venv/bin/python
+    MASTER_PORT=$(PYTHONPATH="$hpc_plan_python_helpers" "$py" -m hpc_helpers port \
       --job-id "$SLURM_JOB_ID" --check-free) || hpc_job_fail "port" "no free port for the rendezvous"
     export MASTER_PORT
   fi
@@ -474,14 +491,14 @@ hpc_job_master() {
 
 # hpc_job_load_modules: loads the profile's environment modules, if any.
 hpc_job_load_modules() {
-  ((${#hpc_job_modules[@]})) || return 0
+  [[ -n ${hpc_plan_modules[*]+x} ]] || return 0
   if ! declare -F module >/dev/null && [[ -r /etc/profile.d/modules.sh ]]; then
     # shellcheck source=/dev/null
     source /etc/profile.d/modules.sh
   fi
   declare -F module >/dev/null || command -v module >/dev/null ||
-    hpc_job_fail "modules" "the cluster profile lists modules (${hpc_job_modules[*]}) but there is no 'module' command"
-  module load "${hpc_job_modules[@]}" || hpc_job_fail "modules" "module load ${hpc_job_modules[*]} failed"
+    hpc_job_fail "modules" "the cluster profile lists modules (${hpc_plan_modules[*]}) but there is no 'module' command"
+  module load "${hpc_plan_modules[@]}" || hpc_job_fail "modules" "module load ${hpc_plan_modules[*]} failed"
 }
 
 # hpc_job_catches PID SIGNAL [MASK]: true when process PID has a handler for SIGNAL (a name, e.g.
@@ -589,7 +606,7 @@ hpc_job_forward() {
   # SLURM's SIGTERM (time limit, scancel, requeue) ends the run: the job's end is SLURM's then.
   [[ $1 != TERM ]] || hpc_job_ended_by_slurm=1
   if [[ $1 == TERM ]] && hpc_job_requeued_by_program; then
-    hpc_job_log "received SIGTERM: SLURM ends this run for the requeue the program asked for (restart $((${SLURM_RESTART_COUNT:-0} + 1)) of $hpc_job_requeue_max); passing it to the program"
+    hpc_job_log "received SIGTERM: SLURM ends this run for the requeue the program asked for (restart $((${SLURM_RESTART_COUNT:-0} + 1)) of $hpc_plan_requeue); passing it to the program"
   else
     hpc_job_log "received SIG$1; passing it to the program"
   fi
@@ -656,11 +673,11 @@ hpc_job_real_scontrol() {
 
 # hpc_job_program_requeue REAL ARGS...: the program asks to requeue its own job (scontrol ARGS;
 # Lightning's SLURM handler does so on the time-limit warning). It counts against --requeue N
-# (HPC_JOB_REQUEUE_MAX) as the toolkit's own requeue does: with restarts left, this run's record
+# (the plan's hpc_plan_requeue) as the toolkit's own requeue does: with restarts left, this run's record
 # is made first (so the batch shell neither requeues again nor says otherwise), then REAL
 # requeues the job; else it is refused (status 1) and the run goes on. Once per run.
 hpc_job_program_requeue() {
-  local real=$1 restarts=${SLURM_RESTART_COUNT:-0} max=${HPC_JOB_REQUEUE_MAX:-0} record status=0
+  local real=$1 restarts=${SLURM_RESTART_COUNT:-0} max=${hpc_plan_requeue:-0} record status=0
   shift
   # The requeue ends this run: SLURM's SIGTERM must not cut the bookkeeping short.
   trap '' TERM
@@ -705,6 +722,8 @@ hpc_job_scontrol() {
   }
   shift
   if hpc_job_own_requeue "$@"; then
+    # The job's plan (HPC_JOB_PLAN, exported by the batch shell): the restarts allowed.
+    hpc_job_plan_load "${HPC_JOB_PLAN:-}"
     hpc_job_program_requeue "$real" "$@"
     return
   fi
@@ -718,26 +737,26 @@ hpc_job_scontrol() {
 hpc_job_maybe_requeue() {
   local restarts=${SLURM_RESTART_COUNT:-0}
   if hpc_job_requeued_by_program; then
-    hpc_job_log "requeued by the program in this run (restart $((restarts + 1)) of $hpc_job_requeue_max): not requeued again"
+    hpc_job_log "requeued by the program in this run (restart $((restarts + 1)) of $hpc_plan_requeue): not requeued again"
     return 0
   fi
-  ((hpc_job_warned && hpc_job_requeue_max > 0)) || return 0
+  ((hpc_job_warned && hpc_plan_requeue > 0)) || return 0
   if ((${hpc_job_ended_by_slurm:-0})); then
     hpc_job_log "not requeued: SLURM ended this run (SIGTERM: the time limit or scancel) before the program ended by itself"
     return 0
   fi
-  if ((restarts >= hpc_job_requeue_max)); then
-    hpc_job_log "not requeued: $restarts restart(s) done of the $hpc_job_requeue_max allowed"
+  if ((restarts >= hpc_plan_requeue)); then
+    hpc_job_log "not requeued: $restarts restart(s) done of the $hpc_plan_requeue allowed"
     return 0
   fi
-  hpc_job_log "requeueing (restart $((restarts + 1)) of $hpc_job_requeue_max)"
+  hpc_job_log "requeueing (restart $((restarts + 1)) of $hpc_plan_requeue)"
   scontrol requeue "${SLURM_JOB_ID:?}" || hpc_job_log "scontrol requeue $SLURM_JOB_ID failed"
 }
 
 # hpc_job_run_program: phase 2. Starts the program with its launcher in the background and
 # waits for it; sets hpc_job_status to its exit status.
 hpc_job_run_program() {
-  local step=(bash "$hpc_job_toolkit_dir/job_step.sh" task --) first_failure
+  local step=(bash "$hpc_plan_toolkit_dir/job_step.sh" task --) first_failure
   # srun returns the highest exit status of its tasks, and the tasks it stopped after the first
   # failure (--kill-on-bad-exit) count as 128+SIGTERM. The program's own status is the first
   # task's that "Exited with exit code N": srun says which on its stderr, which passes through
@@ -745,9 +764,9 @@ hpc_job_run_program() {
   first_failure=$(mktemp "${TMPDIR:-/tmp}/hpc_first_failure.XXXXXX")
   # The launcher's srun options (hpc_launcher_NAME_srun, set in hpc_job_main); none: no srun.
   if ((${#hpc_launcher_srun[@]} == 0)); then
-    "${step[@]}" "${hpc_command[@]}" &
+    "${step[@]}" "${hpc_job_command[@]}" &
   else
-    srun "${hpc_launcher_srun[@]}" "${step[@]}" "${hpc_command[@]}" \
+    srun "${hpc_launcher_srun[@]}" "${step[@]}" "${hpc_job_command[@]}" \
       2> >(tee -p >(grep -m 1 -oE ': tasks? [0-9,-]+: Exited with exit code [0-9]+$' >"$first_failure") >&2) &
   fi
   hpc_job_program_pid=$!
@@ -775,31 +794,32 @@ hpc_job_run_program() {
 }
 
 # hpc_job_array_setup: what an array task gets: repeats a seed; offline grid points their own
-# command and W&B's offline mode. Then every job's own folders (hpc_job_own_folders).
+# command (hpc_job_command, the plan's command otherwise) and W&B's offline mode. Then every job's
+# own folders (hpc_job_own_folders).
 hpc_job_array_setup() {
-  case ${hpc_job_mode:-single} in
+  hpc_job_command=("${hpc_plan_command[@]}")
+  case ${hpc_plan_mode:-single} in
     repeat)
       export seed=${SLURM_ARRAY_TASK_ID:?}
       ;;
     offline)
       local i=${SLURM_ARRAY_TASK_ID:?}
-      [[ -n ${hpc_job_offline_commands[i]:-} ]] || hpc_job_fail "sweep" "no grid point $i in this job"
-      IFS=$'\x1f' read -r -a hpc_command <<<"${hpc_job_offline_commands[i]}"
+      [[ -n ${hpc_plan_offline_commands[i]:-} ]] || hpc_job_fail "sweep" "no grid point $i in this job"
+      IFS=$'\x1f' read -r -a hpc_job_command <<<"${hpc_plan_offline_commands[i]}"
       export WANDB_MODE=offline
-      hpc_job_log "grid point $i of ${#hpc_job_offline_commands[@]}, offline"
+      hpc_job_log "grid point $i of ${#hpc_plan_offline_commands[@]}, offline"
       ;;
     map | gather)
       # shellcheck source=hpc_files/lib/hpc_map.bash
-      source "$hpc_job_toolkit_dir/lib/hpc_map.bash"
-      if [[ $hpc_job_mode == map ]]; then hpc_map_task_setup; else hpc_map_gather_setup; fi
+      source "$hpc_plan_toolkit_dir/lib/hpc_map.bash"
+      if [[ $hpc_plan_mode == map ]]; then hpc_map_task_setup; else hpc_map_gather_setup; fi
       ;;
     scaling | scaling-report)
       # shellcheck source=hpc_files/lib/hpc_scaling.bash
-      source "$hpc_job_toolkit_dir/lib/hpc_scaling.bash"
-      if [[ $hpc_job_mode == scaling ]]; then hpc_scaling_run_setup; else hpc_scaling_report_run; fi
+      source "$hpc_plan_toolkit_dir/lib/hpc_scaling.bash"
+      if [[ $hpc_plan_mode == scaling ]]; then hpc_scaling_run_setup; else hpc_scaling_report_run; fi
       ;;
   esac
-  export HPC_JOB_MODE=${hpc_job_mode:-single}
   hpc_job_own_folders
 }
 
@@ -813,7 +833,7 @@ hpc_job_own_folders() {
   local task=''
   # Array tasks and scaling runs each their own; a single job, a gather or a scaling report
   # the experiment's.
-  case ${hpc_job_mode:-single} in
+  case ${hpc_plan_mode:-single} in
     single | gather | scaling-report) ;;
     *) task=task_${hpc_job_task_index:-${SLURM_ARRAY_TASK_ID:?}} ;;
   esac
@@ -821,20 +841,20 @@ hpc_job_own_folders() {
   mkdir -p -- "$checkpoints_dir" || hpc_job_fail "folders" "cannot make $checkpoints_dir"
   if [[ -n ${WANDB_DIR:-} ]]; then
     hpc_job_log "WANDB_DIR=$WANDB_DIR from the submitting shell is kept"
-  elif [[ $hpc_job_runner == singularity ]]; then
+  elif [[ $hpc_plan_runner == singularity ]]; then
     export WANDB_DIR=/scratch_storage
   else
     export WANDB_DIR=$scratch_dir/$exp_name${task:+/$task}
     mkdir -p -- "$WANDB_DIR" || hpc_job_fail "folders" "cannot make $WANDB_DIR"
   fi
-  if [[ -z ${hpc_job_workdir:-} ]]; then
+  if [[ -z ${hpc_plan_workdir:-} ]]; then
     # One in the submitting shell (sbatch passes it on) is not this job's.
     unset HPC_WORKDIR
     return 0
   fi
   # The submission made it; a folder removed since is not made again here.
-  [[ -d $hpc_job_workdir ]] || hpc_job_fail "workdir" "the working folder $hpc_job_workdir (--workdir) is missing"
-  export HPC_WORKDIR=$hpc_job_workdir${task:+/$task}
+  [[ -d $hpc_plan_workdir ]] || hpc_job_fail "workdir" "the working folder $hpc_plan_workdir (--workdir) is missing"
+  export HPC_WORKDIR=$hpc_plan_workdir${task:+/$task}
   mkdir -p -- "$HPC_WORKDIR" || hpc_job_fail "workdir" "cannot make $HPC_WORKDIR"
 }
 
@@ -890,36 +910,31 @@ hpc_job_resolve_program() {
   [[ $word == /* || $word == - ]] || hpc_configs_argv[i]=$src/$word
 }
 
-# hpc_job_main: the batch shell's whole job (the generated script's last line).
+# hpc_job_main PLAN_FILE: the batch shell's whole job (the generated script's last line): loads
+# the plan, exports its path for the tasks (HPC_JOB_PLAN) and what the program sees.
 hpc_job_main() {
   local needs_guards=0 cleanup_rc=0
   export HPC_JOB_T0=${HPC_JOB_T0:-$EPOCHREALTIME}
-  export HPC_JOB_LAUNCHER=$hpc_job_launcher HPC_JOB_RUNNER=$hpc_job_runner HPC_JOB_VENV=$hpc_job_venv
-  export HPC_JOB_PYTHON_HELPERS=$hpc_job_python_helpers
-  export HPC_JOB_TMPDIR_ROOT=$hpc_job_tmpdir_root
-  export HPC_JOB_DATA_ARCHIVE=${hpc_job_data_archive:-}
-  export HPC_JOB_COPY_BACK=${hpc_job_copy_back:-}
-  export HPC_JOB_CONTAINER_IMAGE=${hpc_job_container_image:-} HPC_JOB_CONTAINER_WORKDIR=${hpc_job_container_workdir:-}
-  export HPC_JOB_CONTAINER_LIB=${hpc_job_container_lib:-}
+  hpc_job_plan_load "${1-}"
+  # The tasks, the guards and the scontrol shim load the same file; nothing else is handed on.
+  export HPC_JOB_PLAN=$1
+  hpc_facts_program_env
+  export "${hpc_facts_program_env[@]}"
   # The program learns which signal warns of the time limit (hpc_helpers.signals reads it).
-  export HPC_WARNING_SIGNAL=${hpc_job_signal:-USR1}
+  export HPC_WARNING_SIGNAL=${hpc_plan_signal:-USR1}
   export HPC_RESTART_COUNT=${SLURM_RESTART_COUNT:-0}
-  export HPC_JOB_LABEL_RANKS=${hpc_job_label_ranks:-0}
   hpc_job_warned=0 hpc_job_ended_by_slurm=0
-  hpc_job_requeue_max=${hpc_job_requeue_max:-0}
-  # The program's own 'scontrol requeue' counts against the same --requeue N (lib/shims/scontrol).
-  export HPC_JOB_REQUEUE_MAX=$hpc_job_requeue_max
   hpc_job_requeue_records_remove
   # An array task by its own name: its job id alone may be the array's (SLURM gives the array's
   # id to one of its tasks), which reads as another job's.
   local name="job ${SLURM_JOB_ID} ("
   [[ -z ${SLURM_ARRAY_TASK_ID:-} ]] || name="job ${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID (job id $SLURM_JOB_ID; "
-  hpc_job_log "$name$hpc_job_runner, launcher $hpc_job_launcher) on ${SLURM_JOB_NODELIST}: $num_nodes node(s) x $gpus_per_node GPU(s), restart $HPC_RESTART_COUNT"
+  hpc_job_log "$name$hpc_plan_runner, launcher $hpc_plan_launcher) on ${SLURM_JOB_NODELIST}: $hpc_plan_nodes node(s) x $hpc_plan_gpus GPU(s), restart $HPC_RESTART_COUNT"
   hpc_job_load_modules
   hpc_job_array_setup
   # The launcher (hpc_files/lib/launchers/NAME.bash): how its tasks are started.
-  hpc_launcher_load "$hpc_job_launcher" || hpc_job_fail "launcher" "no launcher '$hpc_job_launcher' in this toolkit"
-  "hpc_launcher_${hpc_job_launcher}_srun"
+  hpc_launcher_load "$hpc_plan_launcher" || hpc_job_fail "launcher" "no launcher '$hpc_plan_launcher' in this toolkit"
+  "hpc_launcher_${hpc_plan_launcher}_srun"
 
   # Signals first: from here on, a warning or a TERM reaches the program, or is noted.
   trap 'hpc_job_forward TERM' TERM
@@ -928,11 +943,11 @@ hpc_job_main() {
   trap "hpc_job_forward $HPC_WARNING_SIGNAL" "$HPC_WARNING_SIGNAL"
 
   # SLURM_TMPDIR: the cluster's, or one this job makes on every node.
-  hpc_job_tmpdir_choose "$hpc_job_tmpdir_provided" ||
+  hpc_job_tmpdir_choose "$hpc_plan_tmpdir_provided" ||
     hpc_job_fail "tmpdir" "the cluster profile says SLURM_TMPDIR is provided, but this job has none"
   [[ $HPC_JOB_TMPDIR_MODE != emulated ]] || needs_guards=1
   # Data to unpack, results to copy back, an image to copy: work for a guard on every node.
-  [[ -z $HPC_JOB_DATA_ARCHIVE && -z $HPC_JOB_COPY_BACK && $hpc_job_runner != singularity ]] || needs_guards=1
+  [[ -z $hpc_plan_data_archive && -z ${hpc_plan_copy_back[*]+x} && $hpc_plan_runner != singularity ]] || needs_guards=1
   if ((needs_guards)); then
     # However the batch shell ends, the guards are told to copy back and clean up.
     trap hpc_job_stop_guards EXIT
@@ -945,9 +960,9 @@ hpc_job_main() {
   fi
 
   # A scaling run times the launcher command, just before to just after (hpc_scaling.bash).
-  [[ ${hpc_job_mode:-single} != scaling ]] || hpc_scaling_run_start
+  [[ ${hpc_plan_mode:-single} != scaling ]] || hpc_scaling_run_start
   hpc_job_run_program
-  [[ ${hpc_job_mode:-single} != scaling ]] || hpc_scaling_run_stop
+  [[ ${hpc_plan_mode:-single} != scaling ]] || hpc_scaling_run_stop
   trap - TERM INT "$HPC_WARNING_SIGNAL"
   local warning_code
   warning_code=$((128 + $(kill -l "$HPC_WARNING_SIGNAL" 2>/dev/null || echo 0)))
@@ -973,8 +988,8 @@ hpc_job_main() {
     ((hpc_job_status != 0)) || hpc_job_status=1
   fi
   # A map task's final status, for its gather (hpc_map.bash).
-  [[ ${hpc_job_mode:-single} != map ]] || hpc_map_task_end "$hpc_job_status" || hpc_job_status=$?
-  [[ ${hpc_job_mode:-single} != scaling ]] || hpc_scaling_run_end "$hpc_job_status"
+  [[ ${hpc_plan_mode:-single} != map ]] || hpc_map_task_end "$hpc_job_status" || hpc_job_status=$?
+  [[ ${hpc_plan_mode:-single} != scaling ]] || hpc_scaling_run_end "$hpc_job_status"
   hpc_job_maybe_requeue
   hpc_job_requeue_records_remove
   exit "$hpc_job_status"
@@ -1029,16 +1044,16 @@ hpc_job_task() {
   fi
 
   local -a argv
-  if [[ ${HPC_JOB_MODE:-single} == sweep ]]; then
+  if [[ ${hpc_plan_mode:-single} == sweep ]]; then
     # The agent's key, from the job's environment or read here on the node: never on argv.
     hpc_sweep_load_key || hpc_job_fail "wandb key" "no WANDB_API_KEY in the job and no readable $(hpc_sweep_credentials)"
   fi
-  hpc_launcher_load "$HPC_JOB_LAUNCHER" || hpc_job_fail "launcher" "no launcher '$HPC_JOB_LAUNCHER' in this toolkit"
-  hpc_runner_load "$HPC_JOB_RUNNER" || hpc_job_fail "runner" "no runner '$HPC_JOB_RUNNER' in this toolkit"
+  hpc_launcher_load "$hpc_plan_launcher" || hpc_job_fail "launcher" "no launcher '$hpc_plan_launcher' in this toolkit"
+  hpc_runner_load "$hpc_plan_runner" || hpc_job_fail "runner" "no runner '$hpc_plan_runner' in this toolkit"
   # The runner's environment, and the command expanded in it (hpc_configs_argv).
-  "hpc_runner_${HPC_JOB_RUNNER}_enter" "$@"
+  "hpc_runner_${hpc_plan_runner}_enter" "$@"
   # The launcher's command for this task, with the runner's wrap where the launcher puts it.
-  "hpc_launcher_${HPC_JOB_LAUNCHER}_task" "${hpc_configs_argv[@]}"
+  "hpc_launcher_${hpc_plan_launcher}_task" "${hpc_configs_argv[@]}"
   argv=("${hpc_launcher_argv[@]}")
   if [[ ${SLURM_LOCALID:-0} == 0 ]]; then
     local shown=("${argv[@]}") i
@@ -1048,7 +1063,7 @@ hpc_job_task() {
     hpc_job_log "starting after $(hpc_job_elapsed) s: $(hpc_mask_quoted shown)"
   fi
   # Without srun (no launcher) the batch shell is the parent, and passes signals on itself.
-  "hpc_launcher_${HPC_JOB_LAUNCHER}_srun"
+  "hpc_launcher_${hpc_plan_launcher}_srun"
   ((${#hpc_launcher_srun[@]})) || exec "${argv[@]}"
   hpc_job_supervise "${argv[@]}"
 }
@@ -1057,7 +1072,7 @@ hpc_job_task() {
 # job's runner (hpc_runner_NAME_wrap): one call, one environment (one container per call: per
 # node for torchrun, per GPU for lightning).
 hpc_job_runner_wrap() {
-  "hpc_runner_${HPC_JOB_RUNNER}_wrap" "$@"
+  "hpc_runner_${hpc_plan_runner}_wrap" "$@"
   hpc_launcher_argv=("${hpc_runner_argv[@]}")
 }
 
@@ -1069,7 +1084,7 @@ hpc_job_supervise() {
   local program status=0 root_cause=''
   # torchrun (a torch elastic agent: the launcher's _workers is true) exits 1 whatever its
   # workers' codes; its stderr names the first failed worker.
-  if hpc_launcher_load "${HPC_JOB_LAUNCHER:-none}" && "hpc_launcher_${HPC_JOB_LAUNCHER:-none}_workers"; then
+  if hpc_launcher_load "${hpc_plan_launcher:-none}" && "hpc_launcher_${hpc_plan_launcher:-none}_workers"; then
     root_cause=$(mktemp "${TMPDIR:-/tmp}/hpc_root_cause.XXXXXX") || root_cause=''
   fi
   if [[ -n $root_cause ]]; then
@@ -1123,6 +1138,6 @@ hpc_job_worker_status() {
   ((code >= 0)) || code=$((128 - code))
   # Only an exit status a process can have: 'exit 256' would end the job COMPLETED.
   ((code > 0 && code <= 255 && code != $2)) || return 0
-  hpc_job_log "${HPC_JOB_LAUNCHER:-torchrun} exited with $2: its first failed worker, rank $rank (local rank $local_rank) on ${SLURMD_NODENAME:-$host}, exited with $code: that is this node's status"
+  hpc_job_log "${hpc_plan_launcher:-torchrun} exited with $2: its first failed worker, rank $rank (local rank $local_rank) on ${SLURMD_NODENAME:-$host}, exited with $code: that is this node's status"
   status=$code
 }

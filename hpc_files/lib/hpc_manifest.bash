@@ -8,10 +8,11 @@
 # '\r', and nothing else is changed (UTF-8 stays as it is); printf %b decodes it exactly, since
 # every backslash of the text starts one of these pairs. A list is several lines with the same
 # key, in order (argv, sbatch, command). Unknown keys are ignored when read. Keys:
-#   format time project source_dir scratch_dir exp_name kind cluster launcher runner nodes
-#   ntasks_per_node cpus cpus_per_task gpus gpu_type mem mem_per_gpu time_limit partition account
-#   requeue mode array job_id origin resubmit_of resubmit script output output_path git_commit
-#   git_dirty argv... sbatch... command...
+#   format time plan job_id origin resubmit_of resubmit script output_path git_commit git_dirty
+#   argv..., and one key per field of the plan (hpc_plan_fields, hpc_plan_array_fields: a list
+#   per array field, sbatch... and command... among them), named as the field but for the few of
+#   hpc_plan_manifest_keys (time_limit, project, sbatch). 'plan' is the job's plan file: the
+#   plan's values here are copied from the same fields, in one loop.
 # A manifest is written once, ends with the line 'end<TAB>1' (one not ending so is still being
 # written, and is skipped), and is never changed. A resubmission writes a manifest of its own for the new job, a copy of the one it
 # repeats with its own time, job_id, array, output_path, resubmit_of (the job it repeats) and
@@ -23,11 +24,9 @@
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_plan.bash: the plan; hpc_submit.bash: argv; hpc_configs.bash: the configs file's command.
-declare -g hpc_plan_cluster hpc_plan_cpus hpc_plan_cpus_per_task hpc_plan_exp_name hpc_plan_gpus \
-  hpc_plan_kind hpc_plan_launcher hpc_plan_mem hpc_plan_nodes hpc_plan_ntasks_per_node \
-  hpc_plan_output hpc_plan_project_name hpc_plan_runner hpc_plan_scratch_dir hpc_plan_source_dir \
-  hpc_plan_time
-declare -ga hpc_plan_sbatch_args hpc_submit_argv hpc_configs_words
+declare -g hpc_plan_exp_name hpc_plan_output hpc_plan_scratch_dir hpc_plan_source_dir
+declare -ga hpc_submit_argv hpc_plan_fields hpc_plan_array_fields hpc_plan_command hpc_plan_offline_commands
+declare -gA hpc_plan_manifest_keys
 
 # ---------------------------------------------------------------------------------------------
 # Writing
@@ -97,13 +96,13 @@ hpc_manifest_git() {
   [[ $hpc_manifest_git_commit != '(initial)' ]] || hpc_manifest_git_commit=
 }
 
-# hpc_manifest_write JOB_ID SCRIPT: records the submission just made (the plan hpc_plan_*, the
-# submitter's arguments hpc_submit_argv, the command hpc_configs_words) as
+# hpc_manifest_write JOB_ID SCRIPT PLAN: records the submission just made (the plan hpc_plan_*,
+# whose file is PLAN, and the submitter's arguments hpc_submit_argv) as
 # ${scratch_dir}/hpc_outputs/manifests/EXP_JOB_ID.manifest; SCRIPT is the kept job script.
 # Writes nothing else: no variable of the environment, and no secret (hpc_mask_vars) in the
-# submitter's words or the command. False when it cannot write.
+# submitter's words or the commands. False when it cannot write.
 hpc_manifest_write() {
-  local id=$1 script=$2 dir now
+  local id=$1 script=$2 plan=${3-} dir now name ref
   dir=$hpc_plan_scratch_dir/hpc_outputs/manifests
   [[ -d $dir ]] || mkdir -p -- "$dir" 2>/dev/null || return 1
   hpc_manifest_git "$hpc_plan_source_dir"
@@ -111,32 +110,44 @@ hpc_manifest_write() {
   hpc_manifest_text=''
   hpc_manifest_put format 1
   hpc_manifest_put time "$now"
-  hpc_manifest_put project "$hpc_plan_project_name"
-  hpc_manifest_put source_dir "$hpc_plan_source_dir"
-  hpc_manifest_put scratch_dir "$hpc_plan_scratch_dir"
-  hpc_manifest_put exp_name "$hpc_plan_exp_name"
-  hpc_manifest_put kind "$hpc_plan_kind"
-  hpc_manifest_put cluster "$hpc_plan_cluster"
-  hpc_manifest_put launcher "$hpc_plan_launcher"
-  hpc_manifest_put runner "$hpc_plan_runner"
-  hpc_manifest_put nodes "$hpc_plan_nodes"
-  hpc_manifest_put ntasks_per_node "$hpc_plan_ntasks_per_node"
-  hpc_manifest_put cpus "$hpc_plan_cpus"
-  hpc_manifest_put cpus_per_task "$hpc_plan_cpus_per_task"
-  hpc_manifest_put gpus "$hpc_plan_gpus"
-  hpc_manifest_put gpu_type "${hpc_plan_gpu_type:-}"
-  hpc_manifest_put mem "$hpc_plan_mem"
-  hpc_manifest_put mem_per_gpu "${hpc_plan_mem_per_gpu:-}"
-  hpc_manifest_put time_limit "$hpc_plan_time"
-  hpc_manifest_put partition "${hpc_plan_partition:-}"
-  hpc_manifest_put account "${hpc_plan_account:-}"
-  hpc_manifest_put requeue "${hpc_plan_requeue:-0}"
-  hpc_manifest_put mode "${hpc_plan_mode:-single}"
-  hpc_manifest_put array "${hpc_plan_array:-}"
+  hpc_manifest_put plan "$plan"
+  # The plan's values, from its one list of fields (hpc_plan.bash): one printf for all the
+  # scalars, each value escaped only when it needs it (this runs on every submission).
+  local -a pairs=() values
+  local value
+  for name in "${hpc_plan_fields[@]}"; do
+    ref=hpc_plan_$name
+    value=${!ref-}
+    if [[ $value == *[$'\\\n\t\r']* ]]; then
+      value=${value//\\/\\\\}
+      value=${value//$'\n'/\\n}
+      value=${value//$'\t'/\\t}
+      value=${value//$'\r'/\\r}
+    fi
+    pairs+=("${hpc_plan_manifest_keys[$name]:-$name}" "$value")
+  done
+  printf -v value '%s\t%s\n' "${pairs[@]}"
+  hpc_manifest_text+=$value
+  # The submitter's words and the commands are the user's text: a secret typed in them is
+  # masked, all in one call (the sbatch options and paths are read back by resubmit and stay
+  # exact).
+  local -a words=(${hpc_submit_argv[@]+"${hpc_submit_argv[@]}"}) command=("${hpc_plan_command[@]}")
+  local -a offline=(${hpc_plan_offline_commands[@]+"${hpc_plan_offline_commands[@]}"})
+  hpc_mask_vars words command offline
+  for name in "${hpc_plan_array_fields[@]}"; do
+    case $name in
+      command) values=(${command[@]+"${command[@]}"}) ;;
+      offline_commands) values=(${offline[@]+"${offline[@]}"}) ;;
+      *)
+        ref="hpc_plan_${name}[@]"
+        values=(${!ref+"${!ref}"})
+        ;;
+    esac
+    hpc_manifest_put "${hpc_plan_manifest_keys[$name]:-$name}" ${values[@]+"${values[@]}"}
+  done
   hpc_manifest_put job_id "$id"
   hpc_manifest_put origin "$id"
   hpc_manifest_put script "$script"
-  hpc_manifest_put output "$hpc_plan_output"
   # An array task's %j is its own job id, known only once it starts: it stays, as %a does.
   if [[ -n ${hpc_plan_array:-} ]]; then
     hpc_manifest_output "$hpc_plan_output" "$id" %a '' "${hpc_plan_job_name:-}"
@@ -146,24 +157,18 @@ hpc_manifest_write() {
   hpc_manifest_put output_path "$hpc_manifest_path"
   hpc_manifest_put git_commit "$hpc_manifest_git_commit"
   hpc_manifest_put git_dirty "$hpc_manifest_git_dirty"
-  # The submitter's words and the command are the user's text: a secret typed in them is masked
-  # (the sbatch options and paths are read back by resubmit and stay exact).
-  local -a words=(${hpc_submit_argv[@]+"${hpc_submit_argv[@]}"}) templates=("${hpc_configs_words[@]}")
-  hpc_mask_vars words templates
   hpc_manifest_put argv ${words[@]+"${words[@]}"}
-  hpc_manifest_put sbatch "${hpc_plan_sbatch_args[@]}"
-  hpc_manifest_put command "${templates[@]}"
   hpc_manifest_commit "$dir/${hpc_plan_exp_name}_$id.manifest"
 }
 
-# hpc_manifest_copy OLD_FILE NEW_ID ARRAY HOW [OUTPUT]: (resubmit) records job NEW_ID, submitted
-# again from the manifest OLD_FILE, in a manifest of its own beside it: OLD_FILE's lines with this
-# job's time, id, array (ARRAY, empty for none), output path, origin (the chain's first job),
-# resubmit_of (OLD_FILE's job) and resubmit (HOW); OUTPUT, when given, is its new --output
-# pattern. Sets hpc_manifest_path (the output file) and leaves OLD_FILE in hpc_mf; false when
+# hpc_manifest_copy OLD_FILE NEW_ID ARRAY HOW [OUTPUT [PLAN]]: (resubmit) records job NEW_ID,
+# submitted again from the manifest OLD_FILE, in a manifest of its own beside it: OLD_FILE's lines
+# with this job's time, id, array (ARRAY, empty for none), output path, origin (the chain's first
+# job), resubmit_of (OLD_FILE's job) and resubmit (HOW); OUTPUT, when given, is its new --output
+# pattern, PLAN its new plan file (a resubmission that changed values wrote one). Sets hpc_manifest_path (the output file) and leaves OLD_FILE in hpc_mf; false when
 # OLD_FILE cannot be read or the new one written.
 hpc_manifest_copy() {
-  local old=$1 id=$2 array=$3 how=$4 output=${5-} now line name=''
+  local old=$1 id=$2 array=$3 how=$4 output=${5-} plan=${6-} now line name=''
   hpc_manifest_read "$old" || return 1
   [[ -z $output ]] || hpc_mf[output]=$output
   for line in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do
@@ -184,9 +189,11 @@ hpc_manifest_copy() {
     hpc_manifest_output "${hpc_mf[output]-}" "$id" '' "$id" "$name"
   fi
   hpc_manifest_put output_path "$hpc_manifest_path"
+  [[ -z $plan ]] || hpc_manifest_put plan "$plan"
   for line in "${hpc_mf_lines[@]}"; do
     case ${line%%$'\t'*} in
       format | time | array | job_id | origin | resubmit_of | resubmit | output_path) ;;
+      plan) [[ -n $plan ]] || hpc_manifest_text+=$line$'\n' ;;
       output) [[ -n $output ]] && hpc_manifest_put output "$output" || hpc_manifest_text+=$line$'\n' ;;
       sbatch) [[ -n $output && $line == $'sbatch\t--output='* ]] && hpc_manifest_put sbatch "--output=$output" || hpc_manifest_text+=$line$'\n' ;;
       *) hpc_manifest_text+=$line$'\n' ;;

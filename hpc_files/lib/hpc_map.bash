@@ -64,6 +64,23 @@ hpc_map_keep_attempt() {
   done
 }
 
+# hpc_map_old_plan MANIFEST: (a resubmission that changes values) sets hpc_map_old_plan to the
+# plan file that the manifest MANIFEST names, and hpc_map_old_plan_text to its text; loads
+# hpc_plan.bash (its files) when it is not. Exit 1, having submitted nothing, when there is none,
+# or it is not a regular file (a link): the job is then submitted again from the start.
+hpc_map_old_plan() {
+  hpc_map_old_plan='' hpc_map_old_plan_text=''
+  ! hpc_manifest_read "$1" || hpc_map_old_plan=${hpc_mf[plan]-}
+  if [[ -z $hpc_map_old_plan || ! -f $hpc_map_old_plan || -L $hpc_map_old_plan ]]; then
+    hpc_die "the plan file '${hpc_map_old_plan:-(none recorded)}' of job ${hpc_mf[job_id]:-?} is gone; submit again with: bash job_submitter.sh$(printf ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"})"
+  fi
+  IFS= read -r -d '' hpc_map_old_plan_text <"$hpc_map_old_plan" || true
+  if ! declare -F hpc_plan_write_file >/dev/null; then
+    # shellcheck source=hpc_files/lib/hpc_plan.bash
+    source "${BASH_SOURCE[0]%/*}/hpc_plan.bash"
+  fi
+}
+
 # hpc_map_resubmit_failed ROOT: (resubmit EXP --failed, ROOT the experiment's map folders) re-runs
 # the indices of the newest map whose newest attempt did not succeed (FAILED, TIMEOUT, LOST,
 # NODE_FAIL, CANCELLED...) as one held array with the frozen items and the same throttle, in the
@@ -108,9 +125,14 @@ hpc_map_resubmit_failed() {
   done
   [[ -f $dir/task.sh ]] || hpc_die "the map's kept task script $dir/task.sh is gone"
   script=$(<"$dir/task.sh")
-  script=${script%$'\n'hpc_job_main*}
-  printf -v script '%s\n# resubmit --failed: the same map folder, attempt %s.\nhpc_job_map_dir=%q\nhpc_job_map_attempt=%q\nhpc_job_main\n' \
-    "$script" "$attempt" "$dir" "$attempt"
+  script=${script%$'\n'hpc_job_main *}
+  # The array's plan, with this resubmission's values appended (the last assignment wins): one
+  # new plan file per part, which its job script names.
+  local plan plan_text
+  hpc_map_old_plan "${hpc_manage_file[${ids[0]}]-}"
+  plan=$hpc_map_old_plan plan_text=$hpc_map_old_plan_text
+  printf -v plan_text '%s# resubmit --failed: the same map folder, attempt %s.\nhpc_plan_map_dir=%q\nhpc_plan_map_attempt=%q\n' \
+    "$plan_text" "$attempt" "$dir" "$attempt"
   hpc_manifest_ranges "${indices[@]}"
   local ranges=$hpc_manifest_ranges max size start k text
   local -a chunk=() part_specs=() part_lists=() new_ids=() after=()
@@ -131,12 +153,21 @@ hpc_map_resubmit_failed() {
       part_lists+=('') part_specs+=("$hpc_manifest_ranges${throttle:+%$throttle}")
     fi
   done
+  local -a plans=()
   for k in "${!part_specs[@]}"; do
-    printf -v text '%s\nhpc_job_map_offset=0\nhpc_job_map_indices=%q\nhpc_job_main\n' "${script%$'\n'hpc_job_main*}" "${part_lists[k]}"
+    printf -v text '%shpc_plan_map_offset=0\nhpc_plan_map_indices=%q\n' "$plan_text" "${part_lists[k]}"
+    if ! hpc_plan_write_file "${plan%_*}" "$text"; then
+      ((${#new_ids[@]} == 0)) || scancel "${new_ids[@]}" 2>/dev/null || true
+      hpc_plan_unwrite
+      hpc_die "cannot write the resubmission's plan beside $plan${new_ids[*]:+; its parts ${new_ids[*]} were cancelled}"
+    fi
+    plans+=("$hpc_plan_file")
+    printf -v text '%s\nhpc_job_main %q\n' "$script" "$hpc_plan_file"
     after=()
     ((k == 0)) || after=(--dependency="afterany:${new_ids[-1]}")
     if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable --hold --array="${part_specs[k]}" ${after[@]+"${after[@]}"} 2>&1 <<<"$text"); then
       ((${#new_ids[@]} == 0)) || scancel "${new_ids[@]}" 2>/dev/null || true
+      hpc_plan_unwrite
       hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }${new_ids[*]:+; its parts ${new_ids[*]} were cancelled}"
     fi
     new_id=${out##*$'\n'}
@@ -151,6 +182,7 @@ hpc_map_resubmit_failed() {
     printf -v text '%s:' "${new_ids[@]}"
     if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable --dependency="afterany:${text%:}" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1); then
       scancel "${new_ids[@]}" 2>/dev/null || true
+      hpc_plan_unwrite
       hpc_die "sbatch refused the new gather job: ${out//$'\n'/ }; the resubmission ${new_ids[*]} was cancelled"
     fi
     gather_id=${out##*$'\n'}
@@ -160,7 +192,7 @@ hpc_map_resubmit_failed() {
   for new_id in "${new_ids[@]}"; do record+=(--array "$new_id"); done
   hpc_map_helpers map-record --dir "$dir" "${record[@]}" --gather "$gather_id" || hpc_say "cannot record jobs ${new_ids[*]} $gather_id in $dir/manifest.json"
   for k in "${!new_ids[@]}"; do
-    [[ -z ${hpc_manage_file[${ids[0]}]-} ]] || hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "${new_ids[k]}" "${part_specs[k]}" "resubmit --failed" ||
+    [[ -z ${hpc_manage_file[${ids[0]}]-} ]] || hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "${new_ids[k]}" "${part_specs[k]}" "resubmit --failed" '' "${plans[k]}" ||
       hpc_say "job ${new_ids[k]} was submitted, but its manifest could not be written"
   done
   read -ra ids <<<"$gather_ids"
@@ -169,6 +201,7 @@ hpc_map_resubmit_failed() {
   fi
   out=$(exec scontrol release "${new_ids[@]}" 2>&1) || {
     scancel "${new_ids[@]}" ${gather_id:+"$gather_id"} 2>/dev/null || true
+    hpc_plan_unwrite
     hpc_die "scontrol release ${new_ids[*]} failed: $out; the resubmission was cancelled"
   }
   if ((${#new_ids[@]} > 1)); then
@@ -331,21 +364,21 @@ hpc_map_task_setup() {
   local i line
   hpc_map_task_index || return 1
   i=$hpc_map_index
-  export map_index=$i map_count=${hpc_job_map_count:?}
-  export map_dir=${hpc_job_map_dir:-${hpc_job_map_root:?}/${hpc_job_map_stamp:?}-${SLURM_ARRAY_JOB_ID:?}}
+  export map_index=$i map_count=${hpc_plan_map_count:?}
+  export map_dir=${hpc_plan_map_dir:-${hpc_plan_map_root:?}/${hpc_plan_map_stamp:?}-${SLURM_ARRAY_JOB_ID:?}}
   export task_dir=$map_dir/tasks/$i
   # The task's own folders are named by its index in the whole map (parts of a split array start at 0).
   # shellcheck disable=SC2034 # read by hpc_job.bash
   hpc_job_task_index=$i
   export map_item=$i
-  if ((${hpc_job_map_has_items:-0})); then
+  if ((${hpc_plan_map_has_items:-0})); then
     local -a lines=()
     mapfile -t -s "$i" -n 1 lines <"$map_dir/items.txt" || hpc_job_fail "map" "cannot read $map_dir/items.txt"
     ((${#lines[@]})) || hpc_job_fail "map" "no item $i in $map_dir/items.txt"
     line=${lines[0]}
     map_item=$line
   fi
-  if ((${hpc_job_map_repeat:-0})); then
+  if ((${hpc_plan_map_repeat:-0})); then
     # --repeat with a gather: what repeats get (hpc_job_own_folders makes checkpoints_dir/task_I).
     export seed=$i
   fi
@@ -358,29 +391,29 @@ hpc_map_task_setup() {
 }
 
 # hpc_map_task_index: sets hpc_map_index to this array task's index in the map: its task id,
-# plus the part's first index (hpc_job_map_offset, a map split above MaxArraySize), or the
-# task id-th index of hpc_job_map_indices (a resubmission of indices at or above MaxArraySize).
+# plus the part's first index (hpc_plan_map_offset, a map split above MaxArraySize), or the
+# task id-th index of hpc_plan_map_indices (a resubmission of indices at or above MaxArraySize).
 hpc_map_task_index() {
   local -a indices=()
   local task=${SLURM_ARRAY_TASK_ID:?}
-  if [[ -n ${hpc_job_map_indices:-} ]]; then
-    read -ra indices <<<"$hpc_job_map_indices"
-    [[ -n ${indices[task]-} ]] || hpc_job_fail "map" "array task $task has no index in the resubmission's list ($hpc_job_map_indices)" || return 1
+  if [[ -n ${hpc_plan_map_indices:-} ]]; then
+    read -ra indices <<<"$hpc_plan_map_indices"
+    [[ -n ${indices[task]-} ]] || hpc_job_fail "map" "array task $task has no index in the resubmission's list ($hpc_plan_map_indices)" || return 1
     hpc_map_index=${indices[task]}
   else
-    hpc_map_index=$((${hpc_job_map_offset:-0} + task))
+    hpc_map_index=$((${hpc_plan_map_offset:-0} + task))
   fi
 }
 
 # hpc_map_status STATE EXIT_CODE END_UTC [END_S]: writes the task's status.json.
 hpc_map_status() {
-  local log=${hpc_job_map_log:-}
+  local log=${hpc_plan_map_log:-}
   log=${log//%A/${SLURM_ARRAY_JOB_ID:-}}
   log=${log//%a/${SLURM_ARRAY_TASK_ID:-}}
   hpc_followup_status_write "$task_dir/status.json" "key=$map_index" "index:=$map_index" "item=$map_item" \
     "job_id=${SLURM_JOB_ID:-}" "array_job_id=${SLURM_ARRAY_JOB_ID:-}" "task_id=${SLURM_ARRAY_TASK_ID:-}" \
     "state=$1" "exit_code:=$2" "node=${SLURMD_NODENAME:-}" "start_utc=$hpc_map_start_utc" "end_utc=$3" \
-    "start_s:=${hpc_map_start_s/,/.}" "end_s:=${4:-}" "attempt:=${hpc_job_map_attempt:-1}" "log=$log" && return 0
+    "start_s:=${hpc_map_start_s/,/.}" "end_s:=${4:-}" "attempt:=${hpc_plan_map_attempt:-1}" "log=$log" && return 0
   hpc_job_log "cannot write $task_dir/status.json"
   return 1
 }
@@ -403,8 +436,8 @@ hpc_map_task_end() {
 # verdict line, when the policy is not met.
 hpc_map_gather_setup() {
   local line name value
-  export map_dir=${hpc_job_map_dir:?} map_count=${hpc_job_map_count:?}
-  hpc_followup_read "$map_dir/tasks" "$hpc_job_map_keys" "$hpc_job_map_policy" "$map_dir/map_status" "$hpc_job_map_rerun"
+  export map_dir=${hpc_plan_map_dir:?} map_count=${hpc_plan_map_count:?}
+  hpc_followup_read "$map_dir/tasks" "$hpc_plan_map_keys" "$hpc_plan_map_policy" "$map_dir/map_status" "$hpc_plan_map_rerun"
   ((hpc_followup_rc != 2)) || hpc_job_fail "gather" "the tasks' status files could not be read (see above)"
   while IFS= read -r line; do
     name=${line%%=*} value=${line#*=}

@@ -25,19 +25,28 @@
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # The submitter's paths, argv, options, plan and profile; the configs file's argv
-# (hpc_configs.bash); the job's plan (hpc_job_map_*); hpc_manage.bash and hpc_manifest.bash
-# (resubmit); hpc_followup_utc: the start time.
+# (hpc_configs.bash); the job's plan (hpc_plan_map_*); hpc_manage.bash and hpc_manifest.bash
+# (resubmit); hpc_followup_utc: the start time; hpc_plan.bash: the plan's record and file.
 declare -g hpc_source_dir hpc_python_helpers_dir hpc_opt_time_accepted hpc_opt_wandb_offline \
   hpc_plan_cluster hpc_plan_exp_name hpc_plan_outputs_dir hpc_plan_partition hpc_plan_runner \
   hpc_plan_script hpc_plan_source_dir hpc_plan_mem_per_gpu hpc_profile_defaults_mem_no_gpu \
-  hpc_profile_gpu_gres_name \
-  hpc_profile_name hpc_job_map_keys hpc_job_map_policy hpc_job_map_rerun hpc_manage_dir \
+  hpc_profile_gpu_gres_name hpc_profile_name hpc_plan_map_keys hpc_plan_map_policy hpc_plan_map_rerun \
+  hpc_manage_dir hpc_plan_text hpc_plan_file \
   hpc_manage_project hpc_manifest_path hpc_manifest_ranges hpc_map_start_utc
-declare -ga hpc_submit_argv hpc_configs_argv hpc_configs_names hpc_manage_keys hpc_mf_lines
+declare -ga hpc_submit_argv hpc_configs_argv hpc_configs_names hpc_manage_keys hpc_mf_lines hpc_mf_argv
 declare -gA hpc_mf
 
 # shellcheck source=hpc_files/lib/hpc_followup.bash
 source "${BASH_SOURCE[0]%/*}/hpc_followup.bash"
+
+# The map's fields of the plan (hpc_plan.bash's list, where it is loaded: the submitter's). A
+# task's: map_root, map_stamp (its folder, once the array's id is known), map_count,
+# map_has_items, map_attempt, map_log, map_repeat, map_offset (a part's first index),
+# map_indices (a resubmission's indices above MaxArraySize), map_dir (set by a part or a
+# resubmission); the gather's: map_dir, map_keys, map_count, map_policy, map_rerun, map_array_ids.
+! declare -F hpc_plan_add_fields >/dev/null ||
+  hpc_plan_add_fields map_root map_stamp map_count map_has_items map_attempt map_log map_repeat \
+    map_offset map_indices map_dir map_keys map_policy map_rerun map_array_ids
 
 # ---------------------------------------------------------------------------------------------
 # Submission
@@ -197,7 +206,7 @@ hpc_map_plan() {
   fi
   max=${hpc_manifest_max_array_size:-}
   # Indices at or above MaxArraySize: several arrays (parts) of at most MaxArraySize tasks,
-  # task ids from 0, each part's first index added in the job (hpc_job_map_offset). A part
+  # task ids from 0, each part's first index added in the job (hpc_plan_map_offset). A part
   # starts after the one before it (afterany), so that the throttle holds for the whole map.
   hpc_map_parts=()
   if [[ -n $max ]] && ((hpc_map_last >= max && max > 0)); then
@@ -217,9 +226,9 @@ hpc_map_plan() {
   hpc_plan_sbatch_args+=(--array="$hpc_plan_array")
   printf -v hpc_map_stamp '%(%Y%m%d-%H%M%S)T' -1
   hpc_map_root=$hpc_plan_outputs_dir/map/$hpc_plan_exp_name
-  printf -v hpc_plan_extra_lines 'hpc_job_map_root=%q\nhpc_job_map_stamp=%q\nhpc_job_map_count=%q\nhpc_job_map_has_items=%q\nhpc_job_map_attempt=1\nhpc_job_map_log=%q\nhpc_job_map_repeat=%q\nhpc_job_map_offset=%q\n' \
-    "$hpc_map_root" "$hpc_map_stamp" "$hpc_map_count" "$((${#hpc_map_items[@]} > 0))" "$hpc_plan_output" "$hpc_map_repeat" \
-    "$((${#hpc_map_parts[@]} ? hpc_map_first : 0))"
+  hpc_plan_map_root=$hpc_map_root hpc_plan_map_stamp=$hpc_map_stamp hpc_plan_map_count=$hpc_map_count
+  hpc_plan_map_has_items=$((${#hpc_map_items[@]} > 0)) hpc_plan_map_attempt=1 hpc_plan_map_log=$hpc_plan_output
+  hpc_plan_map_repeat=$hpc_map_repeat hpc_plan_map_offset=$((${#hpc_map_parts[@]} ? hpc_map_first : 0))
   # Held until its folder and items exist and its gather is submitted (hpc_map_after_submit).
   hpc_submit_hold=(--hold)
   hpc_map_check_gather_references
@@ -279,10 +288,14 @@ hpc_map_dry_run() {
   ((${#hpc_map_gather_words[@]})) || return 0
   hpc_map_array_ids=(ARRAYID)
   hpc_map_gather_plan
-  hpc_plan_render
+  local plan=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_STAMP.plan
+  hpc_plan_record
+  hpc_plan_render "$plan"
   printf '\n== gather job: after the array, policy %s\nsbatch' "$hpc_map_policy"
   printf ' %q' "${hpc_plan_sbatch_args[@]}"
-  printf ' GATHER_SCRIPT\n\n== gather job script\n'
+  printf ' GATHER_SCRIPT\n\n== gather plan (written as %s when submitted)\n' "$plan"
+  printf '%s' "$hpc_plan_text" | hpc_mask_stream
+  printf '\n== gather job script\n'
   printf '%s\n' "$hpc_plan_script" | hpc_mask_stream
 }
 
@@ -363,18 +376,22 @@ hpc_map_gather_plan() {
   local rerun keys
   printf -v rerun 'bash job_submitter.sh resubmit %q --failed' "$hpc_plan_exp_name"
   keys=$hpc_map_first-$hpc_map_last
-  printf -v hpc_plan_extra_lines 'hpc_job_map_dir=%q\nhpc_job_map_keys=%q\nhpc_job_map_count=%q\nhpc_job_map_policy=%q\nhpc_job_map_rerun=%q\nhpc_job_map_array_ids=%q\n' \
-    "$hpc_map_dir" "$keys" "$hpc_map_count" "$hpc_map_policy" "$rerun" "${hpc_map_array_ids[*]}"
-  hpc_configs_words=("${hpc_map_gather_words[@]}")
+  hpc_plan_clear_mode_fields
+  hpc_plan_map_dir=$hpc_map_dir hpc_plan_map_keys=$keys hpc_plan_map_count=$hpc_map_count
+  hpc_plan_map_policy=$hpc_map_policy hpc_plan_map_rerun=$rerun hpc_plan_map_array_ids=${hpc_map_array_ids[*]}
+  hpc_configs_words=("${hpc_map_gather_words[@]}") hpc_plan_command=("${hpc_map_gather_words[@]}")
   hpc_submit_hold=()
 }
 
-# hpc_map_submit_gather: (in a subshell: the plan it changes stays the array's) renders the
-# gather job's script into map_dir/gather.sh, submits it, records it in a manifest of its own
-# (hpc_manifest_write) and prints its job id.
+# hpc_map_submit_gather: (in a subshell: the plan it changes stays the array's) writes the gather
+# job's plan file, renders its script into map_dir/gather.sh, submits it, records it in a
+# manifest of its own (hpc_manifest_write) and prints its job id and its plan file, one line.
 hpc_map_submit_gather() {
   local out id
   hpc_map_gather_plan
+  hpc_plan_write || return 1
+  # Named before sbatch: the caller removes it when the map is undone.
+  printf 'plan %s\n' "$hpc_plan_file"
   hpc_plan_render
   printf '%s' "$hpc_plan_script" >"$hpc_map_dir/gather.sh" || return 1
   if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
@@ -385,17 +402,25 @@ hpc_map_submit_gather() {
   id=${id%%;*}
   # Its own manifest: status and cancel of the experiment show and cancel the gather too (the
   # git commit is the one just asked for the array's: hpc_manifest_git asks once).
-  hpc_manifest_write "$id" "$hpc_map_dir/gather.sh" || hpc_say "gather job $id was submitted, but its manifest could not be written"
-  printf '%s\n' "$id"
+  hpc_manifest_write "$id" "$hpc_map_dir/gather.sh" "$hpc_plan_file" || hpc_say "gather job $id was submitted, but its manifest could not be written"
+  printf 'id %s\n' "$id"
 }
 
 # hpc_map_submit_part A-B: (a map above MaxArraySize) submits indices A..B as one more held
-# array, task ids 0..B-A, after the previous part (afterany), with a manifest of its own; adds
-# its id to hpc_map_array_ids.
+# array, task ids 0..B-A, after the previous part (afterany), with a plan file (the array's
+# record, its first index and the map's folder appended: the last assignment wins) and a manifest
+# of its own; adds its id to hpc_map_array_ids.
 hpc_map_submit_part() {
-  local first=${1%-*} last=${1#*-} script out id prev=${hpc_map_array_ids[-1]}
-  printf -v script '%s\nhpc_job_map_offset=%q\nhpc_job_map_dir=%q\nhpc_job_main\n' \
-    "${hpc_plan_script%$'\n'hpc_job_main*}" "$first" "$hpc_map_dir"
+  local first=${1%-*} last=${1#*-} script text out id prev=${hpc_map_array_ids[-1]} plan
+  printf -v text '%s# A part of the map: its first index, the map folder.\nhpc_plan_map_offset=%q\nhpc_plan_map_dir=%q\n' \
+    "$hpc_plan_text" "$first" "$hpc_map_dir"
+  hpc_plan_write_file "$hpc_plan_outputs_dir/${hpc_plan_exp_name}_$hpc_plan_kind" "$text" || {
+    hpc_say "cannot write the plan of part $1 of the map in $hpc_plan_outputs_dir"
+    return 1
+  }
+  plan=$hpc_plan_file
+  script=${hpc_plan_script%$'\n'hpc_job_main *}
+  printf -v script '%s\nhpc_job_main %q\n' "$script" "$plan"
   if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable --hold --dependency="afterany:$prev" \
     "${hpc_plan_sbatch_args[@]/#--array=*/--array=0-$((last - first))%${hpc_plan_array#*%}}" 2>&1 <<<"$script"); then
     hpc_say "sbatch refused part $1 of the map: $out"
@@ -406,7 +431,8 @@ hpc_map_submit_part() {
   hpc_map_array_ids+=("$id")
   # Its own manifest: status and cancel of the experiment show and cancel this part too (the
   # git commit is the one just asked for the first part's: hpc_manifest_git asks once).
-  hpc_plan_array=0-$((last - first))%${hpc_plan_array#*%} hpc_manifest_write "$id" "$hpc_map_dir/task.sh" || hpc_say "part $1 of the map (job $id) was submitted, but its manifest could not be written"
+  hpc_plan_array=0-$((last - first))%${hpc_plan_array#*%} hpc_plan_map_offset=$first hpc_plan_map_dir=$hpc_map_dir \
+    hpc_manifest_write "$id" "$hpc_map_dir/task.sh" "$plan" || hpc_say "part $1 of the map (job $id) was submitted, but its manifest could not be written"
 }
 
 # hpc_map_undo MESSAGE: cancels the map's jobs submitted so far, removes the folder made for
@@ -415,6 +441,8 @@ hpc_map_undo() {
   trap - EXIT
   scancel "${hpc_map_array_ids[@]}" "${hpc_map_gather_ids[@]}" 2>/dev/null || true
   if [[ -n ${hpc_map_made:-} && ! -L $hpc_map_made && -d $hpc_map_made ]]; then rm -rf -- "${hpc_map_made:?}"; fi
+  # The plan files of the map's jobs (the array's, its parts', the gather's).
+  hpc_plan_unwrite
   hpc_die "$1; the map (job ${hpc_map_array_ids[*]}${hpc_map_gather_ids[*]:+, gather ${hpc_map_gather_ids[*]}}) was cancelled"
 }
 
@@ -441,7 +469,15 @@ hpc_map_after_submit() {
     hpc_map_submit_part "$part" || hpc_map_undo "a part of the map was not submitted (see above)"
   done
   if ((${#hpc_map_gather_words[@]})); then
-    gather_id=$(hpc_map_submit_gather) || hpc_map_undo "the gather job was not submitted (see above)"
+    local line rc=0
+    out=$(hpc_map_submit_gather) || rc=$?
+    while IFS= read -r line; do
+      case $line in
+        'plan '*) hpc_plan_written+=("${line#plan }") ;;
+        'id '*) gather_id=${line#id } ;;
+      esac
+    done <<<"$out"
+    ((rc == 0)) || hpc_map_undo "the gather job was not submitted (see above)"
     hpc_map_gather_ids=("$gather_id")
   fi
   hpc_map_manifest_json || hpc_map_undo "cannot write $hpc_map_dir/manifest.json"

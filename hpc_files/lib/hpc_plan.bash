@@ -2,23 +2,57 @@
 # shellcheck disable=SC2034 # the hpc_plan_* globals are this library's output, read by hpc_submit.bash and venv_runner.bash
 # hpc_plan.bash: the plan of a submission, a pure function of the options (hpc_opt_*), the
 # cluster profile (hpc_profile_*), the project's location and the configs file's command
-# (hpc_configs_words). It fills hpc_plan_* and the sbatch arguments; hpc_plan_render_script
-# writes the job script from it. Nothing here touches the file system or SLURM.
+# (hpc_configs_words). It fills hpc_plan_* and the sbatch arguments; hpc_plan_record makes the
+# plan's one record from them (written once per job as a .plan file beside its output, read by
+# the job, the dry run and the manifest), and hpc_plan_render the job script that names it.
+# Nothing here touches the file system or SLURM, but hpc_plan_write_file.
 
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_submit_locate: the paths; hpc_options.bash: the options; hpc_sweep.bash: the offline
 # commands; hpc_configs.bash: the configs file's command; the compiled profile (hpc_profile.bash);
 # the launcher's module (hpc_files/lib/launchers/): the ratios it sets, its processes per node;
-# hpc_common.bash: the launchers' names.
+# hpc_common.bash: the launchers' names; hpc_submit.bash: the container's image and working
+# folder, --workdir's folder and the data archive.
 declare -g hpc_plan_ntasks_per_node hpc_plan_cpus_per_task hpc_launcher_processes
 declare -ga hpc_launcher_names
 declare -g hpc_files_dir hpc_source_dir hpc_python_helpers_dir hpc_container_lib \
   hpc_opt_label_ranks hpc_opt_launcher hpc_opt_num_nodes hpc_opt_requeue \
   hpc_profile_account_allowed hpc_profile_gpu_gres_name hpc_profile_name hpc_profile_signal_name \
-  hpc_profile_tmpdir_provided hpc_profile_tmpdir_root
+  hpc_profile_tmpdir_provided hpc_profile_tmpdir_root hpc_submit_image hpc_submit_workdir \
+  hpc_submit_host_workdir hpc_submit_data_archive
 declare -ga hpc_opt_copy_back hpc_plan_offline_commands hpc_configs_words hpc_profile_gpu_types \
   hpc_profile_modules
+
+# What a plan holds: its one list. Each field NAME is the variable hpc_plan_NAME; the record
+# (hpc_plan_record) writes them in this order, the manifest (hpc_manifest_write) takes its plan
+# values from the same list. A mode adds its own fields from its own file (hpc_map_submit.bash:
+# map_*, hpc_scaling.bash: scaling_*), through hpc_plan_add_fields.
+#   scalars: hpc_plan_fields; arrays (written as NAME=( %q ... )): hpc_plan_array_fields
+# Where a manifest key is not the field's name (every other field is its own key):
+#   | field       | manifest key |
+#   | time        | time_limit   |  (the manifest's 'time' is when it was written)
+#   | project_name| project      |
+#   | sbatch_args | sbatch       |
+hpc_plan_fields=(launcher runner cluster kind nodes ntasks_per_node cpus cpus_per_task gpus gpu_type
+  mem mem_per_gpu time partition account requeue signal signal_lead mode array job_name output
+  source_dir project_name scratch_dir exp_name outputs_dir checkpoints_dir venv toolkit_dir
+  python_helpers tmpdir_provided tmpdir_root image container_workdir container_lib workdir
+  data_archive label_ranks num_processes)
+# command: the configs file's templates (expanded on the node, never here).
+hpc_plan_array_fields=(sbatch_args command offline_commands copy_back modules)
+declare -gA hpc_plan_manifest_keys=([time]=time_limit [project_name]=project [sbatch_args]=sbatch)
+# The plan files this process wrote (hpc_plan_write_file), for hpc_plan_unwrite.
+hpc_plan_written=()
+
+# hpc_plan_add_fields NAME...: (a mode's file, when loaded) adds the scalar fields NAME... to the
+# plan's list, once each, so that they are recorded as the others are.
+hpc_plan_add_fields() {
+  local name
+  for name; do
+    [[ " ${hpc_plan_fields[*]} " == *" $name "* ]] || hpc_plan_fields+=("$name") hpc_plan_mode_fields+=("$name")
+  done
+}
 
 # hpc_plan_in_list VALUE ITEM...: true when VALUE is one of the ITEMs.
 hpc_plan_in_list() {
@@ -236,6 +270,39 @@ hpc_plan_make() {
   [[ -z $hpc_plan_gres ]] || hpc_plan_sbatch_args+=(--gres="$hpc_plan_gres")
   [[ -z $hpc_plan_account ]] || hpc_plan_sbatch_args+=(--account="$hpc_plan_account")
   [[ -z $hpc_plan_partition ]] || hpc_plan_sbatch_args+=(--partition="$hpc_plan_partition")
+  hpc_plan_adopt
+}
+
+# hpc_plan_adopt: (the end of hpc_plan_make) copies into the plan's own fields what the job needs
+# and the options, the profile and the submission's checks hold elsewhere, and sets the mode's
+# fields to a single job's (hpc_sweep_plan, hpc_map_plan and hpc_scaling_plan change them
+# after): every field of a new plan is set here or above, so nothing of an earlier plan in the
+# same process (a scaling study makes one per run) reaches it.
+hpc_plan_adopt() {
+  hpc_plan_mode=single hpc_plan_array='' hpc_plan_offline_commands=()
+  hpc_plan_command=("${hpc_configs_words[@]}")
+  hpc_plan_toolkit_dir=$hpc_files_dir
+  hpc_plan_python_helpers=$hpc_python_helpers_dir/src
+  hpc_plan_container_lib=$hpc_container_lib
+  hpc_plan_tmpdir_provided=$hpc_profile_tmpdir_provided
+  hpc_plan_tmpdir_root=$hpc_profile_tmpdir_root
+  hpc_plan_modules=(${hpc_profile_modules[@]+"${hpc_profile_modules[@]}"})
+  hpc_plan_image=${hpc_submit_image:-} hpc_plan_container_workdir=${hpc_submit_workdir:-}
+  hpc_plan_workdir=${hpc_submit_host_workdir:-}
+  hpc_plan_data_archive=${hpc_submit_data_archive:-}
+  hpc_plan_copy_back=(${hpc_opt_copy_back[@]+"${hpc_opt_copy_back[@]}"})
+  hpc_plan_label_ranks=${hpc_opt_label_ranks:-0}
+  hpc_plan_clear_mode_fields
+  hpc_plan_processes
+}
+
+# hpc_plan_clear_mode_fields: empties the fields that modes added (hpc_plan_add_fields): a plan
+# sets those of its own mode after this.
+hpc_plan_clear_mode_fields() {
+  local name
+  for name in ${hpc_plan_mode_fields[@]+"${hpc_plan_mode_fields[@]}"}; do
+    printf -v "hpc_plan_$name" '%s' ''
+  done
 }
 
 # hpc_plan_check_lead: exit 2 unless the warning's lead is shorter than the time limit (a
@@ -271,89 +338,92 @@ hpc_plan_summary_text() {
     "$hpc_plan_cpus_per_task" "$gpu_text" "${hpc_plan_mem:-"(SLURM's default)"}" "$hpc_plan_time" "$hpc_plan_output"
 }
 
-# hpc_plan_emit FORMAT ARG...: appends printf FORMAT ARG... to hpc_plan_script.
-hpc_plan_emit() {
-  # A global, not a local: one command less in a function called some 50 times per job script.
-  # shellcheck disable=SC2059 # FORMAT is always one of this file's literal formats
-  printf -v hpc_plan_emit_text "$@"
-  hpc_plan_script+=$hpc_plan_emit_text
+# hpc_plan_record: sets hpc_plan_text to the plan's record: a header line, then one line per
+# field of the list, 'hpc_plan_NAME=%q' (an array 'hpc_plan_NAME=( %q ... )'), the fields' values
+# as they are now. Sourced by the job (hpc_job_plan_load), shown by the dry run, named by the
+# manifest. One printf for all the scalars and one per array, no process: it runs on every
+# submission. It reads nothing but the fields: a field never set reads as empty.
+hpc_plan_record() {
+  local name ref part
+  local -a args=() values
+  hpc_plan_processes
+  for name in "${hpc_plan_fields[@]}"; do
+    ref=hpc_plan_$name
+    args+=("$ref" "${!ref-}")
+  done
+  printf -v hpc_plan_text '%s=%q\n' "${args[@]}"
+  hpc_plan_text="# The plan of a job (hpc_files/job_submitter.sh): read by hpc_files/lib/hpc_job.bash."$'\n'$hpc_plan_text
+  for name in "${hpc_plan_array_fields[@]}"; do
+    ref="hpc_plan_${name}[@]"
+    values=(${!ref+"${!ref}"})
+    part=''
+    ((${#values[@]} == 0)) || printf -v part ' %q' "${values[@]}"
+    hpc_plan_text+="hpc_plan_$name=($part )"$'\n'
+  done
 }
 
-# hpc_plan_render_script: prints the job script (hpc_plan_render).
-hpc_plan_render_script() {
-  hpc_plan_render
-  printf '%s' "$hpc_plan_script"
+# hpc_plan_write_file PREFIX TEXT: writes TEXT to a new file PREFIX_<stamp>.plan and sets
+# hpc_plan_file to it. <stamp> is the submitter's pid and a counter, the next one while a file of
+# that name exists (from an earlier process of the same pid): unique for the submission and the
+# plan, and short, so that the name fits wherever the job's output name does (EXP_KIND_JOBID.out,
+# hpc_plan_make's limit). Written with noclobber: an existing file is never overwritten, never
+# written through a link. Adds it to hpc_plan_written (hpc_plan_unwrite removes those). False
+# when it cannot be written.
+hpc_plan_write_file() {
+  local - tries
+  set -C
+  for ((tries = 0; tries < 100; tries++)); do
+    hpc_plan_counter=$((${hpc_plan_counter:-0} + 1))
+    hpc_plan_file=${1}_$$-$hpc_plan_counter.plan
+    # Anything by that name (noclobber alone would still open a FIFO or a device): the next.
+    [[ ! -e $hpc_plan_file && ! -L $hpc_plan_file ]] || continue
+    if printf '%s' "$2" 2>/dev/null >"$hpc_plan_file"; then
+      hpc_plan_written+=("$hpc_plan_file")
+      return 0
+    fi
+    [[ -e $hpc_plan_file || -L $hpc_plan_file ]] || return 1
+  done
+  return 1
 }
 
-# hpc_plan_render: sets hpc_plan_script to the job script: #SBATCH lines, then plain assignments
-# of the plan, then one call into the job library. Every value is quoted with printf %q. Built in
-# a variable, with no subshell: it runs on every submission.
+# hpc_plan_write: makes the plan's record (hpc_plan_record) and writes it beside the job's
+# output, ${outputs_dir}/${exp_name}_${kind}_<stamp>.plan (hpc_plan_write_file), before sbatch:
+# the job may start as soon as sbatch returns. False when it cannot be written.
+hpc_plan_write() {
+  hpc_plan_record
+  hpc_plan_write_file "$hpc_plan_outputs_dir/${hpc_plan_exp_name}_$hpc_plan_kind" "$hpc_plan_text"
+}
+
+# hpc_plan_unwrite: removes the plan files this process wrote (hpc_plan_written), when the
+# submission they were for failed: each only while it is a regular file, never through a link.
+hpc_plan_unwrite() {
+  local path
+  for path in ${hpc_plan_written[@]+"${hpc_plan_written[@]}"}; do
+    [[ ! -f $path || -L $path ]] || rm -f -- "${path:?}"
+  done
+  hpc_plan_written=()
+}
+
+# hpc_plan_render [PLAN_FILE]: sets hpc_plan_script to the job script: the #SBATCH lines (SLURM
+# reads them), a header, and one call into the job library naming the plan file (PLAN_FILE,
+# default hpc_plan_file), which holds every value of the job: the script holds none of its own.
+# Built in a variable, with no subshell: it runs on every submission.
 hpc_plan_render() {
-  local arg
-  hpc_plan_script=''
+  local arg user='\u' sbatch=''
   hpc_plan_summary_text
-  hpc_plan_emit '#!/bin/bash\n'
   for arg in "${hpc_plan_sbatch_args[@]}"; do
     # sbatch reads #SBATCH values in double quotes, so paths with spaces stay whole.
     if [[ $arg == *=* ]]; then
-      hpc_plan_emit '#SBATCH %s="%s"\n' "${arg%%=*}" "${arg#*=}"
+      sbatch+="#SBATCH ${arg%%=*}=\"${arg#*=}\""$'\n'
     else
-      hpc_plan_emit '#SBATCH %s\n' "$arg"
+      sbatch+="#SBATCH $arg"$'\n'
     fi
   done
-  local user='\u'
-  # ${user@P} is the user name, as a prompt shows it, without starting id -un.
-  hpc_plan_emit '#\n# Generated by hpc_files/job_submitter.sh on %(%Y-%m-%d %H:%M:%S)T for %s\n' -1 "${user@P}"
-  hpc_plan_emit '# %s\n' "$hpc_plan_summary"
-  hpc_plan_emit '# To change the job, change the options or the configs file and submit again.\n'
-  hpc_plan_emit '# shellcheck disable=SC2034 # the assignments below are read by hpc_job.bash\n'
-  hpc_plan_emit 'set -euo pipefail\n'
-  # The toolkit's time in the job is measured from here to the program's start.
+  # ${user@P} is the user name, as a prompt shows it, without starting id -un. The toolkit's
+  # time in the job is measured from HPC_JOB_T0 to the program's start.
   # shellcheck disable=SC2016 # $EPOCHREALTIME is for the job script to expand
-  hpc_plan_emit 'HPC_JOB_T0=$EPOCHREALTIME\n\n'
-  hpc_plan_emit '# shellcheck source=/dev/null\nsource %q\n\n' "$hpc_files_dir/lib/hpc_job.bash"
-  hpc_plan_emit '# What the job runs: the configs file command, expanded on each node just before it starts.\n'
-  hpc_plan_emit 'hpc_command=('
-  hpc_plan_emit ' %q' "${hpc_configs_words[@]}"
-  hpc_plan_emit ' )\n\n'
-  hpc_plan_emit '# The plan.\n'
-  hpc_plan_emit 'hpc_job_runner=%q\n' "$hpc_plan_runner"
-  hpc_plan_emit 'hpc_job_launcher=%q\n' "$hpc_plan_launcher"
-  hpc_plan_emit 'hpc_job_venv=%q\n' "$hpc_plan_venv"
-  hpc_plan_emit 'hpc_job_toolkit_dir=%q\n' "$hpc_files_dir"
-  hpc_plan_emit 'hpc_job_python_helpers=%q\n' "$hpc_python_helpers_dir/src"
-  hpc_plan_emit 'hpc_job_tmpdir_provided=%q\n' "$hpc_profile_tmpdir_provided"
-  hpc_plan_emit 'hpc_job_tmpdir_root=%q\n' "$hpc_profile_tmpdir_root"
-  hpc_plan_emit 'hpc_job_container_image=%q\n' "${hpc_submit_image:-}"
-  hpc_plan_emit 'hpc_job_container_workdir=%q\n' "${hpc_submit_workdir:-}"
-  hpc_plan_emit 'hpc_job_container_lib=%q\n' "$hpc_container_lib"
-  hpc_plan_emit 'hpc_job_mode=%q\n' "${hpc_plan_mode:-single}"
-  hpc_plan_emit 'hpc_job_offline_commands=('
-  ((${#hpc_plan_offline_commands[@]} == 0)) || hpc_plan_emit '\n  %q' "${hpc_plan_offline_commands[@]}"
-  hpc_plan_emit ' )\n'
-  hpc_plan_emit 'hpc_job_signal=%q\n' "$hpc_plan_signal"
-  hpc_plan_emit 'hpc_job_requeue_max=%q\n' "$hpc_plan_requeue"
-  ((${hpc_opt_label_ranks:-0} == 0)) || hpc_plan_emit 'hpc_job_label_ranks=1\n'
-  [[ -z ${hpc_plan_workdir:-} ]] || hpc_plan_emit 'hpc_job_workdir=%q\n' "$hpc_plan_workdir"
-  hpc_plan_emit 'hpc_job_data_archive=%q\n' "${hpc_plan_data_archive:-}"
-  local copy_back=''
-  ((${#hpc_opt_copy_back[@]} == 0)) || printf -v copy_back '%s\n' "${hpc_opt_copy_back[@]}"
-  hpc_plan_emit 'hpc_job_copy_back=%q\n' "${copy_back%$'\n'}"
-  # Lines of a mode's own (hpc_map.bash: which map a task or a gather belongs to).
-  [[ -z ${hpc_plan_extra_lines:-} ]] || hpc_plan_emit '%s' "$hpc_plan_extra_lines"
-  hpc_plan_emit 'hpc_job_modules=('
-  ((${#hpc_profile_modules[@]} == 0)) || hpc_plan_emit ' %q' "${hpc_profile_modules[@]}"
-  hpc_plan_emit ' )\n\n'
-  hpc_plan_emit '# What the program sees.\n'
-  hpc_plan_emit 'export source_dir=%q\n' "$hpc_plan_source_dir"
-  hpc_plan_emit 'export project_name=%q\n' "$hpc_plan_project_name"
-  hpc_plan_emit 'export scratch_dir=%q\n' "$hpc_plan_scratch_dir"
-  hpc_plan_emit 'export exp_name=%q\n' "$hpc_plan_exp_name"
-  hpc_plan_emit 'export num_nodes=%q\n' "$hpc_plan_nodes"
-  hpc_plan_emit 'export gpus_per_node=%q\n' "$hpc_plan_gpus"
-  hpc_plan_processes
-  hpc_plan_emit 'export num_processes=%q\n\n' "$hpc_plan_num_processes"
-  hpc_plan_emit 'hpc_job_main\n'
+  printf -v hpc_plan_script '#!/bin/bash\n%s#\n# Generated by hpc_files/job_submitter.sh on %(%Y-%m-%d %H:%M:%S)T for %s\n# %s\n# Every value of the job is in its plan file, named below. To change the job, change the options or\n# the configs file and submit again.\nset -euo pipefail\n# shellcheck disable=SC2034 # read by hpc_job.bash\nHPC_JOB_T0=$EPOCHREALTIME\n\n# shellcheck source=/dev/null\nsource %q\nhpc_job_main %q\n' \
+    "$sbatch" -1 "${user@P}" "$hpc_plan_summary" "$hpc_files_dir/lib/hpc_job.bash" "${1:-$hpc_plan_file}"
 }
 
 # hpc_plan_processes: sets hpc_plan_num_processes to the job's total of program processes:

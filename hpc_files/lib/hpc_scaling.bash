@@ -38,6 +38,12 @@ declare -g hpc_slurm_ttl hpc_plan_checkpoints_dir hpc_plan_cluster hpc_plan_exp_
 # shellcheck source=hpc_files/lib/hpc_followup.bash
 source "${BASH_SOURCE[0]%/*}/hpc_followup.bash"
 
+# The scaling test's fields of the plan (hpc_plan.bash's list, where it is loaded): a run's
+# scaling_dir, scaling_key, scaling_config, scaling_repeat; the report job's scaling_root, and
+# scaling_study once a resubmission names its study.
+! declare -F hpc_plan_add_fields >/dev/null ||
+  hpc_plan_add_fields scaling_dir scaling_key scaling_config scaling_repeat scaling_root scaling_study
+
 # The most runs (configurations x repeats) one study submits.
 hpc_scaling_max_runs=1000
 
@@ -134,8 +140,8 @@ hpc_scaling_plan() {
       --output=*) hpc_plan_sbatch_args[i]=--output=$hpc_plan_output ;;
     esac
   done
-  printf -v hpc_plan_extra_lines 'hpc_job_scaling_dir=%q\nhpc_job_scaling_key=%q\nhpc_job_scaling_config=%q\nhpc_job_scaling_repeat=%q\n' \
-    "$hpc_scaling_dir" "$hpc_scaling_key" "${n}x$hpc_plan_gpus" "$r"
+  hpc_plan_scaling_dir=$hpc_scaling_dir hpc_plan_scaling_key=$hpc_scaling_key
+  hpc_plan_scaling_config=${n}x$hpc_plan_gpus hpc_plan_scaling_repeat=$r
 }
 
 # hpc_scaling_configurations: sets hpc_scaling_runs to 'N G R' per run (by world size, then
@@ -236,7 +242,8 @@ hpc_scaling_report_plan() {
   hpc_plan_sbatch_args=("${keep[@]}" --job-name="$hpc_plan_job_name" --nodes=1 --ntasks-per-node=1 --cpus-per-task=1
     --time="$hpc_plan_time" --output="$hpc_plan_output" --kill-on-invalid-dep=yes)
   [[ -z $hpc_plan_mem ]] || hpc_plan_sbatch_args+=(--mem="$hpc_plan_mem")
-  printf -v hpc_plan_extra_lines 'hpc_job_scaling_root=%q\n' "$hpc_scaling_root"
+  hpc_plan_clear_mode_fields
+  hpc_plan_scaling_root=$hpc_scaling_root
 }
 
 # hpc_scaling_sbatch SCRIPT ARGS...: submits SCRIPT held; sets hpc_scaling_id.
@@ -257,6 +264,8 @@ hpc_scaling_undo() {
   trap - EXIT
   ((${#hpc_scaling_ids[@]} == 0)) || scancel "${hpc_scaling_ids[@]}" 2>/dev/null || true
   if [[ -n ${hpc_scaling_made:-} && ! -L $hpc_scaling_made && -d $hpc_scaling_made ]]; then rm -rf -- "${hpc_scaling_made:?}"; fi
+  # The plan files of the study's jobs (hpc_plan.bash is loaded once one was written).
+  ! declare -F hpc_plan_unwrite >/dev/null || hpc_plan_unwrite
   hpc_die "$1; the study's jobs (${hpc_scaling_ids[*]:-none}) were cancelled"
 }
 
@@ -342,7 +351,8 @@ hpc_scaling_dry_run() {
   printf 'At most %s node-hours (sum of nodes x time limit)\n' "$(awk -v s="$total" 'BEGIN { printf "%.2f", s / 3600 }')"
   printf 'Report job: --dependency=afterany:<every run> --kill-on-invalid-dep=yes, 1 node, 1 task, 1 CPU, no GPU, --time=%s\n' "$hpc_scaling_report_time"
   hpc_scaling_plan "${hpc_scaling_runs[-1]%% *}" "$(cut -d' ' -f2 <<<"${hpc_scaling_runs[-1]}")" 1
-  hpc_plan_render
+  hpc_plan_record
+  hpc_plan_render "$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_STAMP.plan"
   if out=$(unset SLURM_TMPDIR && exec sbatch --test-only "${hpc_plan_sbatch_args[@]/#--output=*/--output=/dev/null}" 2>&1 <<<"$hpc_plan_script"); then
     printf 'sbatch --test-only (largest configuration): %s\n' "${out##*$'\n'}"
   else
@@ -354,8 +364,8 @@ hpc_scaling_dry_run() {
 # hpc_scaling_main: the whole scaling submission (after the profile and the configs file are
 # read); exits.
 hpc_scaling_main() {
-  local x n g r out
-  hpc_scaling_dir='' hpc_plan_data_archive=''
+  local x n g r out report_plan
+  hpc_scaling_dir=''
   hpc_plan_make
   hpc_scaling_configurations
   if ((${#hpc_opt_data[@]})); then
@@ -393,7 +403,8 @@ hpc_scaling_main() {
     hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?
     ((rc != 2)) || exit 2
     ((rc == 0)) || hpc_die "staging the data failed (see above); nothing was submitted"
-    hpc_plan_data_archive=$hpc_stage_archive
+    # Every run's plan (hpc_plan_adopt) names the archive.
+    hpc_plan_data_archive=$hpc_stage_archive hpc_submit_data_archive=$hpc_stage_archive
   fi
   trap - EXIT
   hpc_scaling_ids=() hpc_scaling_run_ids=() hpc_scaling_keys=() hpc_scaling_gpus_of=() hpc_scaling_made=''
@@ -401,7 +412,11 @@ hpc_scaling_main() {
   # The report job first, held: its id names the study's folder before any run's output does.
   printf -v hpc_scaling_stamp '%(%Y%m%d-%H%M%S)T' -1
   hpc_scaling_report_plan
+  hpc_plan_write || hpc_scaling_undo "cannot write the report job's plan in $hpc_plan_outputs_dir"
+  report_plan=$hpc_plan_file
   hpc_plan_render
+  # What SLURM runs, kept as report.sh once the folder is made.
+  hpc_scaling_report_script=$hpc_plan_script
   hpc_scaling_sbatch "$hpc_plan_script" "${hpc_plan_sbatch_args[@]}" || hpc_scaling_undo "the report job was not submitted"
   hpc_scaling_report_id=$hpc_scaling_id
   hpc_scaling_ids+=("$hpc_scaling_id")
@@ -424,20 +439,23 @@ hpc_scaling_main() {
   for x in "${hpc_scaling_runs[@]}"; do
     read -r n g r <<<"$x"
     hpc_scaling_plan "$n" "$g" "$r"
+    hpc_plan_write || hpc_scaling_undo "cannot write the plan of run $hpc_scaling_key in $hpc_plan_outputs_dir"
     hpc_plan_render
     hpc_scaling_sbatch "$hpc_plan_script" "${hpc_plan_sbatch_args[@]}" || hpc_scaling_undo "run $hpc_scaling_key was not submitted"
     hpc_scaling_ids+=("$hpc_scaling_id") hpc_scaling_run_ids+=("$hpc_scaling_id") hpc_scaling_keys+=("$hpc_scaling_key")
     hpc_scaling_gpus_of+=("$hpc_plan_gpus") hpc_scaling_launcher=$hpc_plan_launcher hpc_scaling_time=$hpc_plan_time
     printf '%s' "$hpc_plan_script" >"$hpc_scaling_run_dir/job.sh" || hpc_scaling_undo "cannot write $hpc_scaling_run_dir/job.sh"
-    hpc_manifest_write "$hpc_scaling_id" "$hpc_scaling_run_dir/job.sh" || hpc_say "run $hpc_scaling_id was submitted, but its manifest could not be written"
+    hpc_manifest_write "$hpc_scaling_id" "$hpc_scaling_run_dir/job.sh" "$hpc_plan_file" || hpc_say "run $hpc_scaling_id was submitted, but its manifest could not be written"
   done
   printf -v x '%s:' "${hpc_scaling_run_ids[@]}"
   out=$(exec scontrol update JobId="$hpc_scaling_report_id" Dependency="afterany:${x%:}" 2>&1) ||
     hpc_scaling_undo "cannot make the report job wait for the runs: $out"
-  hpc_scaling_report_plan
-  hpc_plan_render
-  printf '%s' "$hpc_plan_script" >"$hpc_scaling_dir/report.sh" || hpc_scaling_undo "cannot write $hpc_scaling_dir/report.sh"
-  hpc_manifest_write "$hpc_scaling_report_id" "$hpc_scaling_dir/report.sh" || hpc_say "the report job was submitted, but its manifest could not be written"
+  # The report job's plan again, as its file holds it (the toolkit's own %q text), for its manifest:
+  # the runs' plans were made since.
+  # shellcheck source=/dev/null
+  source "$report_plan" || hpc_scaling_undo "cannot read the report job's plan $report_plan"
+  printf '%s' "$hpc_scaling_report_script" >"$hpc_scaling_dir/report.sh" || hpc_scaling_undo "cannot write $hpc_scaling_dir/report.sh"
+  hpc_manifest_write "$hpc_scaling_report_id" "$hpc_scaling_dir/report.sh" "$report_plan" || hpc_say "the report job was submitted, but its manifest could not be written"
   hpc_scaling_study_json || hpc_scaling_undo "cannot write $hpc_scaling_dir/study.json"
   out=$(exec scontrol release "${hpc_scaling_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release failed: $out"
   trap - EXIT
@@ -452,20 +470,20 @@ hpc_scaling_main() {
 # hpc_scaling_run_setup: (a run's batch shell) exports the run's variables, writes its status
 # RUNNING; its own folders are named by its key (checkpoints_dir/task_1x2-r1).
 hpc_scaling_run_setup() {
-  export scaling_study_dir=${hpc_job_scaling_dir:?} scaling_config=${hpc_job_scaling_config:?} scaling_repeat=${hpc_job_scaling_repeat:?}
-  export scaling_run_dir=$scaling_study_dir/runs/${hpc_job_scaling_key:?}
-  hpc_job_task_index=$hpc_job_scaling_key
+  export scaling_study_dir=${hpc_plan_scaling_dir:?} scaling_config=${hpc_plan_scaling_config:?} scaling_repeat=${hpc_plan_scaling_repeat:?}
+  export scaling_run_dir=$scaling_study_dir/runs/${hpc_plan_scaling_key:?}
+  hpc_job_task_index=$hpc_plan_scaling_key
   [[ ! -L $scaling_run_dir ]] || hpc_job_fail "scaling" "$scaling_run_dir is a symbolic link"
   mkdir -p -- "$scaling_run_dir" || hpc_job_fail "scaling" "cannot make $scaling_run_dir"
   hpc_followup_utc hpc_scaling_start_utc
   hpc_scaling_start_s=${EPOCHREALTIME/,/.} hpc_scaling_end_s='' hpc_scaling_end_utc=''
   hpc_scaling_status RUNNING ''
-  hpc_job_log "scaling run $hpc_job_scaling_key: $scaling_run_dir"
+  hpc_job_log "scaling run $hpc_plan_scaling_key: $scaling_run_dir"
 }
 
 # hpc_scaling_status STATE EXIT_CODE: writes the run's status.json.
 hpc_scaling_status() {
-  hpc_followup_status_write "$scaling_run_dir/status.json" "key=$hpc_job_scaling_key" "job_id=${SLURM_JOB_ID:-}" \
+  hpc_followup_status_write "$scaling_run_dir/status.json" "key=$hpc_plan_scaling_key" "job_id=${SLURM_JOB_ID:-}" \
     "state=$1" "exit_code:=$2" "node=${SLURMD_NODENAME:-}" "start_utc=$hpc_scaling_start_utc" "end_utc=$hpc_scaling_end_utc" \
     "start_s:=$hpc_scaling_start_s" "end_s:=$hpc_scaling_end_s" "log=$scaling_run_dir/job_${SLURM_JOB_ID:-}.out" ||
     hpc_job_log "cannot write $scaling_run_dir/status.json"
@@ -502,18 +520,18 @@ hpc_scaling_report_run() {
   local py rc=0 study
   # A resubmitted report job names its study (hpc_scaling_resubmit_failed); the first one's id
   # names the folder.
-  if [[ -n ${hpc_job_scaling_study:-} ]]; then
-    study=$hpc_job_scaling_study
+  if [[ -n ${hpc_plan_scaling_study:-} ]]; then
+    study=$hpc_plan_scaling_study
     [[ -f $study/study.json && ! -L $study ]] || hpc_job_fail "scaling-report" "$study is not a study's folder"
   else
-    study=$(hpc_scaling_newest_study "${hpc_job_scaling_root:?}" "${SLURM_JOB_ID:?}") ||
-      hpc_job_fail "scaling-report" "no study of report job $SLURM_JOB_ID under $hpc_job_scaling_root"
+    study=$(hpc_scaling_newest_study "${hpc_plan_scaling_root:?}" "${SLURM_JOB_ID:?}") ||
+      hpc_job_fail "scaling-report" "no study of report job $SLURM_JOB_ID under $hpc_plan_scaling_root"
   fi
   hpc_followup_python
   py=$hpc_followup_py
   # The plot needs matplotlib: the node's python3 when the job's Python lacks it.
   if ! "$py" -c 'import matplotlib' 2>/dev/null && python3 -c 'import matplotlib' 2>/dev/null; then py=python3; fi
-  PYTHONPATH=${hpc_job_python_helpers:?}${PYTHONPATH:+:$PYTHONPATH} "$py" -m hpc_helpers.scaling_report "$study" || rc=$?
+  PYTHONPATH=${hpc_plan_python_helpers:?}${PYTHONPATH:+:$PYTHONPATH} "$py" -m hpc_helpers.scaling_report "$study" || rc=$?
   ((rc != 2)) || hpc_job_fail "scaling-report" "$study could not be read (see above)"
   ((rc == 0)) || hpc_job_log "FAILED: every run of the study failed, or the report did (see above); $study/report.md"
   exit "$rc"
@@ -604,6 +622,8 @@ hpc_scaling_resubmit_failed() {
     script=${hpc_mf[script]-}
     [[ $script == "$dir/runs/$key/job.sh" && -f $script && ! -L $script && ! -L $dir/runs/$key ]] ||
       hpc_scaling_undo "the kept job script of run $key is not $dir/runs/$key/job.sh"
+    [[ -n ${hpc_mf[plan]-} && -f ${hpc_mf[plan]} && ! -L ${hpc_mf[plan]} ]] ||
+      hpc_scaling_undo "the plan file '${hpc_mf[plan]:-(none recorded)}' of run $key is gone; submit the study again"
     out=$(unset SLURM_TMPDIR && exec sbatch --parsable --hold "${hpc_mf_sbatch[@]}" "$script" 2>&1) ||
       hpc_scaling_undo "sbatch refused run $key: ${out//$'\n'/ }"
     out=${out##*$'\n'} out=${out%%;*}
@@ -618,8 +638,19 @@ hpc_scaling_resubmit_failed() {
   hpc_manifest_read "${hpc_manage_file[id]-}" || hpc_scaling_undo "the report job $id has no manifest in $hpc_manage_dir"
   [[ -f $dir/report.sh && ! -L $dir/report.sh ]] || hpc_scaling_undo "$dir/report.sh is missing"
   script=$(<"$dir/report.sh")
-  printf -v script '%s\n# resubmit --failed: the report of this study.\nhpc_job_scaling_study=%q\nhpc_job_main\n' \
-    "${script%$'\n'hpc_job_main*}" "$dir"
+  # The report job's plan, with its study appended (the last assignment wins), in a new file.
+  local plan=${hpc_mf[plan]-} text=''
+  [[ -n $plan && -f $plan && ! -L $plan ]] ||
+    hpc_scaling_undo "the plan file '${plan:-(none recorded)}' of the report job $id is gone; submit the study again"
+  IFS= read -r -d '' text <"$plan" || true
+  if ! declare -F hpc_plan_write_file >/dev/null; then
+    # shellcheck source=hpc_files/lib/hpc_plan.bash
+    source "${BASH_SOURCE[0]%/*}/hpc_plan.bash"
+  fi
+  printf -v text '%s# resubmit --failed: the report of this study.\nhpc_plan_scaling_study=%q\n' "$text" "$dir"
+  hpc_plan_write_file "${plan%_*}" "$text" || hpc_scaling_undo "cannot write the report job's new plan beside $plan"
+  plan=$hpc_plan_file
+  printf -v script '%s\nhpc_job_main %q\n' "${script%$'\n'hpc_job_main *}" "$plan"
   args=()
   for line in "${hpc_mf_sbatch[@]}"; do
     case $line in
@@ -635,7 +666,7 @@ hpc_scaling_resubmit_failed() {
   hpc_scaling_ids+=("$new_report")
   (
     # Its manifest: the old report's, with its own output (a subshell: hpc_mf stays).
-    hpc_manifest_copy "${hpc_manage_file[id]}" "$new_report" '' 'resubmit --failed' "$dir/report_%j.out"
+    hpc_manifest_copy "${hpc_manage_file[id]}" "$new_report" '' 'resubmit --failed' "$dir/report_%j.out" "$plan"
   ) || hpc_say "the report job $new_report was submitted, but its manifest could not be written"
   for key in "${redo[@]}"; do hpc_scaling_keep_attempt "$dir/runs/$key"; done
   hpc_map_helpers study-record --dir "$dir" "${records[@]}" --report "$new_report" ||

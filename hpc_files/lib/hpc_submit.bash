@@ -10,7 +10,7 @@ declare -g hpc_submitter hpc_files_dir hpc_opt_cluster hpc_opt_help hpc_opt_scal
 declare -ga hpc_opt_data
 # hpc_plan.bash: the plan; the compiled profile (hpc_profile.bash); venv_runner.bash: the build.
 declare -g hpc_plan_checkpoints_dir hpc_plan_num_processes hpc_plan_exp_name hpc_plan_outputs_dir hpc_plan_project_name \
-  hpc_plan_runner hpc_plan_scratch_dir hpc_plan_source_dir hpc_plan_summary \
+  hpc_plan_runner hpc_plan_scratch_dir hpc_plan_source_dir hpc_plan_summary hpc_plan_text hpc_plan_file \
   hpc_profile_tmpdir_provided hpc_profile_tmpdir_root hpc_venv_build hpc_venv_stamp
 
 # hpc_submit_locate: sets hpc_files_dir (the running submitter's folder), hpc_source_dir (its
@@ -22,7 +22,7 @@ hpc_submit_locate() {
   hpc_facts_locate "$hpc_files_dir"
 }
 
-# shellcheck disable=SC2034 # hpc_submit_image and hpc_submit_workdir are read by hpc_plan_render
+# shellcheck disable=SC2034 # hpc_submit_image and hpc_submit_workdir are read by hpc_plan_adopt
 # hpc_submit_container_checks: with -s, the image must be a .sif file and --workdir an absolute
 # path inside the container (exit 2 otherwise); sets hpc_submit_image and hpc_submit_workdir.
 hpc_submit_container_checks() {
@@ -41,17 +41,17 @@ hpc_submit_container_checks() {
   fi
 }
 
-# shellcheck disable=SC2034 # hpc_plan_workdir is read by hpc_plan_render and hpc_submit_make_folders
+# shellcheck disable=SC2034 # hpc_submit_host_workdir is read by hpc_plan_adopt
 # hpc_submit_workdir_check: without -s, --workdir is a folder on the cluster's shared file
 # system where the program starts: absolute, or relative to the current folder, '..' going up the
 # path as written (as the shell's cd reads it). Sets hpc_plan_workdir to it, absolute and clean
 # (empty without --workdir). It need not exist (the submission makes it), but what exists of it
 # must be folders, the deepest of them writable, and no name longer than 255 bytes: exit 2
-# otherwise, having made nothing.
+# otherwise, having made nothing. (hpc_submit_host_workdir: the same, which the plan copies.)
 hpc_submit_workdir_check() {
   local path=$hpc_opt_workdir part dir='' parent=''
   local -a parts clean=()
-  hpc_plan_workdir=''
+  hpc_plan_workdir='' hpc_submit_host_workdir=''
   [[ -n $path && -z $hpc_opt_singularity ]] || return 0
   [[ $path == /* ]] || path=$PWD/$path
   IFS=/ read -r -a parts <<<"$path"
@@ -76,6 +76,7 @@ hpc_submit_workdir_check() {
   # The folder itself, or where it is to be made: tasks make their task_N folders in it.
   [[ -z $parent || -w $parent ]] || hpc_die_usage "--workdir" "'$hpc_opt_workdir': $parent is not writable for you; accepted: a folder you can write in"
   printf -v hpc_plan_workdir '/%s' "${clean[@]}"
+  hpc_submit_host_workdir=$hpc_plan_workdir
 }
 
 # hpc_submit_configs: reads the configs file (-C, else experiment_configurations.txt beside the
@@ -131,9 +132,8 @@ hpc_submit_environment() {
   # Values of this shell's variables pass through here: no bash -x trace (restored on return).
   set +x
   hpc_plan_processes
-  printf 'source_dir=%s\nproject_name=%s\nscratch_dir=%s\nexp_name=%s\nnum_nodes=%s\ngpus_per_node=%s\nnum_processes=%s\n' \
-    "$hpc_plan_source_dir" "$hpc_plan_project_name" "$hpc_plan_scratch_dir" "$hpc_plan_exp_name" \
-    "$hpc_plan_nodes" "$hpc_plan_gpus" "$hpc_plan_num_processes"
+  hpc_facts_program_env
+  printf '%s\n' "${hpc_facts_program_env[@]}"
   hpc_submit_own_folders_text
   case $hpc_profile_tmpdir_provided in
     true) printf 'SLURM_TMPDIR=(made by the cluster on every node)\n' ;;
@@ -142,7 +142,7 @@ hpc_submit_environment() {
   esac
   [[ $hpc_plan_launcher == none ]] ||
     printf 'MASTER_ADDR=(the first node)\nMASTER_PORT=%s\n' "${MASTER_PORT:-(derived from the job id, checked free)}"
-  printf 'PYTHONPATH=%s (the toolkit'"'"'s hpc_helpers) and the venv %s\n' "$hpc_python_helpers_dir/src" "$hpc_plan_venv"
+  printf 'PYTHONPATH=%s (the toolkit'"'"'s hpc_helpers) and the venv %s\n' "$hpc_plan_python_helpers" "$hpc_plan_venv"
   printf 'and the rest of this shell'"'"'s environment, as sbatch passes it on.\n'
   while IFS= read -r _hpc_env_name; do
     _hpc_env_required=1 _hpc_env_defined=''
@@ -150,7 +150,7 @@ hpc_submit_environment() {
     case $_hpc_env_name in
       # --repeat's tasks see their index as seed (hpc_job_own_folders); other jobs have none.
       seed) [[ ${hpc_plan_mode:-single} != repeat ]] || _hpc_env_defined="defined by the job" ;;&
-      source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | checkpoints_dir | WANDB_DIR | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) _hpc_env_defined="defined by the job" ;;
+      source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | num_processes | checkpoints_dir | WANDB_DIR | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) _hpc_env_defined="defined by the job" ;;
       HPC_WORKDIR)
         # --workdir's (a container's always): one of this shell is not passed on.
         _hpc_env_defined="NOT DEFINED: the job will fail before the program starts"
@@ -186,16 +186,22 @@ hpc_submit_environment() {
 # here (sbatch --test-only, reading the script from stdin), submits and creates nothing.
 # Returns 1 when SLURM refuses the request.
 hpc_submit_dry_run() {
-  local script answer rc=0 venv_ready=0
+  local script answer plan rc=0 venv_ready=0
   # The job script names the build of the venv it would run from (see venv_runner.bash).
   hpc_venv_expect "$hpc_plan_source_dir"
   ! hpc_venv_find "$hpc_plan_source_dir" "$hpc_venv_stamp" || venv_ready=1
   ((venv_ready == 0)) || hpc_plan_venv=$hpc_venv_build
-  script=$(hpc_plan_render_script)
+  # The plan file's name, as it would be written (its stamp is made when it is written).
+  plan=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_STAMP.plan
+  hpc_plan_record
+  hpc_plan_render "$plan"
+  script=$hpc_plan_script
   printf '== sbatch invocation\nsbatch'
   printf ' %q' "${hpc_plan_sbatch_args[@]}"
-  printf ' JOB_SCRIPT\n\n== job script\n'
-  # A secret written literally into the configs file is in the script: not on the screen.
+  printf ' JOB_SCRIPT\n\n== plan (written as %s when submitted)\n' "$plan"
+  # The record holds the configs file's templates: a secret written literally there is masked.
+  printf '%s' "$hpc_plan_text" | hpc_mask_stream
+  printf '\n== job script\n'
   printf '%s\n' "$script" | hpc_mask_stream
   printf '\n== environment of the program\n'
   hpc_submit_environment
@@ -272,6 +278,13 @@ hpc_submit_unmake_folders() {
   done
 }
 
+# hpc_submit_undo: (the EXIT trap from the plan file's writing until SLURM has the job) removes
+# the plan files this submission wrote (hpc_plan_unwrite), then the folders it made.
+hpc_submit_undo() {
+  hpc_plan_unwrite
+  ((${#hpc_submit_made[@]} == 0)) || hpc_submit_unmake_folders
+}
+
 # hpc_submit_confirm: on a terminal without -y, shows the summary and asks; false means no.
 hpc_submit_confirm() {
   local answer
@@ -294,7 +307,7 @@ hpc_submit_main() {
     exit 0
   fi
   hpc_opt_check_combinations
-  hpc_submit_hold=() hpc_plan_extra_lines=''
+  hpc_submit_hold=() hpc_submit_data_archive=''
   if [[ -n $hpc_opt_map_range$hpc_opt_map_over$hpc_opt_gather$hpc_opt_gather_configs$hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]; then
     # Map + gather: loaded only when asked for.
     # shellcheck source=hpc_files/lib/hpc_map_submit.bash
@@ -311,7 +324,6 @@ hpc_submit_main() {
   hpc_submit_workdir_check
   hpc_profile_load "$hpc_opt_cluster"
   hpc_submit_configs
-  hpc_plan_mode=single hpc_plan_array='' hpc_plan_offline_commands=()
   ((hpc_opt_scaling_test == 0)) || hpc_scaling_main
   if [[ -n $hpc_opt_wandb_sweepid || -n $hpc_opt_repeat || $hpc_opt_wandb_offline == 1 ]]; then
     # Arrays: loaded only when asked for, as most submissions are single jobs.
@@ -328,7 +340,6 @@ hpc_submit_main() {
     [[ -z $hpc_opt_map_range$hpc_opt_map_over ]] || hpc_map_plan
   fi
   # --data: checked now (exit 2 on a bad path); the archive is made after the confirmation.
-  hpc_plan_data_archive=''
   if ((${#hpc_opt_data[@]})); then
     # Loaded only for --data: most submissions have none.
     # shellcheck source=hpc_files/lib/hpc_stage_submit.bash
@@ -361,10 +372,14 @@ hpc_submit_main() {
     hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?
     ((rc != 2)) || exit 2
     ((rc == 0)) || hpc_die "staging the data failed (see above); nothing was submitted"
-    # shellcheck disable=SC2034 # read by hpc_plan_render
-    hpc_plan_data_archive=$hpc_stage_archive
+    # shellcheck disable=SC2034 # read by hpc_plan_record (this plan) and hpc_plan_adopt (a later one)
+    hpc_plan_data_archive=$hpc_stage_archive hpc_submit_data_archive=$hpc_stage_archive
   fi
 
+  # The plan file, before sbatch (the job may start as soon as sbatch returns); removed again,
+  # with the folders made, when the submission fails before SLURM accepts the job.
+  trap hpc_submit_undo EXIT
+  hpc_plan_write || hpc_die "cannot write the job's plan in $hpc_plan_outputs_dir; nothing was submitted"
   # sbatch reads the script from its standard input; the file is written once the job id is
   # known, beside the job's output and named like it (SLURM keeps its own copy of what it runs).
   hpc_plan_render
@@ -376,12 +391,12 @@ hpc_submit_main() {
       out+=" (this cluster's MaxArraySize was taken as $hpc_manifest_max_array_size, kept from scontrol show config within the last 10 minutes; the next submission asks again)"
     hpc_die "sbatch refused the job: $out"
   fi
-  ((${#hpc_submit_made[@]} == 0)) || trap - EXIT
+  trap - EXIT
   id=${out##*$'\n'}
   id=${id%%;*}
   final=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_$id.sh
   printf '%s' "$hpc_plan_script" >"$final" || hpc_say "job $id was submitted, but its script could not be kept as $final"
-  hpc_manifest_write "$id" "$final" || hpc_say "job $id was submitted, but its manifest could not be written"
+  hpc_manifest_write "$id" "$final" "$hpc_plan_file" || hpc_say "job $id was submitted, but its manifest could not be written"
   [[ $hpc_plan_mode != map ]] || hpc_map_after_submit "$id"
   printf 'Submitted job %s (%s)\n' "$id" "$hpc_plan_summary"
   if [[ ${hpc_plan_mode:-single} == offline ]]; then

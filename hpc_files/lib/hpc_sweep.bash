@@ -183,4 +183,6 @@ hpc_sweep_plan() {
     [[ ${hpc_plan_sbatch_args[i]} != --output=* ]] || hpc_plan_sbatch_args[i]=--output=$hpc_plan_output
   done
   hpc_plan_sbatch_args+=(--array="$hpc_plan_array")
+  # The agents' command, or the first grid point's (each task takes its own from the list).
+  hpc_plan_command=("${hpc_configs_words[@]}")
 }

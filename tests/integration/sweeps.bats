@@ -170,10 +170,10 @@ lr=0.1 batch_size=8 mode=offline"
   run bash "$PROJECT/hpc_files/job_submitter.sh" -y --dry-run -w me/proj/abc123 --num-sweeps 2
   assert_success
   assert_line "job_submitter.sh: warning: the configs file runs sweep 'me/proj/fromconfigs' but -w says 'me/proj/abc123': using the configs file's, which states the experiment"
-  assert_line "hpc_command=( wandb agent --count 1 me/proj/fromconfigs )"
+  assert_line "hpc_plan_command=( wandb agent --count 1 me/proj/fromconfigs )"
   # The sweep's entity and project come from sweeper.yml when -w gives the id alone.
   hpc_configs "$PROJECT" 'python probe.py env'
   run bash "$PROJECT/hpc_files/job_submitter.sh" -y --dry-run -w abc123 --num-sweeps 2
   assert_success
-  assert_line "hpc_command=( wandb agent --count 1 my-entity/my-project/abc123 )"
+  assert_line "hpc_plan_command=( wandb agent --count 1 my-entity/my-project/abc123 )"
 }

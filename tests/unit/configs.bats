@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # hpc_configs.bash: the configs file read into templates (hpc_configs_read), their expansion in
 # the job (hpc_configs_expand), the names they refer to (hpc_configs_references) and their quoting
-# in the job script's hpc_command=( ... ). Tables of inputs and exact outputs; arguments are
+# in the plan file's hpc_plan_command=( ... ). Tables of inputs and exact outputs; arguments are
 # compared as NUL-terminated bytes (od -c), so every element is checked exactly.
 # shellcheck disable=SC2016,SC1003,SC2088 # $, backslashes and ~ in single quotes are the inputs, on purpose
 
@@ -22,10 +22,10 @@ setup() {
   unset U U2 || true
 }
 
-# render_command TEMPLATE...: the job script's line hpc_command=( ... ), written as hpc_plan.bash
+# render_command TEMPLATE...: the plan file's line hpc_plan_command=( ... ), written as hpc_plan.bash
 # writes it (each template quoted with printf %q).
 render_command() {
-  printf 'hpc_command=('
+  printf 'hpc_plan_command=('
   printf ' %q' "$@"
   printf ' )\n'
 }
@@ -332,7 +332,7 @@ read_error() {
     printf 'set -euo pipefail\nsource %q\nsource %q\n' "$HPC_ROOT/hpc_files/lib/hpc_common.bash" \
       "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
     render_command "${hpc_configs_words[@]}"
-    printf 'hpc_configs_expand "${hpc_command[@]}"\nprintf "%%s\\0" "${hpc_configs_argv[@]}"\n'
+    printf 'hpc_configs_expand "${hpc_plan_command[@]}"\nprintf "%%s\\0" "${hpc_configs_argv[@]}"\n'
   } >job.sh
   run --separate-stderr bash job.sh
   assert_success
@@ -362,7 +362,7 @@ G"
 A:-"
 }
 
-@test "quote: templates survive the job script's hpc_command=( ... ) exactly" {
+@test "quote: templates survive the plan file's hpc_plan_command=( ... ) exactly" {
   local -a templates=(
     '' 'a b' "it's" 'say "hi"' $'line1\nline2' '${X}' '\$HOME' 'back\\slash' 'é ✓ 日本'
     $'tab\there' '*' '~' '#c' '!x' "a'b\"c" $'\x01ctrl' '${U:-a\}b}' $'\xff' '-' '--' '--x=$(id)'
@@ -370,7 +370,7 @@ A:-"
   local line
   line=$(render_command "${templates[@]}")
   [[ $line != *$'\n'* ]]
-  printf 'set -euo pipefail\n%s\nprintf "%%s\\0" "${hpc_command[@]}"\n' "$line" >job.sh
+  printf 'set -euo pipefail\n%s\nprintf "%%s\\0" "${hpc_plan_command[@]}"\n' "$line" >job.sh
   run bash -c 'bash job.sh | od -An -v -c'
   assert_success
   assert_output "$(nul_dump "${templates[@]}")"
@@ -391,7 +391,7 @@ EOF
     printf 'set -euo pipefail\nsource %q\nsource %q\n' "$HPC_ROOT/hpc_files/lib/hpc_common.bash" \
       "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
     render_command "${hpc_configs_words[@]}"
-    printf 'hpc_configs_expand "${hpc_command[@]}"\nprintf "%%s\\0" "${hpc_configs_argv[@]}"\n'
+    printf 'hpc_configs_expand "${hpc_plan_command[@]}"\nprintf "%%s\\0" "${hpc_configs_argv[@]}"\n'
   } >job.sh
   run bash -c 'SCRATCH_DIR="/s p" SLURM_JOB_ID=7 bash job.sh | od -An -v -c'
   assert_success

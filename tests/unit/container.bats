@@ -463,7 +463,9 @@ env_names() {
   mkdir -p "$tmpdir"
   hpc_container_node_setup "$IMAGE" "$tmpdir"
   export SLURM_JOB_ID=123 HOME='/home/a user'
-  unset SLURM_ARRAY_TASK_ID HPC_JOB_PYTHON_HELPERS
+  unset SLURM_ARRAY_TASK_ID
+  hpc_plan_python_helpers=''
+
   hpc_container_argv apptainer "$tmpdir" "$scratch" 'exp 1' /code python 'train.py' --lr '0.1 0.2'
   same_args "the command line" hpc_container_cmd apptainer run --nv --cleanenv --containall --no-home --writable-tmpfs \
     --bind "$tmpdir/tmp:/tmp" --bind "$tmpdir/data:/data" --bind "$tmpdir/db:/db" \
@@ -472,7 +474,8 @@ env_names() {
   [[ -d "$scratch/exp 1/singularity_123_0" ]] || fail "no per-job scratch folder"
   assert_equal "$hpc_container_scratch" "$scratch/exp 1/singularity_123_0"
   # An array task, no exp_name, the default workdir, the helpers and a profile's extra bind.
-  export SLURM_ARRAY_TASK_ID=4 HPC_JOB_PYTHON_HELPERS="$TMP/src dir"
+  export SLURM_ARRAY_TASK_ID=4
+  hpc_plan_python_helpers="$TMP/src dir"
   hpc_container_extra_binds=("/cvmfs:/cvmfs:ro")
   hpc_container_argv singularity "$tmpdir" "$scratch" '' '' python
   same_args "the command line" hpc_container_cmd singularity run --nv --cleanenv --containall --no-home --writable-tmpfs \
@@ -518,10 +521,11 @@ env_names() {
   run env -i PATH="$PATH" HOME=/home/u SLURM_JOB_ID=9 SLURM_ARRAY_TASK_ID=2 SLURM_PROCID=1 SLURM_NODEID=1 \
     SLURMD_NODENAME=n2 SLURM_TMPDIR=/node/tmp SLURM_NTASKS=4 CUDA_VISIBLE_DEVICES=0,1 MASTER_ADDR=n1 \
     MASTER_PORT=29512 project_name=proj exp_name=exp num_nodes=2 gpus_per_node=2 scratch_dir=/scratch/proj \
-    source_dir=/home/u/proj WANDB_API_KEY=key WANDB_PROJECT=p HPC_JOB_PYTHON_HELPERS="$TMP/src dir" \
-    HPC_WARNING_SIGNAL=USR1 HPC_RESTART_COUNT=0 OTHER=no PYTHONPATH=/host/lib VIRTUAL_ENV=/venv HPC_JOB_RUNNER=singularity \
+    source_dir=/home/u/proj WANDB_API_KEY=key WANDB_PROJECT=p \
+    HPC_WARNING_SIGNAL=USR1 HPC_RESTART_COUNT=0 OTHER=no PYTHONPATH=/host/lib VIRTUAL_ENV=/venv \
     bash -c 'source "$1/hpc_files/lib/hpc_common.bash" && source "$1/singularity_hpc_files/container_runner.bash" &&
-      hpc_container_export_job_env /code && env | grep -E "^(APPTAINER|SINGULARITY)ENV_" | sort' _ "$HPC_ROOT"
+      hpc_plan_python_helpers=$2 hpc_plan_runner=singularity &&
+      hpc_container_export_job_env /code && env | grep -E "^(APPTAINER|SINGULARITY)ENV_" | sort' _ "$HPC_ROOT" "$TMP/src dir"
   assert_success
   local expected=('CUDA_VISIBLE_DEVICES=0,1' HPC_PYTHON_HELPERS=/hpc_python_helpers HPC_RESTART_COUNT=0
     HPC_WARNING_SIGNAL=USR1 HPC_WORKDIR=/code

@@ -57,33 +57,33 @@ shape() {
   find "$1" -printf '%P|%y|%m|%l\n' | LC_ALL=C sort
 }
 
-# kept_script EXP: the job script the submission of experiment EXP kept beside its output.
-kept_script() {
-  local scripts=("$outputs/$1"_*.sh)
-  [[ -f ${scripts[0]} ]] || fail "no job script of $1 in $outputs"
-  cat "${scripts[0]}"
+# kept_plan EXP: the plan file the submission of experiment EXP wrote beside its output.
+kept_plan() {
+  local plans=("$outputs/$1"_*.plan)
+  [[ -f ${plans[0]} ]] || fail "no plan file of $1 in $outputs"
+  cat "${plans[0]}"
 }
 
-@test "--workdir without -s: relative to the current folder, '..' as cd reads it; the job script names it; the submission makes it" {
+@test "--workdir without -s: relative to the current folder, '..' as cd reads it; its plan names it; the submission makes it" {
   mkdir -p "$tmp/here/sub"
   cd "$tmp/here/sub"
   submit -y -g 0 -e one --workdir ../runs/./one/
   assert_equal "$status" 0
   [ -d "$tmp/here/runs/one" ]
-  run kept_script one
-  assert_line "hpc_job_workdir=$(printf '%q' "$tmp/here/runs/one")"
+  run kept_plan one
+  assert_line "hpc_plan_workdir=$(printf '%q' "$tmp/here/runs/one")"
   # Absolute, and an existing folder (a symlink to one) is taken as it is.
   ln -s "$tmp/here/runs" "$tmp/link"
   submit -y -g 0 -e two --workdir "$tmp/link/one"
   assert_equal "$status" 0
-  run kept_script two
-  assert_line "hpc_job_workdir=$(printf '%q' "$tmp/link/one")"
+  run kept_plan two
+  assert_line "hpc_plan_workdir=$(printf '%q' "$tmp/link/one")"
   [[ -L $tmp/link ]]
-  # Without --workdir the job script has no such line: the program starts in the project.
+  # Without --workdir the plan's is empty: the program starts in the project.
   submit -y -g 0 -e three
   assert_equal "$status" 0
-  run kept_script three
-  refute_line --partial hpc_job_workdir
+  run kept_plan three
+  assert_line "hpc_plan_workdir=''"
 }
 
 @test "--workdir: sbatch refusing the job removes the folders this submission made for it, never one that was there" {
@@ -139,9 +139,9 @@ kept_script() {
   before=$(shape "$tmp")
   submit -y -g 0 -e boxed -s "$tmp/app.sif" --workdir /code
   assert_equal "$status" 0
-  run kept_script boxed
-  assert_line "hpc_job_container_workdir=/code"
-  refute_line --partial "hpc_job_workdir="
+  run kept_plan boxed
+  assert_line "hpc_plan_container_workdir=/code"
+  assert_line "hpc_plan_workdir=''"
   [ ! -e /code ]
   submit -y -g 0 -s "$tmp/app.sif" --workdir code
   assert_equal "$status" 2
@@ -180,10 +180,10 @@ EOT
   # shellcheck source=hpc_files/lib/hpc_job.bash
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
   export SLURM_JOB_ID=77 SLURMD_NODENAME=n1
-  scratch_dir="$tmp/scratch/my project" exp_name=exp hpc_job_runner=venv
+  scratch_dir="$tmp/scratch/my project" exp_name=exp hpc_plan_runner=venv
   mkdir -p "$tmp/work"
   (
-    hpc_job_mode=single hpc_job_workdir=$tmp/work
+    hpc_plan_mode=single hpc_plan_workdir=$tmp/work
     hpc_job_own_folders
     assert_equal "$checkpoints_dir|$WANDB_DIR|$HPC_WORKDIR" "$scratch_dir/exp/checkpoints|$scratch_dir/exp|$tmp/work"
     [[ -d $checkpoints_dir && -d $WANDB_DIR ]]
@@ -191,7 +191,7 @@ EOT
   for mode in repeat offline sweep; do
     (
       export SLURM_ARRAY_TASK_ID=2
-      hpc_job_mode=$mode hpc_job_workdir=$tmp/work
+      hpc_plan_mode=$mode hpc_plan_workdir=$tmp/work
       hpc_job_own_folders
       assert_equal "$mode: $checkpoints_dir|$WANDB_DIR|$HPC_WORKDIR" \
         "$mode: $scratch_dir/exp/checkpoints/task_2|$scratch_dir/exp/task_2|$tmp/work/task_2"
@@ -201,20 +201,20 @@ EOT
   (
     # A WANDB_DIR of the submitting shell is kept; an HPC_WORKDIR of it is not the job's.
     export WANDB_DIR=/users/own HPC_WORKDIR=/elsewhere
-    hpc_job_mode=single hpc_job_workdir=''
+    hpc_plan_mode=single hpc_plan_workdir=''
     run hpc_job_own_folders
     assert_output "[hpc n1] WANDB_DIR=/users/own from the submitting shell is kept"
     hpc_job_own_folders 2>/dev/null
     assert_equal "$WANDB_DIR|${HPC_WORKDIR:-none}" "/users/own|none"
   )
   (
-    hpc_job_mode=single hpc_job_runner=singularity
+    hpc_plan_mode=single hpc_plan_runner=singularity
     hpc_job_own_folders
     assert_equal "$WANDB_DIR" /scratch_storage
   )
   # A working folder removed after the submission fails the job, naming it.
   (
-    hpc_job_mode=single hpc_job_workdir=$tmp/gone
+    hpc_plan_mode=single hpc_plan_workdir=$tmp/gone
     run hpc_job_own_folders
     assert_equal "$status" 1
     assert_output "[hpc n1] FAILED at step 'workdir': the working folder $tmp/gone (--workdir) is missing"

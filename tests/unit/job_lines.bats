@@ -76,7 +76,7 @@ print("after", len(got))'
 supervised_torchrun() {
   status=0
   # shellcheck disable=SC2016 # $1 is the inner bash's
-  (HPC_JOB_LAUNCHER=torchrun HPC_WARNING_SIGNAL=USR1 hpc_job_supervise bash -c 'printf "%s\n" "$1" >&2; exit 1' torchrun "$1") 2>/dev/null || status=$?
+  (hpc_plan_launcher=torchrun HPC_WARNING_SIGNAL=USR1 hpc_job_supervise bash -c 'printf "%s\n" "$1" >&2; exit 1' torchrun "$1") 2>/dev/null || status=$?
 }
 
 @test "torchrun's summary naming an exit code outside 1..255 (a program printing its own) keeps torchrun's failure, never exit 0" {

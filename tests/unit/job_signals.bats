@@ -288,7 +288,7 @@ open(sys.argv[1], "w").write(f"parent got it {len(got)} time(s); child status {o
 
 @test "copy-back on a node other than the first: its copy lands as PATH.NODE, and it says what it found" {
   export scratch_dir=$tmp/scratch exp_name=exp SLURM_NODEID=1 SLURMD_NODENAME=n2
-  export HPC_JOB_COPY_BACK=$'snapshot.pt\nabsent.txt'
+  hpc_plan_copy_back=(snapshot.pt absent.txt)
   mkdir -p "$tmp/tmpdir" "$scratch_dir/exp"
   echo node2 >"$tmp/tmpdir/snapshot.pt"
   echo node1 >"$scratch_dir/exp/snapshot.pt"
@@ -303,7 +303,8 @@ open(sys.argv[1], "w").write(f"parent got it {len(got)} time(s); child status {o
 }
 
 @test "copy-back: a path that no node had is named loudly by the batch shell" {
-  export HPC_JOB_COPY_BACK=$'snapshot.pt\nckpt/\nlogs' SLURM_JOB_NUM_NODES=2
+  hpc_plan_copy_back=(snapshot.pt ckpt/ logs)
+  export SLURM_JOB_NUM_NODES=2
   # What hpc_job_stop_guards collected from the guards' 'found PATH' lines.
   declare -gA hpc_job_copy_found_paths=([logs]=1 ['snapshot.pt']=1)
   run hpc_job_copy_back_missing
@@ -312,7 +313,8 @@ open(sys.argv[1], "w").write(f"parent got it {len(got)} time(s); child status {o
 }
 
 @test "copy-back: when a node's last lines never arrived (the job ending), no path is called missing; the log says the copy is unconfirmed" {
-  export HPC_JOB_COPY_BACK=$'snapshot.pt\nlogs' SLURM_JOB_NUM_NODES=2
+  hpc_plan_copy_back=(snapshot.pt logs)
+  export SLURM_JOB_NUM_NODES=2
   declare -gA hpc_job_copy_found_paths=()
   run hpc_job_copy_back_missing n1
   assert_success
@@ -321,10 +323,12 @@ open(sys.argv[1], "w").write(f"parent got it {len(got)} time(s); child status {o
 
 # shim_env MAX RESTARTS [PLAN...]: the job's view for lib/shims/scontrol: a plan-style stub of
 # the real scontrol (tests/helpers/stub.bash: the calls PLAN expects, none without one) behind the
-# shim on PATH, this job's --requeue MAX and SLURM_RESTART_COUNT RESTARTS, the outputs folder of
-# the records. The test ends with unstub scontrol.
+# shim on PATH, this job's --requeue MAX in its plan file (HPC_JOB_PLAN, as the batch shell
+# exports it) and SLURM_RESTART_COUNT RESTARTS, the outputs folder of the records. The test ends
+# with unstub scontrol.
 shim_env() {
-  export HPC_JOB_REQUEUE_MAX=$1 SLURM_RESTART_COUNT=$2 scratch_dir=$tmp/scratch
+  printf 'hpc_plan_requeue=%q\n' "$1" >"$tmp/job.plan"
+  export HPC_JOB_PLAN=$tmp/job.plan SLURM_RESTART_COUNT=$2 scratch_dir=$tmp/scratch
   mkdir -p "$scratch_dir/hpc_outputs"
   stub scontrol "${@:3}"
   export PATH=$HPC_ROOT/hpc_files/lib/shims:$PATH
@@ -342,7 +346,7 @@ shim_env() {
   assert_success
   assert_output "[hpc n1] not requeued again: the program already requeued this job in this run (restart 1 of 1)"
   # The batch shell then neither requeues again nor says otherwise.
-  hpc_job_warned=1 hpc_job_requeue_max=1
+  hpc_job_warned=1 hpc_plan_requeue=1
   run hpc_job_maybe_requeue
   assert_success
   assert_output "[hpc n1] requeued by the program in this run (restart 1 of 1): not requeued again"
@@ -358,7 +362,7 @@ shim_env() {
   assert_output "[hpc n1] not requeued: the program asked (scontrol requeue 4242), but 1 restart(s) done of the 1 allowed (--requeue 1); the run goes on"
   [ -z "$(ls -A "$scratch_dir/hpc_outputs")" ]
   # The batch shell says the same after the warned run, and requeues nothing.
-  hpc_job_warned=1 hpc_job_requeue_max=1
+  hpc_job_warned=1 hpc_plan_requeue=1
   run hpc_job_maybe_requeue
   assert_output "[hpc n1] not requeued: 1 restart(s) done of the 1 allowed"
   unstub scontrol
@@ -430,7 +434,7 @@ shim_env() {
 
 @test "batch shell: a warned run that SLURM ended (SIGTERM: time limit, scancel) is not requeued, and the log says why" {
   shim_env 1 0
-  hpc_job_warned=1 hpc_job_requeue_max=1
+  hpc_job_warned=1 hpc_plan_requeue=1
   hpc_job_forward TERM 2>/dev/null
   run hpc_job_maybe_requeue
   assert_success

@@ -11,8 +11,8 @@ setup() {
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
   unset SLURM_TMPDIR HPC_JOB_TMPDIR_TOKEN HPC_JOB_TMPDIR_MODE
   export SLURM_JOB_ID=4242 SLURMD_NODENAME=n1 USER=${USER:-$(id -un)}
-  export HPC_JOB_TMPDIR_ROOT="$tmp/local scratch"
-  mkdir -p "$HPC_JOB_TMPDIR_ROOT"
+  hpc_plan_tmpdir_root="$tmp/local scratch"
+  mkdir -p "$hpc_plan_tmpdir_root"
   mounts=()
 }
 
@@ -82,9 +82,10 @@ small_disk() {
   local first n1 again n2
   first=$HPC_JOB_TMPDIR_TOKEN
   n1=$(hpc_job_tmpdir_path)
-  [[ $n1 =~ ^"$HPC_JOB_TMPDIR_ROOT"/hpc_tmpdir\.$USER\.4242\.[0-9a-f]{16}$ ]] || fail "$n1"
-  # Another task on n1 (a fresh shell with the job's environment) finds the same folder.
-  again=$(bash -c 'source "$1/hpc_files/lib/hpc_job.bash" && hpc_job_tmpdir_path' _ "$HPC_ROOT")
+  [[ $n1 =~ ^"$hpc_plan_tmpdir_root"/hpc_tmpdir\.$USER\.4242\.[0-9a-f]{16}$ ]] || fail "$n1"
+  # Another task on n1 (a fresh shell with the job's environment and plan file) finds the same folder.
+  printf 'hpc_plan_tmpdir_root=%q\n' "$hpc_plan_tmpdir_root" >"$tmp/job.plan"
+  again=$(bash -c 'source "$1/hpc_files/lib/hpc_job.bash" && hpc_job_plan_load "$2" && hpc_job_tmpdir_path' _ "$HPC_ROOT" "$tmp/job.plan")
   assert_equal "$again" "$n1"
   n2=$(SLURMD_NODENAME=n2 hpc_job_tmpdir_path)
   [ "$n2" != "$n1" ]
@@ -127,7 +128,7 @@ copy_back_env() {
   head -c 600000 /dev/urandom >"$tmp/tmpdir/checkpoints/state.bin"
   printf 'small\n' >"$tmp/tmpdir/checkpoints/sub/small.txt"
   printf 'metrics\n' >"$tmp/tmpdir/metrics.csv"
-  export HPC_JOB_COPY_BACK=$'metrics.csv\ncheckpoints'
+  hpc_plan_copy_back=(metrics.csv checkpoints)
 }
 
 @test "copy-back: files and folders arrive whole; into an existing folder they are merged, other files kept" {
@@ -153,7 +154,7 @@ copy_back_env() {
   printf 'precious\n' >"$tmp/victim/res.txt"
   printf 'new\n' >"$tmp/tmpdir/out/res.txt"
   ln -s "$tmp/victim" "$scratch_dir/exp/out"
-  export HPC_JOB_COPY_BACK=$'out/res.txt\nmetrics.csv'
+  hpc_plan_copy_back=(out/res.txt metrics.csv)
   run hpc_job_copy_back "$tmp/tmpdir"
   assert_failure 1
   assert_line "[hpc n1] copy-back of out/res.txt FAILED: $scratch_dir/exp/out is a symbolic link, and the toolkit never writes through one; nothing was changed"

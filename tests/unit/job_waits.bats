@@ -24,7 +24,7 @@ in_job() {
   PATH="$stubs:$PATH" SLURM_JOB_ID=7 SLURM_JOB_NUM_NODES=2 SLURM_JOB_NODELIST='n[1-2]' SLURMD_NODENAME=n1 \
     HPC_ROOT="$HPC_ROOT" bash -c 'set -euo pipefail
 source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
-hpc_job_toolkit_dir=$HPC_ROOT/hpc_files
+hpc_plan_toolkit_dir=$HPC_ROOT/hpc_files
 '"$1"
 }
 

@@ -28,8 +28,10 @@ plan() {
 # task NODE_ID NODES GPUS LABEL ARGV...: the command the task on node NODE_ID runs for ARGV (the
 # expanded configs command) in the venv, one word per line.
 task() {
-  export SLURM_NODEID=$1 SLURM_JOB_NUM_NODES=$2 gpus_per_node=$3 HPC_JOB_LABEL_RANKS=$4
-  export num_processes=$(($2 * $3)) MASTER_ADDR=n1 MASTER_PORT=23456 HPC_JOB_RUNNER=venv
+  export SLURM_NODEID=$1 SLURM_JOB_NUM_NODES=$2 MASTER_ADDR=n1 MASTER_PORT=23456
+  # The job's plan, as its plan file sets it.
+  # shellcheck disable=SC2034 # read by the launcher and the runner
+  hpc_plan_gpus=$3 hpc_plan_label_ranks=$4 hpc_plan_num_processes=$(($2 * $3)) hpc_plan_runner=venv
   shift 4
   hpc_launcher_load accelerate
   hpc_runner_load venv

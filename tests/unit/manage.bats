@@ -79,11 +79,14 @@ slurm_jobs() {
 
 # make_manifest EXP ID [ARRAY]: a submission of experiment EXP, job ID (an array job when ARRAY
 # is given), recorded by the library as the submitter does, with its kept job script.
+# shellcheck disable=SC2034 # the plan's fields, read by hpc_manifest_write
 make_manifest() {
   local exp=$1 id=$2 array=${3-}
   (
     source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
     source "$HPC_ROOT/hpc_files/lib/hpc_manifest.bash"
+    source "$HPC_ROOT/hpc_files/lib/hpc_plan.bash"
+    hpc_plan_mode=single hpc_plan_requeue=0
     hpc_plan_source_dir=$PROJECT hpc_plan_project_name="my project"
     hpc_plan_scratch_dir="$SCRATCH/my project" hpc_plan_exp_name=$exp hpc_plan_kind=venv-none
     hpc_plan_cluster=local hpc_plan_launcher=none hpc_plan_runner=venv hpc_plan_nodes=1
@@ -99,7 +102,7 @@ make_manifest() {
       --cpus-per-task=1 --mem=1G --time=00-00:10:00 --output="$hpc_plan_output" --chdir="$PROJECT"
       --signal=B:USR1@30 --no-requeue --partition=debug)
     [[ -z $array ]] || hpc_plan_sbatch_args+=(--array="$array")
-    hpc_configs_words=(python main.py --lr 0.1)
+    hpc_plan_command=(python main.py --lr 0.1)
     hpc_submit_argv=(-y -g 0 -e "$exp")
     script=$outputs/${exp}_venv-none_$id.sh
     printf '#!/bin/bash\necho %s\n' "$exp" >"$script"
@@ -121,6 +124,8 @@ row() {
     set -euo pipefail
     source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
     source "$HPC_ROOT/hpc_files/lib/hpc_manifest.bash"
+    source "$HPC_ROOT/hpc_files/lib/hpc_plan.bash"
+    hpc_plan_mode=single
     tricky=(
       "plain" "with  two  spaces" "it'"'"'s \"quoted\"" "\$HOME and \${x:-y} and \$(touch pwned)"
       "back\\slash \\n \\t \\\\ \\c \\0101 \\x41 \\u00e9 %b %s"
@@ -134,7 +139,7 @@ line two" "tab	inside" "carriage$(printf "\r")return" "ünïcödé — 日本語
     hpc_plan_partition="${tricky[3]}" hpc_plan_account="${tricky[5]}" hpc_plan_array=0-3%2
     hpc_plan_output="$PWD/o %j_%A_%a.out" hpc_plan_job_name="p r-ex"
     hpc_plan_sbatch_args=("${tricky[@]}")
-    hpc_configs_words=("${tricky[@]}" "\$LAST")
+    hpc_plan_command=("${tricky[@]}" "\$LAST")
     hpc_submit_argv=("${tricky[@]}" -y)
     hpc_manifest_write 77 "$PWD/kept ${tricky[8]}.sh"
     file="$PWD/scr atch/hpc_outputs/manifests/ex_77.manifest"
@@ -149,7 +154,7 @@ line two" "tab	inside" "carriage$(printf "\r")return" "ünïcödé — 日本語
     [[ ${hpc_mf[output_path]} == "$PWD/o %j_77_%a.out" ]] || fail output_path
     [[ ${hpc_mf[git_commit]} == "" && ${hpc_mf[git_dirty]} == "" ]] || fail git
     [[ "$(declare -p hpc_mf_sbatch)" == "$(declare -p hpc_plan_sbatch_args | sed "s/hpc_plan_sbatch_args/hpc_mf_sbatch/")" ]] || fail sbatch
-    [[ "$(declare -p hpc_mf_command)" == "$(declare -p hpc_configs_words | sed "s/hpc_configs_words/hpc_mf_command/")" ]] || fail command
+    [[ "$(declare -p hpc_mf_command)" == "$(declare -p hpc_plan_command | sed "s/hpc_plan_command/hpc_mf_command/")" ]] || fail command
     [[ "$(declare -p hpc_mf_argv)" == "$(declare -p hpc_submit_argv | sed "s/hpc_submit_argv/hpc_mf_argv/")" ]] || fail argv
     # One line per value: the newlines of values are escaped.
     [[ $(grep -c "^sbatch	" "$file") == "${#tricky[@]}" ]] || fail lines
@@ -181,12 +186,11 @@ line two" "tab	inside" "carriage$(printf "\r")return" "ünïcödé — 日本語
   assert_output ''
   run grep -lE 'WANDB|TOKEN|PASSWORD|HOME' "$file"
   assert_output ''
-  run grep -vcE '^(format|time|project|source_dir|scratch_dir|exp_name|kind|cluster|launcher|runner|nodes|ntasks_per_node|cpus|cpus_per_task|gpus|gpu_type|mem|mem_per_gpu|time_limit|partition|account|requeue|mode|array|job_id|origin|script|output|output_path|git_commit|git_dirty|argv|sbatch|command|end)	' "$file"
+  run grep -vcE '^(format|time|plan|project|source_dir|scratch_dir|exp_name|kind|cluster|launcher|runner|nodes|ntasks_per_node|cpus|cpus_per_task|gpus|gpu_type|mem|mem_per_gpu|time_limit|partition|account|requeue|signal|signal_lead|mode|array|job_name|outputs_dir|checkpoints_dir|venv|toolkit_dir|python_helpers|tmpdir_provided|tmpdir_root|image|container_workdir|container_lib|workdir|data_archive|label_ranks|num_processes|job_id|origin|script|output|output_path|git_commit|git_dirty|argv|sbatch|command|offline_commands|copy_back|modules|end)	' "$file"
   assert_output 0
   run grep -E '^(exp_name|kind|cluster|nodes|cpus|cpus_per_task|gpus|mem|time_limit|partition|job_id|origin|script|output_path|git_dirty)	' "$file"
-  assert_output "exp_name	run.1
+  assert_output "cluster	local
 kind	venv-none
-cluster	local
 nodes	1
 cpus	2
 cpus_per_task	2
@@ -194,6 +198,7 @@ gpus	1
 mem	1G
 time_limit	01:00:00
 partition	debug
+exp_name	run.1
 job_id	5000
 origin	5000
 script	$outputs/run.1_venv-none_5000.sh

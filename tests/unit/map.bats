@@ -57,6 +57,15 @@ arg_of() {
   printf '%s\n' "$found"
 }
 
+# plan_of SCRIPT: the plan file that the job script SCRIPT names (its line hpc_job_main PATH,
+# %q-quoted: the test's paths hold no special character but spaces).
+plan_of() {
+  local line
+  line=$(grep '^hpc_job_main ' "$1")
+  line=${line#hpc_job_main }
+  printf '%s\n' "${line//\\ / }"
+}
+
 @test "a map of 10 indices above MaxArraySize 4: three held arrays 0-3, 0-3, 0-1 with offsets 0, 4, 8, each after the one before; the gather after all three; all released" {
   HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 --max-concurrent 2 --gather "python gather.py" -e big </dev/null
   assert_success
@@ -69,18 +78,18 @@ arg_of() {
   assert_equal "$(arg_of --array=)" "--array=0-3%2"
   assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4242"
   assert_equal "$(arg_of --hold)" "--hold"
-  run grep -x 'hpc_job_map_offset=4' "$stub_log/sbatch.2.script"
+  run grep -x 'hpc_plan_map_offset=4' "$(plan_of "$stub_log/sbatch.2.script")"
   assert_success
   argv_of sbatch 3
   assert_equal "$(arg_of --array=)" "--array=0-1%2"
   assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4243"
-  run grep -x 'hpc_job_map_offset=8' "$stub_log/sbatch.3.script"
+  run grep -x 'hpc_plan_map_offset=8' "$(plan_of "$stub_log/sbatch.3.script")"
   assert_success
   argv_of sbatch 4
   assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4242:4243:4244"
   assert_equal "$(arg_of --kill-on-invalid-dep=)" "--kill-on-invalid-dep=yes"
-  # The first part's own script: offset 0.
-  run grep -x 'hpc_job_map_offset=0' "$stub_log/sbatch.1.script"
+  # The first part's own plan: offset 0.
+  run grep -x 'hpc_plan_map_offset=0' "$(plan_of "$stub_log/sbatch.1.script")"
   assert_success
   # Released together, once the gather was submitted.
   local n=1 released=''
@@ -167,7 +176,7 @@ config_calls() {
   argv_of sbatch 1
   assert_equal "$(arg_of --array=)" "--array=0-1%2"
   assert_equal "$(arg_of --hold)" "--hold"
-  run grep -xF 'hpc_job_map_indices=2\ 9' "$stub_log/sbatch.1.script"
+  run grep -xF 'hpc_plan_map_indices=2\ 9' "$(plan_of "$stub_log/sbatch.1.script")"
   assert_success
   argv_of sbatch 2
   assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4242"
@@ -200,12 +209,12 @@ config_calls() {
   argv_of sbatch 1
   assert_equal "$(arg_of --array=)" "--array=0-3%2"
   assert_equal "$(arg_of --dependency=)" ""
-  run grep -xF "hpc_job_map_indices=''" "$stub_log/sbatch.1.script"
+  run grep -xF "hpc_plan_map_indices=''" "$(plan_of "$stub_log/sbatch.1.script")"
   assert_success
   argv_of sbatch 2
   assert_equal "$(arg_of --array=)" "--array=0-3%2"
   assert_equal "$(arg_of --dependency=)" "--dependency=afterany:4242"
-  run grep -xF 'hpc_job_map_indices=4\ 5\ 6\ 7' "$stub_log/sbatch.2.script"
+  run grep -xF 'hpc_plan_map_indices=4\ 5\ 6\ 7' "$(plan_of "$stub_log/sbatch.2.script")"
   assert_success
   argv_of sbatch 3
   assert_equal "$(arg_of --array=)" "--array=0-1%2"
@@ -286,10 +295,10 @@ json.dump(doc, open(path, \"w\"))
   SLURM_ARRAY_TASK_ID=1
   hpc_map_task_index
   assert_equal "$hpc_map_index" 1
-  hpc_job_map_offset=8
+  hpc_plan_map_offset=8
   hpc_map_task_index
   assert_equal "$hpc_map_index" 9
-  hpc_job_map_offset=0 hpc_job_map_indices='2 1500'
+  hpc_plan_map_offset=0 hpc_plan_map_indices='2 1500'
   hpc_map_task_index
   assert_equal "$hpc_map_index" 1500
   SLURM_ARRAY_TASK_ID=2

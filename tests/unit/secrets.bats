@@ -149,13 +149,14 @@ plain'
     set -euo pipefail
     source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
     source "$HPC_ROOT/hpc_files/lib/hpc_manifest.bash"
+    source "$HPC_ROOT/hpc_files/lib/hpc_plan.bash"
     hpc_plan_source_dir="$PWD" hpc_plan_project_name=p hpc_plan_scratch_dir="$PWD/s"
     hpc_plan_exp_name=ex hpc_plan_kind=venv-none hpc_plan_cluster=local hpc_plan_launcher=none
     hpc_plan_runner=venv hpc_plan_nodes=1 hpc_plan_ntasks_per_node=1 hpc_plan_cpus=1
     hpc_plan_cpus_per_task=1 hpc_plan_gpus=0 hpc_plan_mem=1G hpc_plan_time=00:10:00
     hpc_plan_output="$PWD/o_%j.out" hpc_plan_job_name=p-ex
     hpc_plan_sbatch_args=(--job-name=p-ex --output="$PWD/o_%j.out")
-    hpc_configs_words=(python a.py --key sentinel-9f8e7d "\${DB_PASS}")
+    hpc_plan_command=(python a.py --key sentinel-9f8e7d "\${DB_PASS}")
     hpc_submit_argv=(-y -e ex --comment "pa\$\$ w0rd!")
     hpc_manifest_write 7 "$PWD/kept.sh"
     cat "$PWD/s/hpc_outputs/manifests/ex_7.manifest"'

@@ -97,13 +97,19 @@ forks_of() {
   assert_equal "$files" "hpc_common.bash hpc_configs.bash hpc_facts.bash hpc_manifest.bash hpc_options.bash hpc_plan.bash hpc_profile.bash hpc_submit.bash none.bash venv_runner.bash"
 }
 
-@test "a configs file with a quoted part and a reference loads hpc_configs_quoted.bash, and its command reaches the job script whole" {
+@test "a configs file with a quoted part and a reference loads hpc_configs_quoted.bash, and its command reaches the job (its plan file) whole" {
   # shellcheck disable=SC2016 # the reference is for the job to expand
   printf 'python main.py --name "my run" --seed ${SEED:-4}\n' >"$project/hpc_files/experiment_configurations.txt"
   forks_of -y -g 0 -e speed
   [[ " $files " == *" hpc_configs_quoted.bash "* ]] || fail "hpc_configs_quoted.bash was not read: $files"
   # The words as the reader made them (hpc_configs.bats has the grammar): one word 'my run', one
   # template with its reference.
-  grep -qF 'my\ run' "$stub_log/sbatch.2.script" || fail "no word 'my run' in the job script"
-  grep -qF '\$\{SEED:-4\}' "$stub_log/sbatch.2.script" || fail "no template \${SEED:-4} in the job script"
+  # In the job's plan file, which the job script names (%q-quoted: spaces are the test paths' only
+  # special characters).
+  local plan
+  plan=$(grep '^hpc_job_main ' "$stub_log/sbatch.2.script")
+  plan=${plan#hpc_job_main }
+  plan=${plan//\\ / }
+  grep -qF 'my\ run' "$plan" || fail "no word 'my run' in the job's plan"
+  grep -qF '\$\{SEED:-4\}' "$plan" || fail "no template \${SEED:-4} in the job's plan"
 }

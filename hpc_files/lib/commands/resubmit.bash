@@ -109,6 +109,11 @@ hpc_manage_resubmit() {
   if [[ -z $script || ! -f $script ]]; then
     hpc_die "the kept job script '$script' of job $newest is gone; submit again with: bash job_submitter.sh$(printf ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"})"
   fi
+  # The kept script names the job's plan file, which holds every value of the job.
+  local plan=${hpc_mf[plan]-}
+  if [[ -n $plan && (! -f $plan || -L $plan) ]]; then
+    hpc_die "the plan file '$plan' of job $newest is gone; submit again with: bash job_submitter.sh$(printf ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"})"
+  fi
   local -a args=(--parsable)
   local skip=0
   for arg in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do

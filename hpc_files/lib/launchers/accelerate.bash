@@ -9,7 +9,7 @@
 # What this file reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_plan.bash: the plan; hpc_job.bash: the rank-lines code.
-declare -g hpc_plan_cpus hpc_plan_gpus hpc_job_rank_lines_code
+declare -g hpc_plan_cpus hpc_plan_gpus hpc_plan_label_ranks hpc_plan_num_processes hpc_job_rank_lines_code
 
 # hpc_launcher_accelerate_describe: prints its lines of --help.
 hpc_launcher_accelerate_describe() {
@@ -48,14 +48,14 @@ hpc_launcher_accelerate_srun() {
 # torchrun's workers do: the processes of a node share one output pipe. --multi_gpu is what
 # starts more than one process (accelerate refuses it for one; one process runs alone).
 hpc_launcher_accelerate_task() {
-  local py=$1 lines_mode=- processes=${num_processes:?}
+  local py=$1 lines_mode=- processes=${hpc_plan_num_processes:?}
   local -a launch=()
   ((processes < 2)) || launch=(--multi_gpu)
   launch+=(--num_machines "$SLURM_JOB_NUM_NODES" --machine_rank "$SLURM_NODEID" --num_processes "$processes"
     --main_process_ip "$MASTER_ADDR" --main_process_port "$MASTER_PORT")
   # Static rendezvous at MASTER_ADDR:MASTER_PORT (torch's --master_addr/--master_port), as torchrun.
   ((SLURM_JOB_NUM_NODES < 2)) || launch+=(--same_network)
-  [[ $HPC_JOB_LABEL_RANKS != 1 ]] || lines_mode=rank
+  ((hpc_plan_label_ranks == 0)) || lines_mode=rank
   hpc_job_runner_wrap "$py" -m accelerate.commands.launch "${launch[@]}" \
     --no_python bash -c "$hpc_job_rank_lines_code" hpc_rank_lines "$lines_mode" "$@"
 }

@@ -5,7 +5,7 @@
 # What this file reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_plan.bash: the plan; hpc_job.bash: the rank-lines code.
-declare -g hpc_plan_cpus hpc_plan_gpus hpc_job_rank_lines_code
+declare -g hpc_plan_cpus hpc_plan_gpus hpc_plan_label_ranks hpc_job_rank_lines_code
 
 # hpc_launcher_lightning_describe: prints its lines of --help.
 hpc_launcher_lightning_describe() {
@@ -39,7 +39,7 @@ hpc_launcher_lightning_srun() {
 # its own pipe to slurmstepd, which passes on whole lines.
 hpc_launcher_lightning_task() {
   hpc_job_runner_wrap "$@"
-  if [[ $HPC_JOB_LABEL_RANKS == 1 ]]; then
+  if ((hpc_plan_label_ranks)); then
     hpc_launcher_argv=(bash -c "$hpc_job_rank_lines_code" hpc_rank_lines "rank=${SLURM_PROCID:?}" "${hpc_launcher_argv[@]}")
   fi
 }

@@ -6,8 +6,8 @@
 
 # What this file reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
-# hpc_plan.bash: the plan; the job script: gpus_per_node; hpc_job.bash: the rank-lines code.
-declare -g hpc_plan_cpus hpc_plan_gpus gpus_per_node hpc_job_rank_lines_code
+# hpc_plan.bash: the plan (in a task: its plan file); hpc_job.bash: the rank-lines code.
+declare -g hpc_plan_cpus hpc_plan_gpus hpc_plan_label_ranks hpc_job_rank_lines_code
 
 # hpc_launcher_torchrun_describe: prints its lines of --help.
 hpc_launcher_torchrun_describe() {
@@ -53,8 +53,8 @@ hpc_launcher_torchrun_task() {
   fi
   # --no-python: torchrun runs the user's command as written, python and all its arguments,
   # each worker behind the rank-lines wrapper: the workers of a node share one output pipe.
-  [[ $HPC_JOB_LABEL_RANKS != 1 ]] || lines_mode=rank
-  hpc_job_runner_wrap "$py" -m torch.distributed.run --nnodes="$SLURM_JOB_NUM_NODES" --nproc_per_node="$gpus_per_node" \
+  ((hpc_plan_label_ranks == 0)) || lines_mode=rank
+  hpc_job_runner_wrap "$py" -m torch.distributed.run --nnodes="$SLURM_JOB_NUM_NODES" --nproc_per_node="$hpc_plan_gpus" \
     "${rdzv[@]}" --no-python bash -c "$hpc_job_rank_lines_code" hpc_rank_lines "$lines_mode" "$@"
 }
 

@@ -1,16 +1,21 @@
 # shellcheck shell=bash
 # singularity.bash: the runner of an Apptainer/Singularity image (-s): the runtime's command
-# line from singularity_hpc_files/container_runner.bash (HPC_JOB_CONTAINER_LIB). In a task
-# (hpc_job_task). The interface of a runner: docs/architecture.md.
+# line from singularity_hpc_files/container_runner.bash (the plan's hpc_plan_container_lib). In a
+# task (hpc_job_task). The interface of a runner: docs/architecture.md.
+
+# What this file reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# The job's plan file: hpc_plan_*; the job: scratch_dir, exp_name.
+declare -g hpc_plan_container_lib hpc_plan_container_workdir scratch_dir exp_name
 
 # hpc_runner_singularity_enter TEMPLATE...: loads the container runner, finds the runtime, hands
 # the program's variables over (APPTAINERENV_/SINGULARITYENV_, never argv) and expands the
 # command with the container's paths into hpc_configs_argv.
 hpc_runner_singularity_enter() {
   # shellcheck source=singularity_hpc_files/container_runner.bash
-  source "$HPC_JOB_CONTAINER_LIB"
+  source "$hpc_plan_container_lib"
   hpc_runner_runtime=$(hpc_container_runtime) || hpc_job_fail "container" "no container runtime on this node (see above)"
-  hpc_runner_workdir=${HPC_JOB_CONTAINER_WORKDIR:-$hpc_container_default_workdir}
+  hpc_runner_workdir=${hpc_plan_container_workdir:-$hpc_container_default_workdir}
   # What the program sees reaches it through APPTAINERENV_/SINGULARITYENV_, never argv.
   hpc_container_export_job_env "$hpc_runner_workdir"
   # The command's paths are the ones inside the container (/scratch_storage, /tmp, ...).

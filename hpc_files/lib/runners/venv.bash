@@ -5,19 +5,19 @@
 
 # What this file reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
-# the job script: source_dir; hpc_common.bash: hpc_lib_dir; hpc_job_resolve_program: the module.
-declare -g source_dir hpc_lib_dir hpc_job_python_module
+# the plan file: hpc_plan_*; the job: source_dir; hpc_common.bash: hpc_lib_dir; hpc_job_resolve_program: the module.
+declare -g source_dir hpc_lib_dir hpc_job_python_module hpc_plan_venv hpc_plan_python_helpers
 
 # hpc_runner_venv_enter TEMPLATE...: enters the venv (without sourcing bin/activate), puts the
 # toolkit's scontrol and helpers first, expands the command into hpc_configs_argv and, with
 # --workdir, resolves the project's program and enters the working folder.
 hpc_runner_venv_enter() {
-  [[ -x $HPC_JOB_VENV/bin/python ]] || hpc_job_fail "venv" "no virtual environment at $HPC_JOB_VENV"
-  hpc_job_enter_venv "$HPC_JOB_VENV"
+  [[ -x $hpc_plan_venv/bin/python ]] || hpc_job_fail "venv" "no virtual environment at $hpc_plan_venv"
+  hpc_job_enter_venv "$hpc_plan_venv"
   # First on the program's PATH: the scontrol that counts its own requeue against --requeue N.
   export PATH=$hpc_lib_dir/shims:$PATH
   # The toolkit's helpers (hpc_helpers) are importable by the program without installing them.
-  export PYTHONPATH=$HPC_JOB_PYTHON_HELPERS${PYTHONPATH:+:$PYTHONPATH}
+  export PYTHONPATH=$hpc_plan_python_helpers${PYTHONPATH:+:$PYTHONPATH}
   hpc_configs_expand "$@" || hpc_job_fail "command" "the configs file refers to a variable this job does not define"
   if [[ -n ${HPC_WORKDIR:-} ]]; then
     # The command's program is the project's; the program starts in its working folder.

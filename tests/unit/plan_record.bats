@@ -1,0 +1,203 @@
+#!/usr/bin/env bats
+# The plan is one record (hpc_plan_record, hpc_files/lib/hpc_plan.bash): written once per job as
+# ${outputs_dir}/${exp_name}_${kind}_<stamp>.plan before sbatch, the only place the job's values
+# are written. The job script names it and holds none of them; the manifest and the dry run are
+# derived from it. Without SLURM: the PATH stubs of tests/fixtures/submitter/bin.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+  load '../helpers/common'
+  load '../helpers/submitter'
+  hpc_test_warm_profiles
+}
+
+setup() {
+  load '../helpers/common'
+  # shellcheck source=tests/helpers/submitter.bash
+  source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
+  hpc_test_submitter_project "$(hpc_test_tmp)/cache" "$(hpc_test_tmp)/scratch"
+  outputs="$SCRATCH/my project/hpc_outputs"
+  hpc_test_venv_built "$project"
+}
+
+# submit ARGS...: runs the submitter (stdin not a terminal), stdout and stderr apart.
+submit() {
+  run --separate-stderr bash "$submitter" "$@" </dev/null
+}
+
+# plan_fields: prints the plan's scalar fields, a line '--', its array fields, a line '--', and
+# its 'FIELD KEY' pairs whose manifest key differs (hpc_plan.bash's list and table, with the
+# map's fields, which hpc_map_submit.bash adds).
+plan_fields() {
+  bash -c 'source "$1/hpc_files/lib/hpc_common.bash" && source "$1/hpc_files/lib/hpc_plan.bash" &&
+    printf "%s\n" "${hpc_plan_fields[@]}" -- "${hpc_plan_array_fields[@]}" -- &&
+    for f in "${!hpc_plan_manifest_keys[@]}"; do printf "%s %s\n" "$f" "${hpc_plan_manifest_keys[$f]}"; done' _ "$HPC_ROOT"
+}
+
+# manifest_values FILE KEY: prints the values of KEY in the manifest FILE, one per line, decoded.
+manifest_values() {
+  local line value
+  while IFS= read -r line; do
+    [[ $line == "$2"$'\t'* ]] || continue
+    value=${line#*$'\t'}
+    printf '%b\n' "$value"
+  done <"$1"
+}
+
+@test "a submission writes its plan file beside the output before sbatch; the job script names it and holds no plan value; the manifest's plan values equal the file's" {
+  use_dir=$tmp/work
+  submit -y -W torchrun -g 2 -n 2 -e rec --copy-back 'a b' --copy-back c --label-ranks --workdir "$use_dir" -t 00:20:00
+  assert_equal "$status" 0
+  local plans=("$outputs"/rec_venv-torchrun_*.plan)
+  assert_equal "${#plans[@]}" 1
+  local plan=${plans[0]}
+  [[ -f $plan && ! -L $plan ]] || fail "no plan file: $plan"
+  [[ ${plan##*/} =~ ^rec_venv-torchrun_[0-9]+-[0-9]+\.plan$ ]] || fail "name: $plan"
+  # It existed before sbatch ran: the script sbatch got names it, and the stub saw the file.
+  local script=$outputs/rec_venv-torchrun_4242.sh quoted
+  [[ $(<"$script") == "$(<"$stub_log/sbatch.1.script")" ]] || fail "the kept script is not the one submitted"
+  printf -v quoted '%q' "$plan"
+  assert_equal "$(tail -n 1 "$script")" "hpc_job_main $quoted"
+  # The script: #SBATCH lines, comments, and the fixed lines; no value of the plan.
+  local line
+  # shellcheck disable=SC2016 # the script's own $EPOCHREALTIME, compared as text
+  while IFS= read -r line; do
+    case $line in
+      '' | '#'* | 'set -euo pipefail' | 'HPC_JOB_T0=$EPOCHREALTIME' | "hpc_job_main $quoted") ;;
+      "source $(printf '%q' "$project/hpc_files/lib/hpc_job.bash")") ;;
+      *) fail "the job script holds '$line'" ;;
+    esac
+  done <"$script"
+  # The manifest: a plan line, and each value derived from a field equal to the file's.
+  local manifest="$outputs/manifests/rec_4242.manifest" name key expected actual
+  assert_equal "$(manifest_values "$manifest" plan)" "$plan"
+  local -a scalars=() arrays=()
+  local -A keys=()
+  local part=0
+  while IFS= read -r line; do
+    if [[ $line == -- ]]; then
+      part=$((part + 1))
+      continue
+    fi
+    case $part in
+      0) scalars+=("$line") ;;
+      1) arrays+=("$line") ;;
+      *) keys[${line% *}]=${line#* } ;;
+    esac
+  done < <(plan_fields)
+  ((${#scalars[@]} > 30 && ${#arrays[@]} == 5)) || fail "the field list: ${scalars[*]} -- ${arrays[*]}"
+  for name in "${scalars[@]}"; do
+    key=${keys[$name]:-$name}
+    # shellcheck disable=SC1090 # the plan file under test
+    expected=$(source "$plan" && ref=hpc_plan_$name && printf '%s' "${!ref-}")
+    actual=$(manifest_values "$manifest" "$key")
+    assert_equal "$name ($key): $actual" "$name ($key): $expected"
+  done
+  for name in "${arrays[@]}"; do
+    key=${keys[$name]:-$name}
+    # shellcheck disable=SC1090
+    expected=$(source "$plan" && ref="hpc_plan_${name}[@]" && values=(${!ref+"${!ref}"}) &&
+      { ((${#values[@]} == 0)) || printf '%s\n' "${values[@]}"; })
+    actual=$(manifest_values "$manifest" "$key")
+    assert_equal "$name ($key): $actual" "$name ($key): $expected"
+  done
+  # A few values, to see that the file holds the job's.
+  grep -qxF "hpc_plan_copy_back=( a\\ b c )" "$plan"
+  grep -qxF "hpc_plan_label_ranks=1" "$plan"
+  grep -qxF "hpc_plan_workdir=$(printf '%q' "$use_dir")" "$plan"
+  grep -qxF "hpc_plan_num_processes=4" "$plan"
+
+  # The dry run of the same options prints the same record as its plan section, creating nothing.
+  local before after text section
+  before=$(find "$SCRATCH" | sort)
+  submit --dry-run -W torchrun -g 2 -n 2 -e rec --copy-back 'a b' --copy-back c --label-ranks --workdir "$use_dir" -t 00:20:00
+  assert_equal "$status" 0
+  after=$(find "$SCRATCH" | sort)
+  assert_equal "$after" "$before"
+  assert_line "== plan (written as $outputs/rec_venv-torchrun_STAMP.plan when submitted)"
+  section=${output#*$'\n== plan (written as '*$' when submitted)\n'}
+  section=${section%%$'\n\n== job script\n'*}
+  text=$(<"$plan")
+  assert_equal "$section" "$text"
+  assert_line "hpc_job_main ${quoted%_*.plan}_STAMP.plan"
+}
+
+@test "sbatch refusing the job leaves no plan file, in a new outputs folder or in one that was there" {
+  HPC_STUB_SBATCH=refuse submit -y -g 0 -e refused
+  assert_equal "$status" 1
+  [[ ! -e $outputs ]] || [[ -z $(find "$outputs" -name '*.plan') ]] || fail "a plan file was left: $(find "$outputs" -name '*.plan')"
+  mkdir -p "$outputs"
+  printf 'mine\n' >"$outputs/keep.plan"
+  HPC_STUB_SBATCH=refuse submit -y -g 0 -e refused
+  assert_equal "$status" 1
+  assert_equal "$(cd "$outputs" && find . -name '*.plan')" "./keep.plan"
+  assert_equal "$(cat "$outputs/keep.plan")" mine
+}
+
+# plan_of MODE OPTIONS... [-- OPTIONS...]: in one process, as a scaling study makes one plan per
+# run, makes the plan of each group of OPTIONS (the submitter's steps up to hpc_plan_make) and
+# prints each record after a line '== N'. With MODE 'mode' the first plan also gets a mode's
+# values (array, data archive, a map field), as hpc_sweep_plan, hpc_submit_main and hpc_map_plan
+# set them; 'plain': none.
+plan_of() {
+  bash -c '
+    set -euo pipefail
+    hpc_files_dir=$1/hpc_files mode=$2
+    shift 2
+    for lib in hpc_common hpc_options hpc_profile hpc_configs hpc_plan hpc_submit hpc_manifest; do
+      source "$hpc_files_dir/lib/$lib.bash"
+    done
+    hpc_submit_locate
+    source "$hpc_files_dir/lib/hpc_map_submit.bash"
+    n=0
+    while (($#)); do
+      args=()
+      while (($#)) && [[ $1 != -- ]]; do args+=("$1") && shift; done
+      (($# == 0)) || shift
+      hpc_opt_defaults
+      hpc_opt_parse "${args[@]}"
+      hpc_submit_container_checks
+      hpc_submit_workdir_check
+      hpc_profile_load "$hpc_opt_cluster"
+      hpc_submit_configs
+      hpc_plan_make
+      if ((n == 0)) && [[ $mode == mode ]]; then
+        hpc_plan_mode=repeat hpc_plan_array=0-3%2 hpc_plan_data_archive=/data.tar hpc_plan_map_dir=/map
+      fi
+      hpc_plan_record
+      printf "== %s\n%s" "$n" "$hpc_plan_text"
+      n=$((n + 1))
+    done
+  ' _ "$project" "$@"
+}
+
+@test "two plans made in one process (a scaling study's runs) do not leak values into each other" {
+  local first second alone
+  run plan_of mode -W torchrun -g 2 -n 2 --copy-back ck --label-ranks --workdir "$tmp/w" -e one -- -g 0 -e two
+  assert_success
+  first=${output%%$'\n== 1\n'*}
+  second=${output#*$'\n== 1\n'}
+  [[ $first == *"hpc_plan_copy_back=( ck )"* && $first == *"hpc_plan_map_dir=/map"* ]] || fail "first: $first"
+  run plan_of plain -g 0 -e two
+  assert_success
+  alone=${output#'== 0'$'\n'}
+  diff <(printf "%s\n" "$alone") <(printf "%s\n" "$second") || fail "the second plan differs from the same plan made alone"
+  [[ $second == *"hpc_plan_copy_back=( )"* && $second == *"hpc_plan_map_dir=''"* && $second == *"hpc_plan_data_archive=''"* ]] ||
+    fail "second: $second"
+}
+
+@test "resubmit of a job whose plan file is gone is refused with one line saying to submit again; with it there, the kept script is submitted as it is" {
+  submit -y -g 0 -e again
+  assert_equal "$status" 0
+  local plans=("$outputs"/again_venv-none_*.plan)
+  run --separate-stderr bash "$submitter" resubmit again </dev/null
+  assert_equal "$status" 0
+  # The kept script, which names the same plan file.
+  [[ $(<"$stub_log/sbatch.2.script") == "$(<"$outputs/again_venv-none_4242.sh")" ]] || fail "not the kept script"
+  rm -- "${plans[0]}"
+  run --separate-stderr bash "$submitter" resubmit again </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: the plan file '${plans[0]}' of job 4243 is gone; submit again with: bash job_submitter.sh -y -g 0 -e again"
+  [[ ! -e $stub_log/sbatch.3.args ]] || fail "sbatch was called"
+}
