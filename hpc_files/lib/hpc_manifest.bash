@@ -114,18 +114,22 @@ hpc_manifest_write() {
   # The plan's values, from its one list of fields (hpc_plan.bash): one printf for all the
   # scalars, each value escaped only when it needs it (this runs on every submission).
   local -a pairs=() values
-  local value
+  local value i
   for name in "${hpc_plan_fields[@]}"; do
     ref=hpc_plan_$name
-    value=${!ref-}
-    if [[ $value == *[$'\\\n\t\r']* ]]; then
+    pairs+=("${hpc_plan_manifest_keys[$name]:-$name}" "${!ref-}")
+  done
+  # A value that needs an escape is rare: looked for in all of them at once.
+  printf -v value '%s' "${pairs[@]}"
+  if [[ $value == *[$'\\\n\t\r']* ]]; then
+    for ((i = 1; i < ${#pairs[@]}; i += 2)); do
+      value=${pairs[i]}
       value=${value//\\/\\\\}
       value=${value//$'\n'/\\n}
       value=${value//$'\t'/\\t}
-      value=${value//$'\r'/\\r}
-    fi
-    pairs+=("${hpc_plan_manifest_keys[$name]:-$name}" "$value")
-  done
+      pairs[i]=${value//$'\r'/\\r}
+    done
+  fi
   printf -v value '%s\t%s\n' "${pairs[@]}"
   hpc_manifest_text+=$value
   # The submitter's words and the commands are the user's text: a secret typed in them is

@@ -41,6 +41,8 @@ hpc_plan_fields=(launcher runner cluster kind nodes ntasks_per_node cpus cpus_pe
   data_archive label_ranks num_processes)
 # command: the configs file's templates (expanded on the node, never here).
 hpc_plan_array_fields=(sbatch_args command offline_commands copy_back modules)
+# The scalars' variables (hpc_plan_NAME), in the list's order: the record reads them by name.
+hpc_plan_field_vars=("${hpc_plan_fields[@]/#/hpc_plan_}")
 declare -gA hpc_plan_manifest_keys=([time]=time_limit [project_name]=project [sbatch_args]=sbatch)
 # The plan files this process wrote (hpc_plan_write_file), for hpc_plan_unwrite.
 hpc_plan_written=()
@@ -52,6 +54,7 @@ hpc_plan_add_fields() {
   for name; do
     [[ " ${hpc_plan_fields[*]} " == *" $name "* ]] || hpc_plan_fields+=("$name") hpc_plan_mode_fields+=("$name")
   done
+  hpc_plan_field_vars=("${hpc_plan_fields[@]/#/hpc_plan_}")
 }
 
 # hpc_plan_in_list VALUE ITEM...: true when VALUE is one of the ITEMs.
@@ -347,8 +350,8 @@ hpc_plan_record() {
   local name ref part
   local -a args=() values
   hpc_plan_processes
-  for name in "${hpc_plan_fields[@]}"; do
-    ref=hpc_plan_$name
+  # One command a field: this runs on every submission (once per job of a map or study).
+  for ref in "${hpc_plan_field_vars[@]}"; do
     args+=("$ref" "${!ref-}")
   done
   printf -v hpc_plan_text '%s=%q\n' "${args[@]}"
