@@ -367,7 +367,7 @@ hpc_plan_record() {
 # that name exists (from an earlier process of the same pid): unique for the submission and the
 # plan, and short, so that the name fits wherever the job's output name does (EXP_KIND_JOBID.out,
 # hpc_plan_make's limit). Written with noclobber: an existing file is never overwritten, never
-# written through a link. Adds it to hpc_plan_written (hpc_plan_unwrite removes those). False
+# written through a link; mode 0600. Adds it to hpc_plan_written (hpc_plan_unwrite removes those). False
 # when it cannot be written.
 hpc_plan_write_file() {
   local - tries
@@ -377,7 +377,10 @@ hpc_plan_write_file() {
     hpc_plan_file=${1}_$$-$hpc_plan_counter.plan
     # Anything by that name (noclobber alone would still open a FIFO or a device): the next.
     [[ ! -e $hpc_plan_file && ! -L $hpc_plan_file ]] || continue
-    if printf '%s' "$2" 2>/dev/null >"$hpc_plan_file"; then
+    # Readable and writable by the user alone, whatever the umask: the job sources it (a group
+    # member who could write it would run code as the user) and it holds the configs file's
+    # command as written. Set before the file exists, as a chmod after would leave a window.
+    if (umask 077 && printf '%s' "$2" >"$hpc_plan_file") 2>/dev/null; then
       hpc_plan_written+=("$hpc_plan_file")
       return 0
     fi

@@ -85,6 +85,7 @@ small_disk() {
   [[ $n1 =~ ^"$hpc_plan_tmpdir_root"/hpc_tmpdir\.$USER\.4242\.[0-9a-f]{16}$ ]] || fail "$n1"
   # Another task on n1 (a fresh shell with the job's environment and plan file) finds the same folder.
   printf 'hpc_plan_tmpdir_root=%q\n' "$hpc_plan_tmpdir_root" >"$tmp/job.plan"
+  chmod 600 "$tmp/job.plan"
   again=$(bash -c 'source "$1/hpc_files/lib/hpc_job.bash" && hpc_job_plan_load "$2" && hpc_job_tmpdir_path' _ "$HPC_ROOT" "$tmp/job.plan")
   assert_equal "$again" "$n1"
   n2=$(SLURMD_NODENAME=n2 hpc_job_tmpdir_path)

@@ -201,3 +201,19 @@ plan_of() {
   assert_equal "$stderr" "job_submitter.sh: the plan file '${plans[0]}' of job 4243 is gone; submit again with: bash job_submitter.sh -y -g 0 -e again"
   [[ ! -e $stub_log/sbatch.3.args ]] || fail "sbatch was called"
 }
+
+@test "the plan file is the user's alone (0600) whatever the umask: on a shared scratch nobody else reads it or changes what the job sources; the job refuses a plan file others can write" {
+  umask 0002
+  submit -y -g 0 -e shared
+  assert_equal "$status" 0
+  local plans=("$outputs"/shared_venv-none_*.plan)
+  assert_equal "$(stat -c %a "${plans[0]}")" 600
+  # One that a group member could have changed (an older plan file, a chmod): not sourced.
+  cp -- "${plans[0]}" "$tmp/open.plan"
+  printf 'touch %q\n' "$tmp/ran" >>"$tmp/open.plan"
+  chmod 664 "$tmp/open.plan"
+  run bash -c 'source "$1/hpc_files/lib/hpc_job.bash" && hpc_job_plan_load "$2"' _ "$HPC_ROOT" "$tmp/open.plan"
+  assert_equal "$status" 1
+  assert_output --partial "FAILED at step 'plan': the plan file '$tmp/open.plan' can be changed by others (mode 664): not read"
+  [[ ! -e $tmp/ran ]] || fail "the plan file was sourced"
+}
