@@ -53,18 +53,14 @@ hpc_job_fail() {
 }
 
 # hpc_job_plan_load PATH: reads the job's plan file PATH (hpc_plan_record's text): only a regular
-# file of this user that is not a link and that nobody else can write (hpc_plan_write_file makes
-# it 0600); anything else ends the job FAILED, naming it. It is then sourced: the toolkit's own
+# file of this user that is not a link and that nobody else can write (hpc_plan_file_check);
+# anything else ends the job FAILED, naming it. It is then sourced: the toolkit's own
 # text, every value quoted with printf %q, written once before sbatch with noclobber in the
 # user's outputs folder, so sourcing it assigns values and runs nothing (no eval: bash reads the
 # quoted words as it wrote them).
 hpc_job_plan_load() {
-  local path=$1 mode
-  [[ -n $path && -f $path && ! -L $path && -O $path ]] ||
-    hpc_job_fail "plan" "the plan file '$path' is not a regular file of ${USER:-this user} (or is a link): not read"
-  # One that others can write (group-writable on a shared scratch) may hold their code by now.
-  mode=$(stat -c %a -- "$path") || hpc_job_fail "plan" "cannot read the mode of the plan file $path"
-  (((8#$mode & 8#022) == 0)) || hpc_job_fail "plan" "the plan file '$path' can be changed by others (mode $mode): not read"
+  local path=$1
+  hpc_plan_file_check "$path" || hpc_job_fail "plan" "the plan file '$path' $hpc_plan_file_problem: not read"
   # shellcheck source=/dev/null
   source "$path" || hpc_job_fail "plan" "cannot read the plan file $path"
 }

@@ -622,8 +622,10 @@ hpc_scaling_resubmit_failed() {
     script=${hpc_mf[script]-}
     [[ $script == "$dir/runs/$key/job.sh" && -f $script && ! -L $script && ! -L $dir/runs/$key ]] ||
       hpc_scaling_undo "the kept job script of run $key is not $dir/runs/$key/job.sh"
-    [[ -n ${hpc_mf[plan]-} && -f ${hpc_mf[plan]} && ! -L ${hpc_mf[plan]} ]] ||
+    [[ -n ${hpc_mf[plan]-} ]] && [[ -e ${hpc_mf[plan]} || -L ${hpc_mf[plan]} ]] ||
       hpc_scaling_undo "the plan file '${hpc_mf[plan]:-(none recorded)}' of run $key is gone; submit the study again"
+    # The job would refuse it at its start: refused here, before anything is submitted.
+    hpc_plan_file_check "${hpc_mf[plan]}" || hpc_scaling_undo "the plan file '${hpc_mf[plan]}' of run $key $hpc_plan_file_problem: not read"
     out=$(unset SLURM_TMPDIR && exec sbatch --parsable --hold "${hpc_mf_sbatch[@]}" "$script" 2>&1) ||
       hpc_scaling_undo "sbatch refused run $key: ${out//$'\n'/ }"
     out=${out##*$'\n'} out=${out%%;*}
@@ -640,8 +642,10 @@ hpc_scaling_resubmit_failed() {
   script=$(<"$dir/report.sh")
   # The report job's plan, with its study appended (the last assignment wins), in a new file.
   local plan=${hpc_mf[plan]-} text=''
-  [[ -n $plan && -f $plan && ! -L $plan ]] ||
+  [[ -n $plan ]] && [[ -e $plan || -L $plan ]] ||
     hpc_scaling_undo "the plan file '${plan:-(none recorded)}' of the report job $id is gone; submit the study again"
+  # Its text goes into a new plan file of this user, which the job trusts: read as the job would.
+  hpc_plan_file_check "$plan" || hpc_scaling_undo "the plan file '$plan' of the report job $id $hpc_plan_file_problem: not read"
   IFS= read -r -d '' text <"$plan" || true
   if ! declare -F hpc_plan_write_file >/dev/null; then
     # shellcheck source=hpc_files/lib/hpc_plan.bash
