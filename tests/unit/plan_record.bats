@@ -217,3 +217,21 @@ plan_of() {
   assert_output --partial "FAILED at step 'plan': the plan file '$tmp/open.plan' can be changed by others (mode 664): not read"
   [[ ! -e $tmp/ran ]] || fail "the plan file was sourced"
 }
+
+@test "resubmit of a job whose plan file others can write, or that is now a link: refused with one line naming it, nothing submitted (the job would refuse it at its start)" {
+  submit -y -g 0 -e opened
+  assert_equal "$status" 0
+  local plans=("$outputs"/opened_venv-none_*.plan)
+  chmod 664 "${plans[0]}"
+  run --separate-stderr bash "$submitter" resubmit opened </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: the plan file '${plans[0]}' of job 4242 can be changed by others (mode 664): not read; nothing was submitted"
+  [[ ! -e $stub_log/sbatch.2.args ]] || fail "sbatch was called"
+  chmod 600 "${plans[0]}"
+  mv -- "${plans[0]}" "$tmp/moved.plan"
+  ln -s "$tmp/moved.plan" "${plans[0]}"
+  run --separate-stderr bash "$submitter" resubmit opened </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: the plan file '${plans[0]}' of job 4242 is not a regular file of ${USER:-this user} (or is a link): not read; nothing was submitted"
+  [[ ! -e $stub_log/sbatch.2.args ]] || fail "sbatch was called"
+}
