@@ -59,10 +59,16 @@ hpc_job_fail() {
 # user's outputs folder, so sourcing it assigns values and runs nothing (no eval: bash reads the
 # quoted words as it wrote them).
 hpc_job_plan_load() {
-  local path=$1
+  local path=$1 fd
   hpc_plan_file_check "$path" || hpc_job_fail "plan" "the plan file '$path' $hpc_plan_file_problem: not read"
+  # Read from one descriptor, opened after the checks and checked again: in a folder that others
+  # can write, the name may point elsewhere by the time it is opened (a link to their code).
+  { exec {fd}<"$path"; } 2>/dev/null || hpc_job_fail "plan" "cannot read the plan file $path"
+  hpc_plan_file_check "$path" && [[ $path -ef /dev/fd/$fd ]] ||
+    hpc_job_fail "plan" "the plan file '$path' was replaced while it was opened: not read"
   # shellcheck source=/dev/null
-  source "$path" || hpc_job_fail "plan" "cannot read the plan file $path"
+  source "/dev/fd/$fd" || hpc_job_fail "plan" "cannot read the plan file $path"
+  exec {fd}<&-
 }
 
 # hpc_job_elapsed: seconds since the batch script started (HPC_JOB_T0), e.g. 0.042.
