@@ -235,3 +235,30 @@ plan_of() {
   assert_equal "$stderr" "job_submitter.sh: the plan file '${plans[0]}' of job 4242 is not a regular file of ${USER:-this user} (or is a link): not read; nothing was submitted"
   [[ ! -e $stub_log/sbatch.2.args ]] || fail "sbatch was called"
 }
+
+@test "a TERM or HUP that reaches the submitter while sbatch runs: the job SLURM accepted keeps its plan file, kept script and manifest; the submitter says so and ends by the signal" {
+  mkdir -p "$BATS_TEST_TMPDIR/bin"
+  # shellcheck disable=SC2016 # the stand-in's own "$@"
+  printf '#!/usr/bin/env bash\n: >%q\nsleep 1\nexec %q "$@"\n' "$BATS_TEST_TMPDIR/in-sbatch" "$fixtures/bin/sbatch" >"$BATS_TEST_TMPDIR/bin/sbatch"
+  chmod +x "$BATS_TEST_TMPDIR/bin/sbatch"
+  local sig pid rc n=0 plans code
+  for sig in TERM HUP; do
+    n=$((n + 1))
+    rm -f -- "$BATS_TEST_TMPDIR/in-sbatch"
+    PATH=$BATS_TEST_TMPDIR/bin:$PATH bash "$submitter" -y -g 0 -e "sig$sig" </dev/null >"$tmp/out" 2>"$tmp/err" &
+    pid=$!
+    for _ in {1..200}; do
+      [[ -e $BATS_TEST_TMPDIR/in-sbatch ]] && break
+      sleep 0.05
+    done
+    kill -s "$sig" "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    code=$((4242 + n - 1))
+    assert_equal "$rc" "$((128 + $(kill -l "$sig")))"
+    assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIG$sig after job $code was submitted (its plan file, script and manifest are kept; cancel it with: scancel $code)"
+    plans=$(find "$outputs" -name "sig${sig}_*.plan" | wc -l)
+    assert_equal "$plans" 1
+    [[ -f $outputs/sig${sig}_venv-none_$code.sh && -f $outputs/manifests/sig${sig}_$code.manifest ]] || fail "$sig: $(ls "$outputs" "$outputs/manifests")"
+  done
+}
