@@ -53,19 +53,16 @@ hpc_job_fail() {
 }
 
 # hpc_job_plan_load PATH: reads the job's plan file PATH (hpc_plan_record's text): only a regular
-# file of this user that is not a link and that nobody else can write (hpc_plan_file_check);
-# anything else ends the job FAILED, naming it. It is then sourced: the toolkit's own
+# file of this user that is not a link and that nobody else can write, read from the descriptor
+# that was checked (hpc_plan_file_open); anything else ends the job FAILED, naming it. It is then sourced: the toolkit's own
 # text, every value quoted with printf %q, written once before sbatch with noclobber in the
 # user's outputs folder, so sourcing it assigns values and runs nothing (no eval: bash reads the
 # quoted words as it wrote them).
 hpc_job_plan_load() {
   local path=$1 fd
-  hpc_plan_file_check "$path" || hpc_job_fail "plan" "the plan file '$path' $hpc_plan_file_problem: not read"
-  # Read from one descriptor, opened after the checks and checked again: in a folder that others
-  # can write, the name may point elsewhere by the time it is opened (a link to their code).
-  { exec {fd}<"$path"; } 2>/dev/null || hpc_job_fail "plan" "cannot read the plan file $path"
-  hpc_plan_file_check "$path" && [[ $path -ef /dev/fd/$fd ]] ||
-    hpc_job_fail "plan" "the plan file '$path' was replaced while it was opened: not read"
+  # Read from the one descriptor that was checked (hpc_plan_file_open), never by name again.
+  hpc_plan_file_open "$path" || hpc_job_fail "plan" "the plan file '$path' $hpc_plan_file_problem: not read"
+  fd=$hpc_plan_file_fd
   # shellcheck source=/dev/null
   source "/dev/fd/$fd" || hpc_job_fail "plan" "cannot read the plan file $path"
   exec {fd}<&-
