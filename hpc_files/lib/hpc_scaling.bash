@@ -452,8 +452,12 @@ hpc_scaling_main() {
     hpc_scaling_undo "cannot make the report job wait for the runs: $out"
   # The report job's plan again, as its file holds it (the toolkit's own %q text), for its manifest:
   # the runs' plans were made since.
+  # Read from the descriptor that was checked (hpc_plan_file_open), as the job reads it.
+  hpc_plan_file_open "$report_plan" || hpc_scaling_undo "the report job's plan $report_plan $hpc_plan_file_problem: not read"
+  local plan_fd=$hpc_plan_file_fd
   # shellcheck source=/dev/null
-  source "$report_plan" || hpc_scaling_undo "cannot read the report job's plan $report_plan"
+  source "/dev/fd/$plan_fd" || hpc_scaling_undo "cannot read the report job's plan $report_plan"
+  exec {plan_fd}<&-
   printf '%s' "$hpc_scaling_report_script" >"$hpc_scaling_dir/report.sh" || hpc_scaling_undo "cannot write $hpc_scaling_dir/report.sh"
   hpc_manifest_write "$hpc_scaling_report_id" "$hpc_scaling_dir/report.sh" "$report_plan" || hpc_say "the report job was submitted, but its manifest could not be written"
   hpc_scaling_study_json || hpc_scaling_undo "cannot write $hpc_scaling_dir/study.json"
