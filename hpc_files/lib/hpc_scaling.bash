@@ -364,7 +364,7 @@ hpc_scaling_dry_run() {
 # hpc_scaling_main: the whole scaling submission (after the profile and the configs file are
 # read); exits.
 hpc_scaling_main() {
-  local x n g r out report_plan
+  local x n g r out report_plan report_text
   hpc_scaling_dir=''
   hpc_plan_make
   hpc_scaling_configurations
@@ -413,7 +413,7 @@ hpc_scaling_main() {
   printf -v hpc_scaling_stamp '%(%Y%m%d-%H%M%S)T' -1
   hpc_scaling_report_plan
   hpc_plan_write || hpc_scaling_undo "cannot write the report job's plan in $hpc_plan_outputs_dir"
-  report_plan=$hpc_plan_file
+  report_plan=$hpc_plan_file report_text=$hpc_plan_text
   hpc_plan_render
   # What SLURM runs, kept as report.sh once the folder is made.
   hpc_scaling_report_script=$hpc_plan_script
@@ -452,12 +452,10 @@ hpc_scaling_main() {
     hpc_scaling_undo "cannot make the report job wait for the runs: $out"
   # The report job's plan again, as its file holds it (the toolkit's own %q text), for its manifest:
   # the runs' plans were made since.
-  # Read from the descriptor that was checked (hpc_plan_file_open), as the job reads it.
-  hpc_plan_file_open "$report_plan" || hpc_scaling_undo "the report job's plan $report_plan $hpc_plan_file_problem: not read"
-  local plan_fd=$hpc_plan_file_fd
+  # From the text this process wrote, kept in memory: in an outputs folder others can write, the
+  # file's name could point at their code by now.
   # shellcheck source=/dev/null
-  source "/dev/fd/$plan_fd" || hpc_scaling_undo "cannot read the report job's plan $report_plan"
-  exec {plan_fd}<&-
+  source /dev/stdin <<<"$report_text" || hpc_scaling_undo "cannot read the report job's plan $report_plan"
   printf '%s' "$hpc_scaling_report_script" >"$hpc_scaling_dir/report.sh" || hpc_scaling_undo "cannot write $hpc_scaling_dir/report.sh"
   hpc_manifest_write "$hpc_scaling_report_id" "$hpc_scaling_dir/report.sh" "$report_plan" || hpc_say "the report job was submitted, but its manifest could not be written"
   hpc_scaling_study_json || hpc_scaling_undo "cannot write $hpc_scaling_dir/study.json"
