@@ -1263,7 +1263,7 @@ configs file uses \$checkpoints_dir: defined by the job"
 }
 
 @test "a rebuild keeps the build of a live job whose plan file's path holds a quote (SCRATCH=.../o'brien): its plan is read, or nothing is removed" {
-  export SCRATCH="$tmp/o'brien scratch"
+  SCRATCH="$tmp/o'brien scratch"
   mkdir -p "$SCRATCH"
   outputs="$SCRATCH/my project/hpc_outputs"
   printf 'numpy\n' >"$project/requirements.txt"
@@ -1280,7 +1280,7 @@ configs file uses \$checkpoints_dir: defined by the job"
 }
 
 @test "a rebuild while a live job names its plan file in a form that cannot be read (a tab in SCRATCH: \$'...'): no build is removed, as when SLURM cannot say" {
-  export SCRATCH="$tmp/tab"$'\t'"scratch"
+  SCRATCH="$tmp/tab"$'\t'"scratch"
   mkdir -p "$SCRATCH"
   outputs="$SCRATCH/my project/hpc_outputs"
   printf 'numpy\n' >"$project/requirements.txt"
