@@ -97,8 +97,10 @@ hpc_venv_live_jobs() {
     [[ $script == '#!'* ]] || return 1
     hpc_venv_live_scripts+=$script$'\n'
     # A job of the toolkit names its venv in its plan file (hpc_plan_venv=...), which its script
-    # names: read too; one that cannot be read leaves SLURM's answer incomplete.
-    if hpc_facts_script_plan "$script"; then
+    # names: read too; one that cannot be read, or a name that cannot be, leaves SLURM's answer
+    # incomplete (its build would look unused).
+    if [[ $script == *$'\n'"hpc_job_main "* ]]; then
+      hpc_facts_script_plan "$script" || return 1
       plan=''
       [[ -f $hpc_facts_script_plan ]] && { IFS= read -r -d '' plan <"$hpc_facts_script_plan" || [[ -n $plan ]]; } || return 1
       hpc_venv_live_scripts+=$plan$'\n'

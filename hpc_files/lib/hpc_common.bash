@@ -27,6 +27,48 @@ hpc_die_usage() {
   exit 2
 }
 
+# hpc_plan_file_check PATH: true when PATH may be read as a plan file: a regular file of this
+# user, not a link, that nobody else can write (hpc_plan_write_file makes it 0600). The job
+# sources it, and a resubmission copies its text into a new plan file that the job would then
+# trust: both read only one that passes. Else false, with hpc_plan_file_problem saying why.
+hpc_plan_file_check() {
+  local path=$1 mode
+  # shellcheck disable=SC2034 # read by the callers
+  hpc_plan_file_problem="is not a regular file of ${USER:-this user} (or is a link)"
+  [[ -n $path && -f $path && ! -L $path && -O $path ]] || return 1
+  # One that others can write (group-writable on a shared scratch) may hold their code by now.
+  # shellcheck disable=SC2034 # read by the callers
+  hpc_plan_file_problem="has a mode that cannot be read"
+  mode=$(stat -c %a -- "$path") || return 1
+  # shellcheck disable=SC2034 # read by the callers
+  hpc_plan_file_problem="can be changed by others (mode $mode)"
+  (((8#$mode & 8#022) == 0))
+}
+
+# hpc_plan_file_open PATH: opens the plan file PATH for reading on the descriptor
+# hpc_plan_file_fd once it passes hpc_plan_file_check, and checks again that the name still
+# passes and is the file opened: in a folder that others can write, the name may point
+# elsewhere by the time it is opened (a link to their code). Read it from that descriptor, then
+# close it. False, with hpc_plan_file_problem saying why, else.
+hpc_plan_file_open() {
+  local fd
+  # shellcheck disable=SC2034 # read by the callers
+  hpc_plan_file_fd=''
+  hpc_plan_file_check "$1" || return 1
+  # shellcheck disable=SC2034 # read by the callers
+  hpc_plan_file_problem="cannot be opened"
+  { exec {fd}<"$1"; } 2>/dev/null || return 1
+  if hpc_plan_file_check "$1" && [[ $1 -ef /dev/fd/$fd ]]; then
+    # shellcheck disable=SC2034 # read by the callers
+    hpc_plan_file_fd=$fd
+    return 0
+  fi
+  exec {fd}<&-
+  # shellcheck disable=SC2034 # read by the callers
+  hpc_plan_file_problem="was replaced while it was opened"
+  return 1
+}
+
 # hpc_split_option WORD: for a command-line parser: sets the caller's locals opt (WORD's option)
 # and have_value, and for --name=value also value: --name=value means the same as --name value.
 hpc_split_option() {

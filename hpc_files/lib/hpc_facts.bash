@@ -81,18 +81,23 @@ hpc_facts_program_env() {
 # names (its line 'hpc_job_main PATH', PATH quoted with printf %q: backslashes undone here, no
 # eval); false when TEXT names none, or names it in a form this cannot read ($'...').
 hpc_facts_script_plan() {
-  local rest
+  local rest part
   hpc_facts_script_plan=''
   [[ $1 == *$'\n'"hpc_job_main "* ]] || return 1
   rest=${1##*$'\n'hpc_job_main }
   rest=${rest%%$'\n'*}
-  [[ -n $rest && $rest != *\$\'* && $rest != *[\'\"]* ]] || return 1
+  [[ -n $rest && $rest != *\$\'* ]] || return 1
+  # A quote that %q escaped (\' in a path like /scratch/o'brien) is a character like any other;
+  # only an unescaped one (a form %q did not write) cannot be read here.
   while [[ $rest == *\\* ]]; do
-    hpc_facts_script_plan+=${rest%%\\*}
+    part=${rest%%\\*}
+    [[ $part != *[\'\"]* ]] || return 1
+    hpc_facts_script_plan+=$part
     rest=${rest#*\\}
     hpc_facts_script_plan+=${rest:0:1}
     rest=${rest:1}
   done
+  [[ $rest != *[\'\"]* ]] || return 1
   hpc_facts_script_plan+=$rest
 }
 

@@ -7,6 +7,9 @@
 # shellcheck source=hpc_files/lib/hpc_map_submit.bash
 source "${BASH_SOURCE[0]%/*}/hpc_map_submit.bash"
 
+# What this file reads, set by hpc_common.bash (hpc_plan_file_open): declared here, not set.
+declare -g hpc_plan_file_problem hpc_plan_file_fd
+
 # hpc_map_helpers ARGS...: python -m hpc_helpers.followup ARGS on the login node.
 hpc_map_helpers() {
   local py
@@ -66,15 +69,20 @@ hpc_map_keep_attempt() {
 
 # hpc_map_old_plan MANIFEST: (a resubmission that changes values) sets hpc_map_old_plan to the
 # plan file that the manifest MANIFEST names, and hpc_map_old_plan_text to its text; loads
-# hpc_plan.bash (its files) when it is not. Exit 1, having submitted nothing, when there is none,
-# or it is not a regular file (a link): the job is then submitted again from the start.
+# hpc_plan.bash (its files) when it is not. Exit 1, having submitted nothing, when there is none
+# (the job is then submitted again from the start), or it fails hpc_plan_file_check.
 hpc_map_old_plan() {
   hpc_map_old_plan='' hpc_map_old_plan_text=''
   ! hpc_manifest_read "$1" || hpc_map_old_plan=${hpc_mf[plan]-}
-  if [[ -z $hpc_map_old_plan || ! -f $hpc_map_old_plan || -L $hpc_map_old_plan ]]; then
+  if [[ -z $hpc_map_old_plan || ! -e $hpc_map_old_plan && ! -L $hpc_map_old_plan ]]; then
     hpc_die "the plan file '${hpc_map_old_plan:-(none recorded)}' of job ${hpc_mf[job_id]:-?} is gone; submit again with: bash job_submitter.sh$(printf ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"})"
   fi
-  IFS= read -r -d '' hpc_map_old_plan_text <"$hpc_map_old_plan" || true
+  # Its text goes into a new plan file of this user, which the job trusts: read as the job would.
+  hpc_plan_file_open "$hpc_map_old_plan" ||
+    hpc_die "the plan file '$hpc_map_old_plan' of job ${hpc_mf[job_id]:-?} $hpc_plan_file_problem: not read; nothing was submitted"
+  local fd=$hpc_plan_file_fd
+  IFS= read -r -d '' hpc_map_old_plan_text <&"$fd" || true
+  exec {fd}<&-
   if ! declare -F hpc_plan_write_file >/dev/null; then
     # shellcheck source=hpc_files/lib/hpc_plan.bash
     source "${BASH_SOURCE[0]%/*}/hpc_plan.bash"

@@ -370,17 +370,32 @@ hpc_plan_record() {
 # that name exists (from an earlier process of the same pid): unique for the submission and the
 # plan, and short, so that the name fits wherever the job's output name does (EXP_KIND_JOBID.out,
 # hpc_plan_make's limit). Written with noclobber: an existing file is never overwritten, never
-# written through a link. Adds it to hpc_plan_written (hpc_plan_unwrite removes those). False
+# written through a link; mode 0600. Adds it to hpc_plan_written (hpc_plan_unwrite removes those). False
 # when it cannot be written.
 hpc_plan_write_file() {
-  local - tries
+  local - tries line mask='' written
   set -C
+  # Readable and writable by the user alone, whatever the umask: the job sources it (a group
+  # member who could write it would run code as the user) and it holds the configs file's
+  # command as written. Set before the file exists, as a chmod after would leave a window. The
+  # umask to restore is read from the shell's own status, without a process (every submission).
+  while IFS= read -r line; do
+    [[ $line != Umask:* ]] || mask=${line##*[[:space:]]}
+  done 2>/dev/null </proc/self/status
   for ((tries = 0; tries < 100; tries++)); do
     hpc_plan_counter=$((${hpc_plan_counter:-0} + 1))
     hpc_plan_file=${1}_$$-$hpc_plan_counter.plan
     # Anything by that name (noclobber alone would still open a FIFO or a device): the next.
     [[ ! -e $hpc_plan_file && ! -L $hpc_plan_file ]] || continue
-    if printf '%s' "$2" 2>/dev/null >"$hpc_plan_file"; then
+    written=0
+    if [[ $mask == +([0-7]) ]]; then
+      umask 077
+      ! printf '%s' "$2" 2>/dev/null >"$hpc_plan_file" || written=1
+      umask "$mask"
+    else
+      ! (umask 077 && printf '%s' "$2" >"$hpc_plan_file") 2>/dev/null || written=1
+    fi
+    if ((written)); then
       hpc_plan_written+=("$hpc_plan_file")
       return 0
     fi

@@ -364,7 +364,7 @@ hpc_scaling_dry_run() {
 # hpc_scaling_main: the whole scaling submission (after the profile and the configs file are
 # read); exits.
 hpc_scaling_main() {
-  local x n g r out report_plan
+  local x n g r out report_plan report_text
   hpc_scaling_dir=''
   hpc_plan_make
   hpc_scaling_configurations
@@ -413,7 +413,7 @@ hpc_scaling_main() {
   printf -v hpc_scaling_stamp '%(%Y%m%d-%H%M%S)T' -1
   hpc_scaling_report_plan
   hpc_plan_write || hpc_scaling_undo "cannot write the report job's plan in $hpc_plan_outputs_dir"
-  report_plan=$hpc_plan_file
+  report_plan=$hpc_plan_file report_text=$hpc_plan_text
   hpc_plan_render
   # What SLURM runs, kept as report.sh once the folder is made.
   hpc_scaling_report_script=$hpc_plan_script
@@ -452,8 +452,10 @@ hpc_scaling_main() {
     hpc_scaling_undo "cannot make the report job wait for the runs: $out"
   # The report job's plan again, as its file holds it (the toolkit's own %q text), for its manifest:
   # the runs' plans were made since.
+  # From the text this process wrote, kept in memory: in an outputs folder others can write, the
+  # file's name could point at their code by now.
   # shellcheck source=/dev/null
-  source "$report_plan" || hpc_scaling_undo "cannot read the report job's plan $report_plan"
+  source /dev/stdin <<<"$report_text" || hpc_scaling_undo "cannot read the report job's plan $report_plan"
   printf '%s' "$hpc_scaling_report_script" >"$hpc_scaling_dir/report.sh" || hpc_scaling_undo "cannot write $hpc_scaling_dir/report.sh"
   hpc_manifest_write "$hpc_scaling_report_id" "$hpc_scaling_dir/report.sh" "$report_plan" || hpc_say "the report job was submitted, but its manifest could not be written"
   hpc_scaling_study_json || hpc_scaling_undo "cannot write $hpc_scaling_dir/study.json"
@@ -622,8 +624,10 @@ hpc_scaling_resubmit_failed() {
     script=${hpc_mf[script]-}
     [[ $script == "$dir/runs/$key/job.sh" && -f $script && ! -L $script && ! -L $dir/runs/$key ]] ||
       hpc_scaling_undo "the kept job script of run $key is not $dir/runs/$key/job.sh"
-    [[ -n ${hpc_mf[plan]-} && -f ${hpc_mf[plan]} && ! -L ${hpc_mf[plan]} ]] ||
+    [[ -n ${hpc_mf[plan]-} ]] && [[ -e ${hpc_mf[plan]} || -L ${hpc_mf[plan]} ]] ||
       hpc_scaling_undo "the plan file '${hpc_mf[plan]:-(none recorded)}' of run $key is gone; submit the study again"
+    # The job would refuse it at its start: refused here, before anything is submitted.
+    hpc_plan_file_check "${hpc_mf[plan]}" || hpc_scaling_undo "the plan file '${hpc_mf[plan]}' of run $key $hpc_plan_file_problem: not read"
     out=$(unset SLURM_TMPDIR && exec sbatch --parsable --hold "${hpc_mf_sbatch[@]}" "$script" 2>&1) ||
       hpc_scaling_undo "sbatch refused run $key: ${out//$'\n'/ }"
     out=${out##*$'\n'} out=${out%%;*}
@@ -640,9 +644,13 @@ hpc_scaling_resubmit_failed() {
   script=$(<"$dir/report.sh")
   # The report job's plan, with its study appended (the last assignment wins), in a new file.
   local plan=${hpc_mf[plan]-} text=''
-  [[ -n $plan && -f $plan && ! -L $plan ]] ||
+  [[ -n $plan ]] && [[ -e $plan || -L $plan ]] ||
     hpc_scaling_undo "the plan file '${plan:-(none recorded)}' of the report job $id is gone; submit the study again"
-  IFS= read -r -d '' text <"$plan" || true
+  # Its text goes into a new plan file of this user, which the job trusts: read as the job would.
+  hpc_plan_file_open "$plan" || hpc_scaling_undo "the plan file '$plan' of the report job $id $hpc_plan_file_problem: not read"
+  local plan_fd=$hpc_plan_file_fd
+  IFS= read -r -d '' text <&"$plan_fd" || true
+  exec {plan_fd}<&-
   if ! declare -F hpc_plan_write_file >/dev/null; then
     # shellcheck source=hpc_files/lib/hpc_plan.bash
     source "${BASH_SOURCE[0]%/*}/hpc_plan.bash"

@@ -285,6 +285,26 @@ hpc_submit_undo() {
   ((${#hpc_submit_made[@]} == 0)) || hpc_submit_unmake_folders
 }
 
+# hpc_submit_defer_signals: (just before sbatch) a TERM, HUP or INT that comes while sbatch runs
+# is noted in hpc_submit_signal instead of ending the submitter: bash runs a trap once sbatch has
+# returned, so that a job SLURM accepted keeps its plan file (the EXIT trap would remove it from
+# under the job, which then fails at its start) and gets its kept script and manifest.
+hpc_submit_defer_signals() {
+  hpc_submit_signal=''
+  trap 'hpc_submit_signal=INT' INT
+  trap 'hpc_submit_signal=TERM' TERM
+  trap 'hpc_submit_signal=HUP' HUP
+}
+
+# hpc_submit_resume_signals ID: (once job ID's files are written) the signals act again; one that
+# came while sbatch ran ends the submitter now, by that signal, saying that job ID was submitted.
+hpc_submit_resume_signals() {
+  trap - INT TERM HUP
+  [[ -n $hpc_submit_signal ]] || return 0
+  hpc_say "stopped by SIG$hpc_submit_signal after job $1 was submitted (its plan file, script and manifest are kept; cancel it with: scancel $1)"
+  kill -s "$hpc_submit_signal" "$$"
+}
+
 # hpc_submit_confirm: on a terminal without -y, shows the summary and asks; false means no.
 hpc_submit_confirm() {
   local answer
@@ -385,6 +405,7 @@ hpc_submit_main() {
   hpc_plan_render
   # A SLURM_TMPDIR of the submitting shell must not reach the job (sbatch passes the environment on).
   # exec: without it, Bash forks once more for a command with redirections in $(...).
+  hpc_submit_defer_signals
   if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable "${hpc_submit_hold[@]}" "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
     # A kept MaxArraySize may be above what the cluster takes now: asked again next time.
     [[ $out != *'Invalid job array specification'* ]] || ! hpc_manifest_limits_forget ||
@@ -397,6 +418,7 @@ hpc_submit_main() {
   final=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_$id.sh
   printf '%s' "$hpc_plan_script" >"$final" || hpc_say "job $id was submitted, but its script could not be kept as $final"
   hpc_manifest_write "$id" "$final" "$hpc_plan_file" || hpc_say "job $id was submitted, but its manifest could not be written"
+  hpc_submit_resume_signals "$id"
   [[ $hpc_plan_mode != map ]] || hpc_map_after_submit "$id"
   printf 'Submitted job %s (%s)\n' "$id" "$hpc_plan_summary"
   if [[ ${hpc_plan_mode:-single} == offline ]]; then

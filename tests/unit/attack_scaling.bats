@@ -244,3 +244,20 @@ submitted_study() {
   assert_equal "$(calls sbatch)" 0
   assert_equal "$(listing "$elsewhere")" "$before"
 }
+
+@test "resubmit --failed of a study whose report job's plan file others can write (a group member appended code): refused with one line naming it, nothing left submitted, no new plan file (its text was copied into a new 0600 file that the job would trust)" {
+  submitted_study
+  local plan plans_before
+  plan=$(sed -n 's/^hpc_job_main //p' "$study_dir/report.sh")
+  plan=${plan//\\ / }
+  [[ -f $plan ]] || fail "no plan file of the report job: $plan"
+  printf 'touch %q\n' "$BATS_TEST_TMPDIR/ran" >>"$plan"
+  chmod 664 "$plan"
+  plans_before=$(find "$outputs" -name '*.plan' | sort)
+  hpc_test_squeue_like_slurm ''
+  # New job ids, not the study's own (the stub counts from 4242 again).
+  HPC_STUB_JOB_ID=5000 run --separate-stderr bash "$submitter" resubmit probe --failed </dev/null
+  assert_equal "$status" 1
+  [[ $stderr == *"the plan file '$plan' of the report job 4242 can be changed by others (mode 664): not read; the study's jobs (5000) were cancelled" ]] || fail "$stderr"
+  assert_equal "$(find "$outputs" -name '*.plan' | sort)" "$plans_before"
+}

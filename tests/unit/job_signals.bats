@@ -328,6 +328,8 @@ open(sys.argv[1], "w").write(f"parent got it {len(got)} time(s); child status {o
 # with unstub scontrol.
 shim_env() {
   printf 'hpc_plan_requeue=%q\n' "$1" >"$tmp/job.plan"
+  # As hpc_plan_write_file makes it: the job refuses one that others can write.
+  chmod 600 "$tmp/job.plan"
   export HPC_JOB_PLAN=$tmp/job.plan SLURM_RESTART_COUNT=$2 scratch_dir=$tmp/scratch
   mkdir -p "$scratch_dir/hpc_outputs"
   stub scontrol "${@:3}"

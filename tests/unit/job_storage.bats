@@ -85,6 +85,7 @@ small_disk() {
   [[ $n1 =~ ^"$hpc_plan_tmpdir_root"/hpc_tmpdir\.$USER\.4242\.[0-9a-f]{16}$ ]] || fail "$n1"
   # Another task on n1 (a fresh shell with the job's environment and plan file) finds the same folder.
   printf 'hpc_plan_tmpdir_root=%q\n' "$hpc_plan_tmpdir_root" >"$tmp/job.plan"
+  chmod 600 "$tmp/job.plan"
   again=$(bash -c 'source "$1/hpc_files/lib/hpc_job.bash" && hpc_job_plan_load "$2" && hpc_job_tmpdir_path' _ "$HPC_ROOT" "$tmp/job.plan")
   assert_equal "$again" "$n1"
   n2=$(SLURMD_NODENAME=n2 hpc_job_tmpdir_path)
@@ -181,4 +182,23 @@ copy_back_env() {
   [ ! -e "$scratch_dir/exp/checkpoints/sub" ]
   run find "$scratch_dir/exp" -name '.hpc_copy_back.*'
   assert_output ""
+}
+
+@test "the plan file swapped for a link to someone's code between its checks and its reading (a group-writable outputs folder): not sourced, the job fails naming it" {
+  local dir="$tmp/outputs" real_stat
+  mkdir -p "$dir" "$tmp/bin"
+  printf 'hpc_plan_tmpdir_root=%q\n' "$tmp" >"$dir/job.plan"
+  chmod 600 "$dir/job.plan"
+  printf 'touch %q\n' "$tmp/ran" >"$tmp/evil.plan"
+  real_stat=$(command -v stat)
+  # A stat that answers for the checked file, then swaps it (the window between check and read).
+  # shellcheck disable=SC2016 # the stand-in's own "$@" and $rc
+  printf '#!/usr/bin/env bash\n%q "$@"\nrc=$?\nmv -f -- %q %q && ln -s %q %q\nexit $rc\n' \
+    "$real_stat" "$dir/job.plan" "$tmp/moved.plan" "$tmp/evil.plan" "$dir/job.plan" >"$tmp/bin/stat"
+  chmod +x "$tmp/bin/stat"
+  # shellcheck disable=SC2016 # the script's own $1 and $2
+  run env PATH="$tmp/bin:$PATH" bash -c 'source "$1/hpc_files/lib/hpc_job.bash" && hpc_job_plan_load "$2"' _ "$HPC_ROOT" "$dir/job.plan"
+  [[ ! -e $tmp/ran ]] || fail "the swapped-in file was sourced"
+  assert_failure 1
+  assert_output --partial "FAILED at step 'plan': the plan file '$dir/job.plan'"
 }

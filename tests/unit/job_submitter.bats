@@ -1261,3 +1261,36 @@ configs file uses \$checkpoints_dir: defined by the job"
   assert_equal "$(grep '^configs file uses' <<<"$output")" "configs file uses \$seed: NOT DEFINED: the job will fail before the program starts
 configs file uses \$checkpoints_dir: defined by the job"
 }
+
+@test "a rebuild keeps the build of a live job whose plan file's path holds a quote (SCRATCH=.../o'brien): its plan is read, or nothing is removed" {
+  SCRATCH="$tmp/o'brien scratch"
+  mkdir -p "$SCRATCH"
+  outputs="$SCRATCH/my project/hpc_outputs"
+  printf 'numpy\n' >"$project/requirements.txt"
+  HPC_STUB_JOB_ID=4242 submit -y
+  assert_equal "$status" 0
+  assert_equal "$(job_venv "$outputs/default_venv-none_4243.sh")" "$(printf %q "$project/.virtual_env_builds/venv-4242")"
+  # Job 4243 is queued: a rebuild must keep the build its plan names.
+  live_job 4243 "$outputs/default_venv-none_4243.sh"
+  printf 'numpy\nscipy\n' >"$project/requirements.txt"
+  forget_calls
+  HPC_STUB_JOB_ID=4300 submit -y -e second
+  assert_equal "$status" 0
+  assert_equal "$(cd "$project/.virtual_env_builds" && echo *)" "venv-4242 venv-4300"
+}
+
+@test "a rebuild while a live job names its plan file in a form that cannot be read (a tab in SCRATCH: \$'...'): no build is removed, as when SLURM cannot say" {
+  SCRATCH="$tmp/tab"$'\t'"scratch"
+  mkdir -p "$SCRATCH"
+  outputs="$SCRATCH/my project/hpc_outputs"
+  printf 'numpy\n' >"$project/requirements.txt"
+  HPC_STUB_JOB_ID=4242 submit -y
+  assert_equal "$status" 0
+  live_job 4243 "$outputs/default_venv-none_4243.sh"
+  printf 'numpy\nscipy\n' >"$project/requirements.txt"
+  forget_calls
+  HPC_STUB_JOB_ID=4300 submit -y -e second
+  assert_equal "$status" 0
+  [[ $stderr == *"SLURM could not say which jobs use the project's virtual environments: none was removed"* ]] || fail "$stderr"
+  assert_equal "$(cd "$project/.virtual_env_builds" && echo *)" "venv-4242 venv-4300"
+}

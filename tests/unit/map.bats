@@ -449,3 +449,27 @@ json.dump(doc, open(path, \"w\"))
   [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
   assert_equal "$(find "$elsewhere" -printf '%P %y %s\n' | sort)" "$before"
 }
+
+@test "resubmit --failed of a map whose plan file others can write (a group member appended code): refused with one line naming it, nothing submitted, no new plan file (its text was copied into a new 0600 file that the job would trust)" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 -e tampered </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  local i plan plans_before
+  for i in 0 1; do
+    mkdir -p "$map_dir/tasks/$i"
+    printf '{"index": %s, "array_job_id": "4242", "task_id": "%s", "state": "FAILED", "exit_code": 1, "attempt": 1}\n' \
+      "$i" "$i" >"$map_dir/tasks/$i/status.json"
+  done
+  plan=$(plan_of "$map_dir/task.sh")
+  [[ -f $plan ]] || fail "no plan file $plan"
+  printf 'touch %q\n' "$tmp/ran" >>"$plan"
+  chmod 664 "$plan"
+  plans_before=$(find "$tmp/scratch" -name '*.plan' | sort)
+  rm -f "$stub_log"/*
+  run --separate-stderr bash "$submitter" resubmit tampered --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "${stderr##*$'\n'}" "job_submitter.sh: the plan file '$plan' of job 4242 can be changed by others (mode 664): not read; nothing was submitted"
+  [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
+  assert_equal "$(find "$tmp/scratch" -name '*.plan' | sort)" "$plans_before"
+}

@@ -201,3 +201,64 @@ plan_of() {
   assert_equal "$stderr" "job_submitter.sh: the plan file '${plans[0]}' of job 4243 is gone; submit again with: bash job_submitter.sh -y -g 0 -e again"
   [[ ! -e $stub_log/sbatch.3.args ]] || fail "sbatch was called"
 }
+
+@test "the plan file is the user's alone (0600) whatever the umask: on a shared scratch nobody else reads it or changes what the job sources; the job refuses a plan file others can write" {
+  umask 0002
+  submit -y -g 0 -e shared
+  assert_equal "$status" 0
+  local plans=("$outputs"/shared_venv-none_*.plan)
+  assert_equal "$(stat -c %a "${plans[0]}")" 600
+  # One that a group member could have changed (an older plan file, a chmod): not sourced.
+  cp -- "${plans[0]}" "$tmp/open.plan"
+  printf 'touch %q\n' "$tmp/ran" >>"$tmp/open.plan"
+  chmod 664 "$tmp/open.plan"
+  run bash -c 'source "$1/hpc_files/lib/hpc_job.bash" && hpc_job_plan_load "$2"' _ "$HPC_ROOT" "$tmp/open.plan"
+  assert_equal "$status" 1
+  assert_output --partial "FAILED at step 'plan': the plan file '$tmp/open.plan' can be changed by others (mode 664): not read"
+  [[ ! -e $tmp/ran ]] || fail "the plan file was sourced"
+}
+
+@test "resubmit of a job whose plan file others can write, or that is now a link: refused with one line naming it, nothing submitted (the job would refuse it at its start)" {
+  submit -y -g 0 -e opened
+  assert_equal "$status" 0
+  local plans=("$outputs"/opened_venv-none_*.plan)
+  chmod 664 "${plans[0]}"
+  run --separate-stderr bash "$submitter" resubmit opened </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: the plan file '${plans[0]}' of job 4242 can be changed by others (mode 664): not read; nothing was submitted"
+  [[ ! -e $stub_log/sbatch.2.args ]] || fail "sbatch was called"
+  chmod 600 "${plans[0]}"
+  mv -- "${plans[0]}" "$tmp/moved.plan"
+  ln -s "$tmp/moved.plan" "${plans[0]}"
+  run --separate-stderr bash "$submitter" resubmit opened </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: the plan file '${plans[0]}' of job 4242 is not a regular file of ${USER:-this user} (or is a link): not read; nothing was submitted"
+  [[ ! -e $stub_log/sbatch.2.args ]] || fail "sbatch was called"
+}
+
+@test "a TERM or HUP that reaches the submitter while sbatch runs: the job SLURM accepted keeps its plan file, kept script and manifest; the submitter says so and ends by the signal" {
+  mkdir -p "$BATS_TEST_TMPDIR/bin"
+  # shellcheck disable=SC2016 # the stand-in's own "$@"
+  printf '#!/usr/bin/env bash\n: >%q\nsleep 1\nexec %q "$@"\n' "$BATS_TEST_TMPDIR/in-sbatch" "$fixtures/bin/sbatch" >"$BATS_TEST_TMPDIR/bin/sbatch"
+  chmod +x "$BATS_TEST_TMPDIR/bin/sbatch"
+  local sig pid rc n=0 plans code
+  for sig in TERM HUP; do
+    n=$((n + 1))
+    rm -f -- "$BATS_TEST_TMPDIR/in-sbatch"
+    PATH=$BATS_TEST_TMPDIR/bin:$PATH bash "$submitter" -y -g 0 -e "sig$sig" </dev/null >"$tmp/out" 2>"$tmp/err" &
+    pid=$!
+    for _ in {1..200}; do
+      [[ -e $BATS_TEST_TMPDIR/in-sbatch ]] && break
+      sleep 0.05
+    done
+    kill -s "$sig" "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    code=$((4242 + n - 1))
+    assert_equal "$rc" "$((128 + $(kill -l "$sig")))"
+    assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIG$sig after job $code was submitted (its plan file, script and manifest are kept; cancel it with: scancel $code)"
+    plans=$(find "$outputs" -name "sig${sig}_*.plan" | wc -l)
+    assert_equal "$plans" 1
+    [[ -f $outputs/sig${sig}_venv-none_$code.sh && -f $outputs/manifests/sig${sig}_$code.manifest ]] || fail "$sig: $(ls "$outputs" "$outputs/manifests")"
+  done
+}

@@ -5,8 +5,8 @@
 
 # What this file reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
-# hpc_common.bash: the library's folder.
-declare -g hpc_lib_dir
+# hpc_common.bash: the library's folder, and why a plan file is not read (hpc_plan_file_check).
+declare -g hpc_lib_dir hpc_plan_file_problem
 
 # shellcheck source=hpc_files/lib/hpc_manage.bash
 source "$hpc_lib_dir/hpc_manage.bash"
@@ -111,8 +111,12 @@ hpc_manage_resubmit() {
   fi
   # The kept script names the job's plan file, which holds every value of the job.
   local plan=${hpc_mf[plan]-}
-  if [[ -n $plan && (! -f $plan || -L $plan) ]]; then
+  if [[ -n $plan && ! -e $plan && ! -L $plan ]]; then
     hpc_die "the plan file '$plan' of job $newest is gone; submit again with: bash job_submitter.sh$(printf ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"})"
+  fi
+  # One that the job would refuse at its start (a link, others can write it): refused now.
+  if [[ -n $plan ]] && ! hpc_plan_file_check "$plan"; then
+    hpc_die "the plan file '$plan' of job $newest $hpc_plan_file_problem: not read; nothing was submitted"
   fi
   local -a args=(--parsable)
   local skip=0
