@@ -64,10 +64,10 @@ hpc_job_fail() {
 
 # hpc_job_plan_load PATH: reads the job's plan file PATH (hpc_plan_record's text): only a regular
 # file of this user that is not a link and that nobody else can write, read from the descriptor
-# that was checked (hpc_plan_file_open); anything else ends the job FAILED, naming it. It is then sourced: the toolkit's own
-# text, every value quoted with printf %q, written once before sbatch with noclobber in the
-# user's outputs folder, so sourcing it assigns values and runs nothing (no eval: bash reads the
-# quoted words as it wrote them).
+# that was checked (hpc_plan_file_open); anything else ends the job FAILED, naming it. It is
+# then sourced: the toolkit's own text, every value quoted with printf %q, written once before
+# sbatch with noclobber in the user's outputs folder, so sourcing it assigns values and runs
+# nothing (no eval: bash reads the quoted words as it wrote them).
 hpc_job_plan_load() {
   local path=$1 fd
   # Read from the one descriptor that was checked (hpc_plan_file_open), never by name again.

@@ -370,8 +370,8 @@ hpc_plan_record() {
 # that name exists (from an earlier process of the same pid): unique for the submission and the
 # plan, and short, so that the name fits wherever the job's output name does (EXP_KIND_JOBID.out,
 # hpc_plan_make's limit). Written with noclobber: an existing file is never overwritten, never
-# written through a link; mode 0600. Adds it to hpc_plan_written (hpc_plan_unwrite removes those). False
-# when it cannot be written.
+# written through a link; mode 0600. Adds it to hpc_plan_written (hpc_plan_unwrite removes
+# those). False when it cannot be written.
 hpc_plan_write_file() {
   local - tries line mask='' written
   set -C
