@@ -380,7 +380,11 @@ hpc_plan_write_file() {
   # command as written. Set before the file exists, as a chmod after would leave a window. The
   # umask to restore is read from the shell's own status, without a process (every submission).
   while IFS= read -r line; do
-    [[ $line != Umask:* ]] || mask=${line##*[[:space:]]}
+    # Its second line: the rest of the file is not read.
+    [[ $line != Umask:* ]] || {
+      mask=${line##*[[:space:]]}
+      break
+    }
   done 2>/dev/null </proc/self/status
   for ((tries = 0; tries < 100; tries++)); do
     hpc_plan_counter=$((${hpc_plan_counter:-0} + 1))
