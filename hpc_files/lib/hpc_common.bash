@@ -69,6 +69,20 @@ hpc_plan_file_open() {
   return 1
 }
 
+# hpc_plan_file_read PATH: sets hpc_plan_file_text to the text of the plan file PATH, read from
+# the descriptor hpc_plan_file_open checked (a resubmission copies it into a new plan file that
+# the job trusts). False, with hpc_plan_file_problem saying why, when it may not be read.
+hpc_plan_file_read() {
+  local fd
+  # shellcheck disable=SC2034 # read by the callers
+  hpc_plan_file_text=''
+  hpc_plan_file_open "$1" || return 1
+  fd=$hpc_plan_file_fd
+  # shellcheck disable=SC2034 # read by the callers
+  IFS= read -r -d '' hpc_plan_file_text <&"$fd" || true
+  exec {fd}<&-
+}
+
 # hpc_split_option WORD: for a command-line parser: sets the caller's locals opt (WORD's option)
 # and have_value, and for --name=value also value: --name=value means the same as --name value.
 hpc_split_option() {

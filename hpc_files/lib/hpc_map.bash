@@ -7,8 +7,8 @@
 # shellcheck source=hpc_files/lib/hpc_map_submit.bash
 source "${BASH_SOURCE[0]%/*}/hpc_map_submit.bash"
 
-# What this file reads, set by hpc_common.bash (hpc_plan_file_open): declared here, not set.
-declare -g hpc_plan_file_problem hpc_plan_file_fd
+# What this file reads, set by hpc_common.bash (hpc_plan_file_read): declared here, not set.
+declare -g hpc_plan_file_problem hpc_plan_file_text
 
 # hpc_map_helpers ARGS...: python -m hpc_helpers.followup ARGS on the login node.
 hpc_map_helpers() {
@@ -78,11 +78,9 @@ hpc_map_old_plan() {
     hpc_die "the plan file '${hpc_map_old_plan:-(none recorded)}' of job ${hpc_mf[job_id]:-?} is gone; submit again with: bash job_submitter.sh$(printf ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"})"
   fi
   # Its text goes into a new plan file of this user, which the job trusts: read as the job would.
-  hpc_plan_file_open "$hpc_map_old_plan" ||
+  hpc_plan_file_read "$hpc_map_old_plan" ||
     hpc_die "the plan file '$hpc_map_old_plan' of job ${hpc_mf[job_id]:-?} $hpc_plan_file_problem: not read; nothing was submitted"
-  local fd=$hpc_plan_file_fd
-  IFS= read -r -d '' hpc_map_old_plan_text <&"$fd" || true
-  exec {fd}<&-
+  hpc_map_old_plan_text=$hpc_plan_file_text
   if ! declare -F hpc_plan_write_file >/dev/null; then
     # shellcheck source=hpc_files/lib/hpc_plan.bash
     source "${BASH_SOURCE[0]%/*}/hpc_plan.bash"

@@ -647,10 +647,8 @@ hpc_scaling_resubmit_failed() {
   [[ -n $plan ]] && [[ -e $plan || -L $plan ]] ||
     hpc_scaling_undo "the plan file '${plan:-(none recorded)}' of the report job $id is gone; submit the study again"
   # Its text goes into a new plan file of this user, which the job trusts: read as the job would.
-  hpc_plan_file_open "$plan" || hpc_scaling_undo "the plan file '$plan' of the report job $id $hpc_plan_file_problem: not read"
-  local plan_fd=$hpc_plan_file_fd
-  IFS= read -r -d '' text <&"$plan_fd" || true
-  exec {plan_fd}<&-
+  hpc_plan_file_read "$plan" || hpc_scaling_undo "the plan file '$plan' of the report job $id $hpc_plan_file_problem: not read"
+  text=$hpc_plan_file_text
   if ! declare -F hpc_plan_write_file >/dev/null; then
     # shellcheck source=hpc_files/lib/hpc_plan.bash
     source "${BASH_SOURCE[0]%/*}/hpc_plan.bash"
