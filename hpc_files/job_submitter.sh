@@ -202,8 +202,6 @@ if [[ $- == *x* ]]; then
   set -x
 fi
 hpc_submit_locate
-# shellcheck source=virtual_env_hpc_files/venv_runner.bash disable=SC2154 # hpc_venv_dir: hpc_submit_locate
-source "$hpc_venv_dir/venv_runner.bash"
 
 # A first word that names a file of lib/commands/ is that command (hpc_command_NAME, '-' as '_');
 # only its file and what it sources are loaded. Anything else is a submission's options.

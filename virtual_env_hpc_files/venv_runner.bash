@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # venv_runner.bash: the virtual-environment runner on the login side: is there a venv ready for
 # the project's dependency file, and if not, an install job that builds one on a compute node
-# (virtual_env_hpc_files/install_venv.sh), waited for with its progress shown.
-# On the nodes the runner is hpc_job_task's 'venv' case (hpc_files/lib/hpc_job.bash).
+# (virtual_env_hpc_files/install_venv.sh), waited for with its progress shown. Read by the venv
+# runner module (hpc_files/lib/runners/venv.bash: its _prepare and _preview), which is also the
+# runner on the nodes.
 # The install job and the removal of old builds are in venv_build.bash, read only when a build is
 # needed: most submissions find theirs ready.
 #

@@ -163,13 +163,19 @@ hpc_plan_distributed_text() {
   printf '%s\n' "$text${names[*]: -1}"
 }
 
+# hpc_plan_choose_runner: sets hpc_plan_runner to the runner the options choose: singularity
+# with -s, else venv (the runner modules, hpc_files/lib/runners/).
+hpc_plan_choose_runner() {
+  hpc_plan_runner=venv
+  [[ -z $hpc_opt_singularity ]] || hpc_plan_runner=singularity
+}
+
 # hpc_plan_make: resolves every value of the job into hpc_plan_*; exit 2 on input that the
 # profile or the launcher does not accept.
 hpc_plan_make() {
   local name value
   hpc_plan_launcher=$hpc_opt_launcher
-  hpc_plan_runner=venv
-  [[ -z $hpc_opt_singularity ]] || hpc_plan_runner=singularity
+  hpc_plan_choose_runner
   hpc_plan_cluster=$hpc_profile_name
   hpc_plan_nodes=$hpc_opt_num_nodes
   hpc_plan_gpus=${hpc_opt_gpus:-$hpc_profile_defaults_gpus}
@@ -244,7 +250,9 @@ hpc_plan_make() {
   local longest=$((255 - ${#hpc_plan_kind} - 2 - 20 - 4))
   ((${#hpc_plan_exp_name} <= longest)) ||
     hpc_die_usage "-e/--exp-name" "a name of ${#hpc_plan_exp_name} characters is too long; accepted: at most $longest characters (the output file ${hpc_plan_exp_name:0:8}..._${hpc_plan_kind}_JOBID.out must fit in 255)"
-  hpc_plan_venv=$hpc_plan_source_dir/virtual_env
+  # The venv a venv job runs from (hpc_runner_venv_prepare names the build); a container job has none.
+  hpc_plan_venv=''
+  [[ $hpc_plan_runner != venv ]] || hpc_plan_venv=$hpc_plan_source_dir/virtual_env
 
   hpc_plan_sbatch_args=(
     --job-name="$hpc_plan_job_name"

@@ -397,7 +397,7 @@ hpc_scaling_main() {
   hpc_submit_made=()
   hpc_plan_make
   [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir ]] || hpc_submit_make_folders
-  [[ $hpc_plan_runner != venv ]] || hpc_venv_ensure
+  "hpc_runner_${hpc_plan_runner}_prepare"
   if ((${#hpc_opt_data[@]})); then
     local rc=0
     hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?

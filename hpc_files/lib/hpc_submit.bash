@@ -8,10 +8,10 @@
 declare -g hpc_submitter hpc_files_dir hpc_opt_cluster hpc_opt_help hpc_opt_scaling_test \
   hpc_opt_wandb_offline hpc_opt_yes
 declare -ga hpc_opt_data
-# hpc_plan.bash: the plan; the compiled profile (hpc_profile.bash); venv_runner.bash: the build.
+# hpc_plan.bash: the plan; the compiled profile (hpc_profile.bash); the runner: its preview.
 declare -g hpc_plan_checkpoints_dir hpc_plan_num_processes hpc_plan_exp_name hpc_plan_outputs_dir hpc_plan_project_name \
   hpc_plan_runner hpc_plan_scratch_dir hpc_plan_source_dir hpc_plan_summary hpc_plan_text hpc_plan_file \
-  hpc_profile_tmpdir_provided hpc_profile_tmpdir_root hpc_venv_build hpc_venv_stamp
+  hpc_profile_tmpdir_provided hpc_profile_tmpdir_root hpc_runner_preview
 
 # hpc_submit_locate: sets hpc_files_dir (the running submitter's folder), hpc_source_dir (its
 # parent: the project), and the folders of the runners and Python helpers, which sit beside
@@ -22,61 +22,15 @@ hpc_submit_locate() {
   hpc_facts_locate "$hpc_files_dir"
 }
 
-# shellcheck disable=SC2034 # hpc_submit_image and hpc_submit_workdir are read by hpc_plan_adopt
-# hpc_submit_container_checks: with -s, the image must be a .sif file and --workdir an absolute
-# path inside the container (exit 2 otherwise); sets hpc_submit_image and hpc_submit_workdir.
-hpc_submit_container_checks() {
-  hpc_submit_image='' hpc_submit_workdir=''
-  [[ -n $hpc_opt_singularity ]] || return 0
-  # shellcheck source=singularity_hpc_files/container_runner.bash
-  source "$hpc_container_lib"
-  hpc_container_check_image "$hpc_opt_singularity" || exit 2
-  hpc_submit_image=$hpc_container_image
-  if [[ -n $hpc_opt_workdir ]]; then
-    hpc_container_check_workdir "$hpc_opt_workdir" || exit 2
-    hpc_submit_workdir=$hpc_container_workdir
-  fi
-  if ((${#hpc_opt_data[@]})); then
-    hpc_container_check_data "${hpc_opt_data[@]}" || exit 2
-  fi
-}
-
-# shellcheck disable=SC2034 # hpc_submit_host_workdir is read by hpc_plan_adopt
-# hpc_submit_workdir_check: without -s, --workdir is a folder on the cluster's shared file
-# system where the program starts: absolute, or relative to the current folder, '..' going up the
-# path as written (as the shell's cd reads it). Sets hpc_plan_workdir to it, absolute and clean
-# (empty without --workdir). It need not exist (the submission makes it), but what exists of it
-# must be folders, the deepest of them writable, and no name longer than 255 bytes: exit 2
-# otherwise, having made nothing. (hpc_submit_host_workdir: the same, which the plan copies.)
-hpc_submit_workdir_check() {
-  local path=$hpc_opt_workdir part dir='' parent=''
-  local -a parts clean=()
-  hpc_plan_workdir='' hpc_submit_host_workdir=''
-  [[ -n $path && -z $hpc_opt_singularity ]] || return 0
-  [[ $path == /* ]] || path=$PWD/$path
-  IFS=/ read -r -a parts <<<"$path"
-  for part in "${parts[@]}"; do
-    case $part in
-      '' | .) ;;
-      ..) ((${#clean[@]} == 0)) || unset 'clean[-1]' ;;
-      *) clean+=("$part") ;;
-    esac
-  done
-  ((${#clean[@]})) || hpc_die_usage "--workdir" "'$hpc_opt_workdir' is the root folder; accepted: a folder of your own, absolute or relative to the current folder"
-  for part in "${clean[@]}"; do
-    # No file system holds a longer name (NAME_MAX): mkdir would fail after the checks.
-    ((${#part} <= 255)) || hpc_die_usage "--workdir" "'$hpc_opt_workdir' has a name longer than 255 bytes; accepted: a folder path whose names are at most 255 bytes each"
-  done
-  for part in "${clean[@]}"; do
-    dir+=/$part
-    [[ -e $dir || -L $dir ]] || break
-    [[ -d $dir ]] || hpc_die_usage "--workdir" "'$hpc_opt_workdir': $dir is not a folder; accepted: a folder, absolute or relative to the current folder"
-    parent=$dir
-  done
-  # The folder itself, or where it is to be made: tasks make their task_N folders in it.
-  [[ -z $parent || -w $parent ]] || hpc_die_usage "--workdir" "'$hpc_opt_workdir': $parent is not writable for you; accepted: a folder you can write in"
-  printf -v hpc_plan_workdir '/%s' "${clean[@]}"
-  hpc_submit_host_workdir=$hpc_plan_workdir
+# shellcheck disable=SC2034 # what the checks keep is read by hpc_plan_adopt
+# hpc_submit_runner_check: loads the runner the options choose (hpc_plan_choose_runner) and runs
+# its check of its options (hpc_runner_NAME_check: exit 2 with one line); what a check keeps for
+# the plan (the image, the container's and the host's working folder) starts empty.
+hpc_submit_runner_check() {
+  hpc_submit_image='' hpc_submit_workdir='' hpc_submit_host_workdir='' hpc_plan_workdir=''
+  hpc_plan_choose_runner
+  hpc_runner_load "$hpc_plan_runner" || exit 1
+  "hpc_runner_${hpc_plan_runner}_check"
 }
 
 # hpc_submit_configs: reads the configs file (-C, else experiment_configurations.txt beside the
@@ -186,11 +140,9 @@ hpc_submit_environment() {
 # here (sbatch --test-only, reading the script from stdin), submits and creates nothing.
 # Returns 1 when SLURM refuses the request.
 hpc_submit_dry_run() {
-  local script answer plan rc=0 venv_ready=0
-  # The job script names the build of the venv it would run from (see venv_runner.bash).
-  hpc_venv_expect "$hpc_plan_source_dir"
-  ! hpc_venv_find "$hpc_plan_source_dir" "$hpc_venv_stamp" || venv_ready=1
-  ((venv_ready == 0)) || hpc_plan_venv=$hpc_venv_build
+  local script answer plan rc=0
+  # What the runner would use (the venv's build it would run from), and would make first.
+  "hpc_runner_${hpc_plan_runner}_preview"
   # The plan file's name, as it would be written (its stamp is made when it is written).
   plan=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_STAMP.plan
   hpc_plan_record
@@ -206,9 +158,7 @@ hpc_submit_dry_run() {
   printf '\n== environment of the program\n'
   hpc_submit_environment
   printf '\n== summary\n%s\n' "$(hpc_plan_summary)"
-  if ((venv_ready == 0)); then
-    printf 'The virtual environment %s would be built first by an install job.\n' "$hpc_plan_venv"
-  fi
+  [[ -z $hpc_runner_preview ]] || printf '%s\n' "$hpc_runner_preview"
   if [[ -n $hpc_plan_workdir && ! -d $hpc_plan_workdir ]]; then
     printf 'The working folder %s would be made.\n' "$hpc_plan_workdir"
   fi
@@ -340,8 +290,7 @@ hpc_submit_main() {
     source "$hpc_files_dir/lib/hpc_scaling.bash"
     hpc_scaling_check_options
   fi
-  hpc_submit_container_checks
-  hpc_submit_workdir_check
+  hpc_submit_runner_check
   hpc_profile_load "$hpc_opt_cluster"
   hpc_submit_configs
   ((hpc_opt_scaling_test == 0)) || hpc_scaling_main
@@ -386,7 +335,7 @@ hpc_submit_main() {
   # submission fails before SLURM accepts the job.
   hpc_submit_made=()
   [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir && -d ${hpc_plan_workdir:-/} ]] || hpc_submit_make_folders
-  [[ $hpc_plan_runner != venv ]] || hpc_venv_ensure
+  "hpc_runner_${hpc_plan_runner}_prepare"
   if ((${#hpc_opt_data[@]})); then
     local rc=0
     hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?

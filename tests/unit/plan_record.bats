@@ -157,8 +157,7 @@ plan_of() {
       (($# == 0)) || shift
       hpc_opt_defaults
       hpc_opt_parse "${args[@]}"
-      hpc_submit_container_checks
-      hpc_submit_workdir_check
+      hpc_submit_runner_check
       hpc_profile_load "$hpc_opt_cluster"
       hpc_submit_configs
       hpc_plan_make

@@ -23,7 +23,7 @@ unused_functions() {
   code=$(grep -hvE '^[[:space:]]*#' -- "$@")
   grep -hoE '^[a-z_][a-z0-9_]*\(\) \{' -- "$@" | sed 's/() {//' | sort -u | while IFS= read -r name; do
     # A launcher's or runner's function is called by name: "hpc_launcher_${name}_plan".
-    if [[ $name =~ ^hpc_(launcher|runner)_[a-z0-9_]+_(describe|plan|processes|srun|task|workers|enter|wrap)$ ]]; then
+    if [[ $name =~ ^hpc_(launcher|runner)_[a-z0-9_]+_(describe|plan|processes|srun|task|workers|check|prepare|preview|enter|wrap)$ ]]; then
       grep -qE "hpc_${BASH_REMATCH[1]}_\\\$\{[^}]+\}_${BASH_REMATCH[2]}([^a-z0-9_]|$)" <<<"$code" || printf '%s\n' "$name"
       continue
     fi

@@ -1,12 +1,47 @@
 # shellcheck shell=bash
-# singularity.bash: the runner of an Apptainer/Singularity image (-s): the runtime's command
-# line from singularity_hpc_files/container_runner.bash (the plan's hpc_plan_container_lib). In a
-# task (hpc_job_task). The interface of a runner: docs/architecture.md.
+# singularity.bash: the runner of an Apptainer/Singularity image (-s), with
+# singularity_hpc_files/container_runner.bash. At submission: the checks of the image, of
+# --workdir (a folder inside the container) and of --data. In a task (hpc_job_task): the
+# runtime's command line. The interface of a runner: docs/architecture.md.
 
 # What this file reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # The job's plan file: hpc_plan_*; the job: scratch_dir, exp_name.
 declare -g hpc_plan_container_lib hpc_plan_container_workdir scratch_dir exp_name
+# At submission: hpc_options.bash: the options; hpc_facts_locate: hpc_container_lib;
+# container_runner.bash: what its checks keep.
+declare -g hpc_opt_singularity hpc_opt_workdir hpc_container_lib hpc_container_image hpc_container_workdir
+declare -ga hpc_opt_data
+
+# shellcheck disable=SC2034 # hpc_submit_image and hpc_submit_workdir are read by hpc_plan_adopt
+# hpc_runner_singularity_check: (submission, before the plan) the image must be a .sif file,
+# --workdir an absolute path inside the container, --data what the container sees (exit 2
+# otherwise, one line); sets hpc_submit_image and hpc_submit_workdir, which the plan copies.
+hpc_runner_singularity_check() {
+  # shellcheck source=singularity_hpc_files/container_runner.bash
+  source "$hpc_container_lib"
+  hpc_container_check_image "$hpc_opt_singularity" || exit 2
+  hpc_submit_image=$hpc_container_image
+  if [[ -n $hpc_opt_workdir ]]; then
+    hpc_container_check_workdir "$hpc_opt_workdir" || exit 2
+    hpc_submit_workdir=$hpc_container_workdir
+  fi
+  if ((${#hpc_opt_data[@]})); then
+    hpc_container_check_data "${hpc_opt_data[@]}" || exit 2
+  fi
+}
+
+# hpc_runner_singularity_prepare: (submission, after the confirmation) nothing to make: the image
+# is copied to each node when the job starts (hpc_container_node_setup).
+hpc_runner_singularity_prepare() {
+  :
+}
+
+# shellcheck disable=SC2034 # hpc_runner_preview is read by hpc_submit_dry_run
+# hpc_runner_singularity_preview: (dry run) nothing would be made first: hpc_runner_preview empty.
+hpc_runner_singularity_preview() {
+  hpc_runner_preview=''
+}
 
 # hpc_runner_singularity_enter TEMPLATE...: loads the container runner, finds the runtime, hands
 # the program's variables over (APPTAINERENV_/SINGULARITYENV_, never argv) and expands the

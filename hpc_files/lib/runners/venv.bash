@@ -1,12 +1,80 @@
 # shellcheck shell=bash
-# venv.bash: the runner of the project's virtual environment (${source_dir}/virtual_env, kept up
-# to date by virtual_env_hpc_files/venv_runner.bash at submission). In a task (hpc_job_task).
-# The interface of a runner: docs/architecture.md.
+# venv.bash: the runner of the project's virtual environment (${source_dir}/virtual_env). At
+# submission: the checks of --workdir (a folder of the host) and the venv's readiness
+# (virtual_env_hpc_files/venv_runner.bash, read only then: an install job builds the venv when no
+# build is ready). In a task (hpc_job_task): the venv's environment. The interface of a runner:
+# docs/architecture.md.
 
 # What this file reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # the plan file: hpc_plan_*; the job: source_dir; hpc_common.bash: hpc_lib_dir; hpc_job_resolve_program: the module.
 declare -g source_dir hpc_lib_dir hpc_job_python_module hpc_plan_venv hpc_plan_python_helpers
+# At submission: hpc_options.bash: the options; hpc_facts_locate: hpc_venv_dir; hpc_plan.bash:
+# the plan; venv_runner.bash: the build found.
+declare -g hpc_opt_workdir hpc_venv_dir hpc_plan_source_dir hpc_venv_build hpc_venv_stamp
+
+# shellcheck disable=SC2034 # hpc_plan_workdir and hpc_submit_host_workdir are read by hpc_plan_adopt
+# hpc_runner_venv_check: (submission, before the plan) --workdir is a folder on the cluster's
+# shared file system where the program starts: absolute, or relative to the current folder, '..'
+# going up the path as written (as the shell's cd reads it). Sets hpc_submit_host_workdir (which
+# the plan copies) and hpc_plan_workdir to it, absolute and clean (left empty without
+# --workdir). It need not exist (the submission makes it), but what exists of it must be folders,
+# the deepest of them writable, and no name longer than 255 bytes: exit 2 otherwise, having made
+# nothing.
+hpc_runner_venv_check() {
+  local path=$hpc_opt_workdir part dir='' parent=''
+  local -a parts clean=()
+  [[ -n $path ]] || return 0
+  [[ $path == /* ]] || path=$PWD/$path
+  IFS=/ read -r -a parts <<<"$path"
+  for part in "${parts[@]}"; do
+    case $part in
+      '' | .) ;;
+      ..) ((${#clean[@]} == 0)) || unset 'clean[-1]' ;;
+      *) clean+=("$part") ;;
+    esac
+  done
+  ((${#clean[@]})) || hpc_die_usage "--workdir" "'$hpc_opt_workdir' is the root folder; accepted: a folder of your own, absolute or relative to the current folder"
+  for part in "${clean[@]}"; do
+    # No file system holds a longer name (NAME_MAX): mkdir would fail after the checks.
+    ((${#part} <= 255)) || hpc_die_usage "--workdir" "'$hpc_opt_workdir' has a name longer than 255 bytes; accepted: a folder path whose names are at most 255 bytes each"
+  done
+  for part in "${clean[@]}"; do
+    dir+=/$part
+    [[ -e $dir || -L $dir ]] || break
+    [[ -d $dir ]] || hpc_die_usage "--workdir" "'$hpc_opt_workdir': $dir is not a folder; accepted: a folder, absolute or relative to the current folder"
+    parent=$dir
+  done
+  # The folder itself, or where it is to be made: tasks make their task_N folders in it.
+  [[ -z $parent || -w $parent ]] || hpc_die_usage "--workdir" "'$hpc_opt_workdir': $parent is not writable for you; accepted: a folder you can write in"
+  printf -v hpc_plan_workdir '/%s' "${clean[@]}"
+  hpc_submit_host_workdir=$hpc_plan_workdir
+}
+
+# hpc_runner_venv_prepare: (submission, after the confirmation, before the plan file) makes sure
+# a build of the venv for the project's dependency file is ready, else submits the install job
+# and waits (hpc_venv_ensure); the plan names that build (hpc_plan_venv).
+hpc_runner_venv_prepare() {
+  # The venv's readiness, read once (a study prepares each run).
+  # shellcheck source=virtual_env_hpc_files/venv_runner.bash
+  declare -F hpc_venv_ensure >/dev/null || source "$hpc_venv_dir/venv_runner.bash"
+  hpc_venv_ensure
+}
+
+# shellcheck disable=SC2034 # hpc_runner_preview is read by hpc_submit_dry_run
+# hpc_runner_venv_preview: (dry run, nothing made) the plan names the build the job would run
+# from when one is ready; else hpc_runner_preview says that an install job would build it first.
+hpc_runner_venv_preview() {
+  # shellcheck source=virtual_env_hpc_files/venv_runner.bash
+  declare -F hpc_venv_expect >/dev/null || source "$hpc_venv_dir/venv_runner.bash"
+  hpc_runner_preview=''
+  hpc_venv_expect "$hpc_plan_source_dir"
+  if hpc_venv_find "$hpc_plan_source_dir" "$hpc_venv_stamp"; then
+    hpc_plan_venv=$hpc_venv_build
+  else
+    hpc_runner_preview="The virtual environment $hpc_plan_venv would be built first by an install job."
+  fi
+}
 
 # hpc_runner_venv_enter TEMPLATE...: enters the venv (without sourcing bin/activate), puts the
 # toolkit's scontrol and helpers first, expands the command into hpc_configs_argv and, with
