@@ -24,7 +24,9 @@
 #                              D-H:M:S (e.g. 1-12:00:00). Default: the cluster's.
 #   -G, --gpu-type TYPE        GPU type, one of the cluster's (e.g. v100l on Cedar).
 #   -a, --account NAME         SLURM account, one of the cluster's. Default: the cluster's.
-#   -p, --partition NAME       SLURM partition. Default: the cluster's.
+#   -p, --partition NAME       SLURM partition. Default: the profile's, else SBATCH_PARTITION
+#                              (as sbatch reads it; written into the job, so that resubmit
+#                              keeps it), else the cluster's default.
 #
 # How the program is started:
 #   -W, --which-distributed L  The launcher L, one of the files in hpc_files/lib/launchers/:

@@ -15,7 +15,7 @@
 # so that the linter knows each name and catches a misspelt one.
 declare -g hpc_plan_nodes hpc_plan_cpus hpc_plan_cpus_per_task hpc_plan_gpus hpc_plan_mb \
   hpc_plan_mem_per_gpu hpc_plan_ntasks_per_node hpc_profile_gpu_gres_name hpc_profile_name \
-  hpc_profile_partition_routed hpc_slurm_fresh hpc_slurm_raw
+  hpc_profile_partition hpc_profile_partition_routed hpc_slurm_fresh hpc_slurm_raw hpc_opt_partition
 
 # hpc_fit_summarize RAW: sets hpc_slurm_text to the summary of sinfo's lines
 # 'PARTITION|NODES|CPUS|MEMORY_MB|GRES' (RAW: the default partition marked *, a partition on
@@ -95,9 +95,12 @@ hpc_fit_check() {
     esac
   done
   ((${#all[@]})) || return 0
-  # sbatch takes the partition from SBATCH_PARTITION when no option gives one, as users set it.
-  if [[ -n ${hpc_plan_partition:-${SBATCH_PARTITION:-}} ]]; then
-    IFS=, read -ra wanted <<<"${hpc_plan_partition:-$SBATCH_PARTITION}"
+  # The plan's partition: -p, the profile's, or SBATCH_PARTITION (hpc_plan_make), as users set it.
+  local partition_option=-p/--partition
+  [[ -n ${hpc_opt_partition:-} || -n ${hpc_profile_partition:-} || -z ${SBATCH_PARTITION:-} ]] ||
+    partition_option=SBATCH_PARTITION
+  if [[ -n ${hpc_plan_partition:-} ]]; then
+    IFS=, read -ra wanted <<<"$hpc_plan_partition"
   elif [[ -n $default ]]; then
     wanted=("$default")
   elif [[ $hpc_profile_partition_routed == true ]]; then
@@ -110,7 +113,7 @@ hpc_fit_check() {
   fi
   for part in "${wanted[@]}"; do
     if [[ ! -v limits[$part] ]]; then
-      hpc_plan_misfit_option=-p/--partition
+      hpc_plan_misfit_option=$partition_option
       hpc_plan_misfit="'$part' is not a partition of this cluster; accepted: ${all[*]}"
       return 0
     fi

@@ -238,8 +238,8 @@ hpc_map_plan() {
 # hpc_slurm_text) exit 2 when the gather asks for more CPUs, GPUs or memory than the largest
 # node of the partition has.
 hpc_map_check_gather_fit() {
-  # sbatch takes the partition from SBATCH_PARTITION when no option gives one, as hpc_fit_check.
-  local text=$'\n'${hpc_slurm_text:-}$'\n' part=${hpc_plan_partition:-${SBATCH_PARTITION:-}} line cpus mb gpus
+  # The plan's partition (-p, the profile's or SBATCH_PARTITION: hpc_plan_make), else the default.
+  local text=$'\n'${hpc_slurm_text:-}$'\n' part=${hpc_plan_partition:-} line cpus mb gpus
   local hpc_plan_mb gather_gpus=${hpc_opt_gather_gpus:-0}
   ((${#hpc_map_gather_words[@]})) || return 0
   if [[ -z $part ]]; then

@@ -181,7 +181,9 @@ hpc_plan_make() {
   hpc_plan_gpus=${hpc_opt_gpus:-$hpc_profile_defaults_gpus}
   hpc_plan_cpus=${hpc_opt_cpus:-$hpc_profile_defaults_cpus}
   hpc_plan_time=${hpc_opt_time:-$hpc_profile_defaults_time}
-  hpc_plan_partition=${hpc_opt_partition:-$hpc_profile_partition}
+  # -p, else the profile's, else SBATCH_PARTITION (which sbatch would read): written into the job,
+  # so that a resubmission, a gather or a follow-up gets it from a shell without the variable.
+  hpc_plan_partition=${hpc_opt_partition:-${hpc_profile_partition:-${SBATCH_PARTITION:-}}}
 
   # Account: the profile's list, when it has one, is what the cluster accepts.
   hpc_plan_account=${hpc_opt_account:-$hpc_profile_account_default}

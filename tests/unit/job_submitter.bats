@@ -1185,6 +1185,31 @@ sinfo_cache() {
   for arg in "${argv[@]}"; do [[ $arg != --partition=* ]] || fail "a partition was chosen: $arg"; done
 }
 
+@test "a partition given in SBATCH_PARTITION is the job's: written in its plan and script, so that resubmit, a gather and a follow-up get it without the variable; a bad one names SBATCH_PARTITION" {
+  make_ready_venv
+  HPC_STUB_SINFO_TABLE=$'batch|2|4|4000|gpu:2\nlong|1|4|4000|(null)' SBATCH_PARTITION=long submit -y --cluster generic -g 0 -e envpart
+  assert_equal "$status" 0
+  argv_of sbatch 1
+  has_arg --partition=long || fail "sbatch was not given the partition: ${argv[*]}"
+  grep -qx 'hpc_plan_partition=long' "$outputs"/envpart_venv-none_*.plan
+  grep -qx '#SBATCH --partition="long"' "$outputs/envpart_venv-none_4242.sh"
+  # Resubmitted from a shell without the variable: the same partition.
+  forget_calls
+  submit resubmit envpart
+  assert_equal "$status" 0
+  grep -qx '#SBATCH --partition="long"' "$stub_log/sbatch.1.script"
+  # A partition the cluster does not have, from the variable: one line naming it, exit 2.
+  HPC_STUB_SINFO_TABLE=$'batch|2|4|4000|gpu:2\nlong|1|4|4000|(null)' SBATCH_PARTITION=nope submit -y --cluster generic -g 0 -e envpart
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: SBATCH_PARTITION: 'nope' is not a partition of this cluster; accepted: batch long"
+  # -p wins over the variable, as with sbatch.
+  forget_calls
+  HPC_STUB_SINFO_TABLE=$'batch|2|4|4000|gpu:2\nlong|1|4|4000|(null)' SBATCH_PARTITION=long submit -y --cluster generic -g 0 -p batch -e envpart
+  assert_equal "$status" 0
+  argv_of sbatch 1
+  has_arg --partition=batch || fail "sbatch was not given -p: ${argv[*]}"
+}
+
 # ---------------------------------------------------------------------------------------------
 # 10. Smaller things
 

@@ -110,10 +110,11 @@ plain'
     source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
     source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
     source "$HPC_ROOT/hpc_files/lib/hpc_submit.bash"
+    source "$HPC_ROOT/hpc_files/lib/hpc_submit_dry_run.bash"
     source "$HPC_ROOT/hpc_files/lib/hpc_sweep.bash"
     hpc_plan_source_dir=/p hpc_plan_project_name=p hpc_plan_scratch_dir=/s hpc_plan_exp_name=e
     hpc_plan_nodes=1 hpc_plan_gpus=0 hpc_profile_tmpdir_provided=true hpc_plan_launcher=none
-    hpc_python_helpers_dir=/h hpc_plan_venv=/p/virtual_env
+    hpc_python_helpers_dir=/h hpc_plan_venv=/p/virtual_env hpc_plan_runner=venv
     hpc_configs_words=(python a.py "\${WANDB_API_KEY}" "\${DB_PASS}" "--db=\${DB_URL}" "\${HOME}")
     # The values are set before tracing starts: the test itself prints none.
     s="x $WANDB_API_KEY" argv=(a "$DB_PASS")
