@@ -159,8 +159,8 @@
 #
 # Each option is given once, except -d/--data and --copy-back, whose paths add up.
 # Requests that no node of the partition could run (more nodes, CPUs, GPUs or memory than it
-# has) are refused before anything is made, from what sinfo says (cached for 10 minutes); so
-# are arrays above MaxArraySize (scontrol show config, cached the same way).
+# has, a GPU type it lacks) are refused before anything is made, from what sinfo says (cached
+# for 10 minutes); so are arrays above MaxArraySize (scontrol show config, cached the same way).
 #
 # The job's program sees source_dir, project_name, scratch_dir=${SCRATCH}/${project_name},
 # exp_name, num_nodes, gpus_per_node, num_processes (the total of program processes: 1 without

@@ -8,21 +8,24 @@
 #
 # What sinfo says is kept as a summary, one line per partition, for the profile's GRES name:
 #   d DEFAULT_PARTITION          (d alone: the cluster has none)
-#   p PARTITION NODES CPUS MB GPUS   (node count; the largest node's CPUs, memory, GPUs)
+#   p PARTITION NODES CPUS MB GPUS TYPES   (node count; the largest node's CPUs, memory, GPUs;
+#                                TYPES: TYPE:N,... the most GPUs of each type on one node, or -
+#                                when its GPUs have no type, as gpu:2)
 
 # What this library reads, set by the others: the plan (hpc_plan.bash), the profile, and what
 # sinfo said (hpc_profile_slurm_facts). Declared here, not set (values already there are kept),
 # so that the linter knows each name and catches a misspelt one.
-declare -g hpc_plan_nodes hpc_plan_cpus hpc_plan_cpus_per_task hpc_plan_gpus hpc_plan_mb \
+declare -g hpc_plan_nodes hpc_plan_cpus hpc_plan_cpus_per_task hpc_plan_gpus hpc_plan_gpu_type hpc_plan_mb \
   hpc_plan_mem_per_gpu hpc_plan_ntasks_per_node hpc_profile_gpu_gres_name hpc_profile_name \
-  hpc_profile_partition hpc_profile_partition_routed hpc_slurm_fresh hpc_slurm_raw hpc_opt_partition
+  hpc_profile_partition hpc_profile_partition_routed hpc_slurm_fresh hpc_slurm_raw hpc_opt_partition \
+  hpc_opt_gpu_type
 
 # hpc_fit_summarize RAW: sets hpc_slurm_text to the summary of sinfo's lines
 # 'PARTITION|NODES|CPUS|MEMORY_MB|GRES' (RAW: the default partition marked *, a partition on
 # several lines when its nodes differ). Empty when RAW names no partition.
 hpc_fit_summarize() {
-  local rest=$1$'\n' line part nodes cpus mb gres entry count
-  local -A n=() c=() m=() g=()
+  local rest=$1$'\n' line part nodes cpus mb gres entry count type types
+  local -A n=() c=() m=() g=() t=() of_type=()
   local order=() default=''
   while [[ -n $rest ]]; do
     line=${rest%%$'\n'*}
@@ -48,7 +51,7 @@ hpc_fit_summarize() {
     ((10#${cpus:-0} <= c[$part])) || c[$part]=$((10#$cpus))
     ((10#${mb:-0} <= m[$part])) || m[$part]=$((10#$mb))
     # GRES: gpu:2, gpu:v100l:4(S:0-1),mps:100 or (null); what is in parentheses is dropped.
-    count=0
+    count=0 of_type=()
     gres+=,
     while [[ -n $gres ]]; do
       entry=${gres%%,*}
@@ -61,14 +64,29 @@ hpc_fit_summarize() {
       entry=${entry%%\(*}
       [[ $entry == "$hpc_profile_gpu_gres_name":* && ${entry##*:} == +([0-9]) ]] || continue
       count=$((count + 10#${entry##*:}))
+      # gpu:TYPE:N: N GPUs of TYPE on each of these nodes.
+      type=${entry#*:}
+      type=${type%:*}
+      [[ $type == *:* || $type == +([0-9]) ]] ||
+        of_type[$type]=$((${of_type[$type]:-0} + 10#${entry##*:}))
     done
     ((count <= g[$part])) || g[$part]=$count
+    for type in "${!of_type[@]}"; do
+      entry=$part/$type
+      count=${of_type[$type]}
+      ((count <= ${t[$entry]:-0})) || t[$entry]=$count
+    done
   done
   hpc_slurm_text=
   ((${#order[@]})) || return 0
   hpc_slurm_text="d${default:+ $default}"
   for part in "${order[@]}"; do
-    hpc_slurm_text+=$'\n'"p $part ${n[$part]} ${c[$part]} ${m[$part]} ${g[$part]}"
+    types=''
+    for entry in "${!t[@]}"; do
+      [[ ${entry%%/*} != "$part" ]] || types+=,${entry#*/}:${t[$entry]}
+    done
+    types=${types#,}
+    hpc_slurm_text+=$'\n'"p $part ${n[$part]} ${c[$part]} ${m[$part]} ${g[$part]} ${types:--}"
   done
 }
 
@@ -77,7 +95,8 @@ hpc_fit_summarize() {
 # ever run; both empty when the plan fits.
 hpc_fit_check() {
   local rest=$1$'\n' line part wanted=() all=() default='' where per_node factor
-  local max_nodes=0 max_cpus=0 max_mb=0 max_gpus=0 nodes cpus mb gpus
+  local max_nodes=0 max_cpus=0 max_mb=0 max_gpus=0 nodes cpus mb gpus types entry
+  local max_of_type=0 types_known=1 types_seen=''
   local -A limits=()
   hpc_plan_misfit_option='' hpc_plan_misfit=''
   while [[ -n $rest ]]; do
@@ -101,11 +120,12 @@ hpc_fit_check() {
     partition_option=SBATCH_PARTITION
   if [[ -n ${hpc_plan_partition:-} ]]; then
     IFS=, read -ra wanted <<<"$hpc_plan_partition"
+  elif [[ $hpc_profile_partition_routed == true ]]; then
+    # The cluster chooses a partition itself (its default too is only where a job starts out):
+    # any of them may take the job.
+    wanted=("${all[@]}")
   elif [[ -n $default ]]; then
     wanted=("$default")
-  elif [[ $hpc_profile_partition_routed == true ]]; then
-    # The cluster chooses a partition itself: any of them may take the job.
-    wanted=("${all[@]}")
   else
     hpc_plan_misfit_option=-p/--partition
     hpc_plan_misfit="the cluster has no default partition and none was given; accepted: ${all[*]}"
@@ -117,7 +137,17 @@ hpc_fit_check() {
       hpc_plan_misfit="'$part' is not a partition of this cluster; accepted: ${all[*]}"
       return 0
     fi
-    read -r nodes cpus mb gpus <<<"${limits[$part]}"
+    read -r nodes cpus mb gpus types <<<"${limits[$part]}"
+    # The GPUs of the type asked for (-G), when sinfo named their types (a cache older than the
+    # types has none: not judged then).
+    if [[ -z $types ]]; then
+      types_known=0
+    elif [[ $types != - ]]; then
+      for entry in ${types//,/ }; do
+        [[ ,$types_seen, == *,"${entry%:*}",* ]] || types_seen+=,${entry%:*}
+        [[ ${entry%:*} != "${hpc_plan_gpu_type:-}" ]] || ((${entry##*:} <= max_of_type)) || max_of_type=${entry##*:}
+      done
+    fi
     ((nodes <= max_nodes)) || max_nodes=$nodes
     ((cpus <= max_cpus)) || max_cpus=$cpus
     ((mb <= max_mb)) || max_mb=$mb
@@ -145,15 +175,34 @@ hpc_fit_check() {
     return 0
   fi
   # Nodes without a RealMemory show 1 MB: nothing to compare with then.
-  if [[ -z $hpc_plan_mem ]] || ((max_mb <= 1)); then return 0; fi
-  hpc_plan_mem_mb "$hpc_plan_mem"
-  ((hpc_plan_mb > max_mb)) || return 0
-  if ((hpc_plan_gpus > 0)); then
-    hpc_plan_misfit_option=-m/--mem-per-gpu
-    hpc_plan_misfit="$hpc_plan_mem_per_gpu x $hpc_plan_gpus GPU(s) is more memory than a node of $where has (${max_mb}M); accepted: at most $((max_mb / hpc_plan_gpus))M"
-  else
-    hpc_plan_misfit_option=memory
-    hpc_plan_misfit="the profile's defaults.mem_no_gpu $hpc_plan_mem is more than a node of $where has (${max_mb}M); accepted: at most ${max_mb}M in hpc_files/clusters/$hpc_profile_name.yaml"
+  if [[ -n $hpc_plan_mem ]] && ((max_mb > 1)); then
+    hpc_plan_mem_mb "$hpc_plan_mem"
+    if ((hpc_plan_mb > max_mb && hpc_plan_gpus > 0)); then
+      hpc_plan_misfit_option=-m/--mem-per-gpu
+      hpc_plan_misfit="$hpc_plan_mem_per_gpu x $hpc_plan_gpus GPU(s) is more memory than a node of $where has (${max_mb}M); accepted: at most $((max_mb / hpc_plan_gpus))M"
+      return 0
+    elif ((hpc_plan_mb > max_mb)); then
+      hpc_plan_misfit_option=memory
+      hpc_plan_misfit="the profile's defaults.mem_no_gpu $hpc_plan_mem is more than a node of $where has (${max_mb}M); accepted: at most ${max_mb}M in hpc_files/clusters/$hpc_profile_name.yaml"
+      return 0
+    fi
+  fi
+  # The GPU type last: given by -G or the profile's gpu.default_type.
+  local type_text="'${hpc_plan_gpu_type:-}'"
+  [[ -n ${hpc_opt_gpu_type:-} ]] || type_text="'${hpc_plan_gpu_type:-}' (the profile's gpu.default_type)"
+  if ((hpc_plan_gpus > 0 && types_known)) && [[ -n ${hpc_plan_gpu_type:-} ]] && ((hpc_plan_gpus > max_of_type)); then
+    if [[ -z $types_seen ]]; then
+      hpc_plan_misfit_option=-G/--gpu-type
+      hpc_plan_misfit="$type_text: the GPUs of $where have no type; accepted: no -G (any GPU)"
+    elif ((max_of_type == 0)); then
+      hpc_plan_misfit_option=-G/--gpu-type
+      types_seen=${types_seen#,}
+      hpc_plan_misfit="$type_text is not a GPU type of $where; accepted: ${types_seen//,/ }"
+    else
+      hpc_plan_misfit_option=-g/--gpus
+      hpc_plan_misfit="$hpc_plan_gpus $hpc_plan_gpu_type GPUs per node is more than a node of $where has; accepted: 0 to $max_of_type"
+    fi
+    return 0
   fi
 }
 

@@ -249,7 +249,7 @@ hpc_map_check_gather_fit() {
   fi
   [[ -n $part && $text == *$'\n'"p $part "* ]] || return 0
   line=${text#*$'\n'"p $part "}
-  read -r _ cpus mb gpus <<<"${line%%$'\n'*}"
+  read -r _ cpus mb gpus _ <<<"${line%%$'\n'*}"
   if [[ $cpus =~ ^[0-9]+$ ]] && ((cpus > 0 && ${hpc_opt_gather_cpus:-1} > cpus)); then
     hpc_die_usage "--gather-cpus" "$hpc_opt_gather_cpus CPUs is more than a node of partition $part has ($cpus); accepted: 1 to $cpus"
   fi

@@ -483,8 +483,11 @@ hpc_plan_fits_quick() {
   line=${line%%$'\n'*}
   nodes=${line%% *} line=${line#* }
   cpus=${line%% *} line=${line#* }
-  mb=${line%% *} gpus=${line#* }
+  mb=${line%% *} line=${line#* }
+  gpus=${line%% *}
   [[ $nodes$cpus$mb$gpus == +([0-9]) ]] || return 1
+  # A GPU type (-G) is judged by hpc_fit.bash, against the types sinfo named.
+  [[ -z $hpc_plan_gpu_type ]] || ((hpc_plan_gpus == 0)) || return 1
   ((hpc_plan_nodes <= nodes && hpc_plan_gpus <= gpus)) || return 1
   ((cpus == 0 || hpc_plan_cpus_per_task * hpc_plan_ntasks_per_node <= cpus)) || return 1
   if [[ -z $hpc_plan_mem ]] || ((mb <= 1)); then return 0; fi

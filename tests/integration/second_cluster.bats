@@ -107,6 +107,20 @@ on_both_nodes() {
   assert_output --partial '"tmpdir_is_dir": true'
 }
 
+@test "a GPU type: the node's (a100) runs with the typed GRES; another is refused in one line naming -G and the types sinfo shows, and nothing is queued" {
+  needs_venv
+  hpc_configs "$PROJECT" 'python probe.py env'
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 1 -G v100 -e gtype
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -G/--gpu-type: 'v100' is not a GPU type of partition compute; accepted: a100"
+  run squeue -h -n "${PROJECT##*/}-gtype"
+  assert_output ""
+  hpc_run_job "$PROJECT" -g 1 -G a100 -e gtype
+  assert_equal "$job_state" "COMPLETED 0:0"
+  run scontrol show job "$job_id"
+  assert_output --regexp '(TresPerNode|Gres)=(gres[:/])?gpu:a100:1'
+}
+
 @test "torchrun, 2 nodes x 2 GPUs, partition by -p: 4 ranks, all-reduce 6, two on each address-named node" {
   needs_venv
   unset SBATCH_PARTITION

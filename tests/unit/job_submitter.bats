@@ -1185,6 +1185,37 @@ sinfo_cache() {
   for arg in "${argv[@]}"; do [[ $arg != --partition=* ]] || fail "a partition was chosen: $arg"; done
 }
 
+@test "a GPU type no node of the partition has is refused in one line naming -G and the types there (exit 2, nothing made), judged from sinfo's GRES when the profile lists no types; from the cache too" {
+  make_ready_venv
+  local typed=$'compute*|2|4|4000|gpu:a100:2(S:0-1)\nsmall|1|4|4000|gpu:t4:1,gpu:a100:1'
+  HPC_STUB_SINFO_TABLE=$typed submit -y --cluster generic -g 1 -G v100 -e typed
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -G/--gpu-type: 'v100' is not a GPU type of partition compute; accepted: a100"
+  [[ ! -e "$SCRATCH/my project" ]]
+  # More GPUs of that type than a node has: refused naming -g.
+  HPC_STUB_SINFO_TABLE=$typed submit -y --cluster generic -g 2 -G t4 -p small -e typed
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -g/--gpus: 2 t4 GPUs per node is more than a node of partition small has; accepted: 0 to 1"
+  # A type the partition has: submitted, asking for it; the second time from the cache.
+  forget_calls
+  HPC_STUB_SINFO_TABLE=$typed submit -y --cluster generic -g 2 -G a100 -e typed
+  assert_equal "$status" 0
+  argv_of sbatch 1
+  has_arg --gres=gpu:a100:2 || fail "no typed GRES: ${argv[*]}"
+  [[ -f $HPC_CACHE_DIR/slurm/generic.txt ]]
+  HPC_STUB_SINFO_TABLE=$typed submit -y --cluster generic -g 1 -G v100 -e typed
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -G/--gpu-type: 'v100' is not a GPU type of partition compute; accepted: a100"
+  # GPUs without a type (the embedded cluster's): any -G is refused, saying to leave it out.
+  rm -rf -- "$HPC_CACHE_DIR/slurm"
+  HPC_STUB_SINFO_TABLE=$'batch*|2|4|4000|gpu:2' submit -y --cluster generic -g 1 -G a100 -e typed
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -G/--gpu-type: 'a100': the GPUs of partition batch have no type; accepted: no -G (any GPU)"
+  # No GPUs asked for: the type does not matter.
+  HPC_STUB_SINFO_TABLE=$'batch*|2|4|4000|gpu:2' submit -y --cluster generic -g 0 -G a100 -e typed
+  assert_equal "$status" 0
+}
+
 @test "a partition given in SBATCH_PARTITION is the job's: written in its plan and script, so that resubmit, a gather and a follow-up get it without the variable; a bad one names SBATCH_PARTITION" {
   make_ready_venv
   HPC_STUB_SINFO_TABLE=$'batch|2|4|4000|gpu:2\nlong|1|4|4000|(null)' SBATCH_PARTITION=long submit -y --cluster generic -g 0 -e envpart
