@@ -68,3 +68,49 @@ bench_report_old() {
     printf "  other version (%s) %8.1f ms   %.2fx; this version takes %.2f of its time\n", d, o / 1000, o / s, t / o
   }'
 }
+
+# bench_floor_script FILE KIND: writes to FILE a Bash script that starts exactly the processes a
+# submission of KIND (submit, map, scaling) starts (tests/unit/speed.bats counts them), with
+# arguments of the same shape, and does nothing else: no library, no plan, no file but the
+# folders. Run as `bash FILE WORK PROJECT`, it times the floor of the toolkit's design on this
+# machine: what is left above it is the toolkit's own Bash work (mostly parsing its libraries).
+# shellcheck disable=SC2016 # the script's lines, written as they are: expanded when it runs
+bench_floor_script() {
+  local common='--nodes=1 --ntasks-per-node=1 --cpus-per-task=1 --mem=1G --time=00-00:10:00 --partition=debug --output=/dev/null --job-name=bench-floor'
+  {
+    printf '%s\n' '#!/usr/bin/env bash' 'set -euo pipefail' 'work=$1 project=$2' \
+      'exec {lock}>>"$work/floor.lock"' 'flock -s "$lock"' "common=($common --chdir=\"\$project\")" \
+      "script=\$'#!/bin/bash\\ntrue\\n'"
+    case $2 in
+      submit)
+        printf '%s\n' 'out=$(exec sbatch --parsable "${common[@]}" 2>&1 <<<"$script")'
+        ;;
+      map)
+        printf '%s\n' 'id=$(exec sbatch --parsable --hold "${common[@]}" --array=0-5%2 2>&1 <<<"$script")' \
+          'mkdir -- "$work/map-$id" "$work/map-$id/tasks"' \
+          'gather=$(exec sbatch --parsable "${common[@]}" --dependency="afterany:$id" --kill-on-invalid-dep=yes 2>&1 <<<"$script")' \
+          'out=$(exec scontrol release "$id" 2>&1)'
+        ;;
+      scaling)
+        printf '%s\n' 'report=$(exec sbatch --parsable --hold "${common[@]}" --kill-on-invalid-dep=yes 2>&1 <<<"$script")' \
+          'mkdir -- "$work/study-$report"' \
+          'mkdir -- "$work/study-$report/runs" "$work/study-$report/runs/"{1x1,1x2,2x1,2x2}' \
+          'ids=()' \
+          'for shape in 1:1 1:2 2:1 2:2; do' \
+          '  ids+=("$(exec sbatch --parsable --hold "${common[@]/--nodes=1/--nodes=${shape%:*}}" --gres="gpu:${shape#*:}" 2>&1 <<<"$script")")' \
+          'done' \
+          'deps=$(IFS=:; printf %s "${ids[*]}")' \
+          'out=$(exec scontrol update JobId="$report" Dependency="afterany:$deps" 2>&1)' \
+          'out=$(exec scontrol release "$report" "${ids[@]}" 2>&1)'
+        ;;
+    esac
+  } >"$1"
+}
+
+# bench_report_floor BASE_US FLOOR_US NEW_US: prints the floor's median, its ratio to the baseline,
+# and what this version adds above it.
+bench_report_floor() {
+  awk -v s="$1" -v f="$2" -v t="$3" 'BEGIN {
+    printf "  floor: the same processes, no toolkit  %8.1f ms   %.2fx; the toolkit adds %.1f ms (%.2fx) above it\n", f / 1000, f / s, (t - f) / 1000, (t - f) / s
+  }'
+}

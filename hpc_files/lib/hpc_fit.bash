@@ -25,7 +25,8 @@ declare -g hpc_plan_nodes hpc_plan_cpus hpc_plan_cpus_per_task hpc_plan_gpus hpc
 # several lines when its nodes differ). Empty when RAW names no partition.
 hpc_fit_summarize() {
   local rest=$1$'\n' line part nodes cpus mb gres entry count type types
-  local -A n=() c=() m=() g=() t=() of_type=()
+  local -a listed
+  local -A n=() c=() m=() g=() t=() of_type=() seen=() tl=()
   local order=() default=''
   while [[ -n $rest ]]; do
     line=${rest%%$'\n'*}
@@ -67,8 +68,14 @@ hpc_fit_summarize() {
       # gpu:TYPE:N: N GPUs of TYPE on each of these nodes.
       type=${entry#*:}
       type=${type%:*}
-      [[ $type == *:* || $type == +([0-9]) ]] ||
-        of_type[$type]=$((${of_type[$type]:-0} + 10#${entry##*:}))
+      [[ $type != *:* && $type != +([0-9]) ]] || continue
+      of_type[$type]=$((${of_type[$type]:-0} + 10#${entry##*:}))
+      # The partition's types in the order sinfo first names them.
+      entry=$part/$type
+      [[ -n ${seen[$entry]:-} ]] || {
+        seen[$entry]=1
+        tl[$part]+=" $type"
+      }
     done
     ((count <= g[$part])) || g[$part]=$count
     for type in "${!of_type[@]}"; do
@@ -82,8 +89,10 @@ hpc_fit_summarize() {
   hpc_slurm_text="d${default:+ $default}"
   for part in "${order[@]}"; do
     types=''
-    for entry in "${!t[@]}"; do
-      [[ ${entry%%/*} != "$part" ]] || types+=,${entry#*/}:${t[$entry]}
+    read -ra listed <<<"${tl[$part]:-}"
+    for type in ${listed[@]+"${listed[@]}"}; do
+      entry=$part/$type
+      types+=,$type:${t[$entry]}
     done
     types=${types#,}
     hpc_slurm_text+=$'\n'"p $part ${n[$part]} ${c[$part]} ${m[$part]} ${g[$part]} ${types:--}"

@@ -438,12 +438,25 @@ hpc_map_submit_part() {
 # hpc_map_undo MESSAGE: cancels the map's jobs submitted so far, removes the folder made for
 # it (only that one, never through a link), says MESSAGE and exits 1.
 hpc_map_undo() {
+  local sig=${hpc_submit_signal:-} message=$1
   trap - EXIT
   scancel "${hpc_map_array_ids[@]}" "${hpc_map_gather_ids[@]}" 2>/dev/null || true
   if [[ -n ${hpc_map_made:-} && ! -L $hpc_map_made && -d $hpc_map_made ]]; then rm -rf -- "${hpc_map_made:?}"; fi
   # The plan files of the map's jobs (the array's, its parts', the gather's).
   hpc_plan_unwrite
-  hpc_die "$1; the map (job ${hpc_map_array_ids[*]}${hpc_map_gather_ids[*]:+, gather ${hpc_map_gather_ids[*]}}) was cancelled"
+  # A signal that came meanwhile is the reason, whatever failed after it; the submitter ends by it.
+  [[ -z $sig ]] || message="stopped by SIG$sig"
+  message+="; the map (job ${hpc_map_array_ids[*]}${hpc_map_gather_ids[*]:+, gather ${hpc_map_gather_ids[*]}}) was cancelled"
+  [[ -n $sig ]] || hpc_die "$message"
+  hpc_say "$message"
+  trap - INT TERM HUP
+  kill -s "$sig" "$$"
+  exit 1
+}
+
+# hpc_map_signalled: (signals deferred, hpc_submit_defer_signals) cancels the map when one came.
+hpc_map_signalled() {
+  [[ -z ${hpc_submit_signal:-} ]] || hpc_map_undo "stopped"
 }
 
 # hpc_map_after_submit ARRAY_ID: the array was accepted, held: makes the map's folder (items.txt,
@@ -453,6 +466,8 @@ hpc_map_after_submit() {
   local id=$1 out gather_id
   hpc_map_array_ids=("$id") hpc_map_gather_ids=() hpc_map_made=''
   trap 'hpc_map_undo "the submission stopped before the map was released"' EXIT
+  # A signal while the held array was submitted.
+  hpc_map_signalled
   hpc_map_id=$hpc_map_stamp-$id
   hpc_map_dir=$hpc_map_root/$hpc_map_id
   [[ -d $hpc_map_root ]] || mkdir -p -- "$hpc_map_root" 2>/dev/null || hpc_map_undo "cannot make $hpc_map_root"
@@ -467,6 +482,7 @@ hpc_map_after_submit() {
   local part
   for part in "${hpc_map_parts[@]:1}"; do
     hpc_map_submit_part "$part" || hpc_map_undo "a part of the map was not submitted (see above)"
+    hpc_map_signalled
   done
   if ((${#hpc_map_gather_words[@]})); then
     local line rc=0
@@ -477,8 +493,10 @@ hpc_map_after_submit() {
         'id '*) gather_id=${line#id } ;;
       esac
     done <<<"$out"
+    # An id it printed is the gather's, whatever came after: cancelled with the map.
+    [[ -z ${gather_id:-} ]] || hpc_map_gather_ids=("$gather_id")
     ((rc == 0)) || hpc_map_undo "the gather job was not submitted (see above)"
-    hpc_map_gather_ids=("$gather_id")
+    hpc_map_signalled
   fi
   hpc_map_manifest_json || hpc_map_undo "cannot write $hpc_map_dir/manifest.json"
   out=$(exec scontrol release "${hpc_map_array_ids[@]}" 2>&1) || hpc_map_undo "scontrol release ${hpc_map_array_ids[*]} failed: $out"

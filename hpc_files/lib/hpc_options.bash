@@ -229,7 +229,7 @@ hpc_opt_set() {
       hpc_opt_configs=$value
       ;;
     -p/--partition)
-      [[ $value =~ ^[A-Za-z0-9_.,-]+$ ]] || hpc_die_usage "$name" "'$value' is not a partition name"
+      [[ $value =~ ^[A-Za-z0-9_.,-]+$ ]] || hpc_die_usage "$name" "'$value' is not a partition name; accepted: letters, digits, _ . - (several: separated by commas)"
       hpc_opt_partition=$value
       ;;
     --cluster)

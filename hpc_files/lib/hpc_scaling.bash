@@ -261,12 +261,26 @@ hpc_scaling_sbatch() {
 # hpc_scaling_undo MESSAGE: cancels the study's jobs submitted so far, removes the folder made
 # for it (only that one, never through a link), says MESSAGE and exits 1.
 hpc_scaling_undo() {
+  local sig=${hpc_submit_signal:-} message=$1
   trap - EXIT
   ((${#hpc_scaling_ids[@]} == 0)) || scancel "${hpc_scaling_ids[@]}" 2>/dev/null || true
   if [[ -n ${hpc_scaling_made:-} && ! -L $hpc_scaling_made && -d $hpc_scaling_made ]]; then rm -rf -- "${hpc_scaling_made:?}"; fi
   # The plan files of the study's jobs (hpc_plan.bash is loaded once one was written).
   ! declare -F hpc_plan_unwrite >/dev/null || hpc_plan_unwrite
-  hpc_die "$1; the study's jobs (${hpc_scaling_ids[*]:-none}) were cancelled"
+  # A signal that came meanwhile is the reason, whatever failed after it; the submitter ends by it.
+  [[ -z $sig ]] || message="stopped by SIG$sig"
+  message+="; the study's jobs (${hpc_scaling_ids[*]:-none}) were cancelled"
+  [[ -n $sig ]] || hpc_die "$message"
+  hpc_say "$message"
+  trap - INT TERM HUP
+  kill -s "$sig" "$$"
+  exit 1
+}
+
+# hpc_scaling_signalled: (signals deferred, hpc_submit_defer_signals) cancels the study when one
+# came.
+hpc_scaling_signalled() {
+  [[ -z ${hpc_submit_signal:-} ]] || hpc_scaling_undo "stopped"
 }
 
 # hpc_scaling_study_json: writes study_dir/study.json (before the study is released).
@@ -409,6 +423,9 @@ hpc_scaling_main() {
   trap - EXIT
   hpc_scaling_ids=() hpc_scaling_run_ids=() hpc_scaling_keys=() hpc_scaling_gpus_of=() hpc_scaling_made=''
   trap 'hpc_scaling_undo "the submission stopped before the study was released"' EXIT
+  # Until the study is released, a signal cancels it whole once the sbatch it came during has
+  # answered (hpc_scaling_signalled): no held job is left behind.
+  hpc_submit_defer_signals
   # The report job first, held: its id names the study's folder before any run's output does.
   printf -v hpc_scaling_stamp '%(%Y%m%d-%H%M%S)T' -1
   hpc_scaling_report_plan
@@ -420,6 +437,7 @@ hpc_scaling_main() {
   hpc_scaling_sbatch "$hpc_plan_script" "${hpc_plan_sbatch_args[@]}" || hpc_scaling_undo "the report job was not submitted"
   hpc_scaling_report_id=$hpc_scaling_id
   hpc_scaling_ids+=("$hpc_scaling_id")
+  hpc_scaling_signalled
   hpc_scaling_id_text=$hpc_scaling_stamp-$hpc_scaling_report_id
   hpc_scaling_dir=$hpc_scaling_root/$hpc_scaling_id_text
   [[ -d $hpc_scaling_root ]] || mkdir -p -- "$hpc_scaling_root" || hpc_scaling_undo "cannot make $hpc_scaling_root"
@@ -443,6 +461,7 @@ hpc_scaling_main() {
     hpc_plan_render
     hpc_scaling_sbatch "$hpc_plan_script" "${hpc_plan_sbatch_args[@]}" || hpc_scaling_undo "run $hpc_scaling_key was not submitted"
     hpc_scaling_ids+=("$hpc_scaling_id") hpc_scaling_run_ids+=("$hpc_scaling_id") hpc_scaling_keys+=("$hpc_scaling_key")
+    hpc_scaling_signalled
     hpc_scaling_gpus_of+=("$hpc_plan_gpus") hpc_scaling_launcher=$hpc_plan_launcher hpc_scaling_time=$hpc_plan_time
     printf '%s' "$hpc_plan_script" >"$hpc_scaling_run_dir/job.sh" || hpc_scaling_undo "cannot write $hpc_scaling_run_dir/job.sh"
     hpc_manifest_write "$hpc_scaling_id" "$hpc_scaling_run_dir/job.sh" "$hpc_plan_file" || hpc_say "run $hpc_scaling_id was submitted, but its manifest could not be written"
@@ -459,8 +478,11 @@ hpc_scaling_main() {
   printf '%s' "$hpc_scaling_report_script" >"$hpc_scaling_dir/report.sh" || hpc_scaling_undo "cannot write $hpc_scaling_dir/report.sh"
   hpc_manifest_write "$hpc_scaling_report_id" "$hpc_scaling_dir/report.sh" "$report_plan" || hpc_say "the report job was submitted, but its manifest could not be written"
   hpc_scaling_study_json || hpc_scaling_undo "cannot write $hpc_scaling_dir/study.json"
+  hpc_scaling_signalled
   out=$(exec scontrol release "${hpc_scaling_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release failed: $out"
   trap - EXIT
+  # Released: a signal that came during the release ends the submitter now, the study submitted.
+  hpc_submit_resume_signals "$hpc_scaling_report_id"
   printf 'Scaling study %s: %s run(s) (jobs %s), report job %s after them (afterany)\nFolder: %s\n' \
     "$hpc_scaling_id_text" "${#hpc_scaling_run_ids[@]}" "${hpc_scaling_run_ids[*]}" "$hpc_scaling_report_id" "$hpc_scaling_dir"
   exit 0

@@ -105,7 +105,10 @@ hpc_submit_undo() {
 # hpc_submit_defer_signals: (just before sbatch) a TERM, HUP or INT that comes while sbatch runs
 # is noted in hpc_submit_signal instead of ending the submitter: bash runs a trap once sbatch has
 # returned, so that a job SLURM accepted keeps its plan file (the EXIT trap would remove it from
-# under the job, which then fails at its start) and gets its kept script and manifest.
+# under the job, which then fails at its start) and gets its kept script and manifest. A map or a
+# scaling study, whose jobs stay held until all are in place, looks at hpc_submit_signal after
+# each sbatch and cancels them all (hpc_map_undo, hpc_scaling_undo): no job is left held with
+# nobody knowing its id.
 hpc_submit_defer_signals() {
   hpc_submit_signal=''
   trap 'hpc_submit_signal=INT' INT
@@ -237,8 +240,10 @@ hpc_submit_main() {
   final=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_$id.sh
   printf '%s' "$hpc_plan_script" >"$final" || hpc_say "job $id was submitted, but its script could not be kept as $final"
   hpc_manifest_write "$id" "$final" "$hpc_plan_file" || hpc_say "job $id was submitted, but its manifest could not be written"
-  hpc_submit_resume_signals "$id"
+  # A map's array is held until its folder and gather are in place: a signal until then cancels
+  # the whole map (hpc_map_after_submit), never leaves the array held.
   [[ $hpc_plan_mode != map ]] || hpc_map_after_submit "$id"
+  hpc_submit_resume_signals "$id"
   printf 'Submitted job %s (%s)\n' "$id" "$hpc_plan_summary"
   if [[ ${hpc_plan_mode:-single} == offline ]]; then
     if [[ -n ${WANDB_DIR:-} ]]; then

@@ -129,7 +129,9 @@ refused() {
 |--dry-run=yes|--dry-run: takes no value
 |--wandb-offline=1|--wandb-offline: takes no value
 |-a a/b|-a/--account: 'a/b' is not an account name (letters, digits, _ . -)
-|-p a/b|-p/--partition: 'a/b' is not a partition name
+|-p a/b|-p/--partition: 'a/b' is not a partition name; accepted: letters, digits, _ . - (several: separated by commas)
+HPC_CLUSTER=generic SBATCH_PARTITION=a/b|-g 1|SBATCH_PARTITION: 'a/b' is not a partition name; accepted: letters, digits, _ . - (several: separated by commas)
+HPC_CLUSTER=generic SBATCH_PARTITION=x"y|-g 1|SBATCH_PARTITION: 'x"y' is not a partition name; accepted: letters, digits, _ . - (several: separated by commas)
 |-G 'v100'|-G/--gpu-type: ''v100'' is not a GPU type name
 # Profiles.
 |--cluster mars|--cluster: 'mars' is not a known cluster; accepted: @PROFILES@
@@ -320,6 +322,12 @@ HPC_STUB_SINFO=nodefault|--cluster cedar -W torchrun -n 5|-n/--num-nodes: 5 node
 |--cluster plai -g 9|-g/--gpus: 9 GPUs per node is more than a node of cluster plai has; accepted: 0 to 8
 |--cluster generic -p plai -g 9|-g/--gpus: 9 GPUs per node is more than a node of partition plai has; accepted: 0 to 8
 |--cluster generic -p small,cpu -g 3|-g/--gpus: 3 GPUs per node is more than a node of any of the partitions small cpu has; accepted: 0 to 2
+# A GPU type: from sinfo's GRES when the profile lists none (the stub: debug untyped, gpu v100l and p100, plai a100 and v100).
+|--cluster generic -g 1 -G a100|-G/--gpu-type: 'a100': the GPUs of partition debug have no type; accepted: no -G (any GPU)
+|--cluster generic -p plai -g 1 -G h100|-G/--gpu-type: 'h100' is not a GPU type of partition plai; accepted: a100 v100
+|--cluster generic -p gpu,plai -g 1 -G h100|-G/--gpu-type: 'h100' is not a GPU type of any of the partitions gpu plai; accepted: v100l p100 a100 v100
+|--cluster generic -p plai -g 5 -G a100|-g/--gpus: 5 a100 GPUs per node is more than a node of partition plai has; accepted: 0 to 4
+|--cluster cedar -p small -g 1 -m 1G|-G/--gpu-type: 'v100l' (the profile's gpu.default_type): the GPUs of partition small have no type; accepted: no -G (any GPU)
 HPC_STUB_SINFO=nodefault|--cluster generic --dry-run|-p/--partition: the cluster has no default partition and none was given; accepted: debug gpu plai small cpu
 EOT
   [[ -z $report ]] || fail "$report"
