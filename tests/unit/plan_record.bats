@@ -320,9 +320,8 @@ cancelled() {
 
 @test "a TERM while a map's gather is being submitted: the held array and the gather are cancelled, the map's folder and plan files removed; the submitter ends by the signal" {
   hpc_test_venv_built "$project"
-  export HPC_STUB_MAX_ARRAY_SIZE=1001
   slow_sbatch 2
-  signal_during_sbatch TERM -y -g 0 --map-range 0-3 --gather "python -c pass" -e sigmap
+  HPC_STUB_MAX_ARRAY_SIZE=1001 signal_during_sbatch TERM -y -g 0 --map-range 0-3 --gather "python -c pass" -e sigmap
   assert_equal "$rc" 143
   assert_equal "$(cancelled)" "4242 4243"
   assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the map (job 4242, gather 4243) was cancelled"
@@ -332,9 +331,8 @@ cancelled() {
 
 @test "a TERM while a map's held array is being submitted: the array is cancelled, never left held; nothing of the map is left" {
   hpc_test_venv_built "$project"
-  export HPC_STUB_MAX_ARRAY_SIZE=1001
   slow_sbatch 1
-  signal_during_sbatch TERM -y -g 0 --map-range 0-3 --gather "python -c pass" -e sigarr
+  HPC_STUB_MAX_ARRAY_SIZE=1001 signal_during_sbatch TERM -y -g 0 --map-range 0-3 --gather "python -c pass" -e sigarr
   assert_equal "$rc" 143
   assert_equal "$(cancelled)" "4242"
   assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the map (job 4242) was cancelled"
