@@ -436,7 +436,8 @@ hpc_map_submit_part() {
 }
 
 # hpc_map_undo MESSAGE: cancels the map's jobs submitted so far, removes the folder made for
-# it (only that one, never through a link), says MESSAGE and exits 1.
+# it (only that one, never through a link), says MESSAGE and exits 1 (by a signal that came
+# meanwhile, hpc_submit_stop).
 hpc_map_undo() {
   local sig=${hpc_submit_signal:-} message=$1
   trap - EXIT
@@ -446,12 +447,7 @@ hpc_map_undo() {
   hpc_plan_unwrite
   # A signal that came meanwhile is the reason, whatever failed after it; the submitter ends by it.
   [[ -z $sig ]] || message="stopped by SIG$sig"
-  message+="; the map (job ${hpc_map_array_ids[*]}${hpc_map_gather_ids[*]:+, gather ${hpc_map_gather_ids[*]}}) was cancelled"
-  [[ -n $sig ]] || hpc_die "$message"
-  hpc_say "$message"
-  trap - INT TERM HUP
-  kill -s "$sig" "$$"
-  exit 1
+  hpc_submit_stop "$message; the map (job ${hpc_map_array_ids[*]}${hpc_map_gather_ids[*]:+, gather ${hpc_map_gather_ids[*]}}) was cancelled"
 }
 
 # hpc_map_signalled: (signals deferred, hpc_submit_defer_signals) cancels the map when one came.

@@ -259,7 +259,8 @@ hpc_scaling_sbatch() {
 }
 
 # hpc_scaling_undo MESSAGE: cancels the study's jobs submitted so far, removes the folder made
-# for it (only that one, never through a link), says MESSAGE and exits 1.
+# for it (only that one, never through a link), says MESSAGE and exits 1 (by a signal that came
+# meanwhile, hpc_submit_stop).
 hpc_scaling_undo() {
   local sig=${hpc_submit_signal:-} message=$1
   trap - EXIT
@@ -269,12 +270,7 @@ hpc_scaling_undo() {
   ! declare -F hpc_plan_unwrite >/dev/null || hpc_plan_unwrite
   # A signal that came meanwhile is the reason, whatever failed after it; the submitter ends by it.
   [[ -z $sig ]] || message="stopped by SIG$sig"
-  message+="; the study's jobs (${hpc_scaling_ids[*]:-none}) were cancelled"
-  [[ -n $sig ]] || hpc_die "$message"
-  hpc_say "$message"
-  trap - INT TERM HUP
-  kill -s "$sig" "$$"
-  exit 1
+  hpc_submit_stop "$message; the study's jobs (${hpc_scaling_ids[*]:-none}) were cancelled"
 }
 
 # hpc_scaling_signalled: (signals deferred, hpc_submit_defer_signals) cancels the study when one

@@ -125,6 +125,17 @@ hpc_submit_resume_signals() {
   kill -s "$hpc_submit_signal" "$$"
 }
 
+# hpc_submit_stop MESSAGE: (a map's or a study's undo, its jobs cancelled) ends the submitter: by
+# the signal that came meanwhile (hpc_submit_signal), once MESSAGE is said; else exit 1 with it.
+hpc_submit_stop() {
+  local sig=${hpc_submit_signal:-}
+  [[ -n $sig ]] || hpc_die "$1"
+  hpc_say "$1"
+  trap - INT TERM HUP
+  kill -s "$sig" "$$"
+  exit 1
+}
+
 # hpc_submit_confirm: on a terminal without -y, shows the summary and asks; false means no.
 hpc_submit_confirm() {
   local answer
