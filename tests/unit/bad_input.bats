@@ -245,6 +245,10 @@ HPC_CLUSTER=generic HPC_STUB_SINFO=nodefault SBATCH_PARTITION=small|--map-range 
 HPC_CLUSTER=generic HPC_STUB_SINFO=nodefault SBATCH_PARTITION=small|--map-range 0-1 --gather x --gather-gpus 3|--gather-gpus: 3 GPUs is more than a node of partition small has (2); accepted: 0 to 2
 # The gather's memory: -m per GPU times --gather-gpus.
 |-p small -g 1 -m 3000M --map-range 0-1 --gather x --gather-gpus 2|--gather-gpus: 2 GPUs x 3000M (-m/--mem-per-gpu) is more memory than a node of partition small has (4000M); accepted: 0 to 1
+# The gather's GPUs are of the type the tasks ask for (-G), even when the tasks ask for none.
+HPC_CLUSTER=generic|-g 0 -G a100 --map-range 0-1 --gather x --gather-gpus 1|-G/--gpu-type: 'a100': the GPUs of partition debug have no type; accepted: no -G (any GPU)
+HPC_CLUSTER=generic|-p plai -g 0 -G p100 --map-range 0-1 --gather x --gather-gpus 1|-G/--gpu-type: 'p100' is not a GPU type of partition plai; accepted: a100 v100
+HPC_CLUSTER=generic|-p plai -g 1 -G a100 --map-range 0-1 --gather x --gather-gpus 5|--gather-gpus: 5 a100 GPUs is more than a node of partition plai has; accepted: 0 to 4
 |--map-range 0-1 --gather x --gather-cpus 0|--gather-cpus: '0' is not accepted; accepted: a whole number of CPUs, 1 or more
 |--map-range 0-1 --gather x --gather-time 99:00:60|--gather-time: '99:00:60' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
 |--map-range 0-1 --gather x --gather-time 1-24:00:00|--gather-time: '1-24:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
