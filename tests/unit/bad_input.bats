@@ -277,6 +277,9 @@ HPC_STUB_MAX_JOB_COUNT=2|--map-over standard.txt|--map-over: 3 tasks are more th
 # A partition that is missing or unknown is -p's fault, not the configurations'.
 HPC_STUB_SINFO=nodefault|--scaling-test --scale-nodes 1,2 -W torchrun --cluster generic|-p/--partition: the cluster has no default partition and none was given; accepted: debug gpu plai small cpu
 |--scaling-test --scale-nodes 1,2 -W torchrun -p nosuch|-p/--partition: 'nosuch' is not a partition of this cluster; accepted: debug gpu plai small cpu
+HPC_CLUSTER=generic SBATCH_PARTITION=nosuch|--scaling-test --scale-gpus 1,2|SBATCH_PARTITION: 'nosuch' is not a partition of this cluster; accepted: debug gpu plai small cpu
+# A GPU type the partition lacks is -G's fault, whatever the sizes.
+HPC_CLUSTER=generic|--scaling-test --scale-gpus 1,2 -p plai -G p100|-G/--gpu-type: 'p100' is not a GPU type of partition plai; accepted: a100 v100
 |--scaling-test --scale-nodes 1 --scale-gpus 2|--scale-nodes/--scale-gpus: every configuration has world size 2; accepted: at least two different world sizes (nodes x GPUs per node)
 |--scaling-test --scale-nodes 1,2 -n 4 -W torchrun|-n/--num-nodes: 4 with --scale-nodes 1,2, whose largest is 2; accepted: -n/--num-nodes equal to the largest of --scale-nodes, or one of the two alone
 |--scaling-test --scale-nodes 2,4 -n 1 -W torchrun|-n/--num-nodes: 1 with --scale-nodes 2,4, whose largest is 4; accepted: -n/--num-nodes equal to the largest of --scale-nodes, or one of the two alone
