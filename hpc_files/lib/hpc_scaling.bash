@@ -216,7 +216,10 @@ hpc_scaling_check_fit() {
   ((rc == 0)) && return 0
   # Its line is 'job_submitter.sh: OPTION: WHAT; accepted: ...': OPTION, WHAT and what is accepted.
   out=${out%%$'\n'*} out=${out#*: } option=${out%%: *} out=${out#*: }
-  [[ $option != -p/--partition ]] || hpc_die_usage "$option" "$out"
+  # The partition (-p or SBATCH_PARTITION) and a GPU type the partition lacks (-G) are no size's fault.
+  case $option in
+    -p/--partition | SBATCH_PARTITION | -G/--gpu-type) hpc_die_usage "$option" "$out" ;;
+  esac
   hpc_die_usage "--scale-nodes/--scale-gpus" "the largest configuration $largest does not fit: $out"
 }
 

@@ -245,6 +245,10 @@ HPC_CLUSTER=generic HPC_STUB_SINFO=nodefault SBATCH_PARTITION=small|--map-range 
 HPC_CLUSTER=generic HPC_STUB_SINFO=nodefault SBATCH_PARTITION=small|--map-range 0-1 --gather x --gather-gpus 3|--gather-gpus: 3 GPUs is more than a node of partition small has (2); accepted: 0 to 2
 # The gather's memory: -m per GPU times --gather-gpus.
 |-p small -g 1 -m 3000M --map-range 0-1 --gather x --gather-gpus 2|--gather-gpus: 2 GPUs x 3000M (-m/--mem-per-gpu) is more memory than a node of partition small has (4000M); accepted: 0 to 1
+# The gather's GPUs are of the type the tasks ask for (-G), even when the tasks ask for none.
+HPC_CLUSTER=generic|-g 0 -G a100 --map-range 0-1 --gather x --gather-gpus 1|-G/--gpu-type: 'a100': the GPUs of partition debug have no type; accepted: no -G (any GPU)
+HPC_CLUSTER=generic|-p plai -g 0 -G p100 --map-range 0-1 --gather x --gather-gpus 1|-G/--gpu-type: 'p100' is not a GPU type of partition plai; accepted: a100 v100
+HPC_CLUSTER=generic|-p plai -g 1 -G a100 --map-range 0-1 --gather x --gather-gpus 5|--gather-gpus: 5 a100 GPUs is more than a node of partition plai has; accepted: 0 to 4
 |--map-range 0-1 --gather x --gather-cpus 0|--gather-cpus: '0' is not accepted; accepted: a whole number of CPUs, 1 or more
 |--map-range 0-1 --gather x --gather-time 99:00:60|--gather-time: '99:00:60' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
 |--map-range 0-1 --gather x --gather-time 1-24:00:00|--gather-time: '1-24:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
@@ -273,6 +277,9 @@ HPC_STUB_MAX_JOB_COUNT=2|--map-over standard.txt|--map-over: 3 tasks are more th
 # A partition that is missing or unknown is -p's fault, not the configurations'.
 HPC_STUB_SINFO=nodefault|--scaling-test --scale-nodes 1,2 -W torchrun --cluster generic|-p/--partition: the cluster has no default partition and none was given; accepted: debug gpu plai small cpu
 |--scaling-test --scale-nodes 1,2 -W torchrun -p nosuch|-p/--partition: 'nosuch' is not a partition of this cluster; accepted: debug gpu plai small cpu
+HPC_CLUSTER=generic SBATCH_PARTITION=nosuch|--scaling-test --scale-gpus 1,2|SBATCH_PARTITION: 'nosuch' is not a partition of this cluster; accepted: debug gpu plai small cpu
+# A GPU type the partition lacks is -G's fault, whatever the sizes.
+HPC_CLUSTER=generic|--scaling-test --scale-gpus 1,2 -p plai -G p100|-G/--gpu-type: 'p100' is not a GPU type of partition plai; accepted: a100 v100
 |--scaling-test --scale-nodes 1 --scale-gpus 2|--scale-nodes/--scale-gpus: every configuration has world size 2; accepted: at least two different world sizes (nodes x GPUs per node)
 |--scaling-test --scale-nodes 1,2 -n 4 -W torchrun|-n/--num-nodes: 4 with --scale-nodes 1,2, whose largest is 2; accepted: -n/--num-nodes equal to the largest of --scale-nodes, or one of the two alone
 |--scaling-test --scale-nodes 2,4 -n 1 -W torchrun|-n/--num-nodes: 1 with --scale-nodes 2,4, whose largest is 4; accepted: -n/--num-nodes equal to the largest of --scale-nodes, or one of the two alone

@@ -1216,6 +1216,20 @@ sinfo_cache() {
   assert_equal "$status" 0
 }
 
+@test "a map's gather with GPUs gets the tasks' GPU type (-G): judged like theirs, a refusal from the cache judged again from a fresh sinfo" {
+  make_ready_venv
+  # The cache says the GPUs have no type (the cluster's GPUs were typed since).
+  HPC_STUB_SINFO_TABLE=$'batch*|2|4|4000|gpu:2' submit -y --cluster generic -g 0 -e gtype
+  assert_equal "$status" 0
+  [[ -f $HPC_CACHE_DIR/slurm/generic.txt ]]
+  forget_calls
+  HPC_STUB_SINFO_TABLE=$'batch*|2|4|4000|gpu:a100:2' submit -y --cluster generic -g 0 -G a100 \
+    --map-range 0-1 --gather "python -c pass" --gather-gpus 1 -e gtype
+  assert_equal "$status" 0
+  argv_of sbatch 2
+  has_arg --gres=gpu:a100:1 || fail "the gather has no typed GRES: ${argv[*]}"
+}
+
 @test "a partition given in SBATCH_PARTITION is the job's: written in its plan and script, so that resubmit, a gather and a follow-up get it without the variable; a bad one names SBATCH_PARTITION" {
   make_ready_venv
   HPC_STUB_SINFO_TABLE=$'batch|2|4|4000|gpu:2\nlong|1|4|4000|(null)' SBATCH_PARTITION=long submit -y --cluster generic -g 0 -e envpart

@@ -338,3 +338,25 @@ cancelled() {
   assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the map (job 4242) was cancelled"
   [[ -z $(find "$outputs" -name 'sigarr_*.plan') ]] || fail "plan files left: $(find "$outputs" -name '*.plan')"
 }
+
+@test "a TERM while a map's folder is being made (its held array submitted, no gather): the array is cancelled, not released; nothing of the map is left" {
+  hpc_test_venv_built "$project"
+  # A slow mkdir of the map's tasks/ folder: the signal comes after sbatch, before the release.
+  mkdir -p "$BATS_TEST_TMPDIR/bin"
+  cat >"$BATS_TEST_TMPDIR/bin/mkdir" <<STUB
+#!/usr/bin/env bash
+if [[ \${*: -1} == */tasks ]]; then
+  : >'$BATS_TEST_TMPDIR/in-sbatch'
+  sleep 1
+fi
+exec /bin/mkdir "\$@"
+STUB
+  chmod +x "$BATS_TEST_TMPDIR/bin/mkdir"
+  HPC_STUB_MAX_ARRAY_SIZE=1001 signal_during_sbatch TERM -y -g 0 --map-range 0-3 -e sigdir
+  assert_equal "$rc" 143
+  assert_equal "$(cancelled)" "4242"
+  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the map (job 4242) was cancelled"
+  ! grep -qzx release "$stub_log"/scontrol.*.args 2>/dev/null || fail "the map was released"
+  [[ -z $(find "$outputs" -name 'sigdir_*.plan') ]] || fail "plan files left: $(find "$outputs" -name '*.plan')"
+  [[ -z $(find "$outputs/map/sigdir" -mindepth 1 -maxdepth 1 2>/dev/null) ]] || fail "a map folder was left"
+}
