@@ -267,7 +267,9 @@ hpc_map_check_gather_fit() {
       misfit="--gather-gpus|$gather_gpus $hpc_plan_gpu_type GPUs is more than a node of partition $part has; accepted: 0 to $most"
     fi
     if [[ -n $misfit ]] && ((hpc_slurm_fresh == 0)); then
-      # shellcheck source=hpc_files/lib/hpc_fit.bash
+      # hpc_fit.bash is checked on its own: followed from here (and from hpc_map.bash, which
+      # sources this file), its local arrays n, c, m, g would pass for those files' scalars.
+      # shellcheck source=/dev/null
       source "$hpc_files_dir/lib/hpc_fit.bash"
       hpc_profile_slurm_facts 1
       hpc_fit_summarize "$hpc_slurm_raw"
