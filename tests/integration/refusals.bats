@@ -51,13 +51,18 @@ EOT
 }
 
 @test "sbatch refusing the job: exit 1 with its reason, and the folders this submission made are gone" {
-  # A GPU type the nodes do not have: only sbatch knows.
+  # A node feature no node has, in SBATCH_CONSTRAINT (which sbatch reads): only sbatch knows.
   [[ ! -e "$SCRATCH/refusals project/typed" ]]
-  run --separate-stderr bash "$submitter" -y --cluster generic -G k80 -g 1 -e typed </dev/null
+  run --separate-stderr env SBATCH_CONSTRAINT=nosuchfeature bash "$submitter" -y --cluster generic -g 1 -e typed </dev/null
   assert_equal "$status" 1
-  assert_equal "$stderr" "job_submitter.sh: sbatch refused the job: sbatch: error: Batch job submission failed: Requested node configuration is not available"
+  assert_equal "$stderr" "job_submitter.sh: sbatch refused the job: sbatch: error: Batch job submission failed: Invalid feature specification"
   [[ ! -e "$SCRATCH/refusals project/typed" ]]
   [[ -d "$SCRATCH/refusals project/hpc_outputs" ]]
+  # A GPU type the nodes do not have is judged before sbatch (exit 2, one line), from sinfo's GRES.
+  run --separate-stderr bash "$submitter" -y --cluster generic -G k80 -g 1 -e typed </dev/null
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: -G/--gpu-type: 'k80': the GPUs of partition debug have no type; accepted: no -G (any GPU)"
+  [[ ! -e "$SCRATCH/refusals project/typed" ]]
 }
 
 @test "a cluster without a profile (generic): no memory asked for; SLURM's default per CPU applies and the job runs" {
