@@ -87,6 +87,15 @@ hpc_map_old_plan() {
   fi
 }
 
+# hpc_map_resubmit_signalled ID...: (resubmit --failed, signals deferred) when a signal came, cancels
+# the jobs ID it submitted (held), removes the plan files it wrote, and ends by the signal.
+hpc_map_resubmit_signalled() {
+  [[ -n ${hpc_submit_signal:-} ]] || return 0
+  scancel "$@" 2>/dev/null || true
+  hpc_plan_unwrite
+  hpc_submit_stop "stopped by SIG$hpc_submit_signal; the resubmission (jobs $*) was cancelled"
+}
+
 # hpc_map_resubmit_failed ROOT: (resubmit EXP --failed, ROOT the experiment's map folders) re-runs
 # the indices of the newest map whose newest attempt did not succeed (FAILED, TIMEOUT, LOST,
 # NODE_FAIL, CANCELLED...) as one held array with the frozen items and the same throttle, in the
@@ -160,6 +169,9 @@ hpc_map_resubmit_failed() {
     fi
   done
   local -a plans=()
+  # Until the resubmission is released, a signal cancels it whole once the sbatch it came during
+  # has answered (hpc_map_resubmit_signalled): no held job is left behind.
+  hpc_submit_defer_signals
   for k in "${!part_specs[@]}"; do
     printf -v text '%shpc_plan_map_offset=0\nhpc_plan_map_indices=%q\n' "$plan_text" "${part_lists[k]}"
     if ! hpc_plan_write_file "${plan%_*}" "$text"; then
@@ -178,6 +190,7 @@ hpc_map_resubmit_failed() {
     fi
     new_id=${out##*$'\n'}
     new_ids+=("${new_id%%;*}")
+    hpc_map_resubmit_signalled "${new_ids[@]}"
   done
   new_id=${new_ids[0]} spec=${part_specs[0]}
   for i in "${indices[@]}"; do
@@ -193,6 +206,7 @@ hpc_map_resubmit_failed() {
     fi
     gather_id=${out##*$'\n'}
     gather_id=${gather_id%%;*}
+    hpc_map_resubmit_signalled "${new_ids[@]}" "$gather_id"
   fi
   local -a record=()
   for new_id in "${new_ids[@]}"; do record+=(--array "$new_id"); done
@@ -205,11 +219,14 @@ hpc_map_resubmit_failed() {
   if [[ -n $gather_id && -n ${ids[0]-} && -n ${hpc_manage_file[${ids[0]}]-} ]]; then
     hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$gather_id" '' "resubmit --failed" || hpc_say "gather job $gather_id was submitted, but its manifest could not be written"
   fi
+  hpc_map_resubmit_signalled "${new_ids[@]}" ${gather_id:+"$gather_id"}
   out=$(exec scontrol release "${new_ids[@]}" 2>&1) || {
     scancel "${new_ids[@]}" ${gather_id:+"$gather_id"} 2>/dev/null || true
     hpc_plan_unwrite
     hpc_die "scontrol release ${new_ids[*]} failed: $out; the resubmission was cancelled"
   }
+  # Released: a signal that came during the release ends the submitter now, the jobs submitted.
+  hpc_submit_resume_signals "${new_ids[0]}"
   if ((${#new_ids[@]} > 1)); then
     printf 'Resubmitted task(s) %s of map %s as jobs %s (above MaxArraySize %s: %s arrays, one after the other)\n' \
       "$ranges" "${dir##*/}" "${new_ids[*]}" "$max" "${#new_ids[@]}"

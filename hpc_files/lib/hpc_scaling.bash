@@ -639,6 +639,9 @@ hpc_scaling_resubmit_failed() {
   fi
   hpc_scaling_ids=() hpc_scaling_made=''
   trap 'hpc_scaling_undo "the resubmission stopped before its jobs were released"' EXIT
+  # Until released, a signal cancels the resubmission whole once the sbatch it came during has
+  # answered (hpc_scaling_signalled).
+  hpc_submit_defer_signals
   for key in "${redo[@]}"; do
     id=${job_of[$key]}
     hpc_manifest_read "${hpc_manage_file[id]-}" || hpc_scaling_undo "run $key (job $id) has no manifest in $hpc_manage_dir"
@@ -654,6 +657,7 @@ hpc_scaling_resubmit_failed() {
     out=${out##*$'\n'} out=${out%%;*}
     [[ $out =~ ^[0-9]+$ ]] || hpc_scaling_undo "sbatch gave no job id for run $key"
     hpc_scaling_ids+=("$out") new_ids+=("$out") records+=(--run "$key=$out")
+    hpc_scaling_signalled
     hpc_manifest_copy "${hpc_manage_file[id]}" "$out" '' 'resubmit --failed' ||
       hpc_say "run $key (job $out) was submitted, but its manifest could not be written"
   done
@@ -691,6 +695,7 @@ hpc_scaling_resubmit_failed() {
   new_report=${out##*$'\n'} new_report=${new_report%%;*}
   [[ $new_report =~ ^[0-9]+$ ]] || hpc_scaling_undo "sbatch gave no job id for the report job"
   hpc_scaling_ids+=("$new_report")
+  hpc_scaling_signalled
   (
     # Its manifest: the old report's, with its own output (a subshell: hpc_mf stays).
     hpc_manifest_copy "${hpc_manage_file[id]}" "$new_report" '' 'resubmit --failed' "$dir/report_%j.out" "$plan"
@@ -698,8 +703,10 @@ hpc_scaling_resubmit_failed() {
   for key in "${redo[@]}"; do hpc_scaling_keep_attempt "$dir/runs/$key"; done
   hpc_map_helpers study-record --dir "$dir" "${records[@]}" --report "$new_report" ||
     hpc_say "cannot record jobs ${new_ids[*]} $new_report in $dir/study.json"
+  hpc_scaling_signalled
   out=$(exec scontrol release "${new_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release ${new_ids[*]} failed: $out"
   trap - EXIT
+  hpc_submit_resume_signals "$new_report"
   printf 'Resubmitted run(s) %s of study %s as job(s) %s\n' "${redo[*]}" "${dir##*/}" "${new_ids[*]}"
   printf 'Report job %s: after job(s) %s (afterany); output %s\n' "$new_report" "${new_ids[*]}" "$dir/report_$new_report.out"
 }

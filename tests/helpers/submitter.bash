@@ -90,3 +90,50 @@ STUB
   chmod +x "$BATS_TEST_TMPDIR/squeue_bin/squeue"
   export PATH=$BATS_TEST_TMPDIR/squeue_bin:$PATH HPC_STUB_LIVE_IDS=$1
 }
+
+# hpc_test_slow_sbatch N: an sbatch before the stubs on PATH whose N-th call marks
+# $BATS_TEST_TMPDIR/in-sbatch and takes a second before it answers (the stub's answer): a signal
+# can reach the submitter then.
+hpc_test_slow_sbatch() {
+  mkdir -p "$BATS_TEST_TMPDIR/bin"
+  cat >"$BATS_TEST_TMPDIR/bin/sbatch" <<STUB
+#!/usr/bin/env bash
+n=1
+while [[ -e \$HPC_STUB_LOG/sbatch.\$n.args ]]; do n=\$((n + 1)); done
+if ((n == $1)); then
+  : >'$BATS_TEST_TMPDIR/in-sbatch'
+  sleep 1
+fi
+exec '$fixtures/bin/sbatch' "\$@"
+STUB
+  chmod +x "$BATS_TEST_TMPDIR/bin/sbatch"
+}
+
+# hpc_test_signal_during_sbatch SIGNAL ARGS...: submits with ARGS in the background, sends SIGNAL
+# once the slow sbatch call (hpc_test_slow_sbatch) has started, and sets hpc_test_rc to the
+# submitter's exit status; its output and errors go to $tmp/out and $tmp/err.
+# shellcheck disable=SC2034 # hpc_test_rc: read by the calling test
+hpc_test_signal_during_sbatch() {
+  local sig=$1 pid
+  shift
+  rm -f -- "$BATS_TEST_TMPDIR/in-sbatch"
+  PATH=$BATS_TEST_TMPDIR/bin:$PATH bash "$submitter" "$@" </dev/null >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  for _ in {1..200}; do
+    [[ -e $BATS_TEST_TMPDIR/in-sbatch ]] && break
+    sleep 0.05
+  done
+  [[ -e $BATS_TEST_TMPDIR/in-sbatch ]] || fail "the slow sbatch call never started: $(cat "$tmp/err")"
+  kill -s "$sig" "$pid"
+  hpc_test_rc=0
+  wait "$pid" || hpc_test_rc=$?
+}
+
+# hpc_test_cancelled: the job ids the scancel stub was given, in order, one line.
+hpc_test_cancelled() {
+  local f
+  for f in "$stub_log"/scancel.*.args; do
+    [[ -e $f ]] || continue
+    tr '\0' ' ' <"$f"
+  done | xargs
+}

@@ -200,6 +200,21 @@ submitted_study() {
   done
 }
 
+@test "resubmit --failed of a study, a TERM while its new report job is being submitted: the held run and the report are cancelled, never released; the submitter ends by the signal" {
+  submitted_study
+  hpc_test_slow_sbatch 2
+  HPC_STUB_LIVE_IDS='' hpc_test_signal_during_sbatch TERM resubmit probe --failed
+  assert_equal "$hpc_test_rc" 143
+  assert_equal "$(hpc_test_cancelled)" "4242 4243"
+  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the study's jobs (4242 4243) were cancelled"
+  local n=1
+  while [[ -e $stub_log/scontrol.$n.args ]]; do
+    mapfile -d '' argv <"$stub_log/scontrol.$n.args"
+    [[ ${argv[0]} != release ]] || fail "released: ${argv[*]}"
+    n=$((n + 1))
+  done
+}
+
 @test "resubmit --failed of a study whose report job is still pending: refused, exit 1; once SLURM has forgotten every job of it, the failed run is resubmitted" {
   submitted_study
   hpc_test_squeue_like_slurm 4242

@@ -190,6 +190,32 @@ config_calls() {
   assert_equal "$released" "4242"
 }
 
+@test "resubmit --failed of a map, a TERM while its new gather is being submitted: the held resubmission and the gather are cancelled, never released; the submitter ends by the signal" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-3 --gather "python gather.py" -e sigre </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  local i state
+  for i in 0 1 2 3; do
+    state=COMPLETED
+    [[ $i != 2 ]] || state=FAILED
+    mkdir -p "$map_dir/tasks/$i"
+    printf '{"index": %s, "array_job_id": "4242", "task_id": "%s", "state": "%s", "exit_code": 1, "attempt": 1}\n' \
+      "$i" "$i" "$state" >"$map_dir/tasks/$i/status.json"
+  done
+  rm -f "$stub_log"/*
+  hpc_test_slow_sbatch 2
+  HPC_STUB_MAX_ARRAY_SIZE=1001 hpc_test_signal_during_sbatch TERM resubmit sigre --failed
+  assert_equal "$hpc_test_rc" 143
+  assert_equal "$(hpc_test_cancelled)" "4242 4243"
+  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the resubmission (jobs 4242 4243) was cancelled"
+  local n=1
+  while [[ -e $stub_log/scontrol.$n.args ]]; do
+    argv_of scontrol "$n"
+    [[ ${argv[0]} != release ]] || fail "released: ${argv[*]}"
+    n=$((n + 1))
+  done
+}
+
 @test "resubmit --failed of more failed indices than MaxArraySize 4 (indices 0-9 all failed): three held arrays 0-3, 4-7 as ids 0-3, 8-9 as ids 0-1, each after the one before; the gather after all three; all released" {
   HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-9 --max-concurrent 2 --gather "python gather.py" -e big </dev/null
   assert_success

@@ -262,57 +262,13 @@ plan_of() {
   done
 }
 
-# slow_sbatch N: an sbatch before the stubs on PATH whose N-th call marks $BATS_TEST_TMPDIR/in-sbatch
-# and takes a second before it answers (the stub's answer): a signal can reach the submitter then.
-slow_sbatch() {
-  mkdir -p "$BATS_TEST_TMPDIR/bin"
-  cat >"$BATS_TEST_TMPDIR/bin/sbatch" <<STUB
-#!/usr/bin/env bash
-n=1
-while [[ -e \$HPC_STUB_LOG/sbatch.\$n.args ]]; do n=\$((n + 1)); done
-if ((n == $1)); then
-  : >'$BATS_TEST_TMPDIR/in-sbatch'
-  sleep 1
-fi
-exec '$fixtures/bin/sbatch' "\$@"
-STUB
-  chmod +x "$BATS_TEST_TMPDIR/bin/sbatch"
-}
-
-# signal_during_sbatch SIGNAL ARGS...: submits with ARGS in the background, sends SIGNAL once the
-# slow sbatch call has started, and sets rc to the submitter's exit status.
-signal_during_sbatch() {
-  local sig=$1 pid
-  shift
-  rm -f -- "$BATS_TEST_TMPDIR/in-sbatch"
-  PATH=$BATS_TEST_TMPDIR/bin:$PATH bash "$submitter" "$@" </dev/null >"$tmp/out" 2>"$tmp/err" &
-  pid=$!
-  for _ in {1..200}; do
-    [[ -e $BATS_TEST_TMPDIR/in-sbatch ]] && break
-    sleep 0.05
-  done
-  [[ -e $BATS_TEST_TMPDIR/in-sbatch ]] || fail "the slow sbatch call never started: $(cat "$tmp/err")"
-  kill -s "$sig" "$pid"
-  rc=0
-  wait "$pid" || rc=$?
-}
-
-# cancelled: the job ids the scancel stub was given, in order, one line.
-cancelled() {
-  local f
-  for f in "$stub_log"/scancel.*.args; do
-    [[ -e $f ]] || continue
-    tr '\0' ' ' <"$f"
-  done | xargs
-}
-
 @test "a TERM while a scaling study's run is being submitted: every job of the study so far, the one sbatch was submitting too, is cancelled (none is left held), its folder and plan files removed; the submitter ends by the signal" {
   hpc_test_venv_built "$project"
-  slow_sbatch 3
-  signal_during_sbatch TERM -y --scaling-test --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e sigstudy
-  assert_equal "$rc" 143
+  hpc_test_slow_sbatch 3
+  hpc_test_signal_during_sbatch TERM -y --scaling-test --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e sigstudy
+  assert_equal "$hpc_test_rc" 143
   # sbatch accepted 4242 (the report), 4243 (a run) and 4244 (the run it was submitting).
-  assert_equal "$(cancelled)" "4242 4243 4244"
+  assert_equal "$(hpc_test_cancelled)" "4242 4243 4244"
   assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the study's jobs (4242 4243 4244) were cancelled"
   [[ -z $(find "$outputs" -name 'sigstudy_*.plan') ]] || fail "plan files left: $(find "$outputs" -name '*.plan')"
   [[ -z $(find "$outputs/scaling/sigstudy" -mindepth 1 -maxdepth 1 2>/dev/null) ]] || fail "a study folder was left"
@@ -320,10 +276,10 @@ cancelled() {
 
 @test "a TERM while a map's gather is being submitted: the held array and the gather are cancelled, the map's folder and plan files removed; the submitter ends by the signal" {
   hpc_test_venv_built "$project"
-  slow_sbatch 2
-  HPC_STUB_MAX_ARRAY_SIZE=1001 signal_during_sbatch TERM -y -g 0 --map-range 0-3 --gather "python -c pass" -e sigmap
-  assert_equal "$rc" 143
-  assert_equal "$(cancelled)" "4242 4243"
+  hpc_test_slow_sbatch 2
+  HPC_STUB_MAX_ARRAY_SIZE=1001 hpc_test_signal_during_sbatch TERM -y -g 0 --map-range 0-3 --gather "python -c pass" -e sigmap
+  assert_equal "$hpc_test_rc" 143
+  assert_equal "$(hpc_test_cancelled)" "4242 4243"
   assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the map (job 4242, gather 4243) was cancelled"
   [[ -z $(find "$outputs" -name 'sigmap_*.plan') ]] || fail "plan files left: $(find "$outputs" -name '*.plan')"
   [[ -z $(find "$outputs/map/sigmap" -mindepth 1 -maxdepth 1 2>/dev/null) ]] || fail "a map folder was left"
@@ -331,10 +287,10 @@ cancelled() {
 
 @test "a TERM while a map's held array is being submitted: the array is cancelled, never left held; nothing of the map is left" {
   hpc_test_venv_built "$project"
-  slow_sbatch 1
-  HPC_STUB_MAX_ARRAY_SIZE=1001 signal_during_sbatch TERM -y -g 0 --map-range 0-3 --gather "python -c pass" -e sigarr
-  assert_equal "$rc" 143
-  assert_equal "$(cancelled)" "4242"
+  hpc_test_slow_sbatch 1
+  HPC_STUB_MAX_ARRAY_SIZE=1001 hpc_test_signal_during_sbatch TERM -y -g 0 --map-range 0-3 --gather "python -c pass" -e sigarr
+  assert_equal "$hpc_test_rc" 143
+  assert_equal "$(hpc_test_cancelled)" "4242"
   assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the map (job 4242) was cancelled"
   [[ -z $(find "$outputs" -name 'sigarr_*.plan') ]] || fail "plan files left: $(find "$outputs" -name '*.plan')"
 }
@@ -352,9 +308,9 @@ fi
 exec /bin/mkdir "\$@"
 STUB
   chmod +x "$BATS_TEST_TMPDIR/bin/mkdir"
-  HPC_STUB_MAX_ARRAY_SIZE=1001 signal_during_sbatch TERM -y -g 0 --map-range 0-3 -e sigdir
-  assert_equal "$rc" 143
-  assert_equal "$(cancelled)" "4242"
+  HPC_STUB_MAX_ARRAY_SIZE=1001 hpc_test_signal_during_sbatch TERM -y -g 0 --map-range 0-3 -e sigdir
+  assert_equal "$hpc_test_rc" 143
+  assert_equal "$(hpc_test_cancelled)" "4242"
   assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the map (job 4242) was cancelled"
   ! grep -qzx release "$stub_log"/scontrol.*.args 2>/dev/null || fail "the map was released"
   [[ -z $(find "$outputs" -name 'sigdir_*.plan') ]] || fail "plan files left: $(find "$outputs" -name '*.plan')"
