@@ -17,8 +17,7 @@
 # so that the linter knows each name and catches a misspelt one.
 declare -g hpc_plan_nodes hpc_plan_cpus hpc_plan_cpus_per_task hpc_plan_gpus hpc_plan_gpu_type hpc_plan_mb \
   hpc_plan_mem_per_gpu hpc_plan_ntasks_per_node hpc_profile_gpu_gres_name hpc_profile_name \
-  hpc_profile_partition hpc_profile_partition_routed hpc_slurm_fresh hpc_slurm_raw hpc_opt_partition \
-  hpc_opt_gpu_type
+  hpc_profile_partition_routed hpc_slurm_fresh hpc_slurm_raw hpc_plan_partition_option hpc_opt_gpu_type
 
 # hpc_fit_summarize RAW: sets hpc_slurm_text to the summary of sinfo's lines
 # 'PARTITION|NODES|CPUS|MEMORY_MB|GRES' (RAW: the default partition marked *, a partition on
@@ -104,8 +103,8 @@ hpc_fit_summarize() {
 # ever run; both empty when the plan fits.
 hpc_fit_check() {
   local rest=$1$'\n' line part wanted=() all=() default='' where per_node factor
-  local max_nodes=0 max_cpus=0 max_mb=0 max_gpus=0 nodes cpus mb gpus types entry
-  local max_of_type=0 types_known=1 types_seen=''
+  local max_nodes=0 max_cpus=0 max_mb=0 max_gpus=0 nodes cpus mb gpus types
+  local -a wanted_types=()
   local -A limits=()
   hpc_plan_misfit_option='' hpc_plan_misfit=''
   while [[ -n $rest ]]; do
@@ -124,9 +123,6 @@ hpc_fit_check() {
   done
   ((${#all[@]})) || return 0
   # The plan's partition: -p, the profile's, or SBATCH_PARTITION (hpc_plan_make), as users set it.
-  local partition_option=-p/--partition
-  [[ -n ${hpc_opt_partition:-} || -n ${hpc_profile_partition:-} || -z ${SBATCH_PARTITION:-} ]] ||
-    partition_option=SBATCH_PARTITION
   if [[ -n ${hpc_plan_partition:-} ]]; then
     IFS=, read -ra wanted <<<"$hpc_plan_partition"
   elif [[ $hpc_profile_partition_routed == true ]]; then
@@ -142,21 +138,12 @@ hpc_fit_check() {
   fi
   for part in "${wanted[@]}"; do
     if [[ ! -v limits[$part] ]]; then
-      hpc_plan_misfit_option=$partition_option
+      hpc_plan_misfit_option=${hpc_plan_partition_option:--p/--partition}
       hpc_plan_misfit="'$part' is not a partition of this cluster; accepted: ${all[*]}"
       return 0
     fi
     read -r nodes cpus mb gpus types <<<"${limits[$part]}"
-    # The GPUs of the type asked for (-G), when sinfo named their types (a cache older than the
-    # types has none: not judged then).
-    if [[ -z $types ]]; then
-      types_known=0
-    elif [[ $types != - ]]; then
-      for entry in ${types//,/ }; do
-        [[ ,$types_seen, == *,"${entry%:*}",* ]] || types_seen+=,${entry%:*}
-        [[ ${entry%:*} != "${hpc_plan_gpu_type:-}" ]] || ((${entry##*:} <= max_of_type)) || max_of_type=${entry##*:}
-      done
-    fi
+    wanted_types+=("$types")
     ((nodes <= max_nodes)) || max_nodes=$nodes
     ((cpus <= max_cpus)) || max_cpus=$cpus
     ((mb <= max_mb)) || max_mb=$mb
@@ -196,22 +183,42 @@ hpc_fit_check() {
       return 0
     fi
   fi
-  # The GPU type last: given by -G or the profile's gpu.default_type.
-  local type_text="'${hpc_plan_gpu_type:-}'"
-  [[ -n ${hpc_opt_gpu_type:-} ]] || type_text="'${hpc_plan_gpu_type:-}' (the profile's gpu.default_type)"
-  if ((hpc_plan_gpus > 0 && types_known)) && [[ -n ${hpc_plan_gpu_type:-} ]] && ((hpc_plan_gpus > max_of_type)); then
-    if [[ -z $types_seen ]]; then
-      hpc_plan_misfit_option=-G/--gpu-type
-      hpc_plan_misfit="$type_text: the GPUs of $where have no type; accepted: no -G (any GPU)"
-    elif ((max_of_type == 0)); then
-      hpc_plan_misfit_option=-G/--gpu-type
-      types_seen=${types_seen#,}
-      hpc_plan_misfit="$type_text is not a GPU type of $where; accepted: ${types_seen//,/ }"
-    else
-      hpc_plan_misfit_option=-g/--gpus
-      hpc_plan_misfit="$hpc_plan_gpus $hpc_plan_gpu_type GPUs per node is more than a node of $where has; accepted: 0 to $max_of_type"
-    fi
-    return 0
+  # The GPU type last.
+  hpc_fit_gpu_type "$hpc_plan_gpus" "$where" -g/--gpus "GPUs per node" "${wanted_types[@]}"
+}
+
+# hpc_fit_gpu_type GPUS WHERE COUNT_OPTION COUNT_WORDS TYPES...: judges GPUS GPUs per node of the
+# plan's type (hpc_plan_gpu_type: -G, or the profile's gpu.default_type) against TYPES, the
+# summary's types field of each partition WHERE names (TYPE:N,... or -). Sets
+# hpc_plan_misfit_option and hpc_plan_misfit when no node there has that type, or fewer than GPUS
+# of it (then naming COUNT_OPTION, COUNT_WORDS after the count); leaves them as they are when the
+# type fits, when no type or no GPU is asked for, or when a TYPES is empty (a cache older than the
+# types: not judged). For the tasks (hpc_fit_check) and a map's gather (hpc_map_check_gather_fit).
+hpc_fit_gpu_type() {
+  local gpus=$1 where=$2 count_option=$3 count_words=$4 types entry most=0 named='' text
+  shift 4
+  [[ -n ${hpc_plan_gpu_type:-} ]] && ((gpus > 0)) || return 0
+  for types; do
+    [[ -n $types ]] || return 0
+    [[ $types != - ]] || continue
+    for entry in ${types//,/ }; do
+      [[ ,$named, == *,"${entry%:*}",* ]] || named+=,${entry%:*}
+      [[ ${entry%:*} != "$hpc_plan_gpu_type" ]] || ((${entry##*:} <= most)) || most=${entry##*:}
+    done
+  done
+  ((gpus > most)) || return 0
+  text="'$hpc_plan_gpu_type'"
+  [[ -n ${hpc_opt_gpu_type:-} ]] || text+=" (the profile's gpu.default_type)"
+  if [[ -z $named ]]; then
+    hpc_plan_misfit_option=-G/--gpu-type
+    hpc_plan_misfit="$text: the GPUs of $where have no type; accepted: no -G (any GPU)"
+  elif ((most == 0)); then
+    hpc_plan_misfit_option=-G/--gpu-type
+    named=${named#,}
+    hpc_plan_misfit="$text is not a GPU type of $where; accepted: ${named//,/ }"
+  else
+    hpc_plan_misfit_option=$count_option
+    hpc_plan_misfit="$gpus $hpc_plan_gpu_type $count_words is more than a node of $where has; accepted: 0 to $most"
   fi
 }
 

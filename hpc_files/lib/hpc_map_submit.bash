@@ -32,6 +32,7 @@ declare -g hpc_source_dir hpc_python_helpers_dir hpc_opt_time_accepted hpc_opt_w
   hpc_plan_script hpc_plan_source_dir hpc_plan_mem_per_gpu hpc_profile_defaults_mem_no_gpu \
   hpc_profile_gpu_gres_name hpc_profile_name hpc_plan_map_keys hpc_plan_map_policy hpc_plan_map_rerun \
   hpc_manage_dir hpc_plan_text hpc_plan_file hpc_files_dir hpc_plan_gpu_type hpc_slurm_fresh hpc_slurm_raw \
+  hpc_plan_misfit_option hpc_plan_misfit \
   hpc_manage_project hpc_manifest_path hpc_manifest_ranges hpc_map_start_utc
 declare -ga hpc_submit_argv hpc_configs_argv hpc_configs_names hpc_manage_keys hpc_mf_lines hpc_mf_argv
 declare -gA hpc_mf
@@ -239,9 +240,8 @@ hpc_map_plan() {
 # node of the partition has, or GPUs of a type (-G) that it lacks.
 hpc_map_check_gather_fit() {
   # The plan's partition (-p, the profile's or SBATCH_PARTITION: hpc_plan_make), else the default.
-  local text=$'\n'${hpc_slurm_text:-}$'\n' part=${hpc_plan_partition:-} line cpus mb gpus types entry
-  local hpc_plan_mb gather_gpus=${hpc_opt_gather_gpus:-0} most=0 misfit=''
-  local -a names=()
+  local text=$'\n'${hpc_slurm_text:-}$'\n' part=${hpc_plan_partition:-} line cpus mb gpus types
+  local hpc_plan_mb gather_gpus=${hpc_opt_gather_gpus:-0}
   ((${#hpc_map_gather_words[@]})) || return 0
   if [[ -z $part ]]; then
     part=${hpc_slurm_text%%$'\n'*}
@@ -251,32 +251,22 @@ hpc_map_check_gather_fit() {
   [[ -n $part && $text == *$'\n'"p $part "* ]] || return 0
   line=${text#*$'\n'"p $part "}
   read -r _ cpus mb gpus types <<<"${line%%$'\n'*}"
-  # The gather's GPUs are of the tasks' type (-G, or the profile's gpu.default_type), as
-  # hpc_fit_check judges the tasks' (a cache older than the types has none: not judged then);
-  # a refusal from the cache is judged again from a fresh sinfo.
-  if ((gather_gpus > 0)) && [[ -n ${hpc_plan_gpu_type:-} && -n $types ]]; then
-    for entry in ${types//,/ }; do
-      [[ ${entry%:*} != "$hpc_plan_gpu_type" ]] || most=${entry##*:}
-      [[ $entry == - ]] || names+=("${entry%:*}")
-    done
-    if [[ $types == - ]]; then
-      misfit="-G/--gpu-type|'$hpc_plan_gpu_type': the GPUs of partition $part have no type; accepted: no -G (any GPU)"
-    elif ((most == 0)); then
-      misfit="-G/--gpu-type|'$hpc_plan_gpu_type' is not a GPU type of partition $part; accepted: ${names[*]}"
-    elif ((gather_gpus > most)); then
-      misfit="--gather-gpus|$gather_gpus $hpc_plan_gpu_type GPUs is more than a node of partition $part has; accepted: 0 to $most"
-    fi
-    if [[ -n $misfit ]] && ((hpc_slurm_fresh == 0)); then
-      # hpc_fit.bash is checked on its own: followed from here (and from hpc_map.bash, which
-      # sources this file), its local arrays n, c, m, g would pass for those files' scalars.
-      # shellcheck source=/dev/null
-      source "$hpc_files_dir/lib/hpc_fit.bash"
+  # The gather's GPUs are of the tasks' type (-G, or the profile's gpu.default_type), judged as
+  # the tasks' are (hpc_fit_gpu_type); a refusal from the cache is judged again from a fresh sinfo.
+  if ((gather_gpus > 0)) && [[ -n ${hpc_plan_gpu_type:-} ]]; then
+    # hpc_fit.bash is checked on its own: followed from here (and from hpc_map.bash, which
+    # sources this file), its local arrays n, c, m, g would pass for those files' scalars.
+    # shellcheck source=/dev/null
+    source "$hpc_files_dir/lib/hpc_fit.bash"
+    hpc_plan_misfit_option='' hpc_plan_misfit=''
+    hpc_fit_gpu_type "$gather_gpus" "partition $part" --gather-gpus GPUs "$types"
+    if [[ -n $hpc_plan_misfit ]] && ((hpc_slurm_fresh == 0)); then
       hpc_profile_slurm_facts 1
       hpc_fit_summarize "$hpc_slurm_raw"
       hpc_map_check_gather_fit
       return 0
     fi
-    [[ -z $misfit ]] || hpc_die_usage "${misfit%%|*}" "${misfit#*|}"
+    [[ -z $hpc_plan_misfit ]] || hpc_die_usage "$hpc_plan_misfit_option" "$hpc_plan_misfit"
   fi
   if [[ $cpus =~ ^[0-9]+$ ]] && ((cpus > 0 && ${hpc_opt_gather_cpus:-1} > cpus)); then
     hpc_die_usage "--gather-cpus" "$hpc_opt_gather_cpus CPUs is more than a node of partition $part has ($cpus); accepted: 1 to $cpus"

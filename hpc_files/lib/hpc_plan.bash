@@ -183,10 +183,15 @@ hpc_plan_make() {
   hpc_plan_time=${hpc_opt_time:-$hpc_profile_defaults_time}
   # -p, else the profile's, else SBATCH_PARTITION (which sbatch would read): written into the job,
   # so that a resubmission, a gather or a follow-up gets it from a shell without the variable.
+  # hpc_plan_partition_option names where it came from, for the refusals (hpc_fit.bash).
   hpc_plan_partition=${hpc_opt_partition:-${hpc_profile_partition:-${SBATCH_PARTITION:-}}}
-  # The variable's value goes into the job script's #SBATCH line as -p's does: the same names.
-  [[ -z $hpc_plan_partition || $hpc_plan_partition =~ ^[A-Za-z0-9_.,-]+$ ]] ||
-    hpc_die_usage "SBATCH_PARTITION" "'$hpc_plan_partition' is not a partition name; accepted: letters, digits, _ . - (several: separated by commas)"
+  hpc_plan_partition_option=-p/--partition
+  if [[ -z $hpc_opt_partition && -z $hpc_profile_partition && -n $hpc_plan_partition ]]; then
+    hpc_plan_partition_option=SBATCH_PARTITION
+    # The variable's value goes into the job script's #SBATCH line as -p's does: the same names.
+    [[ $hpc_plan_partition =~ ^[A-Za-z0-9_.,-]+$ ]] ||
+      hpc_die_usage "SBATCH_PARTITION" "'$hpc_plan_partition' is not a partition name; accepted: letters, digits, _ . - (several: separated by commas)"
+  fi
 
   # Account: the profile's list, when it has one, is what the cluster accepts.
   hpc_plan_account=${hpc_opt_account:-$hpc_profile_account_default}
