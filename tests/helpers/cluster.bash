@@ -131,9 +131,10 @@ hpc_warm_venv() {
 # hpc_wait_requeued ID RESTARTS TIMEOUT: waits until job ID has been restarted RESTARTS times and has
 # ended (between restarts a job can read as ended for seconds: the count tells them apart). A
 # requeued job's 120 s wait before it may start again (Slurm's BeginTime after a requeue) is cut
-# short, so the test takes minutes less.
+# short, so the test takes minutes less. A job that stays ended with fewer restarts for 30 s
+# fails the test then, with its output (job_out, when hpc_submit_job set it).
 hpc_wait_requeued() {
-  local id=$1 restarts=$2 timeout=$3 start=$SECONDS state pending_since=''
+  local id=$1 restarts=$2 timeout=$3 start=$SECONDS state pending_since='' ended_since='' done_restarts
 
   while :; do
     state=$(squeue -h -j "$id" -o '%T %r' 2>/dev/null) || state=
@@ -147,10 +148,19 @@ hpc_wait_requeued() {
         pending_since=''
       fi
     fi
-    if [[ -z $state && $(hpc_job_field "$id" Restarts) == "$restarts" ]]; then
+    done_restarts=$(hpc_job_field "$id" Restarts)
+    if [[ -z $state ]]; then
       case $(hpc_job_field "$id" JobState) in
-        COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) return 0 ;;
+        COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY)
+          [[ $done_restarts != "$restarts" ]] || return 0
+          ended_since=${ended_since:-$SECONDS}
+          ((SECONDS - ended_since < 30)) ||
+            fail "job $id ended after $done_restarts of $restarts restarts: $(scontrol show job "$id" | grep -E 'JobState|Restarts'); its output: $(cat "${job_out:-/dev/null}" 2>&1)"
+          ;;
+        *) ended_since='' ;;
       esac
+    else
+      ended_since=''
     fi
     ((SECONDS - start < timeout)) ||
       fail "job $id did not end after $restarts restarts within ${timeout}s: $(scontrol show job "$id" | grep -E 'JobState|Restarts')"
