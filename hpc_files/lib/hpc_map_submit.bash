@@ -503,7 +503,7 @@ hpc_map_after_submit() {
     out=$(hpc_map_submit_gather) || rc=$?
     while IFS= read -r line; do
       case $line in
-        'plan '*) hpc_plan_written+=("${line#plan }") ;;
+        'plan '*) hpc_plan_written_add "${line#plan }" ;;
         'id '*) gather_id=${line#id } ;;
       esac
     done <<<"$out"

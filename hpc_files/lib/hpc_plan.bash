@@ -44,8 +44,9 @@ hpc_plan_array_fields=(sbatch_args command offline_commands copy_back modules)
 # The scalars' variables (hpc_plan_NAME), in the list's order: the record reads them by name.
 hpc_plan_field_vars=("${hpc_plan_fields[@]/#/hpc_plan_}")
 declare -gA hpc_plan_manifest_keys=([time]=time_limit [project_name]=project [sbatch_args]=sbatch)
-# The plan files this process wrote (hpc_plan_write_file), for hpc_plan_unwrite.
-hpc_plan_written=()
+# The plan files this process wrote (hpc_plan_write_file), for hpc_plan_unwrite, and the text
+# each was written with (the same index).
+hpc_plan_written=() hpc_plan_written_texts=()
 
 # hpc_plan_add_fields NAME...: (a mode's file, when loaded) adds the scalar fields NAME... to the
 # plan's list, once each, so that they are recorded as the others are.
@@ -388,8 +389,8 @@ hpc_plan_record() {
 # that name exists (from an earlier process of the same pid): unique for the submission and the
 # plan, and short, so that the name fits wherever the job's output name does (EXP_KIND_JOBID.out,
 # hpc_plan_make's limit). Written with noclobber: an existing file is never overwritten, never
-# written through a link; mode 0600. Adds it to hpc_plan_written (hpc_plan_unwrite removes
-# those). False when it cannot be written.
+# written through a link; mode 0600. Adds it to hpc_plan_written and TEXT to
+# hpc_plan_written_texts (hpc_plan_unwrite removes those). False when it cannot be written.
 hpc_plan_write_file() {
   local - tries line mask='' written
   set -C
@@ -418,7 +419,7 @@ hpc_plan_write_file() {
       ! (umask 077 && printf '%s' "$2" >"$hpc_plan_file") 2>/dev/null || written=1
     fi
     if ((written)); then
-      hpc_plan_written+=("$hpc_plan_file")
+      hpc_plan_written+=("$hpc_plan_file") hpc_plan_written_texts+=("$2")
       return 0
     fi
     [[ -e $hpc_plan_file || -L $hpc_plan_file ]] || return 1
@@ -434,14 +435,26 @@ hpc_plan_write() {
   hpc_plan_write_file "$hpc_plan_outputs_dir/${hpc_plan_exp_name}_$hpc_plan_kind" "$hpc_plan_text"
 }
 
+# hpc_plan_written_add PATH: (a plan file another process of this submission wrote, a map's
+# gather) adds PATH to hpc_plan_written, with the text it holds now.
+hpc_plan_written_add() {
+  local text=''
+  [[ ! -f $1 || -L $1 ]] || IFS= read -r -d '' text 2>/dev/null <"$1" || true
+  hpc_plan_written+=("$1") hpc_plan_written_texts+=("$text")
+}
+
 # hpc_plan_unwrite: removes the plan files this process wrote (hpc_plan_written), when the
-# submission they were for failed: each only while it is a regular file, never through a link.
+# submission they were for failed: each only while it is a regular file, never through a link,
+# that still holds the text it was written with (a file put in its place is someone else's).
 hpc_plan_unwrite() {
-  local path
-  for path in ${hpc_plan_written[@]+"${hpc_plan_written[@]}"}; do
-    [[ ! -f $path || -L $path ]] || rm -f -- "${path:?}"
+  local i path text
+  for i in "${!hpc_plan_written[@]}"; do
+    path=${hpc_plan_written[i]} text=''
+    [[ -f $path && ! -L $path ]] || continue
+    IFS= read -r -d '' text 2>/dev/null <"$path" || true
+    [[ $text != "${hpc_plan_written_texts[i]-}" ]] || rm -f -- "${path:?}"
   done
-  hpc_plan_written=()
+  hpc_plan_written=() hpc_plan_written_texts=()
 }
 
 # hpc_plan_render [PLAN_FILE]: sets hpc_plan_script to the job script: the #SBATCH lines (SLURM

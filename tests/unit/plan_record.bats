@@ -135,6 +135,15 @@ manifest_values() {
   assert_equal "$(cat "$outputs/keep.plan")" mine
 }
 
+@test "sbatch refusing the job after another file took its plan file's place: that file is not removed (only what this submission wrote)" {
+  HPC_STUB_SBATCH=swap-refuse submit -y -g 0 -e swapped
+  assert_equal "$status" 1
+  local plans=("$outputs"/swapped_*.plan)
+  assert_equal "${#plans[@]}" 1
+  [[ -f ${plans[0]} ]] || fail "the file put in the plan's place was removed"
+  assert_equal "$(cat "${plans[0]}")" theirs
+}
+
 # plan_of MODE OPTIONS... [-- OPTIONS...]: in one process, as a scaling study makes one plan per
 # run, makes the plan of each group of OPTIONS (the submitter's steps up to hpc_plan_make) and
 # prints each record after a line '== N'. With MODE 'mode' the first plan also gets a mode's
