@@ -183,7 +183,7 @@ hpc_map_resubmit_failed() {
     printf -v text '%s\nhpc_job_main %q\n' "$script" "$hpc_plan_file"
     after=()
     ((k == 0)) || after=(--dependency="afterany:${new_ids[-1]}")
-    if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable --hold --array="${part_specs[k]}" ${after[@]+"${after[@]}"} 2>&1 <<<"$text"); then
+    if ! out=$(hpc_submit_sbatch --parsable --hold --array="${part_specs[k]}" ${after[@]+"${after[@]}"} 2>&1 <<<"$text"); then
       ((${#new_ids[@]} == 0)) || scancel "${new_ids[@]}" 2>/dev/null || true
       hpc_plan_unwrite
       hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }${new_ids[*]:+; its parts ${new_ids[*]} were cancelled}"
@@ -199,7 +199,7 @@ hpc_map_resubmit_failed() {
   done
   if [[ -f $dir/gather.sh ]]; then
     printf -v text '%s:' "${new_ids[@]}"
-    if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable --dependency="afterany:${text%:}" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1); then
+    if ! out=$(hpc_submit_sbatch --parsable --dependency="afterany:${text%:}" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1); then
       scancel "${new_ids[@]}" 2>/dev/null || true
       hpc_plan_unwrite
       hpc_die "sbatch refused the new gather job: ${out//$'\n'/ }; the resubmission ${new_ids[*]} was cancelled"

@@ -406,13 +406,16 @@ hpc_map_gather_plan() {
 # manifest of its own (hpc_manifest_write) and prints its job id and its plan file, one line.
 hpc_map_submit_gather() {
   local out id
+  # Run in a command substitution, where the submitter's traps are reset: a Ctrl-C or hangup must
+  # not end it before it says the id sbatch gave; the submitter acts on the signal then.
+  trap '' INT HUP
   hpc_map_gather_plan
   hpc_plan_write || return 1
   # Named before sbatch: the caller removes it when the map is undone.
   printf 'plan %s\n' "$hpc_plan_file"
   hpc_plan_render
   printf '%s' "$hpc_plan_script" >"$hpc_map_dir/gather.sh" || return 1
-  if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
+  if ! out=$(hpc_submit_sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
     printf 'sbatch refused the gather job: %s\n' "$out" >&2
     return 1
   fi
@@ -439,7 +442,7 @@ hpc_map_submit_part() {
   plan=$hpc_plan_file
   script=${hpc_plan_script%$'\n'hpc_job_main *}
   printf -v script '%s\nhpc_job_main %q\n' "$script" "$plan"
-  if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable --hold --dependency="afterany:$prev" \
+  if ! out=$(hpc_submit_sbatch --parsable --hold --dependency="afterany:$prev" \
     "${hpc_plan_sbatch_args[@]/#--array=*/--array=0-$((last - first))%${hpc_plan_array#*%}}" 2>&1 <<<"$script"); then
     hpc_say "sbatch refused part $1 of the map: $out"
     return 1

@@ -253,7 +253,7 @@ hpc_scaling_report_plan() {
 hpc_scaling_sbatch() {
   local script=$1 out
   shift
-  out=$(unset SLURM_TMPDIR && exec sbatch --parsable --hold "$@" 2>&1 <<<"$script") || {
+  out=$(hpc_submit_sbatch --parsable --hold "$@" 2>&1 <<<"$script") || {
     hpc_say "sbatch refused the job: $out"
     return 1
   }
@@ -652,7 +652,7 @@ hpc_scaling_resubmit_failed() {
       hpc_scaling_undo "the plan file '${hpc_mf[plan]:-(none recorded)}' of run $key is gone; submit the study again"
     # The job would refuse it at its start: refused here, before anything is submitted.
     hpc_plan_file_check "${hpc_mf[plan]}" || hpc_scaling_undo "the plan file '${hpc_mf[plan]}' of run $key $hpc_plan_file_problem: not read"
-    out=$(unset SLURM_TMPDIR && exec sbatch --parsable --hold "${hpc_mf_sbatch[@]}" "$script" 2>&1) ||
+    out=$(hpc_submit_sbatch --parsable --hold "${hpc_mf_sbatch[@]}" "$script" 2>&1) ||
       hpc_scaling_undo "sbatch refused run $key: ${out//$'\n'/ }"
     out=${out##*$'\n'} out=${out%%;*}
     [[ $out =~ ^[0-9]+$ ]] || hpc_scaling_undo "sbatch gave no job id for run $key"
@@ -690,7 +690,7 @@ hpc_scaling_resubmit_failed() {
     esac
   done
   printf -v line '%s:' "${new_ids[@]}"
-  out=$(unset SLURM_TMPDIR && exec sbatch --parsable "${args[@]}" --output="$dir/report_%j.out" \
+  out=$(hpc_submit_sbatch --parsable "${args[@]}" --output="$dir/report_%j.out" \
     --dependency="afterany:${line%:}" 2>&1 <<<"$script") || hpc_scaling_undo "sbatch refused the report job: ${out//$'\n'/ }"
   new_report=${out##*$'\n'} new_report=${new_report%%;*}
   [[ $new_report =~ ^[0-9]+$ ]] || hpc_scaling_undo "sbatch gave no job id for the report job"

@@ -116,6 +116,18 @@ hpc_submit_defer_signals() {
   trap 'hpc_submit_signal=HUP' HUP
 }
 
+# hpc_submit_sbatch ARGS...: (in a command substitution, while hpc_submit_defer_signals holds
+# the signals) becomes sbatch ARGS, without the submitting shell's SLURM_TMPDIR (sbatch passes the
+# environment on to the job) and with INT and HUP ignored: a terminal's Ctrl-C or hangup reaches
+# every process of the foreground job, and an sbatch killed after SLURM accepted the job would
+# leave one that nobody knows of (held, for a map or a study). The submitter acts on the signal
+# once sbatch has answered, which sbatch's own timeouts bound.
+hpc_submit_sbatch() {
+  unset SLURM_TMPDIR
+  trap '' INT HUP
+  exec sbatch "$@"
+}
+
 # hpc_submit_resume_signals ID: (once job ID's files are written) the signals act again; one that
 # came while sbatch ran ends the submitter now, by that signal, saying that job ID was submitted.
 hpc_submit_resume_signals() {
@@ -236,10 +248,8 @@ hpc_submit_main() {
   # sbatch reads the script from its standard input; the file is written once the job id is
   # known, beside the job's output and named like it (SLURM keeps its own copy of what it runs).
   hpc_plan_render
-  # A SLURM_TMPDIR of the submitting shell must not reach the job (sbatch passes the environment on).
-  # exec: without it, Bash forks once more for a command with redirections in $(...).
   hpc_submit_defer_signals
-  if ! out=$(unset SLURM_TMPDIR && exec sbatch --parsable "${hpc_submit_hold[@]}" "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
+  if ! out=$(hpc_submit_sbatch --parsable "${hpc_submit_hold[@]}" "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
     # A kept MaxArraySize may be above what the cluster takes now: asked again next time.
     [[ $out != *'Invalid job array specification'* ]] || ! hpc_manifest_limits_forget ||
       out+=" (this cluster's MaxArraySize was taken as $hpc_manifest_max_array_size, kept from scontrol show config within the last 10 minutes; the next submission asks again)"

@@ -111,20 +111,31 @@ STUB
 
 # hpc_test_signal_during_sbatch SIGNAL ARGS...: submits with ARGS in the background, sends SIGNAL
 # once the slow sbatch call (hpc_test_slow_sbatch) has started, and sets hpc_test_rc to the
-# submitter's exit status; its output and errors go to $tmp/out and $tmp/err.
+# submitter's exit status; its output and errors go to $tmp/out and $tmp/err. SIGNAL@group: the
+# submitter runs in a process group of its own (setsid), and SIGNAL goes to the whole group, as
+# a terminal's Ctrl-C (INT) or hangup (HUP) reaches every process of the foreground job, sbatch
+# and the submitter's subshells too.
 # shellcheck disable=SC2034 # hpc_test_rc: read by the calling test
 hpc_test_signal_during_sbatch() {
-  local sig=$1 pid
+  local sig=${1%@group} pid target
+  local -a runner=()
+  # A job started with & by a shell without job control (bats) ignores INT, and a shell cannot
+  # trap what it ignored from its start: env puts the default back, as a terminal's job has it.
+  [[ $1 != *@group ]] || runner=(setsid env --default-signal=INT)
   shift
   rm -f -- "$BATS_TEST_TMPDIR/in-sbatch"
-  PATH=$BATS_TEST_TMPDIR/bin:$PATH bash "$submitter" "$@" </dev/null >"$tmp/out" 2>"$tmp/err" &
+  PATH=$BATS_TEST_TMPDIR/bin:$PATH ${runner[@]+"${runner[@]}"} bash "$submitter" "$@" </dev/null >"$tmp/out" 2>"$tmp/err" &
   pid=$!
   for _ in {1..200}; do
     [[ -e $BATS_TEST_TMPDIR/in-sbatch ]] && break
     sleep 0.05
   done
   [[ -e $BATS_TEST_TMPDIR/in-sbatch ]] || fail "the slow sbatch call never started: $(cat "$tmp/err")"
-  kill -s "$sig" "$pid"
+  target=$pid
+  # setsid, run by a shell without job control, is not a group leader: it makes the group at once
+  # and becomes (through env) the submitter, so the group's id is its pid.
+  ((${#runner[@]} == 0)) || target=-$pid
+  kill -s "$sig" -- "$target"
   hpc_test_rc=0
   wait "$pid" || hpc_test_rc=$?
 }

@@ -271,6 +271,33 @@ plan_of() {
   done
 }
 
+@test "Ctrl-C (INT to the whole foreground process group, sbatch too) while sbatch runs: sbatch still answers; the job it submitted keeps its plan file, kept script and manifest; the submitter says so and ends by SIGINT" {
+  hpc_test_slow_sbatch 1
+  hpc_test_signal_during_sbatch INT@group -y -g 0 -e sigint
+  assert_equal "$hpc_test_rc" 130
+  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGINT after job 4242 was submitted (its plan file, script and manifest are kept; cancel it with: scancel 4242)"
+  [[ -f $outputs/sigint_venv-none_4242.sh && -f $outputs/manifests/sigint_4242.manifest ]] || fail "$(ls "$outputs" "$outputs/manifests")"
+}
+
+@test "Ctrl-C while a scaling study's run or a map's gather is being submitted: sbatch still answers, and every job of it so far, that one too, is cancelled; nothing is left" {
+  hpc_test_venv_built "$project"
+  hpc_test_slow_sbatch 3
+  hpc_test_signal_during_sbatch INT@group -y --scaling-test --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e intstudy
+  assert_equal "$hpc_test_rc" 130
+  assert_equal "$(hpc_test_cancelled)" "4242 4243 4244"
+  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGINT; the study's jobs (4242 4243 4244) were cancelled"
+  [[ -z $(find "$outputs/scaling/intstudy" -mindepth 1 -maxdepth 1 2>/dev/null) ]] || fail "a study folder was left"
+  # The gather is submitted from a subshell of the submitter, which the group's INT reaches too.
+  rm -f -- "$stub_log"/*
+  hpc_test_slow_sbatch 2
+  HPC_STUB_MAX_ARRAY_SIZE=1001 hpc_test_signal_during_sbatch INT@group -y -g 0 --map-range 0-3 --gather "python -c pass" -e intmap
+  assert_equal "$hpc_test_rc" 130
+  assert_equal "$(hpc_test_cancelled)" "4242 4243"
+  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGINT; the map (job 4242, gather 4243) was cancelled"
+  [[ -z $(find "$outputs" -name 'intmap_*.plan') ]] || fail "plan files left: $(find "$outputs" -name '*.plan')"
+  [[ -z $(find "$outputs/map/intmap" -mindepth 1 -maxdepth 1 2>/dev/null) ]] || fail "a map folder was left"
+}
+
 @test "a TERM while a scaling study's run is being submitted: every job of the study so far, the one sbatch was submitting too, is cancelled (none is left held), its folder and plan files removed; the submitter ends by the signal" {
   hpc_test_venv_built "$project"
   hpc_test_slow_sbatch 3
