@@ -91,7 +91,7 @@ hpc_map_old_plan() {
 # the jobs ID it submitted (held), removes the plan files it wrote, and ends by the signal.
 hpc_map_resubmit_signalled() {
   [[ -n ${hpc_submit_signal:-} ]] || return 0
-  scancel "$@" 2>/dev/null || true
+  hpc_submit_scancel "$@"
   hpc_plan_unwrite
   hpc_submit_stop "stopped by SIG$hpc_submit_signal; the resubmission (jobs $*) was cancelled"
 }
@@ -175,7 +175,7 @@ hpc_map_resubmit_failed() {
   for k in "${!part_specs[@]}"; do
     printf -v text '%shpc_plan_map_offset=0\nhpc_plan_map_indices=%q\n' "$plan_text" "${part_lists[k]}"
     if ! hpc_plan_write_file "${plan%_*}" "$text"; then
-      ((${#new_ids[@]} == 0)) || scancel "${new_ids[@]}" 2>/dev/null || true
+      ((${#new_ids[@]} == 0)) || hpc_submit_scancel "${new_ids[@]}"
       hpc_plan_unwrite
       hpc_die "cannot write the resubmission's plan beside $plan${new_ids[*]:+; its parts ${new_ids[*]} were cancelled}"
     fi
@@ -184,7 +184,7 @@ hpc_map_resubmit_failed() {
     after=()
     ((k == 0)) || after=(--dependency="afterany:${new_ids[-1]}")
     if ! out=$(hpc_submit_sbatch --parsable --hold --array="${part_specs[k]}" ${after[@]+"${after[@]}"} 2>&1 <<<"$text"); then
-      ((${#new_ids[@]} == 0)) || scancel "${new_ids[@]}" 2>/dev/null || true
+      ((${#new_ids[@]} == 0)) || hpc_submit_scancel "${new_ids[@]}"
       hpc_plan_unwrite
       hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }${new_ids[*]:+; its parts ${new_ids[*]} were cancelled}"
     fi
@@ -200,7 +200,7 @@ hpc_map_resubmit_failed() {
   if [[ -f $dir/gather.sh ]]; then
     printf -v text '%s:' "${new_ids[@]}"
     if ! out=$(hpc_submit_sbatch --parsable --dependency="afterany:${text%:}" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1); then
-      scancel "${new_ids[@]}" 2>/dev/null || true
+      hpc_submit_scancel "${new_ids[@]}"
       hpc_plan_unwrite
       hpc_die "sbatch refused the new gather job: ${out//$'\n'/ }; the resubmission ${new_ids[*]} was cancelled"
     fi
@@ -221,7 +221,7 @@ hpc_map_resubmit_failed() {
   fi
   hpc_map_resubmit_signalled "${new_ids[@]}" ${gather_id:+"$gather_id"}
   out=$(exec scontrol release "${new_ids[@]}" 2>&1) || {
-    scancel "${new_ids[@]}" ${gather_id:+"$gather_id"} 2>/dev/null || true
+    hpc_submit_scancel "${new_ids[@]}" ${gather_id:+"$gather_id"}
     hpc_plan_unwrite
     hpc_die "scontrol release ${new_ids[*]} failed: $out; the resubmission was cancelled"
   }

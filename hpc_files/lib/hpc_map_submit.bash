@@ -403,15 +403,22 @@ hpc_map_gather_plan() {
 
 # hpc_map_submit_gather: (in a subshell: the plan it changes stays the array's) writes the gather
 # job's plan file, renders its script into map_dir/gather.sh, submits it, records it in a
-# manifest of its own (hpc_manifest_write) and prints its job id and its plan file, one line.
+# manifest of its own (hpc_manifest_write) and prints its plan file's text ('text LINE' lines),
+# its plan file ('plan PATH') and its job id ('id ID').
 hpc_map_submit_gather() {
   local out id
-  # Run in a command substitution, where the submitter's traps are reset: a Ctrl-C or hangup must
-  # not end it before it says the id sbatch gave; the submitter acts on the signal then.
-  trap '' INT HUP
+  local -a lines
+  # Run in a command substitution, where the submitter's traps are reset: a Ctrl-C, hangup or a
+  # TERM to the group must not end it before it says the id sbatch gave; the submitter acts on
+  # the signal then.
+  trap '' INT HUP TERM
   hpc_map_gather_plan
   hpc_plan_write || return 1
-  # Named before sbatch: the caller removes it when the map is undone.
+  # Named before sbatch, with the text it was written with (the plan's lines, each one line:
+  # %q): the caller removes it when the map is undone, only while it still holds that text; what
+  # it holds after sbatch may be a file someone put in its place meanwhile.
+  mapfile -t lines <<<"${hpc_plan_text%$'\n'}"
+  printf 'text %s\n' "${lines[@]}"
   printf 'plan %s\n' "$hpc_plan_file"
   hpc_plan_render
   printf '%s' "$hpc_plan_script" >"$hpc_map_dir/gather.sh" || return 1
@@ -462,7 +469,7 @@ hpc_map_submit_part() {
 hpc_map_undo() {
   local sig=${hpc_submit_signal:-} message=$1
   trap - EXIT
-  scancel "${hpc_map_array_ids[@]}" "${hpc_map_gather_ids[@]}" 2>/dev/null || true
+  hpc_submit_scancel "${hpc_map_array_ids[@]}" "${hpc_map_gather_ids[@]}"
   if [[ -n ${hpc_map_made:-} && ! -L $hpc_map_made && -d $hpc_map_made ]]; then rm -rf -- "${hpc_map_made:?}"; fi
   # The plan files of the map's jobs (the array's, its parts', the gather's).
   hpc_plan_unwrite
@@ -502,11 +509,12 @@ hpc_map_after_submit() {
     hpc_map_signalled
   done
   if ((${#hpc_map_gather_words[@]})); then
-    local line rc=0
+    local line rc=0 text=''
     out=$(hpc_map_submit_gather) || rc=$?
     while IFS= read -r line; do
       case $line in
-        'plan '*) hpc_plan_written_add "${line#plan }" ;;
+        'text '*) text+=${line#text }$'\n' ;;
+        'plan '*) hpc_plan_written_add "${line#plan }" "$text" ;;
         'id '*) gather_id=${line#id } ;;
       esac
     done <<<"$out"

@@ -435,12 +435,11 @@ hpc_plan_write() {
   hpc_plan_write_file "$hpc_plan_outputs_dir/${hpc_plan_exp_name}_$hpc_plan_kind" "$hpc_plan_text"
 }
 
-# hpc_plan_written_add PATH: (a plan file another process of this submission wrote, a map's
-# gather) adds PATH to hpc_plan_written, with the text it holds now.
+# hpc_plan_written_add PATH TEXT: (a plan file another process of this submission wrote, a map's
+# gather) adds PATH to hpc_plan_written, with TEXT, the text that process wrote: not what PATH
+# holds now, which may be a file put in its place since (while the gather's sbatch ran).
 hpc_plan_written_add() {
-  local text=''
-  [[ ! -f $1 || -L $1 ]] || IFS= read -r -d '' text 2>/dev/null <"$1" || true
-  hpc_plan_written+=("$1") hpc_plan_written_texts+=("$text")
+  hpc_plan_written+=("$1") hpc_plan_written_texts+=("$2")
 }
 
 # hpc_plan_unwrite: removes the plan files this process wrote (hpc_plan_written), when the

@@ -118,14 +118,26 @@ hpc_submit_defer_signals() {
 
 # hpc_submit_sbatch ARGS...: (in a command substitution, while hpc_submit_defer_signals holds
 # the signals) becomes sbatch ARGS, without the submitting shell's SLURM_TMPDIR (sbatch passes the
-# environment on to the job) and with INT and HUP ignored: a terminal's Ctrl-C or hangup reaches
-# every process of the foreground job, and an sbatch killed after SLURM accepted the job would
-# leave one that nobody knows of (held, for a map or a study). The submitter acts on the signal
-# once sbatch has answered, which sbatch's own timeouts bound.
+# environment on to the job) and with INT, HUP and TERM ignored: a terminal's Ctrl-C or hangup
+# reaches every process of the foreground job (and timeout(1)'s or a service manager's TERM every
+# process of its group), and an sbatch killed after SLURM accepted the job would leave one that
+# nobody knows of (held, for a map or a study). The submitter acts on the signal once sbatch has
+# answered, which sbatch's own timeouts bound: without SBATCH_WAIT, which would make it wait,
+# deaf to Ctrl-C, for the job's end (for a held job, for ever).
 hpc_submit_sbatch() {
-  unset SLURM_TMPDIR
-  trap '' INT HUP
+  unset SLURM_TMPDIR SBATCH_WAIT
+  trap '' INT HUP TERM
   exec sbatch "$@"
+}
+
+# hpc_submit_scancel ID...: (a map's or a study's undo, signals deferred) scancel ID... with INT,
+# HUP and TERM ignored: a second Ctrl-C, sent while it cancels the held jobs, must not kill it
+# (they would stay held, nobody knowing of them). Its errors are not shown; never false.
+hpc_submit_scancel() {
+  (
+    trap '' INT HUP TERM
+    exec scancel "$@"
+  ) 2>/dev/null || true
 }
 
 # hpc_submit_resume_signals ID: (once job ID's files are written) the signals act again; one that

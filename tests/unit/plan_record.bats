@@ -352,3 +352,83 @@ STUB
   [[ -z $(find "$outputs" -name 'sigdir_*.plan') ]] || fail "plan files left: $(find "$outputs" -name '*.plan')"
   [[ -z $(find "$outputs/map/sigdir" -mindepth 1 -maxdepth 1 2>/dev/null) ]] || fail "a map folder was left"
 }
+
+@test "a second Ctrl-C while a map's or a study's jobs are being cancelled (after the first during sbatch): scancel still runs, and every job of it is cancelled; none is left held" {
+  # The scancel stand-in's first call sends INT to its own process group (the submitter's, as the
+  # terminal would), then cancels (a scancel killed by it cancels nothing).
+  mkdir -p "$BATS_TEST_TMPDIR/bin"
+  cat >"$BATS_TEST_TMPDIR/bin/scancel" <<STUB
+#!/usr/bin/env bash
+if [[ ! -e '$BATS_TEST_TMPDIR/second-int' ]]; then
+  : >'$BATS_TEST_TMPDIR/second-int'
+  kill -s INT 0
+  sleep 1
+fi
+exec '$fixtures/bin/scancel' "\$@"
+STUB
+  chmod +x "$BATS_TEST_TMPDIR/bin/scancel"
+  hpc_test_slow_sbatch 2
+  HPC_STUB_MAX_ARRAY_SIZE=1001 hpc_test_signal_during_sbatch INT@group -y -g 0 --map-range 0-3 --gather "python -c pass" -e twicemap
+  assert_equal "$hpc_test_rc" 130
+  assert_equal "$(hpc_test_cancelled)" "4242 4243"
+  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGINT; the map (job 4242, gather 4243) was cancelled"
+  rm -f -- "$stub_log"/* "$BATS_TEST_TMPDIR/second-int"
+  hpc_test_slow_sbatch 3
+  hpc_test_signal_during_sbatch INT@group -y --scaling-test --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e twicestudy
+  assert_equal "$hpc_test_rc" 130
+  assert_equal "$(hpc_test_cancelled)" "4242 4243 4244"
+  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGINT; the study's jobs (4242 4243 4244) were cancelled"
+}
+
+@test "a TERM to the submitter's whole process group (timeout(1), a service's stop) while sbatch runs: sbatch still answers; a single job is kept and named, a map is cancelled whole; the submitter ends by SIGTERM" {
+  hpc_test_slow_sbatch 1
+  hpc_test_signal_during_sbatch TERM@group -y -g 0 -e termgroup
+  assert_equal "$hpc_test_rc" 143
+  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM after job 4242 was submitted (its plan file, script and manifest are kept; cancel it with: scancel 4242)"
+  [[ -f $outputs/termgroup_venv-none_4242.sh && -f $outputs/manifests/termgroup_4242.manifest ]] || fail "$(ls "$outputs" "$outputs/manifests")"
+  rm -f -- "$stub_log"/*
+  hpc_test_slow_sbatch 2
+  HPC_STUB_MAX_ARRAY_SIZE=1001 hpc_test_signal_during_sbatch TERM@group -y -g 0 --map-range 0-3 --gather "python -c pass" -e termmap
+  assert_equal "$hpc_test_rc" 143
+  assert_equal "$(hpc_test_cancelled)" "4242 4243"
+  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the map (job 4242, gather 4243) was cancelled"
+  [[ -z $(find "$outputs" -name 'termmap_*.plan') ]] || fail "plan files left: $(find "$outputs" -name '*.plan')"
+}
+
+@test "SBATCH_WAIT in the submitting shell does not reach sbatch: a held map's sbatch would wait for a job that is released only after it answers, with Ctrl-C ignored" {
+  mkdir -p "$BATS_TEST_TMPDIR/bin"
+  # The stand-in refuses where the real sbatch would wait for the job's end.
+  cat >"$BATS_TEST_TMPDIR/bin/sbatch" <<STUB
+#!/usr/bin/env bash
+[[ -z \${SBATCH_WAIT+set} ]] || { echo 'sbatch: SBATCH_WAIT: waiting for the job to end' >&2; exit 1; }
+exec '$fixtures/bin/sbatch' "\$@"
+STUB
+  chmod +x "$BATS_TEST_TMPDIR/bin/sbatch"
+  PATH=$BATS_TEST_TMPDIR/bin:$PATH SBATCH_WAIT=1 HPC_STUB_MAX_ARRAY_SIZE=1001 submit -y -g 0 --map-range 0-3 --gather "python -c pass" -e nowait
+  assert_equal "$stderr" ""
+  assert_equal "$status" 0
+}
+
+@test "a map's gather plan file put in its place by someone else while the gather's sbatch runs (which then refuses) is not removed with the map" {
+  mkdir -p "$BATS_TEST_TMPDIR/bin"
+  cat >"$BATS_TEST_TMPDIR/bin/sbatch" <<STUB
+#!/usr/bin/env bash
+n=1
+while [[ -e \$HPC_STUB_LOG/sbatch.\$n.args ]]; do n=\$((n + 1)); done
+if ((n == 2)); then
+  for plan in '$outputs'/*-gather_*.plan; do
+    rm -f -- "\$plan"
+    printf 'theirs\n' >"\$plan"
+  done
+  export HPC_STUB_SBATCH=refuse
+fi
+exec '$fixtures/bin/sbatch' "\$@"
+STUB
+  chmod +x "$BATS_TEST_TMPDIR/bin/sbatch"
+  PATH=$BATS_TEST_TMPDIR/bin:$PATH HPC_STUB_MAX_ARRAY_SIZE=1001 submit -y -g 0 --map-range 0-3 --gather "python -c pass" -e swapgather
+  assert_equal "$status" 1
+  assert_equal "${stderr##*$'\n'}" "job_submitter.sh: the gather job was not submitted (see above); the map (job 4242) was cancelled"
+  local plans=("$outputs"/swapgather_*.plan)
+  assert_equal "${#plans[@]}" 1
+  [[ ${plans[0]} == *-gather_*.plan && $(<"${plans[0]}") == theirs ]] || fail "left: ${plans[*]}"
+}
