@@ -271,6 +271,21 @@ plan_of() {
   done
 }
 
+# map_gather_signalled SIGNAL[@group] EXP: sends SIGNAL while the gather of a map (EXP, 4 tasks)
+# is submitted (its second sbatch) and checks that the held array and the gather are cancelled,
+# the map's plan files and folder removed, and that the submitter ends by the signal.
+map_gather_signalled() {
+  local sig=${1%@group}
+  rm -f -- "$stub_log"/*
+  hpc_test_slow_sbatch 2
+  HPC_STUB_MAX_ARRAY_SIZE=1001 hpc_test_signal_during_sbatch "$1" -y -g 0 --map-range 0-3 --gather "python -c pass" -e "$2"
+  assert_equal "$hpc_test_rc" "$((128 + $(kill -l "$sig")))"
+  assert_equal "$(hpc_test_cancelled)" "4242 4243"
+  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIG$sig; the map (job 4242, gather 4243) was cancelled"
+  [[ -z $(find "$outputs" -name "$2_*.plan") ]] || fail "plan files left: $(find "$outputs" -name '*.plan')"
+  [[ -z $(find "$outputs/map/$2" -mindepth 1 -maxdepth 1 2>/dev/null) ]] || fail "a map folder was left"
+}
+
 @test "Ctrl-C (INT to the whole foreground process group, sbatch too) while sbatch runs: sbatch still answers; the job it submitted keeps its plan file, kept script and manifest; the submitter says so and ends by SIGINT" {
   hpc_test_slow_sbatch 1
   hpc_test_signal_during_sbatch INT@group -y -g 0 -e sigint
@@ -288,14 +303,7 @@ plan_of() {
   assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGINT; the study's jobs (4242 4243 4244) were cancelled"
   [[ -z $(find "$outputs/scaling/intstudy" -mindepth 1 -maxdepth 1 2>/dev/null) ]] || fail "a study folder was left"
   # The gather is submitted from a subshell of the submitter, which the group's INT reaches too.
-  rm -f -- "$stub_log"/*
-  hpc_test_slow_sbatch 2
-  HPC_STUB_MAX_ARRAY_SIZE=1001 hpc_test_signal_during_sbatch INT@group -y -g 0 --map-range 0-3 --gather "python -c pass" -e intmap
-  assert_equal "$hpc_test_rc" 130
-  assert_equal "$(hpc_test_cancelled)" "4242 4243"
-  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGINT; the map (job 4242, gather 4243) was cancelled"
-  [[ -z $(find "$outputs" -name 'intmap_*.plan') ]] || fail "plan files left: $(find "$outputs" -name '*.plan')"
-  [[ -z $(find "$outputs/map/intmap" -mindepth 1 -maxdepth 1 2>/dev/null) ]] || fail "a map folder was left"
+  map_gather_signalled INT@group intmap
 }
 
 @test "a TERM while a scaling study's run is being submitted: every job of the study so far, the one sbatch was submitting too, is cancelled (none is left held), its folder and plan files removed; the submitter ends by the signal" {
@@ -312,13 +320,7 @@ plan_of() {
 
 @test "a TERM while a map's gather is being submitted: the held array and the gather are cancelled, the map's folder and plan files removed; the submitter ends by the signal" {
   hpc_test_venv_built "$project"
-  hpc_test_slow_sbatch 2
-  HPC_STUB_MAX_ARRAY_SIZE=1001 hpc_test_signal_during_sbatch TERM -y -g 0 --map-range 0-3 --gather "python -c pass" -e sigmap
-  assert_equal "$hpc_test_rc" 143
-  assert_equal "$(hpc_test_cancelled)" "4242 4243"
-  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the map (job 4242, gather 4243) was cancelled"
-  [[ -z $(find "$outputs" -name 'sigmap_*.plan') ]] || fail "plan files left: $(find "$outputs" -name '*.plan')"
-  [[ -z $(find "$outputs/map/sigmap" -mindepth 1 -maxdepth 1 2>/dev/null) ]] || fail "a map folder was left"
+  map_gather_signalled TERM sigmap
 }
 
 @test "a TERM while a map's held array is being submitted: the array is cancelled, never left held; nothing of the map is left" {
@@ -386,13 +388,7 @@ STUB
   assert_equal "$hpc_test_rc" 143
   assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM after job 4242 was submitted (its plan file, script and manifest are kept; cancel it with: scancel 4242)"
   [[ -f $outputs/termgroup_venv-none_4242.sh && -f $outputs/manifests/termgroup_4242.manifest ]] || fail "$(ls "$outputs" "$outputs/manifests")"
-  rm -f -- "$stub_log"/*
-  hpc_test_slow_sbatch 2
-  HPC_STUB_MAX_ARRAY_SIZE=1001 hpc_test_signal_during_sbatch TERM@group -y -g 0 --map-range 0-3 --gather "python -c pass" -e termmap
-  assert_equal "$hpc_test_rc" 143
-  assert_equal "$(hpc_test_cancelled)" "4242 4243"
-  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the map (job 4242, gather 4243) was cancelled"
-  [[ -z $(find "$outputs" -name 'termmap_*.plan') ]] || fail "plan files left: $(find "$outputs" -name '*.plan')"
+  map_gather_signalled TERM@group termmap
 }
 
 @test "SBATCH_WAIT in the submitting shell does not reach sbatch: a held map's sbatch would wait for a job that is released only after it answers, with Ctrl-C ignored" {
