@@ -271,6 +271,18 @@ plan_of() {
   done
 }
 
+# job_signalled SIGNAL[@group] EXP: sends SIGNAL while a plain job (EXP) is submitted and checks
+# that the job sbatch accepted keeps its kept script and manifest, that the submitter says so and
+# ends by the signal.
+job_signalled() {
+  local sig=${1%@group}
+  hpc_test_slow_sbatch 1
+  hpc_test_signal_during_sbatch "$1" -y -g 0 -e "$2"
+  assert_equal "$hpc_test_rc" "$((128 + $(kill -l "$sig")))"
+  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIG$sig after job 4242 was submitted (its plan file, script and manifest are kept; cancel it with: scancel 4242)"
+  [[ -f $outputs/$2_venv-none_4242.sh && -f $outputs/manifests/$2_4242.manifest ]] || fail "$(ls "$outputs" "$outputs/manifests")"
+}
+
 # map_gather_signalled SIGNAL[@group] EXP: sends SIGNAL while the gather of a map (EXP, 4 tasks)
 # is submitted (its second sbatch) and checks that the held array and the gather are cancelled,
 # the map's plan files and folder removed, and that the submitter ends by the signal.
@@ -287,11 +299,7 @@ map_gather_signalled() {
 }
 
 @test "Ctrl-C (INT to the whole foreground process group, sbatch too) while sbatch runs: sbatch still answers; the job it submitted keeps its plan file, kept script and manifest; the submitter says so and ends by SIGINT" {
-  hpc_test_slow_sbatch 1
-  hpc_test_signal_during_sbatch INT@group -y -g 0 -e sigint
-  assert_equal "$hpc_test_rc" 130
-  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGINT after job 4242 was submitted (its plan file, script and manifest are kept; cancel it with: scancel 4242)"
-  [[ -f $outputs/sigint_venv-none_4242.sh && -f $outputs/manifests/sigint_4242.manifest ]] || fail "$(ls "$outputs" "$outputs/manifests")"
+  job_signalled INT@group sigint
 }
 
 @test "Ctrl-C while a scaling study's run or a map's gather is being submitted: sbatch still answers, and every job of it so far, that one too, is cancelled; nothing is left" {
@@ -383,11 +391,7 @@ STUB
 }
 
 @test "a TERM to the submitter's whole process group (timeout(1), a service's stop) while sbatch runs: sbatch still answers; a single job is kept and named, a map is cancelled whole; the submitter ends by SIGTERM" {
-  hpc_test_slow_sbatch 1
-  hpc_test_signal_during_sbatch TERM@group -y -g 0 -e termgroup
-  assert_equal "$hpc_test_rc" 143
-  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM after job 4242 was submitted (its plan file, script and manifest are kept; cancel it with: scancel 4242)"
-  [[ -f $outputs/termgroup_venv-none_4242.sh && -f $outputs/manifests/termgroup_4242.manifest ]] || fail "$(ls "$outputs" "$outputs/manifests")"
+  job_signalled TERM@group termgroup
   map_gather_signalled TERM@group termmap
 }
 
