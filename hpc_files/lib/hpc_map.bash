@@ -87,6 +87,16 @@ hpc_map_old_plan() {
   fi
 }
 
+# hpc_map_resubmit_undo MESSAGE [ID...]: (resubmit --failed failed) cancels the jobs ID it
+# submitted, removes the plan files it wrote, and exits 1 with MESSAGE.
+hpc_map_resubmit_undo() {
+  local message=$1
+  shift
+  hpc_submit_scancel "$@"
+  hpc_plan_unwrite
+  hpc_die "$message"
+}
+
 # hpc_map_resubmit_signalled ID...: (resubmit --failed, signals deferred) when a signal came, cancels
 # the jobs ID it submitted (held), removes the plan files it wrote, and ends by the signal.
 hpc_map_resubmit_signalled() {
@@ -174,20 +184,14 @@ hpc_map_resubmit_failed() {
   hpc_submit_defer_signals
   for k in "${!part_specs[@]}"; do
     printf -v text '%shpc_plan_map_offset=0\nhpc_plan_map_indices=%q\n' "$plan_text" "${part_lists[k]}"
-    if ! hpc_plan_write_file "${plan%_*}" "$text"; then
-      ((${#new_ids[@]} == 0)) || hpc_submit_scancel "${new_ids[@]}"
-      hpc_plan_unwrite
-      hpc_die "cannot write the resubmission's plan beside $plan${new_ids[*]:+; its parts ${new_ids[*]} were cancelled}"
-    fi
+    hpc_plan_write_file "${plan%_*}" "$text" ||
+      hpc_map_resubmit_undo "cannot write the resubmission's plan beside $plan${new_ids[*]:+; its parts ${new_ids[*]} were cancelled}" "${new_ids[@]}"
     plans+=("$hpc_plan_file")
     printf -v text '%s\nhpc_job_main %q\n' "$script" "$hpc_plan_file"
     after=()
     ((k == 0)) || after=(--dependency="afterany:${new_ids[-1]}")
-    if ! out=$(hpc_submit_sbatch --parsable --hold --array="${part_specs[k]}" ${after[@]+"${after[@]}"} 2>&1 <<<"$text"); then
-      ((${#new_ids[@]} == 0)) || hpc_submit_scancel "${new_ids[@]}"
-      hpc_plan_unwrite
-      hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }${new_ids[*]:+; its parts ${new_ids[*]} were cancelled}"
-    fi
+    out=$(hpc_submit_sbatch --parsable --hold --array="${part_specs[k]}" ${after[@]+"${after[@]}"} 2>&1 <<<"$text") ||
+      hpc_map_resubmit_undo "sbatch refused the resubmission: ${out//$'\n'/ }${new_ids[*]:+; its parts ${new_ids[*]} were cancelled}" "${new_ids[@]}"
     new_id=${out##*$'\n'}
     new_ids+=("${new_id%%;*}")
     hpc_map_resubmit_signalled "${new_ids[@]}"
@@ -199,11 +203,8 @@ hpc_map_resubmit_failed() {
   done
   if [[ -f $dir/gather.sh ]]; then
     printf -v text '%s:' "${new_ids[@]}"
-    if ! out=$(hpc_submit_sbatch --parsable --dependency="afterany:${text%:}" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1); then
-      hpc_submit_scancel "${new_ids[@]}"
-      hpc_plan_unwrite
-      hpc_die "sbatch refused the new gather job: ${out//$'\n'/ }; the resubmission ${new_ids[*]} was cancelled"
-    fi
+    out=$(hpc_submit_sbatch --parsable --dependency="afterany:${text%:}" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1) ||
+      hpc_map_resubmit_undo "sbatch refused the new gather job: ${out//$'\n'/ }; the resubmission ${new_ids[*]} was cancelled" "${new_ids[@]}"
     gather_id=${out##*$'\n'}
     gather_id=${gather_id%%;*}
     hpc_map_resubmit_signalled "${new_ids[@]}" "$gather_id"
@@ -220,11 +221,8 @@ hpc_map_resubmit_failed() {
     hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$gather_id" '' "resubmit --failed" || hpc_say "gather job $gather_id was submitted, but its manifest could not be written"
   fi
   hpc_map_resubmit_signalled "${new_ids[@]}" ${gather_id:+"$gather_id"}
-  out=$(exec scontrol release "${new_ids[@]}" 2>&1) || {
-    hpc_submit_scancel "${new_ids[@]}" ${gather_id:+"$gather_id"}
-    hpc_plan_unwrite
-    hpc_die "scontrol release ${new_ids[*]} failed: $out; the resubmission was cancelled"
-  }
+  out=$(exec scontrol release "${new_ids[@]}" 2>&1) ||
+    hpc_map_resubmit_undo "scontrol release ${new_ids[*]} failed: $out; the resubmission was cancelled" "${new_ids[@]}" ${gather_id:+"$gather_id"}
   # Released: a signal that came during the release ends the submitter now, the jobs submitted.
   hpc_submit_resume_signals "${new_ids[0]}"
   if ((${#new_ids[@]} > 1)); then

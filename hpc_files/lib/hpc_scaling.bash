@@ -267,7 +267,7 @@ hpc_scaling_sbatch() {
 hpc_scaling_undo() {
   local sig=${hpc_submit_signal:-} message=$1
   trap - EXIT
-  ((${#hpc_scaling_ids[@]} == 0)) || hpc_submit_scancel "${hpc_scaling_ids[@]}"
+  hpc_submit_scancel "${hpc_scaling_ids[@]}"
   if [[ -n ${hpc_scaling_made:-} && ! -L $hpc_scaling_made && -d $hpc_scaling_made ]]; then rm -rf -- "${hpc_scaling_made:?}"; fi
   # The plan files of the study's jobs (hpc_plan.bash is loaded once one was written).
   ! declare -F hpc_plan_unwrite >/dev/null || hpc_plan_unwrite

@@ -130,10 +130,12 @@ hpc_submit_sbatch() {
   exec sbatch "$@"
 }
 
-# hpc_submit_scancel ID...: (a map's or a study's undo, signals deferred) scancel ID... with INT,
-# HUP and TERM ignored: a second Ctrl-C, sent while it cancels the held jobs, must not kill it
-# (they would stay held, nobody knowing of them). Its errors are not shown; never false.
+# hpc_submit_scancel [ID...]: (a map's or a study's undo, signals deferred) scancel ID... with
+# INT, HUP and TERM ignored: a second Ctrl-C, sent while it cancels the held jobs, must not kill it
+# (they would stay held, nobody knowing of them). Without an ID, nothing. Its errors are not
+# shown; never false.
 hpc_submit_scancel() {
+  (($#)) || return 0
   (
     trap '' INT HUP TERM
     exec scancel "$@"
