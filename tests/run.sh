@@ -96,9 +96,9 @@ if ((lint)); then
       [[ -f $f && $f != *.* ]] && head -n 1 -- "$f" | grep -qE '^#!.*\b(ba)?sh\b' && printf '%s\n' "$f"
     done
   )
-  status=0
+  status=0 start=$SECONDS
   shellcheck -x "${shell_files[@]}" || status=1
-  echo "shellcheck: ${#shell_files[@]} files, status $status"
+  echo "shellcheck: ${#shell_files[@]} files, status $status, $((SECONDS - start)) s"
   record shellcheck "$status"
   # shfmt -d: the style of .editorconfig. The golden job scripts are the renderer's output,
   # compared byte for byte: not reformatted.
@@ -119,9 +119,11 @@ fi
 echo "== bats ${bats_paths[*]}"
 bats_log=$(mktemp)
 status=0
+reports=$(mktemp -d)
 # The unit tests run with set -u (tests/helpers/strict_env.bash): no second run, no extra cost.
 BASH_ENV=$root/tests/helpers/strict_env.bash \
-  node_modules/bats/bin/bats --recursive --timing --formatter tap "${bats_paths[@]}" | tee "$bats_log" || status=$?
+  node_modules/bats/bin/bats --recursive --timing --formatter tap \
+  --report-formatter junit --output "$reports" "${bats_paths[@]}" | tee "$bats_log" || status=$?
 bats_ok=$(grep -c '^ok ' "$bats_log" || true)
 bats_not_ok=$(grep -c '^not ok ' "$bats_log" || true)
 rm -f "$bats_log"
@@ -134,7 +136,7 @@ if ((status != 0 && bats_not_ok == 0)); then record "bats (exit $status)" 1; fi
 
 if ((pytest)); then
   echo "== pytest"
-  junit=$(mktemp)
+  junit=$reports/pytest.xml
   status=0
   python3 -m pytest -q -p no:cacheprovider --junitxml="$junit" tests/python || status=$?
   read -r py_tests py_fail < <(python3 -c '
@@ -143,7 +145,6 @@ r = ET.parse(sys.argv[1]).getroot()
 s = r if r.tag == "testsuite" else r.find("testsuite")
 t = int(s.get("tests", 0)); f = int(s.get("failures", 0)) + int(s.get("errors", 0)); k = int(s.get("skipped", 0))
 print(t - k, f)' "$junit" 2>/dev/null || echo "0 0")
-  rm -f "$junit"
   passed=$((passed + py_tests - py_fail))
   failed=$((failed + py_fail))
   ((py_fail == 0)) || failures+=("pytest")
@@ -151,6 +152,10 @@ print(t - k, f)' "$junit" 2>/dev/null || echo "0 0")
   if ((status != 0 && py_fail == 0)); then record "pytest (exit $status)" 1; fi
 fi
 
+echo "== timing"
+python3 tests/slowest.py "$reports"/*.xml || true
+rm -rf -- "${reports:?}"
+echo "wall: $((SECONDS / 60)) min $((SECONDS % 60)) s"
 echo "suite: $passed passed, $failed failed"
 if ((failed)); then
   echo "failed: ${failures[*]}" >&2

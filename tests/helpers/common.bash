@@ -78,3 +78,25 @@ path_without() {
   done
   printf '%s\n' "$new"
 }
+
+# hpc_test_user_copy USER PATH...: copies PATHs (files or folders, relative to the repository
+# root, each kept at its relative place) into a fresh folder under /tmp that every user can read
+# (0755) and prints it: code a test runs as USER runs from there, never from the checkout, whose
+# parents may be private (a clone in a 0700 home folder; mktemp -d). Skips the test, saying why,
+# when USER cannot read the copy there. The caller removes the folder.
+hpc_test_user_copy() {
+  local user=$1 dir path
+  shift
+  dir=$(mktemp -d /tmp/hpc-test-copy.XXXXXX) || skip "no folder under /tmp for $user's copy"
+  chmod 755 "$dir"
+  for path in "$@"; do
+    mkdir -p "$dir/$(dirname -- "$path")"
+    cp -R -- "$HPC_ROOT/$path" "$dir/$path"
+  done
+  chmod -R a+rX "$dir"
+  runuser -u "$user" -- test -r "$dir/$1" || {
+    rm -rf -- "${dir:?}"
+    skip "$user cannot read a copy under /tmp ($dir): /tmp is not open to all users"
+  }
+  printf '%s\n' "$dir"
+}

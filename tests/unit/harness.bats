@@ -45,3 +45,27 @@ setup() {
     --bats "$HPC_ROOT/tests/fixtures/harness/absent.bats"
   assert_equal "$status" 1
 }
+
+@test "the tests that switch user pass from a checkout inside a folder only its owner can read (0700)" {
+  command -v runuser >/dev/null || skip "no runuser"
+  # A copy of the working tree (tracked and new files, as a fresh clone has them) two levels
+  # below a 0700 folder, as a clone in a private home folder is.
+  local private="$BATS_TEST_TMPDIR/private home" file
+  mkdir -m 700 "$private"
+  mkdir -p "$private/clone"
+  (cd "$HPC_ROOT" && git ls-files -z --cached --others --exclude-standard) |
+    (cd "$HPC_ROOT" && tar --null -T - -cf - 2>/dev/null) | tar -xf - -C "$private/clone"
+  ln -s "$HPC_ROOT/node_modules" "$private/clone/node_modules"
+  # Every test that runs code as another user.
+  local -a files=()
+  while IFS= read -r file; do files+=("$private/clone/$file"); done < <(
+    cd "$HPC_ROOT" && grep -lE '\b(runuser|setpriv|su -)' tests/unit/*.bats tests/integration/*.bats | grep -v harness.bats
+  )
+  ((${#files[@]})) || fail "no test switches user: nothing to prove"
+  run runuser -u nobody -- test -x "$private/clone/plai_cleanups"
+  assert_failure
+  run env -u BASH_ENV "$HPC_ROOT/node_modules/bats/bin/bats" --filter 'as an ordinary user|as another user' "${files[@]}"
+  assert_success
+  refute_output --partial "# skip"
+  assert_output --regexp 'ok 1 '
+}

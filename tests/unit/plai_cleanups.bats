@@ -325,8 +325,15 @@ names() {
   scratch=$(mktemp -d "/tmp/plai cleanups.XXXXXX")
   others+=("$scratch")
   chmod 1777 "$scratch"
+  # nobody runs copies (the script and the libraries it sources, the squeue stub, BASH_ENV's
+  # file): the checkout's parents may be private to its owner.
+  copy=$(hpc_test_user_copy nobody plai_cleanups hpc_files/lib tests/fixtures/plai_cleanups/bin \
+    tests/helpers/strict_env.bash)
+  others+=("$copy")
   as_nobody() {
-    runuser -u nobody -- env -u HPC_STUB_LOG PATH="$PATH" USER=nobody SLURMD_NODENAME=n1 HPC_STUB_SQUEUE="${HPC_STUB_SQUEUE:-}" "$@"
+    runuser -u nobody -- env -u HPC_STUB_LOG PATH="$copy/tests/fixtures/plai_cleanups/bin:$PATH" \
+      BASH_ENV="$copy/tests/helpers/strict_env.bash" USER=nobody SLURMD_NODENAME=n1 \
+      HPC_STUB_SQUEUE="${HPC_STUB_SQUEUE:-}" "$@"
   }
   # shellcheck disable=SC2016 # the script's own $1 and $d
   as_nobody bash -c 'd=$1/hpc_tmpdir.nobody.1701 && mkdir -m 700 "$d" && echo 1701 >"$d/.hpc_tmpdir" &&
@@ -336,7 +343,7 @@ names() {
   leftover_root=$scratch/hpc_tmpdir.$user.1703
   mkdir -m 700 "$leftover_root"
   printf '1703\n' >"$leftover_root/.hpc_tmpdir"
-  run as_nobody bash "$HPC_ROOT/plai_cleanups/cleanup_node.sh" --root "$scratch"
+  run as_nobody bash "$copy/plai_cleanups/cleanup_node.sh" --root "$scratch"
   assert_success
   assert_line --regexp "^removed: hpc_tmpdir\.nobody\.1701 \(job 1701 ended: squeue no longer lists it; [0-9]+ bytes freed\)$"
   assert_line "kept: hpc_tmpdir.nobody.1702 (owner: not owned by nobody)"
