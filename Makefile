@@ -1,5 +1,5 @@
 # Entry points. `make demo` and `make test` are the README's two commands for a fresh machine.
-.PHONY: demo test lint unit cluster-up cluster-down bench deps
+.PHONY: demo test check lint unit cluster-up cluster-down bench deps
 
 # The main job on the embedded two-node cluster: a 2-node x 2-GPU torchrun DDP program.
 demo:
@@ -10,6 +10,10 @@ demo:
 test:
 	bash tests/run.sh
 
+# Before each commit: lint and the unit tests (no cluster), side by side: a few minutes.
+check:
+	bash tests/run.sh --no-install --no-cluster --bats tests/unit
+
 deps:
 	bash tests/install_deps.sh
 
@@ -18,7 +22,7 @@ lint:
 
 # Unit tests only: no cluster needed.
 unit:
-	bash tests/run.sh --no-install --no-cluster --bats tests/unit
+	bash tests/run.sh --no-install --no-cluster --no-lint --bats tests/unit
 
 cluster-up:
 	bash hpc_files/local_cluster.sh up

@@ -5,7 +5,7 @@
 # not for users. guard: make this node's SLURM_TMPDIR and remove it at the end; task: one
 # program process in the runner's environment.
 set -euo pipefail
-# shellcheck source=hpc_files/lib/hpc_job.bash
+# shellcheck source=/dev/null # hpc_job.bash: linted on its own (see docs/architecture.md)
 source "$(dirname "${BASH_SOURCE[0]}")/lib/hpc_job.bash"
 # The job's plan, the file the batch shell loaded (its path is the one thing it hands on).
 [[ ${1-} != guard && ${1-} != task ]] || hpc_job_plan_load "${HPC_JOB_PLAN:-}"

@@ -1,39 +1,51 @@
 #!/usr/bin/env bash
-# Usage: bash tests/run.sh [--no-install] [--no-cluster] [--no-lint] [--no-pytest] [--bats PATH]...
+# Usage: bash tests/run.sh [--no-install] [--no-cluster] [--no-lint] [--no-pytest] [--jobs N] [--clusters N] [--bats PATH]...
 #
 # The whole test suite: installs what it needs (tests/install_deps.sh), brings the local SLURM
-# cluster up, runs the linters (shellcheck -x and shfmt -d on every shell file, ruff, mypy --strict), bats
-# (tests/unit, then tests/integration on the cluster; the unit tests' own shells with set -u, see
-# tests/helpers/strict_env.bash) and pytest (tests/python), and brings the
-# cluster down again even when tests fail, if it was this run that brought it up.
-# Prints each runner's own summary, then one line 'suite: N passed, N failed'; exits 1 when any
-# check or test failed.
+# clusters up, runs the linters (shellcheck -x and shfmt -d on every shell file, ruff, mypy
+# --strict), bats (tests/unit, then tests/integration on the clusters; the unit tests' own shells
+# with set -u, see tests/helpers/strict_env.bash) and pytest (tests/python), and brings the
+# clusters down again even when tests fail, if it was this run that brought them up. Prints each
+# runner's own summary, the slowest files and tests, the wall time, then one line
+# 'suite: N passed, N failed'; exits 1 when any check or test failed.
 #
 #   --no-install   skip tests/install_deps.sh
-#   --no-cluster   do not start the cluster (integration tests then fail; use with --bats)
+#   --no-cluster   do not start the clusters (integration tests then fail; use with --bats)
 #   --no-lint      skip shellcheck, shfmt, ruff and mypy
 #   --no-pytest    skip pytest
+#   --jobs N       lint and unit test files N at a time [HPC_TEST_JOBS]; default: the CPUs
+#   --clusters N   integration test files N at a time, each on a cluster of its own
+#                  [HPC_TEST_CLUSTERS]; default 3
 #   --bats PATH    run these bats files or folders instead of tests/unit and tests/integration
+#                  (the files under tests/integration/ run on the clusters, the others first)
 #
-# The cluster lives in HPC_CLUSTER_DIR (default .local_cluster) on HPC_CLUSTER_PORT_BASE. When
+# Side by side needs GNU parallel (bats --jobs): where it is missing the files run one at a time,
+# except in CI (CI set), where that fails the suite. Clusters: the first lives in HPC_CLUSTER_DIR
+# (default .local_cluster) on HPC_CLUSTER_PORT_BASE (default 17817), so a cluster already up for
+# `make demo` serves; cluster K in .local_cluster_K on that base + 100 (K - 1). A test file picks
+# its cluster from its GNU parallel job slot (tests/helpers/cluster.bash). When
 # tests/integration/second_cluster.bats is among the bats paths, the second configuration
-# (local_cluster.sh --config second) runs beside it in HPC_SECOND_CLUSTER_DIR (default
-# .local_cluster_second) on HPC_SECOND_CLUSTER_PORT_BASE (default: the first's base + 50), brought
-# down at the end too if this run started it.
+# (local_cluster.sh --config second) runs beside them in HPC_SECOND_CLUSTER_DIR (default
+# .local_cluster_second) on HPC_SECOND_CLUSTER_PORT_BASE (default: the first base + 50).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
 install=1 cluster=1 lint=1 pytest=1 bats_paths=()
+jobs=${HPC_TEST_JOBS:-$(nproc)} clusters=${HPC_TEST_CLUSTERS:-3}
 while (($#)); do
   case $1 in
     --no-install) install=0 ;;
     --no-cluster) cluster=0 ;;
     --no-lint) lint=0 ;;
     --no-pytest) pytest=0 ;;
-    --bats)
-      (($# >= 2)) || { echo "run.sh: --bats: needs a path" >&2 && exit 2; }
-      bats_paths+=("$2")
+    --bats | --jobs | --clusters)
+      (($# >= 2)) || { echo "run.sh: $1: needs a value" >&2 && exit 2; }
+      case $1 in
+        --bats) bats_paths+=("$2") ;;
+        --jobs) jobs=$2 ;;
+        --clusters) clusters=$2 ;;
+      esac
       shift
       ;;
     -h | --help)
@@ -44,66 +56,138 @@ while (($#)); do
   esac
   shift
 done
+for n in "$jobs" "$clusters"; do
+  [[ $n =~ ^[1-9][0-9]?$ ]] || { echo "run.sh: --jobs and --clusters take 1 to 99, got '$n'" >&2 && exit 2; }
+done
 ((${#bats_paths[@]})) || bats_paths=(tests/unit tests/integration)
-
-passed=0 failed=0
-failures=()
-# record NAME STATUS: counts one check (lint, a runner) that is not itself a test runner.
-record() {
-  if (($2 == 0)); then passed=$((passed + 1)); else failed=$((failed + 1)) && failures+=("$1"); fi
-}
 
 if ((install)); then
   bash tests/install_deps.sh
 fi
 
-export HPC_SECOND_CLUSTER_DIR=${HPC_SECOND_CLUSTER_DIR:-$root/.local_cluster_second}
-export HPC_SECOND_CLUSTER_PORT_BASE=${HPC_SECOND_CLUSTER_PORT_BASE:-$((${HPC_CLUSTER_PORT_BASE:-17817} + 50))}
-second=(--dir "$HPC_SECOND_CLUSTER_DIR" --port-base "$HPC_SECOND_CLUSTER_PORT_BASE")
-# wants_second: whether a bats path is (or holds) the second configuration's test file.
-wants_second() {
-  local path file
-  file=$(realpath tests/integration/second_cluster.bats)
-  for path in "${bats_paths[@]}"; do
-    path=$(realpath -- "$path" 2>/dev/null) || continue
-    [[ $file == "$path" || $file == "$path"/* ]] && return 0
-  done
-  return 1
-}
-
-started_cluster=0 started_second=0
-stop_cluster() {
-  if ((started_second)); then bash hpc_files/local_cluster.sh "${second[@]}" down || true; fi
-  if ((started_cluster)); then bash hpc_files/local_cluster.sh down || true; fi
-}
-trap stop_cluster EXIT
-if ((cluster)); then
-  if ! bash hpc_files/local_cluster.sh status >/dev/null 2>&1; then started_cluster=1; fi
-  bash hpc_files/local_cluster.sh up
-  if wants_second; then
-    if ! bash hpc_files/local_cluster.sh "${second[@]}" status >/dev/null 2>&1; then started_second=1; fi
-    bash hpc_files/local_cluster.sh "${second[@]}" --config second up
+side_by_side=1
+if ! command -v parallel >/dev/null; then
+  if [[ -n ${CI:-} ]]; then
+    echo "run.sh: GNU parallel is missing (apt-get install parallel, or tests/install_deps.sh)" >&2
+    exit 1
   fi
+  echo "run.sh: GNU parallel is missing: test files run one at a time" >&2
+  side_by_side=0
 fi
-export SLURM_CONF=${HPC_CLUSTER_DIR:-$root/.local_cluster}/etc/slurm.conf
 
-if ((lint)); then
-  echo "== lint"
+# The bats files of the paths, split: those under tests/integration/ need a cluster.
+unit_files=() integration_files=() missing=()
+integration_dir=$root/tests/integration
+for path in "${bats_paths[@]}"; do
+  if [[ ! -e $path ]]; then
+    missing+=("$path")
+    continue
+  fi
+  while IFS= read -r -d '' file; do
+    file=$(realpath -- "$file")
+    if [[ $file == "$integration_dir"/* ]]; then integration_files+=("$file"); else unit_files+=("$file"); fi
+  done < <(if [[ -d $path ]]; then find "$path" -name '*.bats' -type f -print0 | sort -z; else printf '%s\0' "$path"; fi)
+done
+
+# The integration files, longest first (as measured, rounded: tests/integration/durations), so
+# that side by side the last to start are short.
+if ((${#integration_files[@]} > 1)) && [[ -f $integration_dir/durations ]]; then
+  mapfile -t integration_files < <(
+    for file in "${integration_files[@]}"; do
+      printf '%s\t%s\n' "$(awk -v f="${file##*/}" '$2 == f {print $1}' "$integration_dir/durations")" "$file"
+    done | sort -t$'\t' -k1,1nr -k2,2 | cut -f2
+  )
+fi
+
+((${#integration_files[@]} > 0 && side_by_side)) || clusters=1
+((clusters <= ${#integration_files[@]} || ${#integration_files[@]} == 0)) || clusters=${#integration_files[@]}
+first_dir=${HPC_CLUSTER_DIR:-$root/.local_cluster}
+first_base=${HPC_CLUSTER_PORT_BASE:-17817}
+cluster_list=''
+for ((k = 1; k <= clusters; k++)); do
+  if ((k == 1)); then
+    cluster_list+="$first_dir $first_base"$'\n'
+  else
+    cluster_list+="$root/.local_cluster_$k $((first_base + 100 * (k - 1)))"$'\n'
+  fi
+done
+export HPC_SECOND_CLUSTER_DIR=${HPC_SECOND_CLUSTER_DIR:-$root/.local_cluster_second}
+export HPC_SECOND_CLUSTER_PORT_BASE=${HPC_SECOND_CLUSTER_PORT_BASE:-$((first_base + 50))}
+wants_second=0
+for file in "${integration_files[@]}"; do
+  [[ ${file##*/} != second_cluster.bats ]] || wants_second=1
+done
+
+reports=$(mktemp -d)
+# count PASSED FAILED LABEL: adds to the suite's counts (a file: the streams below are subshells);
+# LABEL names what failed.
+count() {
+  printf '%s %s %s\n' "$1" "$2" "$3" >>"$reports/counts"
+}
+# record LABEL STATUS: counts one check (lint, a runner) that is not itself a test runner.
+record() {
+  if (($2 == 0)); then count 1 0 "$1"; else count 0 1 "$1"; fi
+}
+
+# Clusters this run brought up ("DIR PORT_BASE" each), brought down at the end, tests failed or
+# not; a cluster that was up before stays up.
+started=()
+stop_clusters() {
+  local entry dir base
+  for entry in ${started[@]+"${started[@]}"}; do
+    read -r dir base <<<"$entry"
+    bash hpc_files/local_cluster.sh --dir "$dir" --port-base "$base" down >/dev/null 2>&1 || true
+  done
+  rm -rf -- "${reports:?}"
+}
+trap stop_clusters EXIT
+# up_clusters: brings every cluster of this run up, all at once (each waits seconds for its
+# nodes); prints what failed.
+up_clusters() {
+  local dir base config pid status=0
+  local -a ups=("$cluster_list") pids=()
+  ((! wants_second)) || ups+=("$HPC_SECOND_CLUSTER_DIR $HPC_SECOND_CLUSTER_PORT_BASE second")
+  while read -r dir base config; do
+    [[ -n $dir ]] || continue
+    bash hpc_files/local_cluster.sh --dir "$dir" --port-base "$base" ${config:+--config "$config"} up >/dev/null &
+    pids+=($!)
+  done < <(printf '%s\n' "${ups[@]}")
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  return "$status"
+}
+clusters_pid=''
+if ((cluster && ${#integration_files[@]})); then
+  while read -r dir base; do
+    [[ -n $dir ]] || continue
+    bash hpc_files/local_cluster.sh --dir "$dir" --port-base "$base" status >/dev/null 2>&1 || started+=("$dir $base")
+  done < <(
+    printf '%s\n' "$cluster_list"
+    ((! wants_second)) || printf '%s\n' "$HPC_SECOND_CLUSTER_DIR $HPC_SECOND_CLUSTER_PORT_BASE"
+  )
+  # Up while the lint and the unit tests run: they need no cluster.
+  up_clusters >"$reports/clusters.log" 2>&1 &
+  clusters_pid=$!
+fi
+
+# lint: shellcheck -x and shfmt -d on every shell file, ruff, mypy --strict.
+lint() {
+  local f status start
+  local -a shell_files shfmt_files=()
   mapfile -t shell_files < <(
     git ls-files --cached --others --exclude-standard -- '*.sh' '*.bash' '*.bats' |
-      while IFS= read -r f; do [[ -f $f ]] && printf '%s\n' "$f"; done
+      while IFS= read -r f; do [[ -f $f && ! -L $f ]] && printf '%s\n' "$f"; done
     git ls-files --cached --others --exclude-standard | while IFS= read -r f; do
-      [[ -f $f && $f != *.* ]] && head -n 1 -- "$f" | grep -qE '^#!.*\b(ba)?sh\b' && printf '%s\n' "$f"
+      [[ -f $f && ! -L $f && $f != *.* ]] && head -n 1 -- "$f" | grep -qE '^#!.*\b(ba)?sh\b' && printf '%s\n' "$f"
     done
   )
   status=0 start=$SECONDS
-  shellcheck -x "${shell_files[@]}" || status=1
+  # One shellcheck per few files, JOBS at a time: each file is read with what it sources (-x).
+  printf '%s\0' "${shell_files[@]}" | xargs -0 -n 4 -P "$jobs" shellcheck -x || status=1
   echo "shellcheck: ${#shell_files[@]} files, status $status, $((SECONDS - start)) s"
   record shellcheck "$status"
   # shfmt -d: the style of .editorconfig. The golden job scripts are the renderer's output,
   # compared byte for byte: not reformatted.
   status=0
-  shfmt_files=()
   for f in "${shell_files[@]}"; do [[ $f == tests/fixtures/submitter/golden/* ]] || shfmt_files+=("$f"); done
   shfmt -d "${shfmt_files[@]}" || status=1
   echo "shfmt: ${#shfmt_files[@]} files, status $status"
@@ -111,33 +195,38 @@ if ((lint)); then
   status=0
   ruff check python_helpers tests/python bench || status=1
   record ruff "$status"
-  status=0
+  status=0 start=$SECONDS
   mypy --strict python_helpers/src || status=1
+  echo "mypy: status $status, $((SECONDS - start)) s"
   record mypy "$status"
-fi
+}
 
-echo "== bats ${bats_paths[*]}"
-bats_log=$(mktemp)
-status=0
-reports=$(mktemp -d)
-# The unit tests run with set -u (tests/helpers/strict_env.bash): no second run, no extra cost.
-BASH_ENV=$root/tests/helpers/strict_env.bash \
-  node_modules/bats/bin/bats --recursive --timing --formatter tap \
-  --report-formatter junit --output "$reports" "${bats_paths[@]}" | tee "$bats_log" || status=$?
-bats_ok=$(grep -c '^ok ' "$bats_log" || true)
-bats_not_ok=$(grep -c '^not ok ' "$bats_log" || true)
-rm -f "$bats_log"
-echo "bats: $bats_ok passed, $bats_not_ok failed"
-passed=$((passed + bats_ok))
-failed=$((failed + bats_not_ok))
-# bats failing before any test (a syntax error, a missing file) must fail the suite too.
-if ((status != 0 && bats_not_ok == 0)); then record "bats (exit $status)" 1; fi
-((bats_not_ok == 0)) || failures+=("bats")
+# run_bats NAME JOBS FILE...: one bats run over FILEs, JOBS files at a time (tests within a file
+# one after another: they share what setup_file made), its TAP on stdout, its JUnit report in
+# $reports/NAME; counts its tests.
+run_bats() {
+  local name=$1 n=$2 log status=0 ok not_ok
+  shift 2
+  local -a side=()
+  ((n < 2)) || side=(--jobs "$n" --no-parallelize-within-files)
+  echo "== bats $name: $# files${side[*]:+, $n at a time}"
+  log=$reports/$name.tap
+  mkdir -p "$reports/$name"
+  # The unit tests run with set -u (tests/helpers/strict_env.bash): no second run, no extra cost.
+  BASH_ENV=$root/tests/helpers/strict_env.bash \
+    node_modules/bats/bin/bats --timing --formatter tap "${side[@]}" \
+    --report-formatter junit --output "$reports/$name" "$@" | tee "$log" || status=$?
+  ok=$(grep -c '^ok ' "$log" || true)
+  not_ok=$(grep -c '^not ok ' "$log" || true)
+  echo "bats $name: $ok passed, $not_ok failed"
+  count "$ok" "$not_ok" "bats-$name"
+  # bats failing before any test (a syntax error, a missing file) must fail the suite too.
+  if ((status != 0 && not_ok == 0)); then record "bats-$name(exit-$status)" 1; fi
+}
 
-if ((pytest)); then
-  echo "== pytest"
-  junit=$reports/pytest.xml
-  status=0
+# run_pytest: pytest over tests/python, counted from its JUnit report.
+run_pytest() {
+  local junit=$reports/pytest.xml status=0 py_tests py_fail
   python3 -m pytest -q -p no:cacheprovider --junitxml="$junit" tests/python || status=$?
   read -r py_tests py_fail < <(python3 -c '
 import sys, xml.etree.ElementTree as ET
@@ -145,19 +234,56 @@ r = ET.parse(sys.argv[1]).getroot()
 s = r if r.tag == "testsuite" else r.find("testsuite")
 t = int(s.get("tests", 0)); f = int(s.get("failures", 0)) + int(s.get("errors", 0)); k = int(s.get("skipped", 0))
 print(t - k, f)' "$junit" 2>/dev/null || echo "0 0")
-  passed=$((passed + py_tests - py_fail))
-  failed=$((failed + py_fail))
-  ((py_fail == 0)) || failures+=("pytest")
+  count "$((py_tests - py_fail))" "$py_fail" pytest
   # exit 5 is "no tests collected": a suite that ran nothing has failed too.
-  if ((status != 0 && py_fail == 0)); then record "pytest (exit $status)" 1; fi
+  if ((status != 0 && py_fail == 0)); then record "pytest(exit-$status)" 1; fi
+}
+
+if ((${#missing[@]})); then
+  echo "run.sh: no such bats file or folder: ${missing[*]}" >&2
+  record "bats(missing)" 1
+fi
+# What needs no cluster runs side by side: the lint, the unit tests, pytest (each prints its
+# output when all three are done, in that order).
+streams=()
+((! lint)) || streams+=(lint)
+((${#unit_files[@]} == 0)) || streams+=(unit)
+((! pytest)) || streams+=(pytest)
+pids=()
+for stream in ${streams[@]+"${streams[@]}"}; do
+  case $stream in
+    lint) lint ;;
+    unit) run_bats unit "$((side_by_side ? jobs : 1))" "${unit_files[@]}" ;;
+    pytest) run_pytest ;;
+  esac >"$reports/$stream.log" 2>&1 &
+  pids+=($!)
+  # Without GNU parallel, one after another.
+  ((side_by_side)) || wait "$!" || true
+done
+echo "== ${streams[*]:-nothing}$( ((${#streams[@]} < 2 || ! side_by_side)) || echo ' side by side')"
+for pid in ${pids[@]+"${pids[@]}"}; do wait "$pid" || true; done
+for stream in ${streams[@]+"${streams[@]}"}; do
+  echo "== $stream"
+  cat "$reports/$stream.log"
+done
+
+if ((${#integration_files[@]})); then
+  if [[ -n $clusters_pid ]] && ! wait "$clusters_pid"; then
+    cat "$reports/clusters.log" >&2
+    echo "run.sh: a cluster did not come up" >&2
+    record "clusters" 1
+  else
+    export HPC_TEST_CLUSTER_LIST=$cluster_list
+    run_bats integration "$clusters" "${integration_files[@]}"
+  fi
 fi
 
 echo "== timing"
-python3 tests/slowest.py "$reports"/*.xml || true
-rm -rf -- "${reports:?}"
+python3 tests/slowest.py "$reports"/*/report.xml "$reports"/pytest.xml || true
 echo "wall: $((SECONDS / 60)) min $((SECONDS % 60)) s"
+read -r passed failed < <(awk '{p += $1; f += $2} END {print p + 0, f + 0}' "$reports/counts" 2>/dev/null || echo "0 0")
 echo "suite: $passed passed, $failed failed"
 if ((failed)); then
-  echo "failed: ${failures[*]}" >&2
+  echo "failed: $(awk '$2 > 0 {printf "%s ", $3}' "$reports/counts")" >&2
   exit 1
 fi

@@ -156,6 +156,9 @@ hpc_cluster_write_files() {
     printf 'JobCompType=jobcomp/filetxt\nJobCompLoc=%s/log/jobcomp.log\n' "$d"
     printf 'AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none\n'
     printf 'DefMemPerCPU=500\n'
+    # Clusters beside each other (the test suite runs several) hand out different job ids, so
+    # their jobs on this one host derive different MASTER_PORTs (20000 + id % 20000).
+    printf 'FirstJobId=%s\n' "$((hpc_cluster_port_base * 10 % 20000 + 1))"
     printf 'MinJobAge=600\nKillWait=10\nInactiveLimit=0\nReturnToService=2\nMaxArraySize=1001\n'
     # Start trivial jobs within about a second of submission.
     printf 'SchedulerType=sched/builtin\n'

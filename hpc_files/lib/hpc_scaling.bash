@@ -612,7 +612,7 @@ hpc_scaling_resubmit_failed() {
   if ! { exec {lock_fd}<"$dir"; } || ! flock -w 60 "$lock_fd"; then
     hpc_die "cannot lock the study folder ${dir##*/} within 60 s: another resubmit --failed of it still runs (or its file system has no locks)"
   fi
-  # shellcheck source=hpc_files/lib/hpc_map.bash
+  # shellcheck source=/dev/null # hpc_map.bash: linted on its own (see docs/architecture.md)
   source "${BASH_SOURCE[0]%/*}/hpc_map.bash"
   info=$(hpc_map_helpers study-info --dir "$dir") || hpc_die "cannot read the study in $dir (see above)"
   while IFS= read -r line; do

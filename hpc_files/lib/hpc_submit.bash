@@ -6,12 +6,14 @@
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # job_submitter.sh: its own path and folder; hpc_options.bash: the options.
-declare -g hpc_submitter hpc_files_dir hpc_opt_cluster hpc_opt_help hpc_opt_scaling_test \
-  hpc_opt_wandb_offline hpc_opt_yes
+declare -g hpc_submitter hpc_files_dir hpc_opt_cluster hpc_opt_dry_run hpc_opt_help \
+  hpc_opt_scaling_test hpc_opt_wandb_offline hpc_opt_yes
 declare -ga hpc_opt_data
 # hpc_plan.bash: the plan.
-declare -g hpc_plan_checkpoints_dir hpc_plan_exp_name hpc_plan_outputs_dir hpc_plan_runner \
-  hpc_plan_scratch_dir hpc_plan_summary hpc_plan_file
+declare -g hpc_plan_checkpoints_dir hpc_plan_exp_name hpc_plan_job_name hpc_plan_outputs_dir \
+  hpc_plan_runner hpc_plan_scratch_dir hpc_plan_summary hpc_plan_file
+# hpc_manifest.bash: the manifest's path and the cluster's MaxArraySize.
+declare -g hpc_manifest_path hpc_manifest_max_array_size
 
 # hpc_submit_locate: sets hpc_files_dir (the running submitter's folder), hpc_source_dir (its
 # parent: the project), and the folders of the runners and Python helpers, which sit beside
@@ -187,13 +189,13 @@ hpc_submit_main() {
   hpc_submit_hold=() hpc_submit_data_archive=''
   if [[ -n $hpc_opt_map_range$hpc_opt_map_over$hpc_opt_gather$hpc_opt_gather_configs$hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]; then
     # Map + gather: loaded only when asked for.
-    # shellcheck source=hpc_files/lib/hpc_map_submit.bash
+    # shellcheck source=/dev/null # hpc_map_submit.bash: linted on its own (see docs/architecture.md)
     source "$hpc_files_dir/lib/hpc_map_submit.bash"
     hpc_map_check_options
   fi
   if ((hpc_opt_scaling_test)) || [[ -n $hpc_opt_scale_nodes$hpc_opt_scale_gpus$hpc_opt_repeats$hpc_opt_scaling_mode$hpc_opt_report_time ]]; then
     # Scaling test: loaded only when asked for.
-    # shellcheck source=hpc_files/lib/hpc_scaling.bash
+    # shellcheck source=/dev/null # hpc_scaling.bash: linted on its own (see docs/architecture.md)
     source "$hpc_files_dir/lib/hpc_scaling.bash"
     hpc_scaling_check_options
   fi

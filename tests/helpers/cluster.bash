@@ -4,6 +4,16 @@
 # tests/run.sh brings the cluster up; a test file that runs alone calls hpc_cluster_require.
 
 # The cluster is the one in HPC_CLUSTER_DIR; hpc_cluster_use points a test file at another.
+# tests/run.sh runs integration files side by side, each on the cluster of its GNU parallel job
+# slot: HPC_TEST_CLUSTER_LIST holds "DIR PORT_BASE" a line, slot 1's first. The choice is made
+# once per file (setup_file), before hpc_cluster_use may change it.
+if [[ -z ${HPC_TEST_CLUSTER_CHOSEN:-} ]]; then
+  export HPC_TEST_CLUSTER_CHOSEN=1
+  if [[ -n ${HPC_TEST_CLUSTER_LIST:-} ]]; then
+    read -r HPC_CLUSTER_DIR HPC_CLUSTER_PORT_BASE < <(sed -n "${PARALLEL_JOBSLOT:-1}p" <<<"$HPC_TEST_CLUSTER_LIST")
+    export HPC_CLUSTER_DIR HPC_CLUSTER_PORT_BASE
+  fi
+fi
 HPC_CLUSTER_DIR=${HPC_CLUSTER_DIR:-$HPC_ROOT/.local_cluster}
 export SLURM_CONF=$HPC_CLUSTER_DIR/etc/slurm.conf
 
@@ -132,11 +142,18 @@ hpc_warm_venv() {
 # ended (between restarts a job can read as ended for seconds: the count tells them apart). A
 # requeued job's 120 s wait before it may start again (Slurm's BeginTime after a requeue) is cut
 # short, so the test takes minutes less. A job that stays ended with fewer restarts for 30 s
-# fails the test then, with its output (job_out, when hpc_submit_job set it).
+# fails the test then, with its output (job_out, when hpc_submit_job set it). With READY, a
+# command, each run is sent the time-limit warning (as hpc_warn_job does) once 'READY RESTART'
+# succeeds for it (the run has started and done what the test needs before the warning), instead
+# of waiting minutes for its time limit.
 hpc_wait_requeued() {
-  local id=$1 restarts=$2 timeout=$3 start=$SECONDS state pending_since='' ended_since='' done_restarts
+  local id=$1 restarts=$2 timeout=$3 ready=${4:-} warned=-1 start=$SECONDS state pending_since='' ended_since='' done_restarts
 
   while :; do
+    if [[ -n $ready ]] && ((warned < restarts)) && "$ready" "$((warned + 1))"; then
+      scancel --batch --signal=USR1 "$id" || fail "scancel --batch --signal=USR1 $id failed"
+      warned=$((warned + 1))
+    fi
     state=$(squeue -h -j "$id" -o '%T %r' 2>/dev/null) || state=
     # Only once the last run is wholly gone from the nodes (its Epilog done): a rerun launched
     # while the node still cleans up the same job id fails to start.
@@ -185,4 +202,13 @@ hpc_slurmd_kill() {
   read -r pid <"$HPC_CLUSTER_DIR/run/slurmd-$1.pid" || fail "no pid file for the slurmd of $1"
   [[ $(cat "/proc/$pid/comm" 2>/dev/null) == slurmd ]] || fail "pid $pid is not the slurmd of $1"
   kill -KILL "$pid"
+}
+
+# hpc_warn_job ID FILE REGEX [TIMEOUT_S]: once a line of FILE (the job's output) matches REGEX
+# (the program is running, its handler installed), sends job ID's batch shell the time-limit
+# warning (SIGUSR1, as --signal=B:USR1@lead does), instead of waiting minutes for the time limit
+# to send it. The tests that wait for SLURM's own warning are one per launcher and one requeue.
+hpc_warn_job() {
+  hpc_wait_output "$2" "$3" "${4:-120}"
+  scancel --batch --signal=USR1 "$1" || fail "scancel --batch --signal=USR1 $1 failed"
 }

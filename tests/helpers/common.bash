@@ -5,6 +5,49 @@ export HPC_ROOT
 load "$HPC_ROOT/node_modules/bats-support/load"
 load "$HPC_ROOT/node_modules/bats-assert/load"
 
+# Unit tests reach no cluster: every SLURM client they might call is tests/helpers/unplanned_slurm
+# (one line naming the call, exit 1), on PATH just before the first folder outside the checkout
+# and bats' temporary folders, so that the stubs and fixtures' stand-ins a test puts first still
+# answer. Each call is recorded in HPC_UNPLANNED_LOG, and the test's teardown (the file's own,
+# wrapped: hpc_test_unplanned_teardown) fails the test naming it, even where the code under test
+# swallowed the failure.
+if [[ ${BATS_TEST_FILENAME:-} == */tests/unit/* ]]; then
+  hpc_test_unplanned_path() {
+    local dir new='' placed=0 deny=$HPC_ROOT/tests/helpers/unplanned_slurm
+    local -a dirs
+    IFS=: read -ra dirs <<<"$PATH"
+    for dir in "${dirs[@]}"; do
+      [[ $dir != "$deny" ]] || continue
+      if ((! placed)) && [[ $dir != "$HPC_ROOT"/* && $dir != "${BATS_RUN_TMPDIR:-/nonexistent}"/* ]]; then
+        new+=${new:+:}$deny
+        placed=1
+      fi
+      new+=${new:+:}$dir
+    done
+    ((placed)) || new+=${new:+:}$deny
+    printf '%s\n' "$new"
+  }
+  PATH=$(hpc_test_unplanned_path)
+  export PATH HPC_UNPLANNED_LOG=${BATS_TEST_TMPDIR:-${BATS_FILE_TMPDIR:-/nonexistent}}/unplanned-slurm-calls
+  if [[ -n ${BATS_TEST_TMPDIR:-} && -z ${hpc_test_teardown_wrapped:-} ]]; then
+    hpc_test_teardown_wrapped=1
+    if declare -F teardown >/dev/null; then
+      # shellcheck source=/dev/null # the file's own teardown, under another name
+      source <(declare -f teardown | sed '1s/^teardown /hpc_test_file_teardown /')
+    fi
+    # teardown: the file's own teardown, then the check of unplanned SLURM calls.
+    teardown() {
+      local status=0 log=$HPC_UNPLANNED_LOG
+      if declare -F hpc_test_file_teardown >/dev/null; then hpc_test_file_teardown || status=$?; fi
+      if [[ -s $log ]]; then
+        printf 'unplanned SLURM call in this test: %s\n' "$(<"$log")" >&2
+        return 1
+      fi
+      return "$status"
+    }
+  fi
+fi
+
 # hpc_test_tmp: a fresh temporary folder whose path contains a space, so every test also
 # proves that paths with spaces work.
 hpc_test_tmp() {

@@ -66,7 +66,7 @@ for path in glob.glob("/proc/[0-9]*/cmdline"):
 
 @test "accelerate 2 nodes x 1 GPU, a program without a handler past its time limit: TIMEOUT, never COMPLETED" {
   hpc_configs "$PROJECT" 'python wait_forever.py'
-  hpc_submit_job "$PROJECT" -W accelerate --gpus 1 --num-nodes 2 --time 00:02:00 --signal-lead 60 -e timed
+  hpc_submit_job "$PROJECT" -W accelerate --gpus 1 --num-nodes 2 --time 00:01:00 --signal-lead 0 -e timed
   hpc_wait_job "$job_id" 240
   run hpc_job_state "$job_id"
   assert_output --regexp '^TIMEOUT '

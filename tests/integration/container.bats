@@ -4,7 +4,7 @@
 # torchrun, errors at the right moment.
 # shellcheck disable=SC2016 # configs lines are single-quoted on purpose
 # Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
-declare -g job_out job_state
+declare -g job_id job_out job_state
 
 setup_file() {
   load '../helpers/common'
@@ -121,13 +121,18 @@ setup() {
   # looks through it and finds no process that takes the warning.
   cp "$HPC_ROOT/tests/fixtures/project/oblivious.py" "$PROJECT/"
   hpc_configs "$PROJECT" "python3 '$PROJECT/oblivious.py' 600"
-  hpc_run_job "$PROJECT" -s "$PROJECT/app.sif" -g 0 --time 00:02:00 --signal-lead 60 -e boxwarn
+  # The shortest limit; the warning is sent once it ticks (hpc_warn_job: with a lead of 0 SLURM
+  # sends none before the limit).
+  hpc_submit_job "$PROJECT" -s "$PROJECT/app.sif" -g 0 --time 00:01:00 --signal-lead 0 -e boxwarn
+  hpc_warn_job "$job_id" "$job_out" '^TICK 2$'
+  hpc_wait_job "$job_id" 180
+  job_state=$(hpc_job_state "$job_id")
   [[ $job_state == "TIMEOUT "* ]] || fail "job $job_id ended $job_state: $(cat "$job_out")"
   assert_equal "$(grep -c '^\[hpc n1\] no process of the program catches SIGUSR1 (yet)' "$job_out")" 1
   run grep -E 'passed to|exit (code|status) 138' "$job_out"
   assert_output ''
   last=$(sed -n 's/^TICK //p' "$job_out" | tail -n 1)
-  ((last >= 100)) || fail "the program stopped after $last s: $(cat "$job_out")"
+  ((last >= 45)) || fail "the program stopped after $last s: $(cat "$job_out")"
 }
 
 @test "a map in containers (-s): each task sees its variables with container paths (task_dir=/map/tasks/I), writes its status and result; the gather sums them" {

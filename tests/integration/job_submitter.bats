@@ -246,9 +246,14 @@ whole_lines() {
 @test "torchrun with --label-ranks: the time-limit warning reaches each worker through the wrapper; copy-back whole" {
   hpc_cluster_mode emulated
   hpc_configs "$PROJECT" 'python ckpt.py'
-  hpc_run_job "$PROJECT" -W torchrun --gpus 1 --num-nodes 2 --time 00:02:00 --signal-lead 60 \
+  hpc_submit_job "$PROJECT" -W torchrun --gpus 1 --num-nodes 2 --time 00:05:00 --signal-lead 60 \
     --copy-back checkpoints --label-ranks -e warnedtr
-  assert_equal "$job_state" "COMPLETED 0:0"
+  # Warned once both ranks run (SLURM's own warning would come minutes later; torchrun's real
+  # one is real_programs.bats' DDP trainer).
+  hpc_wait_output "$job_out" '^\[rank [01]\] START rank=0 ' 120
+  hpc_warn_job "$job_id" "$job_out" '^\[rank [01]\] START rank=1 '
+  hpc_wait_job "$job_id" 180
+  assert_equal "$(hpc_job_state "$job_id")" "COMPLETED 0:0"
   run cat "$job_out"
   # ckpt.py names its rank by SLURM_PROCID (the node here); the label is torchrun's RANK.
   assert_line --regexp '^\[rank [01]\] SIGNAL rank=0 node=n1 signal=SIGUSR1$'

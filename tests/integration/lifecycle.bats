@@ -41,8 +41,11 @@ teardown() {
 
 @test "--requeue 2: three runs with restart counts 0, 1, 2, each resuming; one log; requeued from the batch shell" {
   hpc_configs "$PROJECT" 'python ckpt.py'
-  hpc_submit_job "$PROJECT" --gpus 0 --time 00:02:00 --signal-lead 60 --requeue 2 --copy-back checkpoints -e requeued
-  hpc_wait_requeued "$job_id" 2 400
+  hpc_submit_job "$PROJECT" --gpus 0 --time 00:05:00 --signal-lead 60 --requeue 2 --copy-back checkpoints -e requeued
+  # Each run is warned once it has started, as the time limit would (see hpc_warn_job).
+  # shellcheck disable=SC2329 # called by hpc_wait_requeued
+  started() { grep -qx "START rank=0 node=n1 restart=$1" "$job_out"; }
+  hpc_wait_requeued "$job_id" 2 400 started
   local state
   state=$(hpc_job_state "$job_id")
   [[ $state == "COMPLETED 0:0" ]] || fail "job $job_id ended $state; its output: $(grep -v '^CHECKPOINT' "$job_out")"
@@ -73,11 +76,13 @@ teardown() {
 @test "a program that stops at the warning (exit 138 = 128+SIGUSR1; exit 0 with --requeue 1) is reported as stopped there, not as failed" {
   cp "$HPC_ROOT/tests/fixtures/project/stopper.py" "$PROJECT/"
   hpc_configs "$PROJECT" 'python stopper.py 138'
-  hpc_submit_job "$PROJECT" --gpus 0 --time 00:02:00 --signal-lead 60 -e stop138
+  hpc_submit_job "$PROJECT" --gpus 0 --time 00:05:00 --signal-lead 60 -e stop138
   local id138=$job_id out138=$job_out
   hpc_configs "$PROJECT" 'python stopper.py 0'
-  hpc_submit_job "$PROJECT" --gpus 0 --time 00:02:00 --signal-lead 60 --requeue 1 -e stop0
+  hpc_submit_job "$PROJECT" --gpus 0 --time 00:05:00 --signal-lead 60 --requeue 1 -e stop0
   local id0=$job_id out0=$job_out
+  # The warning is sent once each program has started, as the time limit would (hpc_warn_job).
+  hpc_warn_job "$id138" "$out138" '^START restart=0$'
   hpc_wait_job "$id138" 200
   # The program's own status stays the job's.
   assert_equal "$(hpc_job_state "$id138")" "FAILED 138:0"
@@ -89,7 +94,10 @@ teardown() {
   assert_line --regexp "^$id138 +stop138 +venv-none +FAILED +138:0 "
   assert_line --regexp "^$id138: stopped at the time-limit warning \(SIGUSR1\): the program exited with 138 \(128\+SIGUSR1\) after [0-9.]+ s; whether it saved its work, its own lines above say$"
 
-  hpc_wait_requeued "$id0" 1 400
+  job_out=$out0
+  # shellcheck disable=SC2329 # called by hpc_wait_requeued
+  started() { grep -qx "START restart=$1" "$job_out"; }
+  hpc_wait_requeued "$id0" 1 400 started
   assert_equal "$(hpc_job_state "$id0")" "COMPLETED 0:0"
   run grep -E '^\[hpc n[12]\] (stopped|ended|the program|requeueing|not requeued)' "$out0"
   assert_equal "${#lines[@]}" 4

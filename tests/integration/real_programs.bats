@@ -75,13 +75,15 @@ setup() {
 
 @test "Lightning's BoringModel, 2x2, its own SLURM handler, --requeue 1: requeued once by Lightning, restored from hpc_ckpt_1.ckpt, the second warning refused, COMPLETED" {
   # Lightning saves hpc_ckpt_N.ckpt in default_root_dir on the warning and runs 'scontrol
-  # requeue' itself: the toolkit's scontrol counts it against --requeue 1. 55 steps of 2 s: the
-  # warning (SLURM sends it 60 to 120 s before the 3 min limit) comes in both runs, and the
-  # second run, refused, trains on to the end.
+  # requeue' itself: the toolkit's scontrol counts it against --requeue 1. 30 steps of 1 s: each
+  # run is warned once it has trained to a STEP line (hpc_warn_job; SLURM's own warning would come
+  # minutes later), and the second run, refused, trains on to the end.
   # shellcheck disable=SC2016 # expanded in the job
-  hpc_configs "$PROJECT" 'python boring_requeue.py --num_nodes ${num_nodes} --devices ${gpus_per_node} --max-steps 55 --step-seconds 2 --root-dir ${scratch_dir}/${exp_name}'
-  hpc_submit_job "$PROJECT" -W lightning --gpus 2 --num-nodes 2 --time 00:03:00 --signal-lead 120 --requeue 1 -e boring
-  hpc_wait_requeued "$job_id" 1 500
+  hpc_configs "$PROJECT" 'python boring_requeue.py --num_nodes ${num_nodes} --devices ${gpus_per_node} --max-steps 30 --step-seconds 1 --root-dir ${scratch_dir}/${exp_name}'
+  hpc_submit_job "$PROJECT" -W lightning --gpus 2 --num-nodes 2 --time 00:05:00 --signal-lead 60 --requeue 1 -e boring
+  # shellcheck disable=SC2329 # called by hpc_wait_requeued
+  trained() { sed -n "/^START rank=0 node=n1 restart=$1\$/,\$p" "$job_out" | grep -q '^STEP [1-9]'; }
+  hpc_wait_requeued "$job_id" 1 500 trained
   local state root="$SCRATCH/real project/boring"
   state=$(hpc_job_state "$job_id")
   [[ $state == "COMPLETED 0:0" ]] || fail "job $job_id ended $state; its output: $(cat "$job_out")"
@@ -107,7 +109,7 @@ setup() {
   assert_line "[hpc n1] not requeued: the program asked (scontrol requeue $job_id), but 1 restart(s) done of the 1 allowed (--requeue 1); the run goes on"
   assert_line --partial "Requeuing SLURM job $job_id failed with error code 1"
   assert_line "[hpc n1] not requeued: 1 restart(s) done of the 1 allowed"
-  assert_equal "$(grep -c '^DONE steps=55$' "$job_out")" 1
+  assert_equal "$(grep -c '^DONE steps=30$' "$job_out")" 1
   # Run 1 ended for Lightning's requeue; run 2 was warned, then finished its work.
   assert_equal "$(grep -c '^\[hpc n1\] ended after the time-limit warning (SIGUSR1): the program exited with 0 after ' "$job_out")" 1
   refute_line --partial 'the program finished successfully'
@@ -121,8 +123,14 @@ setup() {
 @test "Lightning with SLURMEnvironment(auto_requeue=False), --requeue 1: no handler, so no warning and no checkpoint; runs on to TIMEOUT, not requeued from step 0" {
   # shellcheck disable=SC2016 # expanded in the job
   hpc_configs "$PROJECT" 'python boring_requeue.py --num_nodes ${num_nodes} --devices ${gpus_per_node} --max-steps 1000 --step-seconds 2 --root-dir ${scratch_dir}/${exp_name} --no-auto-requeue'
-  hpc_run_job "$PROJECT" -W lightning --gpus 1 --num-nodes 1 --time 00:02:00 --signal-lead 60 --requeue 1 -e noauto
-  [[ $job_state == "TIMEOUT "* ]] || fail "job $job_id ended $job_state: $(cat "$job_out")"
+  # The shortest limit; the warning is sent once it trains (hpc_warn_job: with a lead of 0 SLURM
+  # sends none before the limit; Lightning's real one is lifecycle.bats').
+  hpc_submit_job "$PROJECT" -W lightning --gpus 1 --num-nodes 1 --time 00:01:00 --signal-lead 0 --requeue 1 -e noauto
+  hpc_warn_job "$job_id" "$job_out" '^TRAIN from_step=0$'
+  hpc_wait_job "$job_id" 180
+  local state
+  state=$(hpc_job_state "$job_id")
+  [[ $state == "TIMEOUT "* ]] || fail "job $job_id ended $state: $(cat "$job_out")"
   assert_equal "$(hpc_job_field "$job_id" Restarts)" 0
   run cat "$job_out"
   assert_line "[hpc n1] no process of the program catches SIGUSR1 (yet): it gets the warning once it installs a handler, else it runs on until the time limit"
@@ -137,6 +145,7 @@ setup() {
 
 @test "a program without a handler for the warning runs on to the time limit: TIMEOUT, not killed by SIGUSR1" {
   hpc_configs "$PROJECT" 'python oblivious.py 600'
+  # SLURM's own warning (the one real warning test without a launcher), at 60 s at the latest.
   hpc_run_job "$PROJECT" --gpus 0 --time 00:02:00 --signal-lead 60 -e oblivious
   [[ $job_state == "TIMEOUT "* ]] || fail "job $job_id ended $job_state: $(cat "$job_out")"
   # Warned once, and nobody got the signal: nobody catches it.

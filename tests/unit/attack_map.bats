@@ -5,18 +5,21 @@ bats_require_minimum_version 1.5.0
 
 setup() {
   load '../helpers/common'
+  load '../helpers/stub'
+  # shellcheck source=/dev/null # hpc_job.bash is linted on its own (tests/run.sh)
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
+  # shellcheck source=/dev/null # hpc_map.bash is linted on its own (tests/run.sh)
   source "$HPC_ROOT/hpc_files/lib/hpc_map.bash"
-  # No SLURM to ask: the task's final state comes from its status alone.
-  # shellcheck disable=SC2329 # called by hpc_followup_final_state
-  scontrol() { return 1; }
   export SLURM_JOB_ID=41 SLURM_ARRAY_JOB_ID=40 SLURM_ARRAY_TASK_ID=1
+  # shellcheck disable=SC2034 # read by hpc_map.bash
   map_index=1 map_item=one hpc_map_start_utc=2026-11-23T12:00:00Z hpc_map_start_s=1.5
 }
 
 @test "a task whose final status.json cannot be written (full disk, folder gone) fails: step map-status, never COMPLETED-but-LOST" {
   task_dir=$BATS_TEST_TMPDIR/tasks/1
   mkdir -p "$task_dir"
+  # No SLURM to ask (each end asks): the task's final state comes from its status alone.
+  stub scontrol 'show job -o 40_1 : exit 1' 'show job -o 40_1 : exit 1' 'show job -o 40_1 : exit 1'
   hpc_map_task_end 0
   run python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["state"])' "$task_dir/status.json"
   assert_output COMPLETED
@@ -29,4 +32,5 @@ setup() {
   # A failed program stays failed with its own status.
   run --separate-stderr hpc_map_task_end 7
   assert_failure 7
+  unstub scontrol
 }

@@ -52,9 +52,10 @@ expand() {
   long=${long//0/x}
   text=${text//@SCRATCH@/$SCRATCH/my project}
   text=${text//@TMP@/$tmp}
-  text=${text//@PROFILES@/$(hpc_test_profile_names)}
-  text=${text//@LAUNCHERS@/$(hpc_test_launcher_names)}
-  text=${text//@DISTRIBUTED@/$(hpc_test_distributed_names)}
+  # Each name list costs processes: made only where the text holds its mark.
+  [[ $text != *@PROFILES@* ]] || text=${text//@PROFILES@/$(hpc_test_profile_names)}
+  [[ $text != *@LAUNCHERS@* ]] || text=${text//@LAUNCHERS@/$(hpc_test_launcher_names)}
+  [[ $text != *@DISTRIBUTED@* ]] || text=${text//@DISTRIBUTED@/$(hpc_test_distributed_names)}
   printf '%s' "${text//@LONG@/$long}"
 }
 

@@ -4,6 +4,8 @@
 # when it starts elsewhere, and each job's (each array task's) own checkpoints_dir, WANDB_DIR
 # and working folder, in the venv and in containers. The submitter runs against the PATH stubs
 # of tests/fixtures/submitter/bin, as in job_submitter.bats.
+# Set by hpc_job.bash, whose source shellcheck does not follow here; declared for shellcheck.
+declare -g hpc_job_python_module
 
 bats_require_minimum_version 1.5.0
 
@@ -149,7 +151,7 @@ kept_plan() {
 }
 
 @test "hpc_job_resolve_program: the program and python's script are the project's; arguments stay the working folder's" {
-  # shellcheck source=hpc_files/lib/hpc_job.bash
+  # shellcheck source=/dev/null # hpc_job.bash is linted on its own (tests/run.sh)
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
   local src='/p/my project' case want
   while IFS='|' read -r case want; do
@@ -177,7 +179,7 @@ EOT
 
 # shellcheck disable=SC2030,SC2031 # each case runs in its own subshell: what it exports stays there, on purpose
 @test "hpc_job_own_folders: checkpoints_dir, WANDB_DIR and the working folder, each array task its own; the user's WANDB_DIR kept" {
-  # shellcheck source=hpc_files/lib/hpc_job.bash
+  # shellcheck source=/dev/null # hpc_job.bash is linted on its own (tests/run.sh)
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
   export SLURM_JOB_ID=77 SLURMD_NODENAME=n1
   scratch_dir="$tmp/scratch/my project" exp_name=exp hpc_plan_runner=venv
@@ -208,12 +210,14 @@ EOT
     assert_equal "$WANDB_DIR|${HPC_WORKDIR:-none}" "/users/own|none"
   )
   (
+    # shellcheck disable=SC2034 # read by hpc_job.bash
     hpc_plan_mode=single hpc_plan_runner=singularity
     hpc_job_own_folders
     assert_equal "$WANDB_DIR" /scratch_storage
   )
   # A working folder removed after the submission fails the job, naming it.
   (
+    # shellcheck disable=SC2034 # read by hpc_job.bash
     hpc_plan_mode=single hpc_plan_workdir=$tmp/gone
     run hpc_job_own_folders
     assert_equal "$status" 1

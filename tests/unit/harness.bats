@@ -69,3 +69,21 @@ setup() {
   refute_output --partial "# skip"
   assert_output --regexp 'ok 1 '
 }
+
+@test "a unit test reaches no cluster: an unplanned SLURM call fails it, naming the call, even when swallowed; a stub answers" {
+  mkdir -p "$BATS_TEST_TMPDIR/tests/unit"
+  # shellcheck disable=SC2016 # the planted tests' own expansions
+  printf '%s\n' "setup() { load '$HPC_ROOT/tests/helpers/common'; load '$HPC_ROOT/tests/helpers/stub'; }" \
+    'teardown() { echo "file teardown ran" >&3; }' \
+    '@test "swallows an unplanned sinfo" { sinfo -h -o "%N" || true; }' \
+    '@test "a planned squeue" { stub squeue "-h : echo 12"; run squeue -h; [ "$output" = 12 ]; unstub squeue; }' \
+    '@test "no SLURM call" { true; }' >"$BATS_TEST_TMPDIR/tests/unit/calls.bats"
+  run "$HPC_ROOT/node_modules/bats/bin/bats" --tap "$BATS_TEST_TMPDIR/tests/unit/calls.bats"
+  assert_equal "$status" 1
+  assert_line "not ok 1 swallows an unplanned sinfo"
+  assert_line --partial "unplanned SLURM call in this test: sinfo -h -o %N"
+  assert_line "ok 2 a planned squeue"
+  assert_line "ok 3 no SLURM call"
+  # The file's own teardown still runs, for every test.
+  assert_equal "$(grep -c '^file teardown ran' <<<"$output")" 3
+}

@@ -1,11 +1,14 @@
 #!/usr/bin/env bats
 # The rank-lines wrapper (hpc_job_rank_lines_code in hpc_job.bash) without SLURM: labels, whole
 # lines from writers that share one pipe, the program's status and pid.
+# Set by hpc_job.bash, whose source shellcheck does not follow here; declared for shellcheck.
+declare -g hpc_job_rank_lines_code
 
 bats_require_minimum_version 1.5.0
 
 setup() {
   load '../helpers/common'
+  # shellcheck source=/dev/null # hpc_job.bash is linted on its own (tests/run.sh)
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
 }
 

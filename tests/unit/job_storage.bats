@@ -7,7 +7,7 @@
 setup() {
   load '../helpers/common'
   tmp=$(hpc_test_tmp)
-  # shellcheck source=hpc_files/lib/hpc_job.bash
+  # shellcheck source=/dev/null # hpc_job.bash is linted on its own (tests/run.sh)
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
   unset SLURM_TMPDIR HPC_JOB_TMPDIR_TOKEN HPC_JOB_TMPDIR_MODE
   export SLURM_JOB_ID=4242 SLURMD_NODENAME=n1 USER=${USER:-$(id -un)}
@@ -155,6 +155,7 @@ copy_back_env() {
   printf 'precious\n' >"$tmp/victim/res.txt"
   printf 'new\n' >"$tmp/tmpdir/out/res.txt"
   ln -s "$tmp/victim" "$scratch_dir/exp/out"
+  # shellcheck disable=SC2034 # read by hpc_job.bash
   hpc_plan_copy_back=(out/res.txt metrics.csv)
   run hpc_job_copy_back "$tmp/tmpdir"
   assert_failure 1

@@ -1,14 +1,19 @@
 #!/usr/bin/env bats
 # -W accelerate (hpc_files/lib/launchers/accelerate.bash) without SLURM: its ratios at
 # submission, the refusals it shares with torchrun, and the command each node's task runs.
+# Set by hpc_job.bash and the launcher, whose sources shellcheck does not follow here; declared
+# for shellcheck.
+declare -g hpc_job_rank_lines_code hpc_launcher_argv hpc_launcher_srun
 
 bats_require_minimum_version 1.5.0
 
 setup() {
   load '../helpers/common'
+  # shellcheck source=/dev/null # hpc_job.bash is linted on its own (tests/run.sh)
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
   source "$HPC_ROOT/hpc_files/lib/hpc_options.bash"
   source "$HPC_ROOT/hpc_files/lib/hpc_plan.bash"
+  # shellcheck disable=SC2034 # read by hpc_common.bash's messages
   hpc_program=job_submitter.sh
 }
 

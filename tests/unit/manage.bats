@@ -176,8 +176,11 @@ line two" "tab	inside" "carriage$(printf "\r")return" "ünïcödé — 日本語
     printf '%s' "$hpc_venv_stamp" >"$PROJECT/virtual_env/.hpc_deps"
   )
   export WANDB_API_KEY=wandb-s3cret-key MY_TOKEN=t0ken-value DB_PASSWORD=pa55word
+  # The fit check asks for the partitions: the embedded cluster's, as sinfo prints them.
+  stub sinfo "-h -e -o %P|%D|%c|%m|%G : echo 'debug*|2|4|8000|gpu:2'"
   run --separate-stderr bash "$submitter" -y -g 1 -c 2 -e run.1 -t 01:00:00 </dev/null
   assert_equal "$status" 0
+  unstub sinfo
   assert_line --index 0 --regexp '^Submitted job 5000 '
   file=$manifests/run.1_5000.manifest
   [ -f "$file" ]

@@ -38,14 +38,14 @@ hpc_manage_resubmit() {
   newest=${hpc_manage_ids[${#hpc_manage_ids[@]} - 1]}
   # A map and its gather (hpc_map.bash): the failed indices come from the tasks' status files.
   if ((failed)) && hpc_manifest_read "${hpc_manage_file[newest]}" && [[ ${hpc_mf[mode]-} == map || ${hpc_mf[mode]-} == gather ]]; then
-    # shellcheck source=hpc_files/lib/hpc_map.bash
+    # shellcheck source=/dev/null # hpc_map.bash: linted on its own (see docs/architecture.md)
     source "${hpc_manage_lib%/*}/hpc_map.bash"
     hpc_map_resubmit_failed "${hpc_manage_dir%/*}/map/${hpc_manage_exp[$newest]}"
     return
   fi
   # A scaling study and its report job (hpc_scaling.bash): the failed runs from their status files.
   if ((failed)) && [[ ${hpc_mf[mode]-} == scaling || ${hpc_mf[mode]-} == scaling-report ]]; then
-    # shellcheck source=hpc_files/lib/hpc_scaling.bash
+    # shellcheck source=/dev/null # hpc_scaling.bash: linted on its own (see docs/architecture.md)
     source "${hpc_manage_lib%/*}/hpc_scaling.bash"
     hpc_scaling_resubmit_failed "${hpc_manage_dir%/*}/scaling/${hpc_manage_exp[$newest]}"
     return
