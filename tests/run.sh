@@ -13,7 +13,8 @@
 #   --no-cluster   do not start the clusters (integration tests then fail; use with --bats)
 #   --no-lint      skip shellcheck, shfmt, ruff and mypy
 #   --no-pytest    skip pytest
-#   --jobs N       lint and unit test files N at a time [HPC_TEST_JOBS]; default: the CPUs
+#   --jobs N       lint and unit test files N at a time [HPC_TEST_JOBS]; default: the CPUs + 1
+#                  (some unit tests wait)
 #   --clusters N   integration test files N at a time, each on a cluster of its own
 #                  [HPC_TEST_CLUSTERS]; default 3
 #   --bats PATH    run these bats files or folders instead of tests/unit and tests/integration
@@ -32,7 +33,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
 install=1 cluster=1 lint=1 pytest=1 bats_paths=()
-jobs=${HPC_TEST_JOBS:-$(nproc)} clusters=${HPC_TEST_CLUSTERS:-3}
+jobs=${HPC_TEST_JOBS:-$(($(nproc) + 1))} clusters=${HPC_TEST_CLUSTERS:-3}
 while (($#)); do
   case $1 in
     --no-install) install=0 ;;
@@ -89,14 +90,19 @@ for path in "${bats_paths[@]}"; do
   done < <(if [[ -d $path ]]; then find "$path" -name '*.bats' -type f -print0 | sort -z; else printf '%s\0' "$path"; fi)
 done
 
-# The integration files, longest first (as measured, rounded: tests/integration/durations), so
-# that side by side the last to start are short.
-if ((${#integration_files[@]} > 1)) && [[ -f $integration_dir/durations ]]; then
-  mapfile -t integration_files < <(
-    for file in "${integration_files[@]}"; do
-      printf '%s\t%s\n' "$(awk -v f="${file##*/}" '$2 == f {print $1}' "$integration_dir/durations")" "$file"
-    done | sort -t$'\t' -k1,1nr -k2,2 | cut -f2
-  )
+# longest_first DIR FILE...: prints FILEs, the longest first as DIR/durations has them (seconds,
+# rounded, from a whole run's 'slowest files'), unlisted ones last: side by side, the last to
+# start are then short.
+longest_first() {
+  local dir=$1 file
+  shift
+  for file in "$@"; do
+    printf '%s\t%s\n' "$(awk -v f="${file##*/}" '$2 == f {print $1}' "$dir/durations" 2>/dev/null)" "$file"
+  done | sort -t$'\t' -k1,1nr -k2,2 | cut -f2
+}
+if ((${#unit_files[@]} > 1)); then mapfile -t unit_files < <(longest_first "$root/tests/unit" "${unit_files[@]}"); fi
+if ((${#integration_files[@]} > 1)); then
+  mapfile -t integration_files < <(longest_first "$integration_dir" "${integration_files[@]}")
 fi
 
 ((${#integration_files[@]} > 0 && side_by_side)) || clusters=1

@@ -9,7 +9,7 @@ load "$HPC_ROOT/node_modules/bats-assert/load"
 # (one line naming the call, exit 1), on PATH just before the first folder outside the checkout
 # and bats' temporary folders, so that the stubs and fixtures' stand-ins a test puts first still
 # answer. Each call is recorded in HPC_UNPLANNED_LOG, and the test's teardown (the file's own,
-# wrapped: hpc_test_unplanned_teardown) fails the test naming it, even where the code under test
+# run first as hpc_test_file_teardown) fails the test naming it, even where the code under test
 # swallowed the failure.
 if [[ ${BATS_TEST_FILENAME:-} == */tests/unit/* ]]; then
   hpc_test_unplanned_path() {
@@ -124,22 +124,21 @@ path_without() {
 
 # hpc_test_user_copy USER PATH...: copies PATHs (files or folders, relative to the repository
 # root, each kept at its relative place) into a fresh folder under /tmp that every user can read
-# (0755) and prints it: code a test runs as USER runs from there, never from the checkout, whose
-# parents may be private (a clone in a 0700 home folder; mktemp -d). Skips the test, saying why,
-# when USER cannot read the copy there. The caller removes the folder.
+# (0755) and sets user_copy to it: code a test runs as USER runs from there, never from the
+# checkout, whose parents may be private (a clone in a 0700 home folder; mktemp -d). Skips the
+# test, saying why, when USER cannot read the copy there. The caller removes the folder.
 hpc_test_user_copy() {
-  local user=$1 dir path
+  local user=$1 path
   shift
-  dir=$(mktemp -d /tmp/hpc-test-copy.XXXXXX) || skip "no folder under /tmp for $user's copy"
-  chmod 755 "$dir"
+  user_copy=$(mktemp -d /tmp/hpc-test-copy.XXXXXX) || skip "no folder under /tmp for $user's copy"
+  chmod 755 "$user_copy"
   for path in "$@"; do
-    mkdir -p "$dir/$(dirname -- "$path")"
-    cp -R -- "$HPC_ROOT/$path" "$dir/$path"
+    mkdir -p "$user_copy/$(dirname -- "$path")"
+    cp -R -- "$HPC_ROOT/$path" "$user_copy/$path"
   done
-  chmod -R a+rX "$dir"
-  runuser -u "$user" -- test -r "$dir/$1" || {
-    rm -rf -- "${dir:?}"
-    skip "$user cannot read a copy under /tmp ($dir): /tmp is not open to all users"
-  }
-  printf '%s\n' "$dir"
+  chmod -R a+rX "$user_copy"
+  if ! runuser -u "$user" -- test -r "$user_copy/$1"; then
+    rm -rf -- "${user_copy:?}"
+    skip "$user cannot read a copy under /tmp: /tmp is not open to all users"
+  fi
 }

@@ -6,6 +6,8 @@
 # shellcheck disable=SC2030,SC2031 # each @test runs in its own subshell: what it exports or sets stays there, on purpose
 
 bats_require_minimum_version 1.5.0
+# Set by hpc_test_user_copy (helpers/common.bash); declared for shellcheck.
+declare -g user_copy
 
 setup_file() {
   load '../helpers/common'
@@ -327,8 +329,9 @@ names() {
   chmod 1777 "$scratch"
   # nobody runs copies (the script and the libraries it sources, the squeue stub, BASH_ENV's
   # file): the checkout's parents may be private to its owner.
-  copy=$(hpc_test_user_copy nobody plai_cleanups hpc_files/lib tests/fixtures/plai_cleanups/bin \
-    tests/helpers/strict_env.bash)
+  hpc_test_user_copy nobody plai_cleanups hpc_files/lib tests/fixtures/plai_cleanups/bin \
+    tests/helpers/strict_env.bash
+  copy=$user_copy
   others+=("$copy")
   as_nobody() {
     runuser -u nobody -- env -u HPC_STUB_LOG PATH="$copy/tests/fixtures/plai_cleanups/bin:$PATH" \

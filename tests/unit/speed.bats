@@ -38,18 +38,27 @@ forks_of() {
   strace -f -qq -e trace=execve,clone,clone3,fork,vfork,openat,open -o "$trace" \
     bash "$submitter" "$@" >"$BATS_TEST_TMPDIR/out" 2>&1 || fail "the submission under strace failed: $(cat "$BATS_TEST_TMPDIR/out")"
   # A process is the submitter's while it runs no program of its own: the first one, and each
-  # one it (or such a process) forks, until it calls execve.
+  # one it (or such a process) forks, until it calls execve. strace -f may write a child's
+  # first lines before its parent's clone returns (a busy machine), so the parents and each
+  # process's first program are gathered first and the tree is walked at the end.
   forks=$(awk '
     { pid = $1 }
-    NR == 1 { own[pid] = 1; first = pid }
+    NR == 1 { first = pid }
     /execve\(/ && !/ENOENT/ && pid != first {
-      if (pid in child && !(pid in ran)) { ran[pid] = 1; split($0, p, "\""); n = split(p[2], part, "/"); prog[pid] = part[n] }
-      delete own[pid]
+      execd[pid] = 1
+      if (!(pid in prog)) { split($0, p, "\""); n = split(p[2], part, "/"); prog[pid] = part[n] }
     }
     /(clone|clone3|fork|vfork)\(|<\.\.\. (clone|clone3|fork|vfork) resumed>/ && / = [0-9]+$/ && !/CLONE_VM|CLONE_THREAD/ {
-      if (pid in own) { kid = $NF; own[kid] = 1; child[kid] = 1 }
+      parent[$NF] = pid
     }
-    END { for (k in child) print (k in prog ? prog[k] : "-") }' "$trace" | sort | tr '\n' ' ')
+    END {
+      own[first] = 1
+      do {
+        more = 0
+        for (k in parent) if (!(k in own) && (parent[k] in own) && !(parent[k] in execd)) { own[k] = 1; more = 1 }
+      } while (more)
+      for (k in parent) if ((parent[k] in own) && !(parent[k] in execd)) print (k in prog ? prog[k] : "-")
+    }' "$trace" | sort | tr '\n' ' ')
   forks=${forks% }
   files=$(grep -o '/lib/[a-z_/]*\.bash\|/[a-z_]*_hpc_files/[a-z_]*\.bash' "$trace" | sed 's|.*/||' | sort -u | tr '\n' ' ')
   files=${files% }
