@@ -2,117 +2,19 @@
 # hpc_configs.bash: the configs file read into templates (hpc_configs_read), their expansion in
 # the job (hpc_configs_expand), the names they refer to (hpc_configs_references) and their quoting
 # in the plan file's hpc_plan_command=( ... ). Tables of inputs and exact outputs; arguments are
-# compared as NUL-terminated bytes (od -c), so every element is checked exactly.
+# compared as NUL-terminated bytes (od -c), so every element is checked exactly. The tests of long
+# and large files are configs_size.bats (side by side with this one).
 # shellcheck disable=SC2016,SC1003,SC2088 # $, backslashes and ~ in single quotes are the inputs, on purpose
 
 bats_require_minimum_version 1.5.0
+# Set by configs_setup (helpers/configs.bash) and hpc_configs.bash; declared for shellcheck.
+declare -g TMP CONFIGS
+declare -ga hpc_configs_words hpc_configs_argv
 
 setup() {
   load '../helpers/common'
-  hpc_program=job_submitter.sh
-  # shellcheck source=hpc_files/lib/hpc_common.bash
-  source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
-  # shellcheck source=hpc_files/lib/hpc_configs.bash
-  source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
-  TMP=$(hpc_test_tmp)
-  CONFIGS="$TMP/experiment_configurations.txt"
-  cd "$TMP" || return 1
-  # The job's environment for the expansion tables.
-  export X='x val' E='' DOLLAR='$HOME' STAR='*' SUB='$(touch pwned)' NL=$'a\nb' BS='a\b'
-  unset U U2 || true
-}
-
-# render_command TEMPLATE...: the plan file's line hpc_plan_command=( ... ), written as hpc_plan.bash
-# writes it (each template quoted with printf %q).
-render_command() {
-  printf 'hpc_plan_command=('
-  printf ' %q' "$@"
-  printf ' )\n'
-}
-
-# nul_dump ARG...: the arguments as NUL-terminated bytes, shown by od, for exact comparisons.
-nul_dump() {
-  printf '%s\0' "$@" | od -An -v -c
-}
-
-# same_args WHAT INPUT ACTUAL_NAME EXPECTED...: fails, showing both, unless the array named
-# ACTUAL_NAME holds exactly EXPECTED.
-same_args() {
-  local what=$1 input=$2 actual expected
-  local -n same_args_actual=$3
-  shift 3
-  actual=$(nul_dump "${same_args_actual[@]}")
-  expected=$(nul_dump "$@")
-  if [[ $actual != "$expected" ]]; then
-    printf '%s of %q\nexpected:\n%s\nactual:\n%s\n' "$what" "$input" "$expected" "$actual"
-    return 1
-  fi
-}
-
-# words TEXT EXPECTED...: the configs file TEXT reads into exactly the templates EXPECTED.
-words() {
-  local text=$1
-  shift
-  printf '%s' "$text" >"$CONFIGS"
-  hpc_configs_read "$CONFIGS" || {
-    printf 'hpc_configs_read failed on %q\n' "$text"
-    return 1
-  }
-  same_args templates "$text" hpc_configs_words "$@"
-}
-
-# words_of_file FILE EXPECTED...: the configs file FILE reads into exactly the templates EXPECTED.
-words_of_file() {
-  local file=$1
-  shift
-  hpc_configs_read "$file" || {
-    printf 'hpc_configs_read failed on %s\n' "$file"
-    return 1
-  }
-  same_args templates "$file" hpc_configs_words "$@"
-}
-
-# argv TEXT EXPECTED...: the configs file TEXT, read and expanded, gives exactly EXPECTED.
-argv() {
-  local text=$1
-  shift
-  printf '%s' "$text" >"$CONFIGS"
-  hpc_configs_read "$CONFIGS" || {
-    printf 'hpc_configs_read failed on %q\n' "$text"
-    return 1
-  }
-  hpc_configs_expand "${hpc_configs_words[@]}" || {
-    printf 'hpc_configs_expand failed on %q\n' "$text"
-    return 1
-  }
-  same_args arguments "$text" hpc_configs_argv "$@"
-}
-
-# expands TEMPLATE... -- EXPECTED...: hpc_configs_expand TEMPLATE... gives exactly EXPECTED.
-expands() {
-  local -a templates=()
-  while [[ $1 != -- ]]; do
-    templates+=("$1")
-    shift
-  done
-  shift
-  hpc_configs_expand "${templates[@]}" || {
-    printf 'hpc_configs_expand failed on %q\n' "${templates[*]}"
-    return 1
-  }
-  same_args arguments "${templates[*]}" hpc_configs_argv "$@"
-}
-
-# read_error TEXT MESSAGE: the configs file TEXT is refused with status 2 and exactly the one line
-# 'job_submitter.sh: -C/--configs: FILE: MESSAGE'.
-read_error() {
-  printf '%s' "$1" >"$CONFIGS"
-  run hpc_configs_read "$CONFIGS"
-  if [[ $status != 2 || $output != "job_submitter.sh: -C/--configs: $CONFIGS: $2" ]]; then
-    printf 'input: %q\nexpected status 2 and: %s\ngot status %s and: %s\n' "$1" \
-      "job_submitter.sh: -C/--configs: $CONFIGS: $2" "$status" "$output"
-    return 1
-  fi
+  load '../helpers/configs'
+  configs_setup
 }
 
 @test "read: words, blanks and quotes as in a shell" {
@@ -454,21 +356,6 @@ read ok"
   read_error $'a \\\n b \\\n c \\' 'trailing backslash at end of file (line 3)'
 }
 
-@test "read: lines longer than a piece (4 KiB): words, quotes and comments across the cuts" {
-  local line='' i
-  local -a want=(python)
-  for i in {1..1500}; do
-    line+=" --o$i \"v $i\""
-    want+=("--o$i" "v $i")
-  done
-  words "python$line"$'\n' "${want[@]}"
-  local long=${line//\"/}
-  words "python 'a$long' \"b$long\" \${X:-c$long}"$'\n' python "a$long" "b$long" "\${X:-c$long}"
-  words "python a.py # a comment:$line 'unbalanced"$'\n# and more\n' python a.py
-  read_error "python a.py$line"$'\npython b.py\n' 'line 2: a second command; the file holds one command (end a line with \ to continue it)'
-  read_error "python \"a$long"$'\n' 'unbalanced " (double quote) opened on line 1'
-}
-
 @test "read errors: only regular files: a FIFO, a device or a socket is refused at once, without reading it" {
   mkfifo "$TMP/fifo"
   # A FIFO with no writer would block a reader forever: the timeout proves it is never opened.
@@ -501,148 +388,6 @@ read ok"
   assert_output "job_submitter.sh: -C/--configs: $CONFIGS: larger than 4194304 bytes (4 MiB); a configs file holds one command"
 }
 
-# generated_file FILE LINES: a configs file of LINES generated lines (plain options, quoted
-# values and references, as a long generated sweep would have) and its command's last line.
-generated_file() {
-  local i
-  {
-    printf '# generated\npython -m my_project.train \\\n'
-    for ((i = 1; i <= $2; i++)); do
-      if ((i % 10 == 0)); then
-        printf '  --name%s "value %s" --ref%s=${VAR%s:-default} \\\n' "$i" "$i" "$i" "$i"
-      else
-        printf '  --opt%s %s \\\n' "$i" "$i"
-      fi
-    done
-    printf '  --last\n'
-  } >"$1"
-}
-
-@test "cost: linear in the size of the file (bytes the parser handles, counted by bash -x, not timed)" {
-  # Every command the parser runs is traced with its expanded words: the trace's size is the
-  # work done on text. A parser that copies the rest of the file at every word (quadratic) makes
-  # the trace of a file twice as long four times as large; a linear one twice.
-  generated_file "$TMP/n.txt" 150
-  generated_file "$TMP/2n.txt" 300
-  local n
-  trace_bytes() {
-    bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
-      exec 3>"$2"; BASH_XTRACEFD=3; set -x; hpc_configs_read "$1"; set +x; printf "%s\n" "${#hpc_configs_words[@]}"' _ "$1" "$1.trace"
-    stat -c %s "$1.trace"
-  }
-  run trace_bytes "$TMP/n.txt"
-  assert_success
-  assert_line --index 0 $((3 + 135 * 2 + 15 * 3 + 1))
-  n=${lines[1]}
-  run trace_bytes "$TMP/2n.txt"
-  assert_success
-  assert_line --index 0 $((3 + 270 * 2 + 30 * 3 + 1))
-  echo "# trace bytes: $n for 150 lines, ${lines[1]} for 300" >&3
-  ((lines[1] * 10 <= n * 25))
-}
-
-@test "cost: a 20,000-line configs file is read, every word right (a generous bound: 60 s)" {
-  generated_file "$CONFIGS" 20000
-  run --separate-stderr timeout 60 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
-    hpc_configs_read "$1" && printf "%s\n" "${#hpc_configs_words[@]}" "${hpc_configs_words[3]}" "${hpc_configs_words[-4]}" "${hpc_configs_words[-3]}" "${hpc_configs_words[-2]}" "${hpc_configs_words[-1]}"' _ "$CONFIGS"
-  assert_success
-  assert_output "$((3 + 18000 * 2 + 2000 * 3 + 1))
---opt1
---name20000
-value 20000
---ref20000=\${VAR20000:-default}
---last"
-}
-
-# read_bounded MESSAGE: reads $CONFIGS in a fresh shell bounded by a generous timeout (10 s: the
-# bound is a hang, not a speed); passes when it is refused with status 2 and exactly MESSAGE
-# (after 'job_submitter.sh: -C/--configs: FILE: '), or, with MESSAGE '', read into 2 words.
-read_bounded() {
-  run timeout 10 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
-    hpc_program=job_submitter.sh; hpc_configs_read "$1" || exit; printf "%s\n" "${#hpc_configs_words[@]}" "${#hpc_configs_words[1]}"' _ "$CONFIGS"
-  if [[ -z $1 ]]; then
-    assert_success
-    assert_line --index 0 2
-  else
-    assert_failure 2
-    assert_output "job_submitter.sh: -C/--configs: $CONFIGS: $1"
-  fi
-}
-
-@test "read errors: a word longer than 131072 bytes (Linux's most for one argument) is refused early" {
-  local too_long='line 2: a word longer than 131072 bytes, the most Linux passes as one argument'
-  # 131072 bytes, unquoted, single-quoted, double-quoted, escaped: read.
-  {
-    printf 'python \\\n'
-    head -c 131072 /dev/zero | tr '\0' a
-    printf '\n'
-  } >"$CONFIGS"
-  read_bounded ''
-  assert_line --index 1 131072
-  {
-    printf "python \\\\\n'"
-    head -c 131072 /dev/zero | tr '\0' a
-    printf "'\n"
-  } >"$CONFIGS"
-  read_bounded ''
-  {
-    printf 'python \\\n"'
-    head -c 131072 /dev/zero | tr '\0' a
-    printf '"\n'
-  } >"$CONFIGS"
-  read_bounded ''
-  {
-    printf 'python \\\n'
-    head -c 131072 /dev/zero | sed 's/\x0\x0/\\x/g'
-    printf '\n'
-  } >"$CONFIGS"
-  read_bounded ''
-  assert_line --index 1 65536
-  # One byte more, and words of megabytes of each kind: refused, at once.
-  {
-    printf 'python \\\n'
-    head -c 131073 /dev/zero | tr '\0' a
-    printf '\n'
-  } >"$CONFIGS"
-  read_bounded "$too_long"
-  {
-    printf 'python \\\n'
-    head -c 4000000 /dev/zero | tr '\0' a
-    printf '\n'
-  } >"$CONFIGS"
-  read_bounded "$too_long"
-  {
-    printf "python \\\\\n'"
-    head -c 3000000 /dev/zero | tr '\0' a
-    printf "'\n"
-  } >"$CONFIGS"
-  read_bounded "$too_long"
-  {
-    printf 'python \\\n"'
-    head -c 3000000 /dev/zero | tr '\0' a
-    printf '"\n'
-  } >"$CONFIGS"
-  read_bounded "$too_long"
-  {
-    printf 'python \\\n'
-    head -c 4000000 /dev/zero | sed 's/\x0\x0/\\x/g'
-    printf '\n'
-  } >"$CONFIGS"
-  read_bounded "$too_long"
-  {
-    printf 'python \\\n'
-    head -c 800000 /dev/zero | sed 's/\x0\{8\}/"$HOME"/g'
-    printf '\n'
-  } >"$CONFIGS"
-  read_bounded "$too_long"
-  {
-    printf 'python \\\n'
-    head -c 800000 /dev/zero | sed 's/\x0\{5\}/$HOME/g'
-    printf '\n'
-  } >"$CONFIGS"
-  read_bounded "$too_long"
-}
-
 @test "read: a word of many references is read in bounded time" {
   {
     printf 'python \\\n'
@@ -651,14 +396,6 @@ read_bounded() {
   } >"$CONFIGS"
   read_bounded ''
   assert_line --index 1 126000
-}
-
-# nested N: ${A:-${A:-...x}} nested N levels deep.
-nested() {
-  local open close
-  printf -v open '%*s' "$1" ''
-  printf -v close '%*s' "$1" ''
-  printf '%s%s%s' "${open// /\$\{A:-}" x "${close// /\}}"
 }
 
 @test "read errors: references nested deeper than 32 levels are refused (no deep recursion)" {
@@ -688,18 +425,4 @@ nested() {
     hpc_configs_references "$1"' _ "$deep"
   assert_equal "$status" 1
   assert_output "configs: references nested deeper than 32 levels (used in: $deep)"
-}
-
-@test "read: a run without blanks longer than a piece is cut where nothing is left half read" {
-  local unit='{X.b$A\x\\y${B}:-${C:-d.e}"q r"'"'s t'"'$D$E\$F}' template='{X.b${A}x\\y${B}:-${C:-d.e}q rs t${D}${E}\$F}' i long='' expect=''
-  for i in {1..300}; do
-    long+=$unit
-    expect+=$template
-  done
-  words "python $long end"$'\n' python "$expect" end
-  # The same with pieces of a few bytes: every cut lands inside a run.
-  for i in 3 5 8 13; do
-    _hpc_configs_piece_bytes=$i
-    words "python $unit$unit x${unit}y"$'\n' python "$template$template" "x${template}y"
-  done
 }
