@@ -212,3 +212,17 @@ hpc_warn_job() {
   hpc_wait_output "$2" "$3" "${4:-120}"
   scancel --batch --signal=USR1 "$1" || fail "scancel --batch --signal=USR1 $1 failed"
 }
+
+# hpc_submit_held PROJECT ARGS...: hpc_submit_job, the job submitted held (sbatch --hold, added by
+# an sbatch on PATH in front of the real one: Slurm 22.05's sbatch reads no SBATCH_HOLD, so a
+# job "held" that way could start before the test changed its files), so that the test can change
+# them before it starts; scontrol release starts it.
+hpc_submit_held() {
+  local dir=$BATS_TEST_TMPDIR/held_sbatch real
+  real=$(command -v sbatch) || fail "no sbatch on PATH"
+  mkdir -p "$dir"
+  printf '#!/usr/bin/env bash\nexec %q --hold "$@"\n' "$real" >"$dir/sbatch"
+  chmod +x "$dir/sbatch"
+  PATH=$dir:$PATH hpc_submit_job "$@"
+  [[ $(squeue -h -j "$job_id" -o %r) == JobHeldUser ]] || fail "job $job_id is not held: $(squeue -h -j "$job_id" -o '%T %r')"
+}

@@ -33,7 +33,7 @@ plan_of() {
   local how plan state ids=() outs=() plans=() hows=(link fifo folder open gone) i
   hpc_configs "$PROJECT" 'python probe.py env'
   for how in "${hows[@]}"; do
-    SBATCH_HOLD=1 hpc_submit_job "$PROJECT" -g 0 -e "tamper-$how"
+    hpc_submit_held "$PROJECT" -g 0 -e "tamper-$how"
     plan=$(plan_of "${job_out%.out}.sh")
     [[ -f $plan ]] || fail "no plan file $plan"
     cp -- "$plan" "$BATS_TEST_TMPDIR/good-$how.plan"

@@ -82,7 +82,7 @@ setup() {
   hpc_configs "$PROJECT" 'python boring_requeue.py --num_nodes ${num_nodes} --devices ${gpus_per_node} --max-steps 30 --step-seconds 1 --root-dir ${scratch_dir}/${exp_name}'
   hpc_submit_job "$PROJECT" -W lightning --gpus 2 --num-nodes 2 --time 00:05:00 --signal-lead 60 --requeue 1 -e boring
   # shellcheck disable=SC2329 # called by hpc_wait_requeued
-  trained() { sed -n "/^START rank=0 node=n1 restart=$1\$/,\$p" "$job_out" | grep -q '^STEP [1-9]'; }
+  trained() { sed -n "/^START rank=0 node=n1 restart=$1\$/,\$p" "$job_out" 2>/dev/null | grep -q '^STEP [1-9]'; }
   hpc_wait_requeued "$job_id" 1 500 trained
   local state root="$SCRATCH/real project/boring"
   state=$(hpc_job_state "$job_id")
@@ -96,8 +96,15 @@ setup() {
   assert_line --partial "Handling auto-requeue signal: 10"
   assert_equal "$(grep -c "^\[hpc n1\] requeueing for the program (scontrol requeue $job_id), restart 1 of 1: SLURM ends this run now and starts the job again$" "$job_out")" 1
   assert_line "[hpc n1] received SIGTERM: SLURM ends this run for the requeue the program asked for (restart 1 of 1); passing it to the program"
-  # Lightning exits 0 on that SIGTERM (or srun fails): either way not "finished successfully".
-  assert_line --regexp "^\[hpc n1\] the program (exited with status 0 after SLURM's SIGTERM|failed with exit status [0-9]+ after)"
+  # Lightning exits 0 on that SIGTERM (or srun fails): either way not "finished successfully"
+  # (below, for the whole log). The batch shell says which when its program ends within SLURM's
+  # KillWait (10 s after that SIGTERM); on a busy machine SLURM's SIGKILL may come first.
+  local run1
+  run1=$(sed -n '1,/, restart 1$/p' "$job_out")
+  if grep -q '^\[hpc n1\] the program ' <<<"$run1"; then
+    grep -qE "^\[hpc n1\] the program (exited with status 0 after SLURM's SIGTERM|failed with exit status [0-9]+ after)" <<<"$run1" ||
+      fail "run 1 ended otherwise: $(grep '^\[hpc n1\] the program ' <<<"$run1")"
+  fi
   # Run 2: restored from Lightning's checkpoint, not from step 0.
   assert_equal "$(grep -c "Restoring states from the checkpoint path at $root/hpc_ckpt_1.ckpt$" "$job_out")" 1
   run grep -E '^TRAIN from_step=' "$job_out"

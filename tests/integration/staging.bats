@@ -126,7 +126,7 @@ n2 $want"
   head -c 200000 /dev/urandom >"$DATA_ROOT/trunc/big.bin"
   hpc_configs "$PROJECT" 'python probe.py env'
   # Submitted held, so the archive can be damaged after the submission checked it.
-  SBATCH_HOLD=1 hpc_submit_job "$PROJECT" -g 0 -e trunc --data trunc
+  hpc_submit_held "$PROJECT" -g 0 -e trunc --data trunc
   for link in "$DATA_ROOT"/.staging/*; do
     [[ -L $link ]] && grep -qx trunc "$link/paths" && break
   done
@@ -210,7 +210,7 @@ n2 $want"
   mkdir -p "$target"
   printf 'keep\n' >"$target/precious"
   hpc_configs "$PROJECT" 'python probe.py env'
-  SBATCH_HOLD=1 hpc_submit_job "$PROJECT" -W lightning --gpus 1 --num-nodes 2 -e planted --data labels.csv
+  hpc_submit_held "$PROJECT" -W lightning --gpus 1 --num-nodes 2 -e planted --data labels.csv
   n1_planted="$HPC_CLUSTER_DIR/scratch/n1/hpc_tmpdir.$user.$job_id"
   n2_planted="$HPC_CLUSTER_DIR/scratch/n2/hpc_tmpdir.$user.$job_id"
   # Someone else's folder with the old, predictable name (nobody's, 0777), and a symlink.
