@@ -147,29 +147,28 @@ stop_clusters() {
   rm -rf -- "${reports:?}"
 }
 trap stop_clusters EXIT
+# Every cluster of this run, "DIR PORT_BASE [CONFIG]" a line.
+all_clusters=$cluster_list
+((! wants_second)) || all_clusters+="$HPC_SECOND_CLUSTER_DIR $HPC_SECOND_CLUSTER_PORT_BASE second"$'\n'
 # up_clusters: brings every cluster of this run up, all at once (each waits seconds for its
 # nodes); prints what failed.
 up_clusters() {
   local dir base config pid status=0
-  local -a ups=("$cluster_list") pids=()
-  ((! wants_second)) || ups+=("$HPC_SECOND_CLUSTER_DIR $HPC_SECOND_CLUSTER_PORT_BASE second")
+  local -a pids=()
   while read -r dir base config; do
     [[ -n $dir ]] || continue
     bash hpc_files/local_cluster.sh --dir "$dir" --port-base "$base" ${config:+--config "$config"} up >/dev/null &
     pids+=($!)
-  done < <(printf '%s\n' "${ups[@]}")
+  done <<<"$all_clusters"
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
   return "$status"
 }
 clusters_pid=''
 if ((cluster && ${#integration_files[@]})); then
-  while read -r dir base; do
+  while read -r dir base _; do
     [[ -n $dir ]] || continue
     bash hpc_files/local_cluster.sh --dir "$dir" --port-base "$base" status >/dev/null 2>&1 || started+=("$dir $base")
-  done < <(
-    printf '%s\n' "$cluster_list"
-    ((! wants_second)) || printf '%s\n' "$HPC_SECOND_CLUSTER_DIR $HPC_SECOND_CLUSTER_PORT_BASE"
-  )
+  done <<<"$all_clusters"
   # Up while the lint and the unit tests run: they need no cluster.
   up_clusters >"$reports/clusters.log" 2>&1 &
   clusters_pid=$!

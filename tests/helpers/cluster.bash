@@ -143,7 +143,7 @@ hpc_warm_venv() {
 # requeued job's 120 s wait before it may start again (Slurm's BeginTime after a requeue) is cut
 # short, so the test takes minutes less. A job that stays ended with fewer restarts for 30 s
 # fails the test then, with its output (job_out, when hpc_submit_job set it). With READY, a
-# command, each run is sent the time-limit warning (as hpc_warn_job does) once 'READY RESTART'
+# command, each run is sent the time-limit warning (hpc_send_warning) once 'READY RESTART'
 # succeeds for it (the run has started and done what the test needs before the warning), instead
 # of waiting minutes for its time limit.
 hpc_wait_requeued() {
@@ -151,7 +151,7 @@ hpc_wait_requeued() {
 
   while :; do
     if [[ -n $ready ]] && ((warned < restarts)) && "$ready" "$((warned + 1))"; then
-      scancel --batch --signal=USR1 "$id" || fail "scancel --batch --signal=USR1 $id failed"
+      hpc_send_warning "$id"
       warned=$((warned + 1))
     fi
     state=$(squeue -h -j "$id" -o '%T %r' 2>/dev/null) || state=
@@ -204,13 +204,18 @@ hpc_slurmd_kill() {
   kill -KILL "$pid"
 }
 
-# hpc_warn_job ID FILE REGEX [TIMEOUT_S]: once a line of FILE (the job's output) matches REGEX
-# (the program is running, its handler installed), sends job ID's batch shell the time-limit
-# warning (SIGUSR1, as --signal=B:USR1@lead does), instead of waiting minutes for the time limit
-# to send it. The tests that wait for SLURM's own warning are one per launcher and one requeue.
+# hpc_send_warning ID: sends job ID's batch shell the time-limit warning (SIGUSR1, as
+# --signal=B:USR1@lead does), instead of waiting minutes for the time limit to send it. The tests
+# that wait for SLURM's own warning are one per launcher and one requeue.
+hpc_send_warning() {
+  scancel --batch --signal=USR1 "$1" || fail "scancel --batch --signal=USR1 $1 failed"
+}
+
+# hpc_warn_job ID FILE REGEX [TIMEOUT_S]: sends job ID the warning (hpc_send_warning) once a line
+# of FILE (the job's output) matches REGEX: the program is running, its handler installed.
 hpc_warn_job() {
   hpc_wait_output "$2" "$3" "${4:-120}"
-  scancel --batch --signal=USR1 "$1" || fail "scancel --batch --signal=USR1 $1 failed"
+  hpc_send_warning "$1"
 }
 
 # hpc_submit_held PROJECT ARGS...: hpc_submit_job, the job submitted held (sbatch --hold, added by
