@@ -51,7 +51,7 @@ words() {
   local text=$1
   shift
   printf '%s' "$text" >"$CONFIGS"
-  hpc_configs_read "$CONFIGS" || {
+  hpc_test_untraced hpc_configs_read "$CONFIGS" || {
     printf 'hpc_configs_read failed on %q\n' "$text"
     return 1
   }
@@ -62,7 +62,7 @@ words() {
 words_of_file() {
   local file=$1
   shift
-  hpc_configs_read "$file" || {
+  hpc_test_untraced hpc_configs_read "$file" || {
     printf 'hpc_configs_read failed on %s\n' "$file"
     return 1
   }
@@ -74,11 +74,11 @@ argv() {
   local text=$1
   shift
   printf '%s' "$text" >"$CONFIGS"
-  hpc_configs_read "$CONFIGS" || {
+  hpc_test_untraced hpc_configs_read "$CONFIGS" || {
     printf 'hpc_configs_read failed on %q\n' "$text"
     return 1
   }
-  hpc_configs_expand "${hpc_configs_words[@]}" || {
+  hpc_test_untraced hpc_configs_expand "${hpc_configs_words[@]}" || {
     printf 'hpc_configs_expand failed on %q\n' "$text"
     return 1
   }
@@ -93,7 +93,7 @@ expands() {
     shift
   done
   shift
-  hpc_configs_expand "${templates[@]}" || {
+  hpc_test_untraced hpc_configs_expand "${templates[@]}" || {
     printf 'hpc_configs_expand failed on %q\n' "${templates[*]}"
     return 1
   }
@@ -104,7 +104,7 @@ expands() {
 # 'job_submitter.sh: -C/--configs: FILE: MESSAGE'.
 read_error() {
   printf '%s' "$1" >"$CONFIGS"
-  run hpc_configs_read "$CONFIGS"
+  run hpc_test_untraced hpc_configs_read "$CONFIGS"
   # shellcheck disable=SC2154 # status and output: set by bats' run
   if [[ $status != 2 || $output != "job_submitter.sh: -C/--configs: $CONFIGS: $2" ]]; then
     printf 'input: %q\nexpected status 2 and: %s\ngot status %s and: %s\n' "$1" \
@@ -115,26 +115,23 @@ read_error() {
 
 # generated_file FILE LINES: a configs file of LINES generated lines (plain options, quoted
 # values and references, as a long generated sweep would have) and its command's last line.
+# (awk writes the lines: a loop of the test's shell runs bats' DEBUG trap at every command.)
 generated_file() {
-  local i
-  {
-    printf '# generated\npython -m my_project.train \\\n'
-    for ((i = 1; i <= $2; i++)); do
-      if ((i % 10 == 0)); then
-        printf '  --name%s "value %s" --ref%s=${VAR%s:-default} \\\n' "$i" "$i" "$i" "$i"
-      else
-        printf '  --opt%s %s \\\n' "$i" "$i"
-      fi
-    done
-    printf '  --last\n'
-  } >"$1"
+  awk -v n="$2" 'BEGIN {
+    printf "# generated\npython -m my_project.train \\\n"
+    for (i = 1; i <= n; i++) {
+      if (i % 10 == 0) printf "  --name%d \"value %d\" --ref%d=${VAR%d:-default} \\\n", i, i, i, i
+      else printf "  --opt%d %d \\\n", i, i
+    }
+    printf "  --last\n"
+  }' >"$1"
 }
 
-# read_bounded MESSAGE: reads $CONFIGS in a fresh shell bounded by a generous timeout (10 s: the
+# read_bounded MESSAGE: reads $CONFIGS in a fresh shell bounded by a generous timeout (30 s: the
 # bound is a hang, not a speed); passes when it is refused with status 2 and exactly MESSAGE
 # (after 'job_submitter.sh: -C/--configs: FILE: '), or, with MESSAGE '', read into 2 words.
 read_bounded() {
-  run timeout 10 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+  run timeout 30 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
     hpc_program=job_submitter.sh; hpc_configs_read "$1" || exit; printf "%s\n" "${#hpc_configs_words[@]}" "${#hpc_configs_words[1]}"' _ "$CONFIGS"
   if [[ -z $1 ]]; then
     assert_success
