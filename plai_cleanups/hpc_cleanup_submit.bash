@@ -93,7 +93,7 @@ hpc_cleanup_opt_set() {
       ;;
     --timeout)
       [[ $value =~ ^0*[1-9][0-9]{0,5}$ ]] ||
-        hpc_die_usage "$opt" "'$value' is not accepted; accepted: a whole number of seconds, 1 or more"
+        hpc_die_usage "$opt" "'$value' is not accepted; accepted: a whole number of seconds, 1 to 999999"
       hpc_cleanup_opt_timeout=$((10#$value))
       ;;
   esac

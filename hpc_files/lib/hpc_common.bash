@@ -27,60 +27,122 @@ hpc_die_usage() {
   exit 2
 }
 
-# hpc_plan_file_check PATH: true when PATH may be read as a plan file: a regular file of this
-# user, not a link, that nobody else can write (hpc_plan_write_file makes it 0600). The job
-# sources it, and a resubmission copies its text into a new plan file that the job would then
-# trust: both read only one that passes. Else false, with hpc_plan_file_problem saying why.
-hpc_plan_file_check() {
+# Files the toolkit reads again to run or source what they hold (plan files, kept job scripts,
+# a map's task.sh and gather.sh, a study's job.sh and report.sh, manifests and the map's and
+# study's records, which name the scripts and their options) are trusted only as the user's own:
+# on a group-writable scratch (umask 002 on a lab's shared folder), another member who could
+# change one would run code as the user at the next resubmit. They are written 0600
+# (hpc_private_write, hpc_plan_write_file) and read only through these checks.
+
+# hpc_trusted_check PATH: true when PATH may be trusted: a regular file of this user, not a link,
+# that nobody else can write. Else false, with hpc_trusted_problem saying why.
+hpc_trusted_check() {
   local path=$1 mode
   # shellcheck disable=SC2034 # read by the callers
-  hpc_plan_file_problem="is not a regular file of ${USER:-this user} (or is a link)"
+  hpc_trusted_problem="is not a regular file of ${USER:-this user} (or is a link)"
   [[ -n $path && -f $path && ! -L $path && -O $path ]] || return 1
   # One that others can write (group-writable on a shared scratch) may hold their code by now.
   # shellcheck disable=SC2034 # read by the callers
-  hpc_plan_file_problem="has a mode that cannot be read"
+  hpc_trusted_problem="has a mode that cannot be read"
   mode=$(stat -c %a -- "$path") || return 1
   # shellcheck disable=SC2034 # read by the callers
-  hpc_plan_file_problem="can be changed by others (mode $mode)"
+  hpc_trusted_problem="can be changed by others (mode $mode)"
   (((8#$mode & 8#022) == 0))
 }
 
-# hpc_plan_file_open PATH: opens the plan file PATH for reading on the descriptor
-# hpc_plan_file_fd once it passes hpc_plan_file_check, and checks again that the name still
+# hpc_trusted_open PATH: opens the trusted file PATH for reading on the descriptor
+# hpc_trusted_fd once it passes hpc_trusted_check, and checks again that the name still
 # passes and is the file opened: in a folder that others can write, the name may point
 # elsewhere by the time it is opened (a link to their code). Read it from that descriptor, then
-# close it. False, with hpc_plan_file_problem saying why, else.
-hpc_plan_file_open() {
+# close it. False, with hpc_trusted_problem saying why, else.
+hpc_trusted_open() {
   local fd
   # shellcheck disable=SC2034 # read by the callers
-  hpc_plan_file_fd=''
-  hpc_plan_file_check "$1" || return 1
+  hpc_trusted_fd=''
+  hpc_trusted_check "$1" || return 1
   # shellcheck disable=SC2034 # read by the callers
-  hpc_plan_file_problem="cannot be opened"
+  hpc_trusted_problem="cannot be opened"
   { exec {fd}<"$1"; } 2>/dev/null || return 1
-  if hpc_plan_file_check "$1" && [[ $1 -ef /dev/fd/$fd ]]; then
+  if hpc_trusted_check "$1" && [[ $1 -ef /dev/fd/$fd ]]; then
     # shellcheck disable=SC2034 # read by the callers
-    hpc_plan_file_fd=$fd
+    hpc_trusted_fd=$fd
     return 0
   fi
   exec {fd}<&-
   # shellcheck disable=SC2034 # read by the callers
-  hpc_plan_file_problem="was replaced while it was opened"
+  hpc_trusted_problem="was replaced while it was opened"
   return 1
 }
 
-# hpc_plan_file_read PATH: sets hpc_plan_file_text to the text of the plan file PATH, read from
-# the descriptor hpc_plan_file_open checked (a resubmission copies it into a new plan file that
-# the job trusts). False, with hpc_plan_file_problem saying why, when it may not be read.
-hpc_plan_file_read() {
+# hpc_trusted_read PATH: sets hpc_trusted_text to the text of the trusted file PATH, read from
+# the descriptor hpc_trusted_open checked, never by name again (a resubmission copies a plan
+# file's text into a new one that the job trusts, and gives sbatch a kept script's text). False,
+# with hpc_trusted_problem saying why, when it may not be read.
+hpc_trusted_read() {
   local fd
   # shellcheck disable=SC2034 # read by the callers
-  hpc_plan_file_text=''
-  hpc_plan_file_open "$1" || return 1
-  fd=$hpc_plan_file_fd
+  hpc_trusted_text=''
+  hpc_trusted_open "$1" || return 1
+  fd=$hpc_trusted_fd
   # shellcheck disable=SC2034 # read by the callers
-  IFS= read -r -d '' hpc_plan_file_text <&"$fd" || true
+  IFS= read -r -d '' hpc_trusted_text <&"$fd" || true
   exec {fd}<&-
+}
+
+# hpc_private_write PATH TEXT: writes TEXT to PATH as a new file readable and writable by the
+# user alone (0600 whatever the umask, set before the file exists: a chmod after would leave a
+# window; the umask to restore is kept in hpc_umask). Never into an existing file or through a
+# link (noclobber, and a check first: noclobber alone would open a FIFO): whatever has the name
+# already (a manifest of a job id that a reset cluster hands out again, a planted link) is
+# replaced by a rename, never written into. False when it cannot be written.
+hpc_private_write() {
+  local path=$1
+  if [[ -e $path || -L $path ]]; then
+    path=$1.new.$$
+    rm -f -- "${path:?}" 2>/dev/null
+  fi
+  hpc_private_create "$path" "$2" || return 1
+  [[ $path != "$1" ]] || return 0
+  mv -fT -- "$path" "$1" 2>/dev/null && return 0
+  rm -f -- "${path:?}"
+  return 1
+}
+
+# hpc_private_create PATH TEXT: writes TEXT into a new file PATH made 0600 (noclobber); false
+# when PATH exists or cannot be written.
+hpc_private_create() {
+  local - mask=${hpc_umask:-} line written=0
+  set -C
+  [[ ! -e $1 && ! -L $1 ]] || return 1
+  if [[ -z $mask ]]; then
+    # The umask to restore, from the shell's own status, without a process (every submission).
+    while IFS= read -r line; do
+      [[ $line != Umask:* ]] || {
+        mask=${line##*[[:space:]]}
+        break
+      }
+    done 2>/dev/null </proc/self/status
+    hpc_umask=$mask
+  fi
+  if [[ $mask == +([0-7]) ]]; then
+    umask 077
+    ! printf '%s' "$2" 2>/dev/null >"$1" || written=1
+    umask "$mask"
+  else
+    ! (umask 077 && printf '%s' "$2" >"$1") 2>/dev/null || written=1
+  fi
+  ((written))
+}
+
+# hpc_scratch_check: exit 2 (one line) unless SCRATCH can be the user's scratch folder: set, an
+# absolute path, not the root folder (by name, or through a link: the outputs would be made in
+# /), and a folder where it exists (a link to one is a folder, as clusters' $SCRATCH often is).
+hpc_scratch_check() {
+  [[ -n ${SCRATCH:-} ]] || hpc_die_usage "SCRATCH" "is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/\$USER in ~/.bashrc"
+  [[ $SCRATCH == /* ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is not an absolute path"
+  [[ $SCRATCH == *[!./]* ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is the root folder; accepted: your own scratch folder, e.g. /scratch/\$USER"
+  [[ ! $SCRATCH -ef / ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is the root folder (through a link); accepted: your own scratch folder, e.g. /scratch/\$USER"
+  [[ ! -e $SCRATCH || -d $SCRATCH ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is not a folder; accepted: your own scratch folder, e.g. /scratch/\$USER"
 }
 
 # hpc_split_option WORD: for a command-line parser: sets the caller's locals opt (WORD's option)
@@ -330,25 +392,44 @@ hpc_launcher_list() {
 }
 
 # hpc_launcher_load NAME: loads the launcher NAME (its hpc_launcher_NAME_* functions) once;
-# status 1 with one line when there is no such launcher.
+# status 1, with hpc_module_problem saying why, when there is no such launcher or its file lacks
+# one of them.
 hpc_launcher_load() {
-  hpc_module_load "$hpc_launchers_dir" "hpc_launcher_$1_task" "$1"
+  hpc_module_load "$hpc_launchers_dir" "hpc_launcher_$1_task" "$1" \
+    "hpc_launcher_$1_" describe plan processes srun task workers
 }
 
-# hpc_runner_load NAME: loads the runner NAME (its hpc_runner_NAME_* functions) once; status 1
-# with one line when there is no such runner.
+# hpc_runner_load NAME: loads the runner NAME (its hpc_runner_NAME_* functions) once; status 1,
+# with hpc_module_problem saying why, when there is no such runner or its file lacks one of them.
 hpc_runner_load() {
-  hpc_module_load "$hpc_runners_dir" "hpc_runner_$1_wrap" "$1"
+  hpc_module_load "$hpc_runners_dir" "hpc_runner_$1_wrap" "$1" \
+    "hpc_runner_$1_" check prepare preview enter wrap
 }
 
-# hpc_module_load DIR FUNCTION NAME: sources DIR/NAME.bash unless FUNCTION is defined already;
-# status 1 with one line when NAME is not a file of DIR.
+# hpc_module_load DIR FUNCTION NAME [PREFIX SUFFIX...]: sources DIR/NAME.bash unless FUNCTION is
+# defined already; with PREFIX, every PREFIXSUFFIX must then be defined (a launcher's or a
+# runner's interface). Status 1, with hpc_module_problem saying why, when NAME is not a file of
+# DIR or lacks one of them.
 hpc_module_load() {
+  local dir=$1 name=$3 prefix=${4-} suffix
+  local -a missing=()
   declare -F "$2" >/dev/null && return 0
-  if [[ ! $3 =~ ^[a-z][a-z0-9_]*$ || ! -f $1/$3.bash ]]; then
-    hpc_say "no '$3' in $1"
+  if [[ ! $name =~ ^[a-z][a-z0-9_]*$ || ! -f $dir/$name.bash ]]; then
+    # shellcheck disable=SC2034 # read by the callers
+    hpc_module_problem="no '$name' in $dir"
     return 1
   fi
   # shellcheck source=/dev/null
-  source "$1/$3.bash"
+  source "$dir/$name.bash"
+  shift 4 2>/dev/null || shift "$#"
+  for suffix; do
+    declare -F "$prefix$suffix" >/dev/null || missing+=("$prefix$suffix")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  # shellcheck disable=SC2034 # read by the callers
+  hpc_module_problem="'$name' ($dir/$name.bash) lacks ${missing[*]}; it must define ${prefix}{$(
+    IFS=,
+    printf '%s' "$*"
+  )} (docs/architecture.md)"
+  return 1
 }

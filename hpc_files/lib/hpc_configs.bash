@@ -91,6 +91,12 @@ _hpc_configs_piece_bytes=4096
 # argument to a program (MAX_ARG_STRLEN). A longer one is refused as it is read, in pieces, so
 # that reaching the limit costs no more than reading that many bytes.
 hpc_configs_max_word=131072
+# hpc_configs_max_args: the most bytes a command's words may take (2 MiB): Linux passes a program
+# at most that much of arguments and environment together (a quarter of the default 8 MiB
+# stack), each word its length, its NUL and its pointer (8 bytes). So a command of more than
+# hpc_configs_max_args / 9 words can never start: it is refused as soon as the parser has read
+# that many, which bounds the time a huge file takes to refuse (a million words took 21 s).
+hpc_configs_max_args=2097152
 # hpc_configs_max_depth: the most ${NAME:-...} nested in one another (reading and expanding recurse
 # once a level: a bound keeps Bash far from its stack's end).
 # shellcheck disable=SC2034 # read by hpc_configs_quoted.bash
@@ -149,6 +155,14 @@ hpc_configs_read() {
   local _hpc_configs_word='' _hpc_configs_depth=0 _hpc_configs_error=''
   _hpc_configs_split_lines
   _hpc_configs_parse
+  # The words' bytes as the kernel counts them (the count alone was checked while reading).
+  if [[ -z $_hpc_configs_error ]]; then
+    local _hpc_configs_all
+    printf -v _hpc_configs_all '%s' "${_hpc_configs_found[@]}"
+    if ((${#_hpc_configs_all} + 9 * ${#_hpc_configs_found[@]} > hpc_configs_max_args)); then
+      _hpc_configs_error="its ${#_hpc_configs_found[@]} words take $((${#_hpc_configs_all} + 9 * ${#_hpc_configs_found[@]})) bytes as arguments, more than the $hpc_configs_max_args (2 MiB) Linux passes to a program"
+    fi
+  fi
   if [[ -n $_hpc_configs_error ]]; then
     hpc_say "-C/--configs: $_hpc_configs_file: $_hpc_configs_error"
     return 2
@@ -400,6 +414,10 @@ _hpc_configs_parse() {
   local - IFS=$' \t\n'
   set -f
   while :; do
+    if ((${#_hpc_configs_found[@]} * 9 > hpc_configs_max_args)); then
+      _hpc_configs_fail "line $_hpc_configs_line: more than $((hpc_configs_max_args / 9)) words, more than Linux passes to a program (2 MiB of arguments, each word its length + 9 bytes)"
+      return
+    fi
     if [[ -z $_hpc_configs_rest ]]; then
       # At the start of a line: a run of plain continued lines is taken at once.
       if [[ -z $_hpc_configs_long && -n ${_hpc_configs_run_text[$_hpc_configs_next]+x} ]]; then

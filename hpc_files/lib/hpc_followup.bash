@@ -95,13 +95,16 @@ hpc_followup_json_object() {
 
 # hpc_followup_status_write FILE FIELD...: writes FILE as one JSON object (FIELDs as for
 # hpc_followup_json_object), atomically: a temporary file beside it, then a rename (-T: a link
-# planted at FILE is replaced, never written through into the folder it points to).
+# planted at FILE is replaced, never written through into the folder it points to). A write
+# that fails (a full disk) leaves no temporary file behind to keep the disk full.
 hpc_followup_status_write() {
   local file=$1 json tmp
   shift
   hpc_followup_json_object json "$@"
   tmp=$file.tmp.$$
-  printf '%s\n' "$json" >"$tmp" && mv -fT -- "$tmp" "$file"
+  printf '%s\n' "$json" 2>/dev/null >"$tmp" && mv -fT -- "$tmp" "$file" && return 0
+  rm -f -- "${tmp:?}"
+  return 1
 }
 
 # hpc_followup_utc NAME: sets the variable NAME to the time now in UTC, 2026-11-23T12:00:05Z.

@@ -64,15 +64,15 @@ hpc_job_fail() {
 
 # hpc_job_plan_load PATH: reads the job's plan file PATH (hpc_plan_record's text): only a regular
 # file of this user that is not a link and that nobody else can write, read from the descriptor
-# that was checked (hpc_plan_file_open); anything else ends the job FAILED, naming it. It is
+# that was checked (hpc_trusted_open); anything else ends the job FAILED, naming it. It is
 # then sourced: the toolkit's own text, every value quoted with printf %q, written once before
 # sbatch with noclobber in the user's outputs folder, so sourcing it assigns values and runs
 # nothing (no eval: bash reads the quoted words as it wrote them).
 hpc_job_plan_load() {
   local path=$1 fd
-  # Read from the one descriptor that was checked (hpc_plan_file_open), never by name again.
-  hpc_plan_file_open "$path" || hpc_job_fail "plan" "the plan file '$path' $hpc_plan_file_problem: not read"
-  fd=$hpc_plan_file_fd
+  # Read from the one descriptor that was checked (hpc_trusted_open), never by name again.
+  hpc_trusted_open "$path" || hpc_job_fail "plan" "the plan file '$path' $hpc_trusted_problem: not read"
+  fd=$hpc_trusted_fd
   # shellcheck source=/dev/null
   source "/dev/fd/$fd" || hpc_job_fail "plan" "cannot read the plan file $path"
   exec {fd}<&-

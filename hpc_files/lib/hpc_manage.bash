@@ -93,8 +93,7 @@ hpc_manage_begin() {
 hpc_manage_locate() {
   [[ -n ${hpc_source_dir:-} ]] || hpc_submit_locate
   hpc_manage_project=${hpc_source_dir##*/}
-  [[ -n ${SCRATCH:-} ]] || hpc_die_usage "SCRATCH" "is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/\$USER in ~/.bashrc"
-  [[ $SCRATCH == /* ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is not an absolute path"
+  hpc_scratch_check
   hpc_manage_dir=${SCRATCH%/}/$hpc_manage_project/hpc_outputs/manifests
 }
 
@@ -105,11 +104,23 @@ hpc_manage_locate() {
 # shellcheck disable=SC2034 # hpc_manage_kind, _origin, _mode: read by the commands (commands/*.bash)
 hpc_manage_index() {
   local f id exp arg
-  local -A seen=()
+  local -A seen=() untrusted=()
+  local -a found=()
   hpc_manage_file=() hpc_manage_exps=()
   declare -gA hpc_manage_exp=() hpc_manage_kind=() hpc_manage_array=() hpc_manage_origin=() \
   hpc_manage_output=() hpc_manage_name=() hpc_manage_mode=()
+  # A manifest names the script, options and jobs that resubmit and cancel act on: one that is
+  # not the user's own or that others can change (a group-writable scratch) is not read. One
+  # find for all of them, not a process per manifest.
+  if [[ -d $hpc_manage_dir ]]; then
+    mapfile -d '' found < <(find "$hpc_manage_dir" -mindepth 1 -maxdepth 1 -name '*.manifest' \
+      \( ! -type f -o ! -user "$EUID" -o -perm /022 \) -print0 2>/dev/null)
+    for f in ${found[@]+"${found[@]}"}; do untrusted[$f]=1; done
+    ((${#found[@]} == 0)) ||
+      hpc_say "not read: ${#found[@]} manifest(s) in $hpc_manage_dir that others can change or that are not your own files (${found[0]##*/}$( ((${#found[@]} == 1)) || printf ', ...')); if they are yours, make them yours alone: chmod go-w"
+  fi
   for f in "$hpc_manage_dir"/*.manifest; do
+    [[ -z ${untrusted[$f]-} ]] || continue
     hpc_manifest_read "$f" || continue
     id=${hpc_mf[job_id]}
     hpc_manage_file[id]=$f

@@ -61,11 +61,12 @@ hpc_manifest_put() {
 }
 
 # hpc_manifest_commit FILE: writes hpc_manifest_text to FILE (named by a job id, so new), with a
-# last line 'end<TAB>1'; false when it cannot. A reader that finds no such line is looking at a manifest
-# still being written and skips it (hpc_manifest_read): complete or absent, without a temporary
-# file and a rename, which would cost a process on every submission.
+# last line 'end<TAB>1', the user's alone (hpc_private_write: resubmit runs what it names); false
+# when it cannot. A reader that finds no such line is looking at a manifest still being written
+# and skips it (hpc_manifest_read): complete or absent, without a temporary file and a rename,
+# which would cost a process on every submission.
 hpc_manifest_commit() {
-  printf '%s' "$hpc_manifest_text"$'end\t1\n' 2>/dev/null >"$1"
+  hpc_private_write "$1" "$hpc_manifest_text"$'end\t1\n'
 }
 
 # hpc_manifest_git DIR: sets hpc_manifest_git_commit and hpc_manifest_git_dirty (yes/no) for the

@@ -7,8 +7,8 @@
 # shellcheck source=hpc_files/lib/hpc_map_submit.bash
 source "${BASH_SOURCE[0]%/*}/hpc_map_submit.bash"
 
-# What this file reads, set by hpc_common.bash (hpc_plan_file_read): declared here, not set.
-declare -g hpc_plan_file_problem hpc_plan_file_text
+# What this file reads, set by hpc_common.bash (hpc_trusted_read): declared here, not set.
+declare -g hpc_trusted_problem hpc_trusted_text
 
 # hpc_map_helpers ARGS...: python -m hpc_helpers.followup ARGS on the login node.
 hpc_map_helpers() {
@@ -70,7 +70,7 @@ hpc_map_keep_attempt() {
 # hpc_map_old_plan MANIFEST: (a resubmission that changes values) sets hpc_map_old_plan to the
 # plan file that the manifest MANIFEST names, and hpc_map_old_plan_text to its text; loads
 # hpc_plan.bash (its files) when it is not. Exit 1, having submitted nothing, when there is none
-# (the job is then submitted again from the start), or it fails hpc_plan_file_check.
+# (the job is then submitted again from the start), or it fails hpc_trusted_check.
 hpc_map_old_plan() {
   hpc_map_old_plan='' hpc_map_old_plan_text=''
   ! hpc_manifest_read "$1" || hpc_map_old_plan=${hpc_mf[plan]-}
@@ -78,9 +78,9 @@ hpc_map_old_plan() {
     hpc_die "the plan file '${hpc_map_old_plan:-(none recorded)}' of job ${hpc_mf[job_id]:-?} is gone; submit again with: bash job_submitter.sh$(printf ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"})"
   fi
   # Its text goes into a new plan file of this user, which the job trusts: read as the job would.
-  hpc_plan_file_read "$hpc_map_old_plan" ||
-    hpc_die "the plan file '$hpc_map_old_plan' of job ${hpc_mf[job_id]:-?} $hpc_plan_file_problem: not read; nothing was submitted"
-  hpc_map_old_plan_text=$hpc_plan_file_text
+  hpc_trusted_read "$hpc_map_old_plan" ||
+    hpc_die "the plan file '$hpc_map_old_plan' of job ${hpc_mf[job_id]:-?} $hpc_trusted_problem: not read; nothing was submitted"
+  hpc_map_old_plan_text=$hpc_trusted_text
   if ! declare -F hpc_plan_write_file >/dev/null; then
     # shellcheck source=hpc_files/lib/hpc_plan.bash
     source "${BASH_SOURCE[0]%/*}/hpc_plan.bash"
@@ -119,6 +119,8 @@ hpc_map_resubmit_failed() {
   # One resubmission of a map at a time: two at once both read the same failed indices and ran
   # them twice.
   hpc_map_lock "$dir"
+  # Its record names the jobs and the failed tasks: read only as the user's own.
+  hpc_trusted_check "$dir/manifest.json" || hpc_die "the map's record $dir/manifest.json $hpc_trusted_problem: not read; nothing was submitted"
   info=$(hpc_map_helpers map-info --dir "$dir") || hpc_die "cannot read the map in $dir (see above)"
   while IFS= read -r line; do
     case $line in
@@ -148,8 +150,14 @@ hpc_map_resubmit_failed() {
     [[ ! -L $dir/tasks/$i ]] ||
       hpc_die "$dir/tasks/$i is a symbolic link: a task's folder is never followed; remove the link (task $i then runs again into a new folder) and resubmit; nothing was submitted"
   done
-  [[ -f $dir/task.sh ]] || hpc_die "the map's kept task script $dir/task.sh is gone"
-  script=$(<"$dir/task.sh")
+  [[ -e $dir/task.sh || -L $dir/task.sh ]] || hpc_die "the map's kept task script $dir/task.sh is gone"
+  hpc_trusted_read "$dir/task.sh" || hpc_die "the map's kept task script $dir/task.sh $hpc_trusted_problem: not run; nothing was submitted"
+  script=${hpc_trusted_text%$'\n'}
+  local gather_text=''
+  if [[ -e $dir/gather.sh || -L $dir/gather.sh ]]; then
+    hpc_trusted_read "$dir/gather.sh" || hpc_die "the map's kept gather script $dir/gather.sh $hpc_trusted_problem: not run; nothing was submitted"
+    gather_text=$hpc_trusted_text
+  fi
   script=${script%$'\n'hpc_job_main *}
   # The array's plan, with this resubmission's values appended (the last assignment wins): one
   # new plan file per part, which its job script names.
@@ -201,9 +209,9 @@ hpc_map_resubmit_failed() {
     # The earlier attempt's status is kept; a link is never followed or moved.
     hpc_map_keep_attempt "$dir/tasks/$i" "$((attempt - 1))" status
   done
-  if [[ -f $dir/gather.sh ]]; then
+  if [[ -n $gather_text ]]; then
     printf -v text '%s:' "${new_ids[@]}"
-    out=$(hpc_submit_sbatch --parsable --dependency="afterany:${text%:}" --kill-on-invalid-dep=yes "$dir/gather.sh" 2>&1) ||
+    out=$(hpc_submit_sbatch --parsable --dependency="afterany:${text%:}" --kill-on-invalid-dep=yes 2>&1 <<<"$gather_text") ||
       hpc_map_resubmit_undo "sbatch refused the new gather job: ${out//$'\n'/ }; the resubmission ${new_ids[*]} was cancelled" "${new_ids[@]}"
     gather_id=${out##*$'\n'}
     gather_id=${gather_id%%;*}
@@ -237,11 +245,13 @@ hpc_map_resubmit_failed() {
 }
 
 # hpc_map_task_states ROOT ID...: (status) the state of each task of the map arrays among the
-# recorded jobs ID (hpc_manage_mode map; ROOT the project's map folders) from the status files
-# its tasks wrote (any attempt, matched by array job id and task id), replacing SLURM's in
-# hpc_st_state and hpc_st_exit. A file still RUNNING is RUNNING while SLURM runs the task, SLURM's
-# state when SLURM ended it (CANCELLED, TIMEOUT...), else LOST; a task with no file has SLURM's
-# state while pending or running, or ended so by SLURM, else LOST. Never COMPLETED without a file.
+# recorded jobs ID (hpc_manage_mode map; ROOT the project's map folders), SLURM's and the status
+# files its tasks wrote (any attempt, matched by array job id and task id) together, in
+# hpc_st_state and hpc_st_exit. SLURM's word over a file's: a task SLURM has ended shows SLURM's
+# state (the tasks of a map can write each other's files: one that says COMPLETED where SLURM
+# says FAILED is not believed), except that it is never COMPLETED without a file of its own
+# (SLURM's COMPLETED with a file left RUNNING, or none, is LOST). While SLURM runs it, a file
+# still RUNNING is RUNNING; once SLURM has forgotten it, the file's state, else LOST.
 hpc_map_task_states() {
   local root=$1 id key file text state slurm live ended
   local -A file_state=() file_exit=() scanned=()
@@ -267,25 +277,21 @@ hpc_map_task_states() {
     for key in "${hpc_manage_keys[@]}"; do
       slurm=${hpc_st_state[$key]-}
       state=${file_state[$key]-}
-      # SLURM still runs it (or will), or SLURM ended it itself.
+      # SLURM still runs it (or will), or SLURM ended it (hpc_facts.bash).
       live=0 ended=0
       case $slurm in PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED*) live=1 ;; esac
-      # Ended by SLURM (hpc_facts.bash): any end but COMPLETED, which only a status file may claim.
-      if hpc_facts_state_ended "$slurm" && [[ $slurm != COMPLETED ]]; then ended=1; fi
-      if [[ -z $state || $state == RUNNING ]]; then
-        if ((live)); then
-          [[ -z $state ]] && state=$slurm
-        elif ((ended)); then
-          state=$slurm
-        else
-          state=LOST
-        fi
+      hpc_facts_state_ended "$slurm" && ended=1
+      if ((ended)); then
+        if [[ $slurm == COMPLETED && (-z $state || $state == RUNNING) ]]; then state=LOST; else state=$slurm; fi
+      elif ((live)); then
+        [[ -n $state ]] || state=$slurm
+      elif [[ -z $state || $state == RUNNING ]]; then
+        state=LOST
       fi
       # shellcheck disable=SC2034 # hpc_st_exit: read by hpc_manage.bash
       if [[ $state != "$slurm" ]]; then
         hpc_st_state["$key"]=$state hpc_st_exit["$key"]=${file_exit[$key]:--}
-      elif [[ -n ${file_state[$key]-} ]]; then
-        hpc_st_exit["$key"]=${file_exit[$key]}
+        ((! ended)) || hpc_st_exit["$key"]=-
       fi
     done
   done
@@ -307,14 +313,16 @@ hpc_map_newest_dir() {
 hpc_map_gather_again() {
   local script line out id kept=''
   hpc_map_newest_dir "$1" gather
-  [[ -f $hpc_map_dir/gather.sh ]] || hpc_die_usage "gather" "the map ${hpc_map_dir##*/} has no gather job (submitted without --gather)"
+  [[ -e $hpc_map_dir/gather.sh || -L $hpc_map_dir/gather.sh ]] || hpc_die_usage "gather" "the map ${hpc_map_dir##*/} has no gather job (submitted without --gather)"
   hpc_map_lock "$hpc_map_dir"
+  hpc_trusted_check "$hpc_map_dir/manifest.json" || hpc_die "the map's record $hpc_map_dir/manifest.json $hpc_trusted_problem: not read; nothing was submitted"
+  hpc_trusted_read "$hpc_map_dir/gather.sh" || hpc_die "the map's kept gather script $hpc_map_dir/gather.sh $hpc_trusted_problem: not run; nothing was submitted"
   while IFS= read -r line || [[ -n $line ]]; do
     case $line in
       '#SBATCH --dependency='* | '#SBATCH --kill-on-invalid-dep='*) ;;
       *) kept+=$line$'\n' ;;
     esac
-  done <"$hpc_map_dir/gather.sh"
+  done <<<"${hpc_trusted_text%$'\n'}"
   script=$kept
   out=$(unset SLURM_TMPDIR && exec sbatch --parsable 2>&1 <<<"$script") || hpc_die "sbatch refused the gather job: ${out//$'\n'/ }"
   id=${out##*$'\n'}

@@ -27,13 +27,13 @@
 # The submitter's paths, argv, options, plan and profile; the configs file's argv
 # (hpc_configs.bash); the job's plan (hpc_plan_map_*); hpc_manage.bash and hpc_manifest.bash
 # (resubmit); hpc_followup_utc: the start time; hpc_plan.bash: the plan's record and file.
-declare -g hpc_source_dir hpc_python_helpers_dir hpc_opt_time_accepted hpc_opt_wandb_offline \
+declare -g hpc_opt_count_max hpc_source_dir hpc_python_helpers_dir hpc_opt_time_accepted hpc_opt_wandb_offline \
   hpc_plan_cluster hpc_plan_exp_name hpc_plan_outputs_dir hpc_plan_partition hpc_plan_runner \
   hpc_plan_script hpc_plan_source_dir hpc_plan_mem_per_gpu hpc_profile_defaults_mem_no_gpu \
   hpc_profile_gpu_gres_name hpc_profile_name hpc_plan_map_keys hpc_plan_map_policy hpc_plan_map_rerun \
   hpc_manage_dir hpc_plan_text hpc_plan_file hpc_files_dir hpc_plan_gpu_type hpc_slurm_fresh hpc_slurm_raw \
   hpc_plan_misfit_option hpc_plan_misfit \
-  hpc_manage_project hpc_manifest_path hpc_manifest_ranges hpc_map_start_utc
+  hpc_manage_project hpc_manifest_path hpc_manifest_ranges hpc_map_start_utc hpc_configs_max_word
 declare -ga hpc_submit_argv hpc_configs_argv hpc_configs_names hpc_manage_keys hpc_mf_lines hpc_mf_argv
 declare -gA hpc_mf
 
@@ -55,9 +55,11 @@ source "${BASH_SOURCE[0]%/*}/hpc_followup.bash"
 # hpc_map_read_items FILE: reads the list FILE into hpc_map_items: one item per line, exactly as
 # written (a CR before the newline dropped), without blank lines and lines whose first non-blank
 # character is '#'. Exit 2 when FILE is missing, not a regular file, holds a NUL byte (which Bash
-# cannot hold: the item would be cut short) or holds no item.
+# cannot hold: the item would be cut short), holds no item, or an item longer than the most
+# Linux passes as one argument (hpc_configs_max_word: the task would fail at its start with
+# 'Argument list too long').
 hpc_map_read_items() {
-  local file=$1 line
+  local file=$1 line n=0
   local -a lines
   [[ -e $file ]] || hpc_die_usage "--map-over" "'$file': no such file; accepted: a list file, one item per line"
   [[ -f $file && -r $file ]] || hpc_die_usage "--map-over" "'$file' is not a readable regular file; accepted: a list file, one item per line"
@@ -67,7 +69,10 @@ hpc_map_read_items() {
   mapfile -t lines <"$file"
   hpc_map_items=()
   for line in "${lines[@]}"; do
+    n=$((n + 1))
     line=${line%$'\r'}
+    ((${#line} <= hpc_configs_max_word)) ||
+      hpc_die_usage "--map-over" "'$file' line $n: an item of ${#line} bytes, longer than $hpc_configs_max_word, the most Linux passes as one argument; accepted: items of at most $hpc_configs_max_word bytes"
     [[ $line == *[![:space:]]* ]] || continue
     [[ $line =~ ^[[:space:]]*# ]] && continue
     hpc_map_items+=("$line")
@@ -156,10 +161,10 @@ hpc_map_check_options() {
     hpc_die_usage "--gather-when" "'$hpc_map_policy' is not accepted; accepted: all-ok, always, min-ok=K or min-ok=P%"
   fi
   if [[ -n $hpc_opt_gather_cpus ]]; then
-    hpc_opt_is_count "$hpc_opt_gather_cpus" 1 || hpc_die_usage "--gather-cpus" "'$hpc_opt_gather_cpus' is not accepted; accepted: a whole number of CPUs, 1 or more"
+    hpc_opt_is_count "$hpc_opt_gather_cpus" 1 || hpc_die_usage "--gather-cpus" "'$hpc_opt_gather_cpus' is not accepted; accepted: a whole number of CPUs, 1 to $hpc_opt_count_max"
   fi
   if [[ -n $hpc_opt_gather_gpus ]]; then
-    hpc_opt_is_count "$hpc_opt_gather_gpus" 0 || hpc_die_usage "--gather-gpus" "'$hpc_opt_gather_gpus' is not accepted; accepted: a whole number of GPUs, 0 or more"
+    hpc_opt_is_count "$hpc_opt_gather_gpus" 0 || hpc_die_usage "--gather-gpus" "'$hpc_opt_gather_gpus' is not accepted; accepted: a whole number of GPUs, 0 to $hpc_opt_count_max"
   fi
   if [[ -n $hpc_opt_gather_time ]]; then
     hpc_opt_check_time "$hpc_opt_gather_time" || hpc_die_usage "--gather-time" "'$hpc_opt_gather_time' is not accepted; accepted: $hpc_opt_time_accepted"
@@ -357,7 +362,7 @@ hpc_map_manifest_json() {
   json+=", \"array_ids\": $array_ids, \"gather_ids\": $gather_ids"
   json+=", \"argv\": $argv, \"command\": $command, \"sbatch\": $sbatch, \"gather_command\": $gather}"
   # Written once, before any task can start (the array is still held): no reader sees it half.
-  printf '%s\n' "$json" >"$hpc_map_dir/manifest.json"
+  hpc_private_write "$hpc_map_dir/manifest.json" "$json"$'\n'
 }
 
 # hpc_map_gather_plan: turns the plan into the gather job's: one node, one task, --gather-cpus
@@ -421,7 +426,7 @@ hpc_map_submit_gather() {
   printf 'text %s\n' "${lines[@]}"
   printf 'plan %s\n' "$hpc_plan_file"
   hpc_plan_render
-  printf '%s' "$hpc_plan_script" >"$hpc_map_dir/gather.sh" || return 1
+  hpc_private_write "$hpc_map_dir/gather.sh" "$hpc_plan_script" || return 1
   if ! out=$(hpc_submit_sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
     printf 'sbatch refused the gather job: %s\n' "$out" >&2
     return 1
@@ -487,7 +492,7 @@ hpc_map_signalled() {
 # tasks/), submits the gather, writes manifest.json, then releases the array. On any failure,
 # also an unexpected one (the EXIT trap), the jobs are cancelled and the folder removed; exit 1.
 hpc_map_after_submit() {
-  local id=$1 out gather_id
+  local id=$1 out gather_id items
   hpc_map_array_ids=("$id") hpc_map_gather_ids=() hpc_map_made=''
   trap 'hpc_map_undo "the submission stopped before the map was released"' EXIT
   # A signal while the held array was submitted.
@@ -496,13 +501,16 @@ hpc_map_after_submit() {
   hpc_map_dir=$hpc_map_root/$hpc_map_id
   [[ -d $hpc_map_root ]] || mkdir -p -- "$hpc_map_root" 2>/dev/null || hpc_map_undo "cannot make $hpc_map_root"
   # One process for both; the folder is new (its name holds the new job id): never reused.
-  # (On failure nothing is removed: whether the folder was made here cannot be told then.)
-  mkdir -- "$hpc_map_dir" "$hpc_map_dir/tasks" 2>/dev/null || hpc_map_undo "cannot make $hpc_map_dir/tasks"
+  # (On failure nothing is removed: whether the folder was made here cannot be told then.) The
+  # user's alone (0700): it holds the scripts and records that resubmit and gather run again.
+  mkdir -m 700 -- "$hpc_map_dir" "$hpc_map_dir/tasks" 2>/dev/null || hpc_map_undo "cannot make $hpc_map_dir/tasks"
   hpc_map_made=$hpc_map_dir
   if ((${#hpc_map_items[@]})); then
-    printf '%s\n' "${hpc_map_items[@]}" >"$hpc_map_dir/items.txt" || hpc_map_undo "cannot write $hpc_map_dir/items.txt"
+    # Never more readable than the user's list: the user's alone.
+    printf -v items '%s\n' "${hpc_map_items[@]}"
+    hpc_private_write "$hpc_map_dir/items.txt" "$items" || hpc_map_undo "cannot write $hpc_map_dir/items.txt"
   fi
-  printf '%s' "$hpc_plan_script" >"$hpc_map_dir/task.sh" || hpc_map_undo "cannot write $hpc_map_dir/task.sh"
+  hpc_private_write "$hpc_map_dir/task.sh" "$hpc_plan_script" || hpc_map_undo "cannot write $hpc_map_dir/task.sh"
   local part
   for part in "${hpc_map_parts[@]:1}"; do
     hpc_map_submit_part "$part" || hpc_map_undo "a part of the map was not submitted (see above)"

@@ -30,9 +30,13 @@ hpc_opt_is_profile_name() {
   [[ $1 =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ ]]
 }
 
-# hpc_opt_is_count VALUE MIN: true when VALUE is a decimal integer >= MIN (no sign, no spaces).
+# hpc_opt_count_max: the largest count an option takes (6 digits: far above any cluster's, and
+# never near Bash's integers); the refusals name it.
+hpc_opt_count_max=999999
+# hpc_opt_is_count VALUE MIN: true when VALUE is a decimal integer from MIN to hpc_opt_count_max
+# (no sign, no spaces).
 hpc_opt_is_count() {
-  [[ $1 =~ ^[0-9]{1,6}$ ]] && ((10#$1 >= $2))
+  [[ $1 =~ ^[0-9]{1,6}$ ]] && ((10#$1 >= $2 && 10#$1 <= hpc_opt_count_max))
 }
 
 # One grammar for times and memory sizes, shared with the cluster profiles (is_slurm_time and
@@ -182,11 +186,11 @@ hpc_opt_set() {
       hpc_opt_account=$value
       ;;
     -g/--gpus)
-      hpc_opt_is_count "$value" 0 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of GPUs per node, 0 or more"
+      hpc_opt_is_count "$value" 0 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of GPUs per node, 0 to $hpc_opt_count_max"
       hpc_opt_gpus=$((10#$value))
       ;;
     -c/--cpus)
-      hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of CPUs per GPU process, 1 or more"
+      hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of CPUs per GPU process, 1 to $hpc_opt_count_max"
       hpc_opt_cpus=$((10#$value))
       ;;
     -W/--which-distributed)
@@ -220,7 +224,7 @@ hpc_opt_set() {
       hpc_opt_exp_name=$value
       ;;
     -n/--num-nodes)
-      hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of nodes, 1 or more"
+      hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of nodes, 1 to $hpc_opt_count_max"
       hpc_opt_num_nodes=$((10#$value)) hpc_opt_num_nodes_given=1
       ;;
     -C/--configs)
@@ -245,7 +249,7 @@ hpc_opt_set() {
       hpc_opt_workdir=$value
       ;;
     --repeat | --num-sweeps | --max-concurrent)
-      hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number, 1 or more"
+      hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number, 1 to $hpc_opt_count_max"
       case $name in
         --repeat) hpc_opt_repeat=$((10#$value)) ;;
         --num-sweeps) hpc_opt_num_sweeps=$((10#$value)) ;;
@@ -269,7 +273,7 @@ hpc_opt_set() {
       printf -v "hpc_opt_${name//-/_}" '%s' "$value"
       ;;
     --requeue)
-      hpc_opt_is_count "$value" 0 || hpc_die_usage "$name" "'$value' is not accepted; accepted: how many times a warned job may requeue itself, 0 or more"
+      hpc_opt_is_count "$value" 0 || hpc_die_usage "$name" "'$value' is not accepted; accepted: how many times a warned job may requeue itself, 0 to $hpc_opt_count_max"
       hpc_opt_requeue=$((10#$value))
       ;;
     --signal-lead)

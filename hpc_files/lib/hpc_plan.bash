@@ -14,7 +14,7 @@
 # the launcher's module (hpc_files/lib/launchers/): the ratios it sets, its processes per node;
 # hpc_common.bash: the launchers' names; hpc_submit.bash: the container's image and working
 # folder, --workdir's folder and the data archive.
-declare -g hpc_plan_ntasks_per_node hpc_plan_cpus_per_task hpc_launcher_processes
+declare -g hpc_plan_ntasks_per_node hpc_plan_cpus_per_task hpc_launcher_processes hpc_module_problem
 declare -ga hpc_launcher_names
 declare -g hpc_files_dir hpc_source_dir hpc_python_helpers_dir hpc_container_lib \
   hpc_opt_label_ranks hpc_opt_launcher hpc_opt_num_nodes hpc_opt_requeue \
@@ -213,7 +213,7 @@ hpc_plan_make() {
 
   # The ratios: the launcher's (hpc_files/lib/launchers/NAME.bash). -c/--cpus is the number of
   # CPUs of each GPU process (each process when G = 0).
-  hpc_launcher_load "$hpc_plan_launcher" || hpc_die_usage "-W/--which-distributed" "'$hpc_plan_launcher' is not accepted; accepted: $(hpc_opt_launchers_text)"
+  hpc_launcher_load "$hpc_plan_launcher" || hpc_die_usage "-W/--which-distributed" "launcher $hpc_module_problem"
   "hpc_launcher_${hpc_plan_launcher}_plan"
 
   # Memory: asked for only when the option or the profile gives an amount; else SLURM's own
@@ -235,9 +235,7 @@ hpc_plan_make() {
   # Folders and names.
   hpc_plan_source_dir=$hpc_source_dir
   hpc_plan_project_name=${hpc_source_dir##*/}
-  [[ -n ${SCRATCH:-} ]] || hpc_die_usage "SCRATCH" "is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/\$USER in ~/.bashrc"
-  [[ $SCRATCH == /* ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is not an absolute path"
-  [[ $SCRATCH == *[!./]* ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is the root folder; accepted: your own scratch folder, e.g. /scratch/\$USER"
+  hpc_scratch_check
   hpc_plan_scratch_dir=${SCRATCH%/}/$hpc_plan_project_name
   # A backslash, a double quote, a % or a newline anywhere.
   local hpc_plan_bad_path=$'*[\\\\"%\n]*'
@@ -388,37 +386,19 @@ hpc_plan_record() {
 # hpc_plan_file to it. <stamp> is the submitter's pid and a counter, the next one while a file of
 # that name exists (from an earlier process of the same pid): unique for the submission and the
 # plan, and short, so that the name fits wherever the job's output name does (EXP_KIND_JOBID.out,
-# hpc_plan_make's limit). Written with noclobber: an existing file is never overwritten, never
-# written through a link; mode 0600. Adds it to hpc_plan_written and TEXT to
-# hpc_plan_written_texts (hpc_plan_unwrite removes those). False when it cannot be written.
+# hpc_plan_make's limit). Always a new name, written 0600 (hpc_private_create). Adds it to
+# hpc_plan_written and TEXT to hpc_plan_written_texts (hpc_plan_unwrite removes those). False
+# when it cannot be written.
 hpc_plan_write_file() {
-  local - tries line mask='' written
-  set -C
-  # Readable and writable by the user alone, whatever the umask: the job sources it (a group
-  # member who could write it would run code as the user) and it holds the configs file's
-  # command as written. Set before the file exists, as a chmod after would leave a window. The
-  # umask to restore is read from the shell's own status, without a process (every submission).
-  while IFS= read -r line; do
-    # Its second line: the rest of the file is not read.
-    [[ $line != Umask:* ]] || {
-      mask=${line##*[[:space:]]}
-      break
-    }
-  done 2>/dev/null </proc/self/status
+  local tries
   for ((tries = 0; tries < 100; tries++)); do
     hpc_plan_counter=$((${hpc_plan_counter:-0} + 1))
     hpc_plan_file=${1}_$$-$hpc_plan_counter.plan
-    # Anything by that name (noclobber alone would still open a FIFO or a device): the next.
+    # Anything by that name: the next.
     [[ ! -e $hpc_plan_file && ! -L $hpc_plan_file ]] || continue
-    written=0
-    if [[ $mask == +([0-7]) ]]; then
-      umask 077
-      ! printf '%s' "$2" 2>/dev/null >"$hpc_plan_file" || written=1
-      umask "$mask"
-    else
-      ! (umask 077 && printf '%s' "$2" >"$hpc_plan_file") 2>/dev/null || written=1
-    fi
-    if ((written)); then
+    # Readable and writable by the user alone: the job sources it (a group member who could
+    # write it would run code as the user) and it holds the configs file's command as written.
+    if hpc_private_create "$hpc_plan_file" "$2"; then
       hpc_plan_written+=("$hpc_plan_file") hpc_plan_written_texts+=("$2")
       return 0
     fi
@@ -481,7 +461,7 @@ hpc_plan_render() {
 # hpc_plan_processes: sets hpc_plan_num_processes to the job's total of program processes:
 # the nodes times the launcher's processes per node (hpc_launcher_NAME_processes).
 hpc_plan_processes() {
-  hpc_launcher_load "$hpc_plan_launcher" || hpc_die "no launcher '$hpc_plan_launcher'"
+  hpc_launcher_load "$hpc_plan_launcher" || hpc_die "launcher $hpc_module_problem"
   "hpc_launcher_${hpc_plan_launcher}_processes"
   hpc_plan_num_processes=$((hpc_plan_nodes * hpc_launcher_processes))
 }

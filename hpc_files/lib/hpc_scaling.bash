@@ -24,7 +24,7 @@
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_submit_locate and job_submitter.sh: paths and argv; hpc_options.bash: the options.
-declare -g hpc_files_dir hpc_opt_dry_run hpc_opt_launcher hpc_opt_scaling_test \
+declare -g hpc_opt_count_max hpc_files_dir hpc_opt_dry_run hpc_opt_launcher hpc_opt_scaling_test \
   hpc_opt_time_accepted hpc_opt_wandb_offline hpc_opt_yes
 declare -ga hpc_submit_argv hpc_opt_data
 # hpc_manifest_read: a manifest's sbatch options.
@@ -109,7 +109,7 @@ hpc_scaling_check_options() {
   fi
   hpc_scaling_repeats=${hpc_opt_repeats:-1}
   hpc_opt_is_count "$hpc_scaling_repeats" 1 ||
-    hpc_die_usage "--repeats" "'$hpc_scaling_repeats' is not accepted; accepted: a whole number of repeats, 1 or more"
+    hpc_die_usage "--repeats" "'$hpc_scaling_repeats' is not accepted; accepted: a whole number of repeats, 1 to $hpc_opt_count_max"
   hpc_scaling_repeats=$((10#$hpc_scaling_repeats))
   hpc_scaling_mode=${hpc_opt_scaling_mode:-strong}
   [[ $hpc_scaling_mode == strong || $hpc_scaling_mode == weak ]] ||
@@ -308,7 +308,7 @@ hpc_scaling_study_json() {
   json+=", \"shared_host\": $hpc_scaling_shared_host, \"argv\": $argv, \"configurations\": [$configs]}"
   # Written once, before any job of the study can start (all are still held), as the map's
   # manifest.json: no reader sees it half, and no rename (a process) is needed.
-  printf '%s\n' "$json" >"$hpc_scaling_dir/study.json"
+  hpc_private_write "$hpc_scaling_dir/study.json" "$json"$'\n'
 }
 
 # hpc_scaling_shared: sets hpc_scaling_shared_host to true when every node of the partition has
@@ -441,7 +441,8 @@ hpc_scaling_main() {
   hpc_scaling_dir=$hpc_scaling_root/$hpc_scaling_id_text
   [[ -d $hpc_scaling_root ]] || mkdir -p -- "$hpc_scaling_root" || hpc_scaling_undo "cannot make $hpc_scaling_root"
   # One at a time: runs/ is never made inside a folder of that name that was already there.
-  mkdir -- "$hpc_scaling_dir" || hpc_scaling_undo "cannot make $hpc_scaling_dir"
+  # The user's alone (0700): it holds the scripts and records that resubmit runs again.
+  mkdir -m 700 -- "$hpc_scaling_dir" || hpc_scaling_undo "cannot make $hpc_scaling_dir"
   hpc_scaling_made=$hpc_scaling_dir
   # runs/ and every run's folder (named by its key) in one process: all inside the study's
   # folder, new and empty, so none of them was there before.
@@ -462,7 +463,7 @@ hpc_scaling_main() {
     hpc_scaling_ids+=("$hpc_scaling_id") hpc_scaling_run_ids+=("$hpc_scaling_id") hpc_scaling_keys+=("$hpc_scaling_key")
     hpc_scaling_signalled
     hpc_scaling_gpus_of+=("$hpc_plan_gpus") hpc_scaling_launcher=$hpc_plan_launcher hpc_scaling_time=$hpc_plan_time
-    printf '%s' "$hpc_plan_script" >"$hpc_scaling_run_dir/job.sh" || hpc_scaling_undo "cannot write $hpc_scaling_run_dir/job.sh"
+    hpc_private_write "$hpc_scaling_run_dir/job.sh" "$hpc_plan_script" || hpc_scaling_undo "cannot write $hpc_scaling_run_dir/job.sh"
     hpc_manifest_write "$hpc_scaling_id" "$hpc_scaling_run_dir/job.sh" "$hpc_plan_file" || hpc_say "run $hpc_scaling_id was submitted, but its manifest could not be written"
   done
   printf -v x '%s:' "${hpc_scaling_run_ids[@]}"
@@ -474,7 +475,7 @@ hpc_scaling_main() {
   # file's name could point at their code by now.
   # shellcheck source=/dev/null
   source /dev/stdin <<<"$report_text" || hpc_scaling_undo "cannot read the report job's plan $report_plan"
-  printf '%s' "$hpc_scaling_report_script" >"$hpc_scaling_dir/report.sh" || hpc_scaling_undo "cannot write $hpc_scaling_dir/report.sh"
+  hpc_private_write "$hpc_scaling_dir/report.sh" "$hpc_scaling_report_script" || hpc_scaling_undo "cannot write $hpc_scaling_dir/report.sh"
   hpc_manifest_write "$hpc_scaling_report_id" "$hpc_scaling_dir/report.sh" "$report_plan" || hpc_say "the report job was submitted, but its manifest could not be written"
   hpc_scaling_study_json || hpc_scaling_undo "cannot write $hpc_scaling_dir/study.json"
   hpc_scaling_signalled
@@ -614,6 +615,8 @@ hpc_scaling_resubmit_failed() {
   fi
   # shellcheck source=/dev/null # hpc_map.bash: linted on its own (see docs/architecture.md)
   source "${BASH_SOURCE[0]%/*}/hpc_map.bash"
+  # Its record names the runs' jobs and the failed ones: read only as the user's own.
+  hpc_trusted_check "$dir/study.json" || hpc_die "the study's record $dir/study.json $hpc_trusted_problem: not read; nothing was submitted"
   info=$(hpc_map_helpers study-info --dir "$dir") || hpc_die "cannot read the study in $dir (see above)"
   while IFS= read -r line; do
     case $line in
@@ -648,11 +651,12 @@ hpc_scaling_resubmit_failed() {
     script=${hpc_mf[script]-}
     [[ $script == "$dir/runs/$key/job.sh" && -f $script && ! -L $script && ! -L $dir/runs/$key ]] ||
       hpc_scaling_undo "the kept job script of run $key is not $dir/runs/$key/job.sh"
+    hpc_trusted_read "$script" || hpc_scaling_undo "the kept job script $script of run $key $hpc_trusted_problem: not run"
     [[ -n ${hpc_mf[plan]-} ]] && [[ -e ${hpc_mf[plan]} || -L ${hpc_mf[plan]} ]] ||
       hpc_scaling_undo "the plan file '${hpc_mf[plan]:-(none recorded)}' of run $key is gone; submit the study again"
     # The job would refuse it at its start: refused here, before anything is submitted.
-    hpc_plan_file_check "${hpc_mf[plan]}" || hpc_scaling_undo "the plan file '${hpc_mf[plan]}' of run $key $hpc_plan_file_problem: not read"
-    out=$(hpc_submit_sbatch --parsable --hold "${hpc_mf_sbatch[@]}" "$script" 2>&1) ||
+    hpc_trusted_check "${hpc_mf[plan]}" || hpc_scaling_undo "the plan file '${hpc_mf[plan]}' of run $key $hpc_trusted_problem: not read"
+    out=$(hpc_submit_sbatch --parsable --hold "${hpc_mf_sbatch[@]}" 2>&1 <<<"$hpc_trusted_text") ||
       hpc_scaling_undo "sbatch refused run $key: ${out//$'\n'/ }"
     out=${out##*$'\n'} out=${out%%;*}
     [[ $out =~ ^[0-9]+$ ]] || hpc_scaling_undo "sbatch gave no job id for run $key"
@@ -665,15 +669,16 @@ hpc_scaling_resubmit_failed() {
   read -ra args <<<"$report_ids"
   id=${args[-1]-}
   hpc_manifest_read "${hpc_manage_file[id]-}" || hpc_scaling_undo "the report job $id has no manifest in $hpc_manage_dir"
-  [[ -f $dir/report.sh && ! -L $dir/report.sh ]] || hpc_scaling_undo "$dir/report.sh is missing"
-  script=$(<"$dir/report.sh")
+  [[ -e $dir/report.sh || -L $dir/report.sh ]] || hpc_scaling_undo "$dir/report.sh is missing"
+  hpc_trusted_read "$dir/report.sh" || hpc_scaling_undo "the kept report script $dir/report.sh $hpc_trusted_problem: not run"
+  script=${hpc_trusted_text%$'\n'}
   # The report job's plan, with its study appended (the last assignment wins), in a new file.
   local plan=${hpc_mf[plan]-} text=''
   [[ -n $plan ]] && [[ -e $plan || -L $plan ]] ||
     hpc_scaling_undo "the plan file '${plan:-(none recorded)}' of the report job $id is gone; submit the study again"
   # Its text goes into a new plan file of this user, which the job trusts: read as the job would.
-  hpc_plan_file_read "$plan" || hpc_scaling_undo "the plan file '$plan' of the report job $id $hpc_plan_file_problem: not read"
-  text=$hpc_plan_file_text
+  hpc_trusted_read "$plan" || hpc_scaling_undo "the plan file '$plan' of the report job $id $hpc_trusted_problem: not read"
+  text=$hpc_trusted_text
   if ! declare -F hpc_plan_write_file >/dev/null; then
     # shellcheck source=hpc_files/lib/hpc_plan.bash
     source "${BASH_SOURCE[0]%/*}/hpc_plan.bash"
@@ -751,6 +756,8 @@ hpc_scaling_report_command() {
     done
     [[ -n $study ]] || hpc_die_usage "scaling-report" "experiment '$target' has no scaling study under $root; accepted: an experiment submitted with --scaling-test, or a study folder"
   fi
+  # The report is built from what the study's record says: read only as the user's own.
+  hpc_trusted_check "$study/study.json" || hpc_die "the study's record $study/study.json $hpc_trusted_problem: not read"
   py=$(hpc_python_for_helpers) || exit 1
   PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}" \
     "$py" -m hpc_helpers.scaling_report "$study" ${out:+--out "$out"}

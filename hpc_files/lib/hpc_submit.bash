@@ -31,7 +31,7 @@ hpc_submit_locate() {
 hpc_submit_runner_check() {
   hpc_submit_image='' hpc_submit_workdir='' hpc_submit_host_workdir='' hpc_plan_workdir=''
   hpc_plan_choose_runner
-  hpc_runner_load "$hpc_plan_runner" || exit 1
+  hpc_runner_load "$hpc_plan_runner" || hpc_die "runner $hpc_module_problem"
   "hpc_runner_${hpc_plan_runner}_check"
 }
 
@@ -275,7 +275,7 @@ hpc_submit_main() {
   id=${out##*$'\n'}
   id=${id%%;*}
   final=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_$id.sh
-  printf '%s' "$hpc_plan_script" >"$final" || hpc_say "job $id was submitted, but its script could not be kept as $final"
+  hpc_private_write "$final" "$hpc_plan_script" || hpc_say "job $id was submitted, but its script could not be kept as $final"
   hpc_manifest_write "$id" "$final" "$hpc_plan_file" || hpc_say "job $id was submitted, but its manifest could not be written"
   # A map's array is held until its folder and gather are in place: a signal until then cancels
   # the whole map (hpc_map_after_submit), never leaves the array held.

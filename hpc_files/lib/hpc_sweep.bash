@@ -12,7 +12,7 @@
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_files_dir: hpc_submit_locate; hpc_opt_wandb_offline: hpc_options.bash.
-declare -g hpc_files_dir hpc_opt_wandb_offline
+declare -g hpc_files_dir hpc_opt_wandb_offline hpc_opt_count_max
 
 # hpc_sweep_credentials: the credentials file the key is read from when WANDB_API_KEY is unset.
 hpc_sweep_credentials() {
@@ -118,7 +118,7 @@ hpc_sweep_ask_count() {
   printf 'How many sweep agents (array tasks)?%s ' "${1:+ [$1]}" >&2
   read -r answer || answer=
   answer=${answer:-$1}
-  hpc_opt_is_count "$answer" 1 || hpc_die_usage "--num-sweeps" "'$answer' is not accepted; accepted: a whole number, 1 or more"
+  hpc_opt_is_count "$answer" 1 || hpc_die_usage "--num-sweeps" "'$answer' is not accepted; accepted: a whole number, 1 to $hpc_opt_count_max"
   hpc_sweep_agents=$((10#$answer))
 }
 

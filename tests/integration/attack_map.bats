@@ -153,3 +153,46 @@ PY
   run cat "$map_dir/gather_$gather_id.out"
   assert_output --regexp "gather not run: policy all-ok needs 3/3 tasks, 2 ok; failed: 1 \((FAILED|LOST|exit [0-9]+)\)"
 }
+
+@test "a task forging another's status file (index 1 rewrites index 0's as COMPLETED after it exited 5): the gather does not count it, names it INCONSISTENT and ends FAILED; resubmit --failed re-runs index 0" {
+  local submitter=$PROJECT/hpc_files/job_submitter.sh out
+  # Index 1 waits until index 0's final status is written, then rewrites it as a success.
+  cat >"$PROJECT/forger.py" <<'PY'
+import json, os, sys, time
+from pathlib import Path
+index = int(sys.argv[1])
+print("task", index, flush=True)
+if index == 0:
+    sys.exit(5)
+victim = Path(os.environ["map_dir"]) / "tasks" / "0" / "status.json"
+for _ in range(600):
+    try:
+        doc = json.loads(victim.read_text())
+    except (OSError, ValueError):
+        doc = {}
+    if doc.get("state") == "FAILED":
+        break
+    time.sleep(0.1)
+doc.update(state="COMPLETED", exit_code=0)
+victim.write_text(json.dumps(doc))
+print("forged", victim, flush=True)
+PY
+  hpc_configs "$PROJECT" 'python forger.py ${map_index}'
+  out=$(bash "$submitter" -y -g 0 --map-range 0-1 --gather "python gather.py" -e forged 2>&1) || fail "submission failed: $out"
+  map_ids "$out"
+  hpc_wait_job "$job_id" 120
+  hpc_wait_job "$gather_id" 120
+  grep -q '"state": "COMPLETED"' "$map_dir/tasks/0/status.json" || fail "not forged: $(cat "$map_dir/tasks/0/status.json")"
+  assert_equal "$(hpc_job_state "${job_id}_0")" "FAILED 5:0"
+  assert_equal "$(hpc_job_state "$gather_id")" "FAILED 1:0"
+  run cat "$map_dir/gather_$gather_id.out"
+  assert_line --partial "task 0 is INCONSISTENT: its status file says COMPLETED, SLURM says job ${job_id}_0 ended FAILED 5:0; not counted as a success"
+  assert_line --partial "gather not run: policy all-ok needs 2/2 tasks, 1 ok; failed: 0 (INCONSISTENT)"
+  run python3 -c 'import json,sys; print(" ".join(t["state"] for t in json.load(open(sys.argv[1]))["tasks"]))' "$map_dir/map_status.json"
+  assert_output "INCONSISTENT COMPLETED"
+  # resubmit --failed takes SLURM's word too: index 0 again.
+  hpc_configs "$PROJECT" 'python -c "print(1)"'
+  run bash "$submitter" resubmit forged --failed
+  assert_success
+  assert_output --partial "task(s) 0"
+}

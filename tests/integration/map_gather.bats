@@ -156,7 +156,7 @@ EOF
   assert_equal "$(hpc_job_state "$gather_id")" "CANCELLED 0:0"
 }
 
-@test "status EXP of a map: each task's state from its status file (a task left RUNNING is LOST), not SLURM's; the gather job too" {
+@test "status EXP of a map: SLURM's word over the status files (a task's file can be written by another task), never COMPLETED without a file of its own (a task left RUNNING is LOST); the gather job too" {
   MAP_FAIL_INDEX=2 MAP_EXIT_CODE=7 MAP_SLEEP=0 submit_map --map-range 0-3 --gather "python gather.py" -e fromfiles
   hpc_wait_job "$job_id" 120
   hpc_wait_job "$gather_id" 120
@@ -173,8 +173,8 @@ EOF2
   run bash "$PROJECT/hpc_files/job_submitter.sh" status fromfiles
   assert_success
   assert_line --regexp "^${job_id}_0 +fromfiles +venv-none +LOST +- "
-  assert_line --regexp "^${job_id}_1 +fromfiles +venv-none +FAILED +7 "
-  assert_line --regexp "^${job_id}_2 +fromfiles +venv-none +COMPLETED +0 "
+  assert_line --regexp "^${job_id}_1 +fromfiles +venv-none +COMPLETED +0:0 "
+  assert_line --regexp "^${job_id}_2 +fromfiles +venv-none +FAILED +7:0 "
   assert_line --regexp "^${job_id}_3 +fromfiles +venv-none +LOST +- "
   assert_line --regexp "^$gather_id +fromfiles +venv-gather +FAILED +1:0 "
 }

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -297,3 +299,110 @@ def test_a_task_folder_or_status_file_replaced_by_a_link_is_not_followed(
     assert f"hpc_helpers.followup: {tmp_path}/tasks/1 {says} 1 counted LOST\n" in err
     assert f"hpc_helpers.followup: {tmp_path}/tasks/2/status.json {says} 2 counted LOST\n" in err
     assert (elsewhere / "status.json").read_text() == '{"state": "COMPLETED", "exit_code": 0}\n'
+
+
+def test_save_result_on_a_full_disk_raises_and_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task = tmp_path / "tasks" / "0"
+    task.mkdir(parents=True)
+    mapreduce.save_result({"score": 1}, task)
+    real_write_text = Path.write_text
+
+    def full_disk(self: Path, data: str, *args: Any, **kwargs: Any) -> int:
+        real_write_text(self, data[:10], *args, **kwargs)  # a part written, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        mapreduce.save_result({"score": 2, "pad": "x" * 1000}, task)
+    assert sorted(p.name for p in task.iterdir()) == ["result.json"]
+    assert json.loads((task / "result.json").read_text()) == {"score": 1}
+
+
+def test_records_are_the_users_alone_and_a_failed_write_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The map's and the study's records (manifest.json, study.json, map_status) name what
+    # resubmit runs again: 0600 whatever the umask, and never a leftover on a full disk.
+    old = os.umask(0o002)
+    try:
+        followup._atomic_write(tmp_path / "manifest.json", "{}\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "manifest.json").stat().st_mode) == 0o600
+
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        def __init__(self, fd: int, *args: Any, **kwargs: Any) -> None:
+            self.file = real_fdopen(fd, *args, **kwargs)
+
+        def __enter__(self) -> FullDisk:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.file.close()
+
+        def write(self, text: str) -> int:
+            self.file.write(text[:10])  # a part written, then the disk is full
+            self.file.flush()
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fdopen", FullDisk)
+    with pytest.raises(OSError, match="No space left"):
+        followup._atomic_write(tmp_path / "manifest.json", "x" * 100000)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]
+    assert (tmp_path / "manifest.json").read_text() == "{}\n"
+
+
+def test_a_task_forging_anothers_status_is_inconsistent_never_a_success(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A map of arrays 40 and 50 (a part); SLURM (scontrol, one call per array) knows each task.
+    (tmp_path / "manifest.json").write_text(json.dumps({"array_ids": ["40", "50"]}))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "scontrol"
+    line = "JobId={} ArrayJobId={} ArrayTaskId={} JobState={} Reason=None ExitCode={}"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'echo "$*" >>"$0.calls"\n'
+        'case "$4" in\n'
+        f'40) echo "{line.format(41, 40, 0, "FAILED", "5:0")}"\n'
+        f'    echo "{line.format(42, 40, 1, "COMPLETED", "0:0")}"\n'
+        f'    echo "{line.format(40, 40, "2-3", "PENDING", "0:0")}";;\n'
+        f'50) echo "{line.format(51, 50, 0, "COMPLETED", "0:0")}";;\n'
+        "esac\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    # Task 0 exited 5; task 1 rewrote its file as COMPLETED. Task 2 names an array not the
+    # map's; tasks 3 and 4 name the same array task; task 5 is honest (the part's array 50).
+    write_status(tmp_path, 0, "COMPLETED", 0, job_id="41", array_job_id="40", task_id="0")
+    write_status(tmp_path, 1, "COMPLETED", 0, job_id="42", array_job_id="40", task_id="1")
+    write_status(tmp_path, 2, "COMPLETED", 0, job_id="99", array_job_id="99", task_id="2")
+    write_status(tmp_path, 3, "COMPLETED", 0, job_id="51", array_job_id="50", task_id="0")
+    write_status(tmp_path, 4, "COMPLETED", 0, job_id="51", array_job_id="50", task_id="0")
+    write_status(tmp_path, 5, "COMPLETED", 0, job_id="51", array_job_id="50", task_id="0")
+    keys = ["0", "1", "2", "3", "4", "5"]
+    statuses = followup.read_statuses(tmp_path / "tasks", keys[:3])
+    assert [s.state for s in statuses] == ["INCONSISTENT", "COMPLETED", "INCONSISTENT"]
+    assert statuses[0].fields["inconsistent"] == (
+        "its status file says COMPLETED, SLURM says job 40_0 ended FAILED 5:0"
+    )
+    assert statuses[2].fields["inconsistent"] == (
+        "its status file names job 99_2, not an array of this map"
+    )
+    assert (bin_dir / "scontrol.calls").read_text() == "show job -o 40\nshow job -o 50\n"
+    statuses = followup.read_statuses(tmp_path / "tasks", keys[3:])
+    assert [s.state for s in statuses] == ["INCONSISTENT"] * 3
+    assert statuses[0].fields["inconsistent"] == (
+        "its status file names job 50_0, as the files of 3, 4, 5 do"
+    )
+    line = followup.verdict_line(
+        followup.read_statuses(tmp_path / "tasks", keys[:2]), followup.parse_policy("all-ok")
+    )
+    assert line == "gather not run: policy all-ok needs 2/2 tasks, 1 ok; failed: 0 (INCONSISTENT)"
+    # The reader of the results (mapreduce.results) reads the files as they are: no SLURM.
+    assert followup.read_statuses(tmp_path / "tasks", ["0"], refine=False)[0].state == "COMPLETED"

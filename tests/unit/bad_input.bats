@@ -96,15 +96,15 @@ refused() {
     rows=$((rows + 1))
   done <<'EOT'
 # Numbers and words.
-|-g x|-g/--gpus: 'x' is not accepted; accepted: a whole number of GPUs per node, 0 or more
-|-g -1|-g/--gpus: '-1' is not accepted; accepted: a whole number of GPUs per node, 0 or more
-|-g 1.5|-g/--gpus: '1.5' is not accepted; accepted: a whole number of GPUs per node, 0 or more
-|--gpus=|-g/--gpus: '' is not accepted; accepted: a whole number of GPUs per node, 0 or more
-|-g 9999999|-g/--gpus: '9999999' is not accepted; accepted: a whole number of GPUs per node, 0 or more
-|-c 0|-c/--cpus: '0' is not accepted; accepted: a whole number of CPUs per GPU process, 1 or more
-|--cpu -2|-c/--cpus: '-2' is not accepted; accepted: a whole number of CPUs per GPU process, 1 or more
-|-n 0|-n/--num-nodes: '0' is not accepted; accepted: a whole number of nodes, 1 or more
-|-n two|-n/--num-nodes: 'two' is not accepted; accepted: a whole number of nodes, 1 or more
+|-g x|-g/--gpus: 'x' is not accepted; accepted: a whole number of GPUs per node, 0 to 999999
+|-g -1|-g/--gpus: '-1' is not accepted; accepted: a whole number of GPUs per node, 0 to 999999
+|-g 1.5|-g/--gpus: '1.5' is not accepted; accepted: a whole number of GPUs per node, 0 to 999999
+|--gpus=|-g/--gpus: '' is not accepted; accepted: a whole number of GPUs per node, 0 to 999999
+|-g 9999999|-g/--gpus: '9999999' is not accepted; accepted: a whole number of GPUs per node, 0 to 999999
+|-c 0|-c/--cpus: '0' is not accepted; accepted: a whole number of CPUs per GPU process, 1 to 999999
+|--cpu -2|-c/--cpus: '-2' is not accepted; accepted: a whole number of CPUs per GPU process, 1 to 999999
+|-n 0|-n/--num-nodes: '0' is not accepted; accepted: a whole number of nodes, 1 to 999999
+|-n two|-n/--num-nodes: 'two' is not accepted; accepted: a whole number of nodes, 1 to 999999
 |-W deepspeed|-W/--which-distributed: 'deepspeed' is not accepted; accepted: @LAUNCHERS@
 |-t 25:60:00|-t/--time: '25:60:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
 |-t 1-24|-t/--time: '1-24' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
@@ -169,7 +169,7 @@ HPC_CLUSTER=../../../../tmp/evil|--dry-run -g 0|HPC_CLUSTER: '../../../../tmp/ev
 |--copy-back ./|--copy-back: './' is ${SLURM_TMPDIR} itself; accepted: a path inside it
 |--copy-back out ./.|--copy-back: './.' is ${SLURM_TMPDIR} itself; accepted: a path inside it
 # Time limits.
-|--requeue -1|--requeue: '-1' is not accepted; accepted: how many times a warned job may requeue itself, 0 or more
+|--requeue -1|--requeue: '-1' is not accepted; accepted: how many times a warned job may requeue itself, 0 to 999999
 |--signal-lead x|--signal-lead: 'x' is not accepted; accepted: seconds before the time limit for the warning signal, 0 to 65535
 |--signal-lead 70000|--signal-lead: '70000' is not accepted; accepted: seconds before the time limit for the warning signal, 0 to 65535
 |--signal-lead 65536|--signal-lead: '65536' is not accepted; accepted: seconds before the time limit for the warning signal, 0 to 65535
@@ -179,7 +179,7 @@ HPC_CLUSTER=../../../../tmp/evil|--dry-run -g 0|HPC_CLUSTER: '../../../../tmp/ev
 |-t 00:00:20|-t/--time: '00:00:20' leaves less than 60 s before the cluster's warning lead of 30 s (SLURM may send it up to 60 s early); accepted: 00:01:30 or more, or a shorter --signal-lead
 |-t 00:01:00|-t/--time: '00:01:00' leaves less than 60 s before the cluster's warning lead of 30 s (SLURM may send it up to 60 s early); accepted: 00:01:30 or more, or a shorter --signal-lead
 # Arrays and containers.
-|--repeat 0|--repeat: '0' is not accepted; accepted: a whole number, 1 or more
+|--repeat 0|--repeat: '0' is not accepted; accepted: a whole number, 1 to 999999
 |--repeat 2 -w abc|-w/--repeat/--wandb-offline: choose one: a W&B sweep (-w), an offline grid sweep (--wandb-offline) or repeats (--repeat)
 |-w abc -W torchrun|-W/--which-distributed: sweeps run one agent per array task, on one node: accepted without -W
 |--num-sweeps 3|--num-sweeps: is for W&B sweeps; accepted with -w/--wandb-sweepid
@@ -236,8 +236,8 @@ WANDB_API_KEY=k|-w abc --num-sweeps 2 --workdir @TMP@/w|--workdir: W&B agents (-
 |--map-range 0-3 --gather x --gather-when min-ok=101%|--gather-when: 'min-ok=101%': a percentage must be 1 to 100
 |--map-range 0-1 --repeat 2|--map-range/--map-over: a map is its own array; accepted without -w, --wandb-offline and --repeat
 |--map-over standard.txt -w abc|--map-range/--map-over: a map is its own array; accepted without -w, --wandb-offline and --repeat
-|--map-range 0-1 --max-concurrent 0|--max-concurrent: '0' is not accepted; accepted: a whole number, 1 or more
-|--map-range 0-1 --max-concurrent x|--max-concurrent: 'x' is not accepted; accepted: a whole number, 1 or more
+|--map-range 0-1 --max-concurrent 0|--max-concurrent: '0' is not accepted; accepted: a whole number, 1 to 999999
+|--map-range 0-1 --max-concurrent x|--max-concurrent: 'x' is not accepted; accepted: a whole number, 1 to 999999
 |--map-range 0-1 --gather x --gather-gpus 3|--gather-gpus: 3 GPUs is more than a node of cluster local has; accepted: 0 to 2
 |--map-range 0-1 --gather x --gather-cpus 64|--gather-cpus: 64 CPUs is more than a node of partition debug has (32); accepted: 1 to 32
 |-p small --map-range 0-1 --gather x --gather-cpus 5|--gather-cpus: 5 CPUs is more than a node of partition small has (4); accepted: 1 to 4
@@ -250,7 +250,7 @@ HPC_CLUSTER=generic HPC_STUB_SINFO=nodefault SBATCH_PARTITION=small|--map-range 
 HPC_CLUSTER=generic|-g 0 -G a100 --map-range 0-1 --gather x --gather-gpus 1|-G/--gpu-type: 'a100': the GPUs of partition debug have no type; accepted: no -G (any GPU)
 HPC_CLUSTER=generic|-p plai -g 0 -G p100 --map-range 0-1 --gather x --gather-gpus 1|-G/--gpu-type: 'p100' is not a GPU type of partition plai; accepted: a100 v100
 HPC_CLUSTER=generic|-p plai -g 1 -G a100 --map-range 0-1 --gather x --gather-gpus 5|--gather-gpus: 5 a100 GPUs is more than a node of partition plai has; accepted: 0 to 4
-|--map-range 0-1 --gather x --gather-cpus 0|--gather-cpus: '0' is not accepted; accepted: a whole number of CPUs, 1 or more
+|--map-range 0-1 --gather x --gather-cpus 0|--gather-cpus: '0' is not accepted; accepted: a whole number of CPUs, 1 to 999999
 |--map-range 0-1 --gather x --gather-time 99:00:60|--gather-time: '99:00:60' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
 |--map-range 0-1 --gather x --gather-time 1-24:00:00|--gather-time: '1-24:00:00' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
 |--map-range 0-1 --gather x --gather-time 0|--gather-time: '0' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
@@ -288,8 +288,8 @@ HPC_CLUSTER=generic|--scaling-test --scale-gpus 1,2 -p plai -G p100|-G/--gpu-typ
 |--scaling-test --scale-gpus 1,2 --repeat 2|--scaling-test: submits its own jobs, one per configuration; accepted without -w, --wandb-offline, --repeat, --map-range, --map-over and --gather
 |--scaling-test --scale-gpus 1,2 -w abc|--scaling-test: submits its own jobs, one per configuration; accepted without -w, --wandb-offline, --repeat, --map-range, --map-over and --gather
 |--scaling-test --scale-gpus 1,2 --map-range 0-1|--scaling-test: submits its own jobs, one per configuration; accepted without -w, --wandb-offline, --repeat, --map-range, --map-over and --gather
-|--scaling-test --scale-gpus 1,2 --repeats 0|--repeats: '0' is not accepted; accepted: a whole number of repeats, 1 or more
-|--scaling-test --scale-gpus 1,2 --repeats x|--repeats: 'x' is not accepted; accepted: a whole number of repeats, 1 or more
+|--scaling-test --scale-gpus 1,2 --repeats 0|--repeats: '0' is not accepted; accepted: a whole number of repeats, 1 to 999999
+|--scaling-test --scale-gpus 1,2 --repeats x|--repeats: 'x' is not accepted; accepted: a whole number of repeats, 1 to 999999
 |--scaling-test --scale-gpus 1,2 --scaling-mode fast|--scaling-mode: 'fast' is not accepted; accepted: strong, weak
 |--scaling-test --scale-gpus 1,2 --report-time 99x|--report-time: '99x' is not accepted; accepted: a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00
 |--scale-nodes 1,2|--scale-nodes: is for a scaling test; accepted with --scaling-test
@@ -390,4 +390,29 @@ EOT
   out2=$(refused "" "-g 1 --workdir @TMP@/readonly/new/deeper" "--workdir: '@TMP@/readonly/new/deeper': @TMP@/readonly is not writable for you; accepted: a folder you can write in") || true
   if ((EUID == 0)); then umount "$ro"; else chmod 755 "$ro"; fi
   [[ -z $out$out2 ]] || fail "$out$out2"
+}
+
+@test "bad input: a --map-over item longer than Linux passes as one argument, SCRATCH that is a file or a link to / -> exit 2, one line naming it" {
+  # (No spaces: refused splits its words at blanks.)
+  local list=$BATS_TEST_TMPDIR/long_items.txt out
+  {
+    printf 'short\n'
+    head -c 131073 /dev/zero | tr '\0' x
+    printf '\n'
+  } >"$list"
+  out=$(refused "" "--map-over $list" "--map-over: '$list' line 2: an item of 131073 bytes, longer than 131072, the most Linux passes as one argument; accepted: items of at most 131072 bytes") || fail "$out"
+  ln -s / "$BATS_TEST_TMPDIR/to_root"
+  out=$(refused "SCRATCH=$BATS_TEST_TMPDIR/to_root" "-g 0" "SCRATCH: '$BATS_TEST_TMPDIR/to_root' is the root folder (through a link); accepted: your own scratch folder") || fail "$out"
+  : >"$BATS_TEST_TMPDIR/a_file"
+  out=$(refused "SCRATCH=$BATS_TEST_TMPDIR/a_file" "-g 0" "SCRATCH: '$BATS_TEST_TMPDIR/a_file' is not a folder; accepted: your own scratch folder") || fail "$out"
+  out=$(refused "SCRATCH=$BATS_TEST_TMPDIR/a_file" "status" "SCRATCH: '$BATS_TEST_TMPDIR/a_file' is not a folder; accepted: your own scratch folder") || fail "$out"
+}
+
+@test "bad input: a launcher file that lacks its functions (a copy cut short) -> exit 2, one line naming what is missing; a whole copy works" {
+  local dir=$project/hpc_files/lib/launchers out
+  sed '/^hpc_launcher_torchrun_srun()/,$d' "$dir/torchrun.bash" | sed 's/hpc_launcher_torchrun_/hpc_launcher_mine_/g' >"$dir/mine.bash"
+  out=$(refused "" "-W mine -g 2" "-W/--which-distributed: launcher 'mine' ($dir/mine.bash) lacks hpc_launcher_mine_srun hpc_launcher_mine_task hpc_launcher_mine_workers; it must define hpc_launcher_mine_{describe,plan,processes,srun,task,workers} (docs/architecture.md)") || fail "$out"
+  sed 's/hpc_launcher_torchrun_/hpc_launcher_mine_/g' "$dir/torchrun.bash" >"$dir/mine.bash"
+  run --separate-stderr bash "$project/hpc_files/job_submitter.sh" -W mine -g 2 --dry-run </dev/null
+  assert_success
 }

@@ -151,3 +151,34 @@ value 20000
     words "python $unit$unit x${unit}y"$'\n' python "$template$template" "x${template}y"
   done
 }
+
+@test "read errors: a command no program could be given (over 2 MiB of arguments: a million words, or fewer long ones) is refused, a million words in seconds" {
+  {
+    printf 'python'
+    head -c 1000000 /dev/zero | sed 's/\x0/ ab/g'
+    printf '\n'
+  } >"$CONFIGS"
+  read_bounded "line 1: more than 233016 words, more than Linux passes to a program (2 MiB of arguments, each word its length + 9 bytes)"
+  {
+    printf 'python \\\n'
+    for _ in {1..17}; do
+      head -c 131000 /dev/zero | tr '\0' a
+      printf ' \\\n'
+    done
+    printf 'end\n'
+  } >"$CONFIGS"
+  read_bounded "its 19 words take $((6 + 17 * 131000 + 3 + 19 * 9)) bytes as arguments, more than the 2097152 (2 MiB) Linux passes to a program"
+  # Just under: 16 such words are read.
+  {
+    printf 'python \\\n'
+    for _ in {1..15}; do
+      head -c 131000 /dev/zero | tr '\0' a
+      printf ' \\\n'
+    done
+    printf 'end\n'
+  } >"$CONFIGS"
+  run timeout 30 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+    hpc_configs_read "$1" && printf "%s\n" "${#hpc_configs_words[@]}"' _ "$CONFIGS"
+  assert_success
+  assert_output 17
+}

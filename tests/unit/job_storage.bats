@@ -203,3 +203,19 @@ copy_back_env() {
   assert_failure 1
   assert_output --partial "FAILED at step 'plan': the plan file '$dir/job.plan'"
 }
+
+# --- status writes on a full disk --------------------------------------------------------------
+
+@test "a task's status write on a full disk fails and leaves no temporary file to keep the disk full; the old status stays whole" {
+  # shellcheck source=hpc_files/lib/hpc_followup.bash
+  source "$HPC_ROOT/hpc_files/lib/hpc_followup.bash"
+  small_disk "$tmp/disk" 64k
+  hpc_followup_status_write "$tmp/disk/status.json" state=RUNNING
+  assert_equal "$(<"$tmp/disk/status.json")" '{"state": "RUNNING"}'
+  head -c 200000 /dev/zero >"$tmp/disk/filler" 2>/dev/null || true
+  run hpc_followup_status_write "$tmp/disk/status.json" state=COMPLETED "item=$(head -c 100000 /dev/zero | tr '\0' x)"
+  assert_failure
+  assert_equal "$(find "$tmp/disk" -mindepth 1 -printf '%f\n' | sort)" "filler
+status.json"
+  assert_equal "$(<"$tmp/disk/status.json")" '{"state": "RUNNING"}'
+}

@@ -603,11 +603,13 @@ EOT
 Output: $outputs/sweep_venv-none_5000_%a.out"
   assert_equal "$(calls sbatch)" 1
   argv_of sbatch 1
-  # The recorded sbatch options, the array of the failed tasks instead of the old one, the kept script.
+  # The recorded sbatch options, the array of the failed tasks instead of the old one; the kept
+  # script's text on sbatch's standard input (read from the descriptor that was checked).
   want=(--parsable "--job-name=my project-sweep" --nodes=1 --ntasks-per-node=1 --cpus-per-task=1
     --mem=1G --time=00-00:10:00 "--output=$outputs/sweep_venv-none_%A_%a.out" "--chdir=$PROJECT"
-    --signal=B:USR1@30 --no-requeue --partition=debug "--array=2,4" "$outputs/sweep_venv-none_600.sh")
+    --signal=B:USR1@30 --no-requeue --partition=debug "--array=2,4")
   assert_equal "$(printf '%s\n' "${argv[@]}")" "$(printf '%s\n' "${want[@]}")"
+  assert_equal "$(cat "$stub_log/sbatch.1.script")" "$(cat "$outputs/sweep_venv-none_600.sh")"
   # The new job's manifest: linked to the submission, its own array.
   file=$manifests/sweep_5000.manifest
   run grep -E '^(array|job_id|origin|resubmit_of|resubmit|script)	' "$file"
@@ -636,7 +638,7 @@ EOT
   manage resubmit sweep --failed
   assert_equal "$status" 0
   argv_of sbatch 2
-  assert_equal "${argv[${#argv[@]} - 2]}" "--array=4"
+  assert_equal "${argv[-1]}" "--array=4"
   run grep -E '^(origin|resubmit_of)	' "$manifests/sweep_5001.manifest"
   assert_output "origin	600
 resubmit_of	5000"
@@ -667,7 +669,7 @@ resubmit_of	5000"
       continue
     fi
     argv_of sbatch "$(calls sbatch)"
-    assert_equal "$states -> ${argv[${#argv[@]} - 2]}" "$states -> --array=$want"
+    assert_equal "$states -> ${argv[-1]}" "$states -> --array=$want"
   done <<'EOT'
 FAILED TIMEOUT NODE_FAIL CANCELLED|0-3%2
 COMPLETED FAILED COMPLETED CANCELLED|1,3%2
@@ -687,12 +689,13 @@ EOT
   assert_output "Resubmitted job 800 of one as job 5000
 Output: $outputs/one_venv-none_5000.out"
   argv_of sbatch 1
-  assert_equal "${argv[${#argv[@]} - 1]}" "$outputs/one_venv-none_800.sh"
+  assert_equal "${argv[-1]}" --partition=debug
+  assert_equal "$(cat "$stub_log/sbatch.1.script")" "$(cat "$outputs/one_venv-none_800.sh")"
   [[ " ${argv[*]} " != *" --array"* ]]
   manage resubmit many
   assert_output --partial "Resubmitted every task (array 0-7%3) of many as job 5001"
   argv_of sbatch 2
-  assert_equal "${argv[${#argv[@]} - 2]}" "--array=0-7%3"
+  assert_equal "${argv[-1]}" "--array=0-7%3"
   # --failed on a job without an array: the job itself, when its last run failed.
   manage resubmit one --failed
   assert_output --partial "Resubmitted job 5000 of one as job 5002"

@@ -514,9 +514,9 @@ n1|n1: unexpected word; this command takes only options (see --help)
 --root=|--root: '' is not accepted; accepted: an absolute path, which may start with $VAR or ${VAR:-/default} (expanded on each node)
 --reports /tmp/a%jb|--reports: '/tmp/a%jb' is not accepted; accepted: a folder that the nodes can write to (no % in its path)
 --reports=|--reports: '' is not accepted; accepted: a folder that the nodes can write to (no % in its path)
---timeout 0|--timeout: '0' is not accepted; accepted: a whole number of seconds, 1 or more
---timeout ten|--timeout: 'ten' is not accepted; accepted: a whole number of seconds, 1 or more
---timeout=-5|--timeout: '-5' is not accepted; accepted: a whole number of seconds, 1 or more
+--timeout 0|--timeout: '0' is not accepted; accepted: a whole number of seconds, 1 to 999999
+--timeout ten|--timeout: 'ten' is not accepted; accepted: a whole number of seconds, 1 to 999999
+--timeout=-5|--timeout: '-5' is not accepted; accepted: a whole number of seconds, 1 to 999999
 EOT
   unstub sbatch
 }

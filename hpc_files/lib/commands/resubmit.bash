@@ -5,8 +5,8 @@
 
 # What this file reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
-# hpc_common.bash: the library's folder, and why a plan file is not read (hpc_plan_file_check).
-declare -g hpc_lib_dir hpc_plan_file_problem
+# hpc_common.bash: the library's folder, and why a plan file is not read (hpc_trusted_check).
+declare -g hpc_lib_dir hpc_trusted_problem hpc_trusted_text
 
 # shellcheck source=hpc_files/lib/hpc_manage.bash
 source "$hpc_lib_dir/hpc_manage.bash"
@@ -106,17 +106,21 @@ hpc_manage_resubmit() {
   # The newest manifest of the chain holds the options; its kept job script is resubmitted.
   hpc_manifest_read "${hpc_manage_file[newest]}" || hpc_die "cannot read ${hpc_manage_file[newest]}"
   local script=${hpc_mf[script]-} out new_id arg
-  if [[ -z $script || ! -f $script ]]; then
+  if [[ -z $script ]] || [[ ! -e $script && ! -L $script ]]; then
     hpc_die "the kept job script '$script' of job $newest is gone; submit again with: bash job_submitter.sh$(printf ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"})"
   fi
+  # What sbatch runs is the text read from the one descriptor checked: the user's own file that
+  # nobody else can change (on a group-writable scratch another member could have edited it).
+  hpc_trusted_read "$script" || hpc_die "the kept job script '$script' of job $newest $hpc_trusted_problem: not run; nothing was submitted"
+  local script_text=$hpc_trusted_text
   # The kept script names the job's plan file, which holds every value of the job.
   local plan=${hpc_mf[plan]-}
   if [[ -n $plan && ! -e $plan && ! -L $plan ]]; then
     hpc_die "the plan file '$plan' of job $newest is gone; submit again with: bash job_submitter.sh$(printf ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"})"
   fi
   # One that the job would refuse at its start (a link, others can write it): refused now.
-  if [[ -n $plan ]] && ! hpc_plan_file_check "$plan"; then
-    hpc_die "the plan file '$plan' of job $newest $hpc_plan_file_problem: not read; nothing was submitted"
+  if [[ -n $plan ]] && ! hpc_trusted_check "$plan"; then
+    hpc_die "the plan file '$plan' of job $newest $hpc_trusted_problem: not read; nothing was submitted"
   fi
   local -a args=(--parsable)
   local skip=0
@@ -130,7 +134,7 @@ hpc_manage_resubmit() {
   done
   [[ -z $new_spec ]] || args+=(--array="$new_spec")
   # As at submission: a SLURM_TMPDIR of this shell must not reach the job (hpc_job_tmpdir_choose).
-  out=$(unset SLURM_TMPDIR && sbatch "${args[@]}" "$script" 2>&1) || hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
+  out=$(unset SLURM_TMPDIR && sbatch "${args[@]}" 2>&1 <<<"$script_text") || hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
   new_id=${out##*$'\n'}
   new_id=${new_id%%;*}
   [[ $new_id =~ ^[0-9]+$ ]] || hpc_die "sbatch gave no job id: ${out//$'\n'/ }"

@@ -16,6 +16,13 @@ States: a task whose file still says RUNNING after its job ended was killed hard
 or SLURM's own state (CANCELLED, TIMEOUT, NODE_FAIL, ...) while ``scontrol show job`` still
 knows the job. A task with no file at all never started (cancelled while pending) or lost its
 folder: LOST, refined the same way. Never ``sacct``: many clusters lack accounting.
+
+SLURM's word over a file's: the tasks of a map write their files in one folder, so one task can
+write another's. For a map (DIR is a map's ``tasks`` folder, whose ``manifest.json`` lists the
+map's arrays), every task's file names the array task it came from; while SLURM still knows
+that array task (one ``scontrol show job`` per array), a file that claims success where SLURM
+says otherwise, names an array that is not the map's, or names an array task another file
+names too is INCONSISTENT: named, and never counted as success.
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ __all__ = [
 ]
 
 OK_STATES = frozenset({"COMPLETED"})
+#: A status file that SLURM contradicts (never a success).
+INCONSISTENT = "INCONSISTENT"
 #: SLURM states that say more than the task's own FAILED or RUNNING.
 SLURM_FINAL = frozenset(
     {"CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "DEADLINE", "OUT_OF_MEMORY", "BOOT_FAIL"}
@@ -137,6 +146,67 @@ def _scontrol_state(job: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _slurm_array_tasks(array_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """SLURM's (JobState, ExitCode) of each task of the arrays ARRAY_IDS that ``scontrol show
+    job`` still knows, by ``ARRAYID_TASKID``: one call per array."""
+    table: dict[str, tuple[str, str]] = {}
+    for array in array_ids:
+        if not re.fullmatch(r"[0-9]+", array):
+            continue
+        try:
+            out = subprocess.run(
+                ["scontrol", "show", "job", "-o", array],
+                capture_output=True, text=True, timeout=30, check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if out.returncode != 0:
+            continue
+        for line in out.stdout.splitlines():
+            job = re.search(r"\bArrayJobId=([0-9]+)", line)
+            task = re.search(r"\bArrayTaskId=([0-9]+)(?=\s|$)", line)  # not a pending range
+            state = re.search(r"\bJobState=([A-Z_]+)", line)
+            code = re.search(r"\bExitCode=([0-9]+:[0-9]+)", line)
+            if job and task and state:
+                table[f"{job.group(1)}_{task.group(1)}"] = (
+                    state.group(1), code.group(1) if code else "")
+    return table
+
+
+def _map_array_ids(unit_dir: Path) -> list[str] | None:
+    """The arrays of the map whose tasks folder is UNIT_DIR (its manifest.json), else None."""
+    if unit_dir.name != "tasks":
+        return None
+    try:
+        doc = json.loads((unit_dir.parent / "manifest.json").read_text(encoding="utf-8"))
+        ids = doc["array_ids"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return [str(i) for i in ids] if isinstance(ids, list) else None
+
+
+def _contradiction(
+    fields: dict[str, Any], state: str, arrays: Sequence[str],
+    slurm: dict[str, tuple[str, str]], claims: dict[str, list[str]],
+) -> str:
+    """Why SLURM contradicts a task's status file (empty when it does not): the file's array
+    task is not the map's, is named by another file too, or ended otherwise in SLURM."""
+    array, task = str(fields.get("array_job_id") or ""), str(fields.get("task_id") or "")
+    if not array or not task:
+        return "its status file names no array task" if state in OK_STATES else ""
+    claimed = f"{array}_{task}"
+    if array not in arrays:
+        return f"its status file names job {claimed}, not an array of this map"
+    if len(claims.get(claimed, [])) > 1:
+        others = ", ".join(claims[claimed])
+        return f"its status file names job {claimed}, as the files of {others} do"
+    known = slurm.get(claimed)
+    if known and state in OK_STATES and known[0] != "COMPLETED":
+        ended = f"{known[0]} {known[1]}".rstrip()
+        return f"its status file says {state}, SLURM says job {claimed} ended {ended}"
+    return ""
+
+
 def _int_or_none(value: object) -> int | None:
     if isinstance(value, bool):
         return None
@@ -150,8 +220,11 @@ def _int_or_none(value: object) -> int | None:
 def read_statuses(
     unit_dir: Path, keys: Sequence[str], array_job_id: str | None = None, refine: bool = True
 ) -> list[TaskStatus]:
-    """Each key's status from ``unit_dir/<key>/status.json``, in the order of KEYS."""
+    """Each key's status from ``unit_dir/<key>/status.json``, in the order of KEYS; with
+    REFINE, SLURM's word over a file's (the module's docstring)."""
     out: list[TaskStatus] = []
+    arrays = _map_array_ids(unit_dir) if refine else None
+    slurm_tasks = _slurm_array_tasks(arrays) if arrays else {}
     for key in keys:
         path = unit_dir / key / "status.json"
         fields: dict[str, Any] = {}
@@ -194,6 +267,21 @@ def read_statuses(
                 state = "FAILED"
         fields.setdefault("index", int(key) if key.isdigit() else None)
         out.append(TaskStatus(key, state, exit_code, fields))
+    if arrays is not None:
+        claims: dict[str, list[str]] = {}
+        for s in out:
+            array, task = s.fields.get("array_job_id"), s.fields.get("task_id")
+            if array and task not in (None, ""):
+                claims.setdefault(f"{array}_{task}", []).append(s.key)
+        for s in out:
+            if s.state == "LOST":
+                continue
+            why = _contradiction(s.fields, s.state, arrays, slurm_tasks, claims)
+            if why:
+                print(f"hpc_helpers.followup: task {s.key} is INCONSISTENT: {why}; not counted as "
+                      "a success", file=sys.stderr)
+                s.fields["inconsistent"] = why
+                s.state = INCONSISTENT
     return out
 
 
@@ -228,9 +316,19 @@ def verdict_line(
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    """Writes TEXT to PATH through a temporary file renamed over it, readable and writable by
+    the user alone (0600: the map's and the study's records name what resubmit runs again). A
+    write that fails (a full disk) leaves no temporary file behind."""
     tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    tmp.unlink(missing_ok=True)  # an earlier process's of the same pid (a link: only it goes)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _tsv(value: object) -> str:

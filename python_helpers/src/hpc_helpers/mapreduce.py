@@ -87,13 +87,19 @@ def map_dir(path: str | os.PathLike[str] | None = None) -> Path:
 
 
 def save_result(value: Any, task_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Writes VALUE (JSON) as the task's result, atomically; returns the file's path."""
+    """Writes VALUE (JSON) as the task's result, atomically; returns the file's path. A write
+    that fails (a full disk) raises and leaves no temporary file behind."""
     folder = Path(task_dir) if task_dir is not None else _env_path("task_dir")
     text = json.dumps(value)
     path = folder / RESULT
     tmp = folder / f".{RESULT}.tmp.{os.getpid()}"
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        # A full disk: no partial temporary file left to keep it full.
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 
