@@ -292,6 +292,9 @@ hpc_map_task_states() {
       if [[ $state != "$slurm" ]]; then
         hpc_st_state["$key"]=$state hpc_st_exit["$key"]=${file_exit[$key]:--}
         ((! ended)) || hpc_st_exit["$key"]=-
+      elif [[ ${file_state[$key]-} == "$state" ]]; then
+        # The file agrees: its exit code is the program's (SLURM's is the batch shell's).
+        hpc_st_exit["$key"]=${file_exit[$key]}
       fi
     done
   done

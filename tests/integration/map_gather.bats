@@ -267,20 +267,21 @@ EOF2
   [[ -f $map_dir/features_mean.pt ]] || fail "no features_mean.pt"
 }
 
-@test "gather EXP submits the newest map's gather again, now: it reads the status files afresh (after a task's folder was fixed by hand)" {
-  MAP_FAIL_INDEX=1 MAP_SLEEP=0 submit_map --map-range 0-2 --gather "python gather.py" -e again
+@test "gather EXP submits the newest map's gather again, now: it reads the status files afresh (after a task's folder was restored by hand)" {
+  MAP_SLEEP=0 submit_map --map-range 0-2 --gather "python gather.py" -e again
   hpc_wait_job "$job_id" 120
   hpc_wait_job "$gather_id" 120
-  assert_equal "$(hpc_job_state "$gather_id")" "FAILED 1:0"
-  # Task 1's result is supplied by hand (its status set COMPLETED, a result written), as a user
-  # might after fixing it elsewhere; then the gather is run again.
-  python3 - "$map_dir/tasks/1" <<'EOF2'
-import json, sys
-d = sys.argv[1]
-s = json.load(open(f"{d}/status.json")); s["state"] = "COMPLETED"; s["exit_code"] = 0
-json.dump(s, open(f"{d}/status.json", "w"))
-json.dump({"index": 1, "item": "1", "value": 1}, open(f"{d}/result.json", "w"))
-EOF2
+  # Task 1's status file is lost, then restored by hand (SLURM's word still holds: a file that
+  # claimed success where SLURM says otherwise would not count, attack_map.bats).
+  mv -- "$map_dir/tasks/1/status.json" "$BATS_TEST_TMPDIR/status.json"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" gather again
+  assert_success
+  lost_id=$(sed -n 's/^Gather job \([0-9]*\) .*/\1/p' <<<"$output")
+  hpc_wait_job "$lost_id" 120
+  assert_equal "$(hpc_job_state "$lost_id")" "FAILED 1:0"
+  run cat "$map_dir/gather_$lost_id.out"
+  assert_line --partial "gather not run: policy all-ok needs 3/3 tasks, 2 ok; failed: 1 (LOST)"
+  mv -- "$BATS_TEST_TMPDIR/status.json" "$map_dir/tasks/1/status.json"
   run bash "$PROJECT/hpc_files/job_submitter.sh" gather again
   assert_success
   assert_line --regexp "^Gather job [0-9]+ of map ${map_dir##*/}: output ${map_dir}/gather_[0-9]+\.out$"
@@ -297,20 +298,15 @@ EOF2
 }
 
 @test "gather EXP --here runs the gather right here: the status files read afresh, the same policy, variables and venv; no job" {
-  MAP_FAIL_INDEX=1 MAP_SLEEP=0 submit_map --map-range 0-2 --gather "python gather.py" -e here
+  MAP_SLEEP=0 submit_map --map-range 0-2 --gather "python gather.py" -e here
   hpc_wait_job "$job_id" 120
   hpc_wait_job "$gather_id" 120
+  mv -- "$map_dir/tasks/1/status.json" "$BATS_TEST_TMPDIR/status.json"
   run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" gather here --here
   assert_equal "$status" 1
-  assert_equal "$stderr" "gather not run: policy all-ok needs 3/3 tasks, 2 ok; failed: 1 (exit 7); to re-run them: bash job_submitter.sh resubmit here --failed"
+  assert_equal "$stderr" "gather not run: policy all-ok needs 3/3 tasks, 2 ok; failed: 1 (LOST); to re-run them: bash job_submitter.sh resubmit here --failed"
   refute_output --partial GATHER
-  python3 - "$map_dir/tasks/1" <<'EOF2'
-import json, sys
-d = sys.argv[1]
-s = json.load(open(f"{d}/status.json")); s["state"] = "COMPLETED"; s["exit_code"] = 0
-json.dump(s, open(f"{d}/status.json", "w"))
-json.dump({"index": 1, "item": "1", "value": 1}, open(f"{d}/result.json", "w"))
-EOF2
+  mv -- "$BATS_TEST_TMPDIR/status.json" "$map_dir/tasks/1/status.json"
   run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" gather here --here
   assert_success
   assert_equal "$stderr" "gather runs: policy all-ok needs 3/3 tasks, 3 ok"
@@ -324,6 +320,17 @@ EOF2
   run bash "$PROJECT/hpc_files/job_submitter.sh" gather here --there
   assert_equal "$status" 2
   assert_output "job_submitter.sh: gather: unexpected word '--there'; usage: gather EXP [--here]"
+  # A file that claims success where SLURM says otherwise is not counted (another task could
+  # have written it): named INCONSISTENT, the gather not run.
+  python3 - "$map_dir/tasks/1" "$job_id" <<'EOF2'
+import json, sys
+d = sys.argv[1]
+s = json.load(open(f"{d}/status.json")); s["task_id"] = "2"
+json.dump(s, open(f"{d}/status.json", "w"))
+EOF2
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" gather here --here
+  assert_equal "$status" 1
+  [[ $stderr == *"task 1 is INCONSISTENT: its status file names job ${job_id}_2, as the files of 1, 2 do; not counted as a success"* ]] || fail "$stderr"
 }
 
 @test "a map above MaxArraySize (1001 here) is split: two arrays, the second after the first, the gather after both; status and cancel EXP cover every part" {
