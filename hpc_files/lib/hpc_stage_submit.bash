@@ -161,13 +161,55 @@ hpc_stage_prune() {
   return 0
 }
 
+# hpc_stage_archive_once BASE PATH...: (hpc_stage_build's subshell) archives the paths into
+# hpc_stage_tmp/data.tar, the progress lines on stderr; sets hpc_stage_build's nfiles and total
+# (Bash's dynamic scope) from the listing in hpc_stage_tmp/manifest; exits 1 when tar fails.
+hpc_stage_archive_once() {
+  local base=$1 p rc
+  local -a targs=() hargs=()
+  shift
+  printf '%s\0' "$@" >"$hpc_stage_tmp/paths" || exit 1
+  # The archive's expected size, for the progress lines: a 512-byte header per entry, file data
+  # in 512-byte blocks.
+  read -r nfiles total < <(awk -F '\t' '{s += 512} $1 == "f" {n++; s += int(($2 + 511) / 512) * 512} END {printf "%d %.0f\n", n, s}' "$hpc_stage_tmp/manifest")
+  for p; do
+    # A top-level symlink is staged as what it points to (inside BASE, validated): a folder
+    # through 'PATH/.', a file appended with -h. Deeper symlinks stay symlinks.
+    if [[ -L $base/$p && -d $base/$p ]]; then
+      targs+=("./$p/.")
+    elif [[ -L $base/$p ]]; then
+      hargs+=("./$p")
+    else
+      targs+=("./$p")
+    fi
+  done
+  hpc_stage_progress "$hpc_stage_tmp/data.tar" "$total" &
+  hpc_stage_monitor=$!
+  rc=0
+  if ((${#targs[@]})); then
+    tar -C "$base" -b 2048 -cf "$hpc_stage_tmp/data.tar" "${targs[@]}" || rc=$?
+    if ((rc == 0 && ${#hargs[@]})); then tar -C "$base" -b 2048 -rhf "$hpc_stage_tmp/data.tar" "${hargs[@]}" || rc=$?; fi
+  else
+    tar -C "$base" -b 2048 -chf "$hpc_stage_tmp/data.tar" "${hargs[@]}" || rc=$?
+  fi
+  kill "$hpc_stage_monitor" 2>/dev/null || true
+  wait "$hpc_stage_monitor" 2>/dev/null || true
+  hpc_stage_monitor=''
+  if ((rc == 1)); then
+    hpc_say "the data changed while it was being archived (see tar's message above); submit again once it is stable"
+    exit 1
+  elif ((rc != 0)); then
+    hpc_say "archiving the data into $base/.staging failed: tar exited with $rc (see above)"
+    exit 1
+  fi
+}
+
 # hpc_stage_build BASE KEY PATH...: builds BASE/.staging/KEY for the paths, unless a current one
 # appears while waiting for the lock. Run it in a subshell (hpc_stage_prepare does): it sets
 # traps and exits.
 hpc_stage_build() {
-  local base=$1 key=$2 staging=$1/.staging lock_fd='' locked=0 rc=0 p
+  local base=$1 key=$2 staging=$1/.staging lock_fd='' locked=0 rc=0
   local total nfiles size start ver link_tmp
-  local -a targs=() hargs=()
   shift 2
   # Not local (this runs in a subshell): the EXIT trap reads them after this function's scope is gone.
   hpc_stage_tmp='' hpc_stage_monitor=''
@@ -200,48 +242,27 @@ hpc_stage_build() {
   hpc_stage_tmp=$(mktemp -d "$staging/.tmp.$key.XXXXXXXX") || { hpc_say "cannot create a folder in $staging" && exit 1; }
   # mktemp makes it 0700: give the build the permissions of any new folder (umask).
   chmod -- "$(umask -S)" "$hpc_stage_tmp" || exit 1
-  if ! hpc_stage_snapshot "$base" "$@" >"$hpc_stage_tmp/manifest"; then
-    hpc_say "cannot list the data under $base (see above)"
-    exit 1
-  fi
-  printf '%s\0' "$@" >"$hpc_stage_tmp/paths" || exit 1
-  # The archive's expected size, for the progress lines: a 512-byte header per entry, file data
-  # in 512-byte blocks.
-  read -r nfiles total < <(awk -F '\t' '{s += 512} $1 == "f" {n++; s += int(($2 + 511) / 512) * 512} END {printf "%d %.0f\n", n, s}' "$hpc_stage_tmp/manifest")
-  for p; do
-    # A top-level symlink is staged as what it points to (inside BASE, validated): a folder
-    # through 'PATH/.', a file appended with -h. Deeper symlinks stay symlinks.
-    if [[ -L $base/$p && -d $base/$p ]]; then
-      targs+=("./$p/.")
-    elif [[ -L $base/$p ]]; then
-      hargs+=("./$p")
-    else
-      targs+=("./$p")
+  # A listing that differs after tar (the data changed meanwhile) archives again, twice at most:
+  # a file still being written fails the submission, a change that has ended does not.
+  local attempt changed
+  for attempt in 1 2 3; do
+    if ! hpc_stage_snapshot "$base" "$@" >"$hpc_stage_tmp/manifest"; then
+      hpc_say "cannot list the data under $base (see above)"
+      exit 1
     fi
+    hpc_stage_archive_once "$base" "$@"
+    hpc_stage_snapshot "$base" "$@" >"$hpc_stage_tmp/manifest.after" 2>&1 || true
+    cmp -s -- "$hpc_stage_tmp/manifest" "$hpc_stage_tmp/manifest.after" && break
+    # The first entry that differs, by its path (the listing's fifth field), for the message.
+    changed=$(diff -- "$hpc_stage_tmp/manifest" "$hpc_stage_tmp/manifest.after" | sed -n '/^[<>] /{s/^..//p;q}') || true
+    IFS=$'\t' read -r _ _ _ _ changed _ <<<"$changed" || true
+    if ((attempt == 3)); then
+      hpc_say "the data changed while it was being archived (${changed:-the listing}, three times); submit again once it is stable"
+      exit 1
+    fi
+    hpc_say "the data changed while it was being archived (${changed:-the listing}): archiving it again"
   done
-  hpc_stage_progress "$hpc_stage_tmp/data.tar" "$total" &
-  hpc_stage_monitor=$!
-  rc=0
-  if ((${#targs[@]})); then
-    tar -C "$base" -b 2048 -cf "$hpc_stage_tmp/data.tar" "${targs[@]}" || rc=$?
-    if ((rc == 0 && ${#hargs[@]})); then tar -C "$base" -b 2048 -rhf "$hpc_stage_tmp/data.tar" "${hargs[@]}" || rc=$?; fi
-  else
-    tar -C "$base" -b 2048 -chf "$hpc_stage_tmp/data.tar" "${hargs[@]}" || rc=$?
-  fi
-  kill "$hpc_stage_monitor" 2>/dev/null || true
-  wait "$hpc_stage_monitor" 2>/dev/null || true
-  hpc_stage_monitor=''
-  if ((rc == 1)); then
-    hpc_say "the data changed while it was being archived (see tar's message above); submit again once it is stable"
-    exit 1
-  elif ((rc != 0)); then
-    hpc_say "archiving the data into $staging failed: tar exited with $rc (see above)"
-    exit 1
-  fi
-  if ! hpc_stage_snapshot "$base" "$@" 2>/dev/null | cmp -s - "$hpc_stage_tmp/manifest"; then
-    hpc_say "the data changed while it was being archived; submit again once it is stable"
-    exit 1
-  fi
+  rm -f -- "$hpc_stage_tmp/manifest.after"
   size=$(stat -c %s -- "$hpc_stage_tmp/data.tar") && printf '%s\n' "$size" >"$hpc_stage_tmp/size" || exit 1
 
   # Publish: the complete folder gets its version name, then the KEY symlink is swapped to it.

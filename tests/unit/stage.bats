@@ -183,12 +183,24 @@ tmpfs() {
   assert_equal "$(checksums "$node" datasets notes.txt)" "$(checksums "$base" datasets notes.txt)"
 }
 
-@test "cache: data that changes during the build fails clearly and publishes nothing" {
+@test "cache: data that keeps changing during the build fails clearly after three tries, naming what changed, and publishes nothing" {
   run env PATH="$stubs:$PATH" HPC_TEST_TAR_MODE=changing HPC_TEST_TAR_TOUCH="$base/datasets/d1/a.txt" \
     bash -c 'source "$1" && hpc_stage_prepare "$2" datasets' _ "$HPC_ROOT/hpc_files/lib/hpc_stage_submit.bash" "$base"
   assert_failure 1
-  assert_output --partial "the data changed while it was being archived; submit again once it is stable"
+  assert_equal "$(grep -c 'the data changed while it was being archived (./datasets/d1/a.txt): archiving it again' <<<"$output")" 2
+  assert_output --partial "the data changed while it was being archived (./datasets/d1/a.txt, three times); submit again once it is stable"
   [ -z "$(find "$base/.staging" -mindepth 1 -not -name '*.lock')" ]
+}
+
+@test "cache: data that changed once during the build (a change that has ended) is archived again, whole and current" {
+  run env PATH="$stubs:$PATH" HPC_TEST_TAR_MODE='changing once' HPC_TEST_TAR_TOUCH="$base/datasets/d1/a.txt" \
+    HPC_TEST_TAR_ONCE="$BATS_TEST_TMPDIR/changed once" \
+    bash -c 'source "$1" && hpc_stage_prepare "$2" datasets && printf "%s\n" "$hpc_stage_archive"' _ "$HPC_ROOT/hpc_files/lib/hpc_stage_submit.bash" "$base"
+  assert_success
+  assert_line --partial "the data changed while it was being archived (./datasets/d1/a.txt): archiving it again"
+  hpc_stage_extract "${lines[-1]}" "$node" 2>/dev/null
+  assert_equal "$(checksums "$node" datasets)" "$(checksums "$base" datasets)"
+  [ -z "$(find "$base/.staging" -name 'manifest.after')" ]
 }
 
 @test "cache: a long build shows its progress" {
