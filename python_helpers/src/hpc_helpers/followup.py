@@ -133,8 +133,9 @@ def parse_keys(text: str) -> list[str]:
     return keys
 
 
-def _scontrol_state(job: str) -> str | None:
-    """SLURM's JobState of JOB (``123`` or ``123_4``) while scontrol knows it, else None."""
+def _scontrol_show(job: str) -> str | None:
+    """``scontrol show job -o JOB``'s output (one line per job or array task) while scontrol
+    knows JOB, else None."""
     try:
         out = subprocess.run(
             ["scontrol", "show", "job", "-o", job],
@@ -142,7 +143,13 @@ def _scontrol_state(job: str) -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    m = re.search(r"\bJobState=([A-Z_]+)", out.stdout) if out.returncode == 0 else None
+    return out.stdout if out.returncode == 0 else None
+
+
+def _scontrol_state(job: str) -> str | None:
+    """SLURM's JobState of JOB (``123`` or ``123_4``) while scontrol knows it, else None."""
+    out = _scontrol_show(job)
+    m = re.search(r"\bJobState=([A-Z_]+)", out) if out is not None else None
     return m.group(1) if m else None
 
 
@@ -151,18 +158,8 @@ def _slurm_array_tasks(array_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
     job`` still knows, by ``ARRAYID_TASKID``: one call per array."""
     table: dict[str, tuple[str, str]] = {}
     for array in array_ids:
-        if not re.fullmatch(r"[0-9]+", array):
-            continue
-        try:
-            out = subprocess.run(
-                ["scontrol", "show", "job", "-o", array],
-                capture_output=True, text=True, timeout=30, check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
-            continue
-        if out.returncode != 0:
-            continue
-        for line in out.stdout.splitlines():
+        out = _scontrol_show(array) if re.fullmatch(r"[0-9]+", array) else None
+        for line in (out or "").splitlines():
             job = re.search(r"\bArrayJobId=([0-9]+)", line)
             task = re.search(r"\bArrayTaskId=([0-9]+)(?=\s|$)", line)  # not a pending range
             state = re.search(r"\bJobState=([A-Z_]+)", line)
