@@ -426,7 +426,7 @@ hpc_cluster_up() {
     printf '%s\n' "$mode" >"$hpc_cluster_mode_file"
     hpc_say "SLURM_TMPDIR mode: $mode"
   fi
-  trap hpc_cluster_stop_started EXIT
+  hpc_trap_exit hpc_cluster_stop_started
   trap 'exit 130' INT
   trap 'exit 143' TERM
   hpc_cluster_start_daemons

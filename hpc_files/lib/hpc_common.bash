@@ -89,6 +89,14 @@ hpc_trusted_read() {
   exec {fd}<&-
 }
 
+# hpc_trap_exit FUNCTION: runs FUNCTION when this shell exits, and in no other process. A child
+# forked in the background runs its parent's traps until it has reset them: stopped at once (a
+# progress monitor after a fast tar), it ran the parent's 'exit 143' and then its cleanup, which
+# removed the folder the parent was still building.
+hpc_trap_exit() {
+  trap '[[ $BASHPID != '"$BASHPID"' ]] || '"$1" EXIT
+}
+
 # hpc_private_write PATH TEXT: writes TEXT to PATH as a new file readable and writable by the
 # user alone (0600 whatever the umask, set before the file exists: a chmod after would leave a
 # window; the umask to restore is kept in hpc_umask). Never into an existing file or through a

@@ -108,7 +108,7 @@ hpc_stage_extract_run() {
   hpc_stage_extract_end() {
     [[ -z $hpc_stage_tmp ]] || rm -rf -- "${hpc_stage_tmp:?}"
   }
-  trap hpc_stage_extract_end EXIT
+  hpc_trap_exit hpc_stage_extract_end
   trap 'exit 130' INT
   trap 'exit 143' TERM
   trap 'exit 129' HUP

@@ -218,7 +218,7 @@ hpc_stage_build() {
     [[ -z $hpc_stage_monitor ]] || { kill "$hpc_stage_monitor" 2>/dev/null || true; }
     [[ -z $hpc_stage_tmp ]] || rm -rf -- "${hpc_stage_tmp:?}"
   }
-  trap hpc_stage_build_end EXIT
+  hpc_trap_exit hpc_stage_build_end
   trap 'exit 130' INT
   trap 'exit 143' TERM
   trap 'exit 129' HUP

@@ -203,6 +203,20 @@ tmpfs() {
   [ -z "$(find "$base/.staging" -name 'manifest.after')" ]
 }
 
+@test "cache: a progress monitor stopped before it has started never takes the build's folder with it" {
+  # A child forked in the background runs its parent's traps until it has reset them: tar done
+  # at once (a function here) stopped the monitor inside that window, and its 'exit 143' ran the
+  # build's cleanup, removing the folder being built (seen in CI as 'manifest.after: No such file').
+  run bash -c 'source "$1"
+    tar() { printf "archive\n" >"$hpc_stage_tmp/data.tar"; }
+    for i in $(seq 1 40); do
+      printf "%s\n" "$i" >>"$2/datasets/d1/a.txt"
+      hpc_stage_prepare "$2" datasets 2>&1 || { echo "build $i failed"; exit 1; }
+    done' _ "$HPC_ROOT/hpc_files/lib/hpc_stage_submit.bash" "$base"
+  assert_success
+  refute_output --partial 'No such file'
+}
+
 @test "cache: a long build shows its progress" {
   run env PATH="$stubs:$PATH" HPC_TEST_TAR_MODE=slow hpc_stage_progress_s=0.3 \
     bash -c 'source "$1" && hpc_stage_prepare "$2" datasets' _ "$HPC_ROOT/hpc_files/lib/hpc_stage_submit.bash" "$base"
