@@ -20,6 +20,9 @@
 #                       status saw; else UNKNOWN (forgotten by SLURM). A map's tasks: the state
 #                       and exit code their status files say (a file left RUNNING after SLURM
 #                       ended the task: SLURM's state, else LOST; no file: LOST once ended).
+#                       A submission that stopped before it had recorded and released its jobs
+#                       (its submitter killed, even by SIGKILL) is named with the jobs it left
+#                       in SLURM: those without a manifest are rows of KIND 'unrecorded'.
 #   logs TARGET         Prints the output of the newest job of experiment TARGET, or of the job
 #                       TARGET (every task of an array, each after a '==> FILE <==' line), or of
 #                       the array task JOBID_TASK, every secret in it masked: the values of this
@@ -28,6 +31,8 @@
 #     -f, --follow      Then follows it (tail -F) until interrupted.
 #   cancel TARGET       Cancels (scancel) the recorded jobs of experiment TARGET, or the job or
 #                       array task TARGET, that are still pending or running; prints each one.
+#                       For an experiment, also the jobs its stopped submissions left in SLURM
+#                       without a manifest.
 #   resubmit TARGET     Submits the newest submission of experiment TARGET (or the submission of
 #                       job TARGET) again: its kept job script, the same sbatch options, the same
 #                       array. The new job gets its own manifest, linked to the submission.
@@ -64,6 +69,8 @@ declare -g hpc_facts_ended_states hpc_facts_failed_states
 
 # shellcheck source=hpc_files/lib/hpc_manifest.bash
 source "${BASH_SOURCE[0]%/*}/hpc_manifest.bash"
+# shellcheck source=hpc_files/lib/hpc_pending.bash
+source "${BASH_SOURCE[0]%/*}/hpc_pending.bash"
 
 hpc_manage_lib=${BASH_SOURCE[0]}
 
@@ -85,7 +92,7 @@ hpc_manage_begin() {
   done
   hpc_manage_locate
   hpc_manage_index
-  hpc_manage_task=''
+  hpc_manage_task='' hpc_manage_target_exp=''
 }
 
 # hpc_manage_locate: sets hpc_manage_project, hpc_manage_dir (the manifests' folder) from the
@@ -153,11 +160,14 @@ hpc_manage_known() {
 }
 
 # hpc_manage_target WORD: resolves an experiment, a job id or JOBID_TASK into hpc_manage_ids (the
-# recorded job ids it names, ascending) and hpc_manage_task (a task, or empty); exit 2 when it
-# names nothing recorded. A recorded job id wins over an experiment of the same name.
+# recorded job ids it names, ascending), hpc_manage_task (a task, or empty) and
+# hpc_manage_target_exp (the experiment, when WORD names one); exit 2 when it names nothing
+# recorded. A recorded job id wins over an experiment of the same name. An experiment whose only
+# trace is the record of a submission that stopped before its first manifest (hpc_pending.bash)
+# is known, with no recorded job.
 hpc_manage_target() {
   local word=$1 id='' task=''
-  hpc_manage_ids=() hpc_manage_task=''
+  hpc_manage_ids=() hpc_manage_task='' hpc_manage_target_exp=''
   if [[ $word =~ ^([0-9]{1,18})(_([0-9]{1,9}))?$ ]]; then
     id=$((10#${BASH_REMATCH[1]}))
     task=${BASH_REMATCH[3]}
@@ -175,15 +185,34 @@ hpc_manage_target() {
   fi
   [[ $word =~ ^[A-Za-z0-9_.+-]+$ && $word != .* ]] ||
     hpc_die_usage "$word" "not an experiment name or a job id; $(hpc_manage_known)"
+  # shellcheck disable=SC2034 # read by commands/status.bash and cancel.bash
+  hpc_manage_target_exp=$word
   for id in "${!hpc_manage_file[@]}"; do
     [[ ${hpc_manage_exp[$id]} != "$word" ]] || hpc_manage_ids+=("$id")
   done
   if ((${#hpc_manage_ids[@]} == 0)); then
+    hpc_pending_scan "${hpc_manage_dir%/*}" "$word"
+    ((${#hpc_pending_tokens[@]} == 0)) || return 0
     if [[ $word =~ ^[0-9]+(_[0-9]+)?$ ]]; then
       hpc_die_usage "$word" "not a job or an experiment recorded for project $hpc_manage_project (see 'bash job_submitter.sh status'); $(hpc_manage_known)"
     fi
     hpc_die_usage "$word" "unknown experiment of project $hpc_manage_project; $(hpc_manage_known)"
   fi
+}
+
+# hpc_manage_pending [EXP]: (status, cancel) what the submissions of the project (of EXP) that
+# stopped on the way left in SLURM (hpc_pending.bash: one squeue, only where such a record is
+# left): hpc_manage_unrecorded, the ids of their jobs that no manifest names; the rest in
+# hpc_pending_*. Exit 1 when squeue fails.
+hpc_manage_pending() {
+  local id
+  hpc_manage_unrecorded=()
+  hpc_pending_scan "${hpc_manage_dir%/*}" "${1-}"
+  ((${#hpc_pending_tokens[@]})) || return 0
+  hpc_pending_jobs || exit 1
+  for id in ${hpc_pending_ids[@]+"${hpc_pending_ids[@]}"}; do
+    [[ -n ${hpc_manage_file[id]-} ]] || hpc_manage_unrecorded+=("$id")
+  done
 }
 
 # hpc_manage_task_keys ID: hpc_manage_keys ID, or only the task that the target named.

@@ -190,6 +190,7 @@ hpc_map_resubmit_failed() {
   # Until the resubmission is released, a signal cancels it whole once the sbatch it came during
   # has answered (hpc_map_resubmit_signalled): no held job is left behind.
   hpc_submit_defer_signals
+  hpc_submit_pending_open "${hpc_manage_dir%/*}" "${1##*/}"
   for k in "${!part_specs[@]}"; do
     printf -v text '%shpc_plan_map_offset=0\nhpc_plan_map_indices=%q\n' "$plan_text" "${part_lists[k]}"
     hpc_plan_write_file "${plan%_*}" "$text" ||
@@ -231,6 +232,7 @@ hpc_map_resubmit_failed() {
   hpc_map_resubmit_signalled "${new_ids[@]}" ${gather_id:+"$gather_id"}
   out=$(exec scontrol release "${new_ids[@]}" 2>&1) ||
     hpc_map_resubmit_undo "scontrol release ${new_ids[*]} failed: $out; the resubmission was cancelled" "${new_ids[@]}" ${gather_id:+"$gather_id"}
+  hpc_pending_close
   # Released: a signal that came during the release ends the submitter now, the jobs submitted.
   hpc_submit_resume_signals "${new_ids[0]}"
   if ((${#new_ids[@]} > 1)); then
@@ -327,7 +329,11 @@ hpc_map_gather_again() {
     esac
   done <<<"${hpc_trusted_text%$'\n'}"
   script=$kept
-  out=$(unset SLURM_TMPDIR && exec sbatch --parsable 2>&1 <<<"$script") || hpc_die "sbatch refused the gather job: ${out//$'\n'/ }"
+  hpc_submit_pending_open "${hpc_manage_dir%/*}" "${1##*/}"
+  out=$(hpc_submit_sbatch --parsable 2>&1 <<<"$script") || {
+    hpc_pending_close
+    hpc_die "sbatch refused the gather job: ${out//$'\n'/ }"
+  }
   id=${out##*$'\n'}
   id=${id%%;*}
   local -a ids=()
@@ -336,6 +342,7 @@ hpc_map_gather_again() {
   if [[ -n ${ids[0]-} && -n ${hpc_manage_file[${ids[0]}]-} ]]; then
     hpc_manifest_copy "${hpc_manage_file[${ids[0]}]}" "$id" '' gather || hpc_say "gather job $id was submitted, but its manifest could not be written"
   fi
+  hpc_pending_close
   printf 'Gather job %s of map %s: output %s\n' "$id" "${hpc_map_dir##*/}" "$hpc_map_dir/gather_$id.out"
 }
 

@@ -425,6 +425,7 @@ hpc_scaling_main() {
   # Until the study is released, a signal cancels it whole once the sbatch it came during has
   # answered (hpc_scaling_signalled): no held job is left behind.
   hpc_submit_defer_signals
+  hpc_submit_pending_open
   # The report job first, held: its id names the study's folder before any run's output does.
   printf -v hpc_scaling_stamp '%(%Y%m%d-%H%M%S)T' -1
   hpc_scaling_report_plan
@@ -481,6 +482,7 @@ hpc_scaling_main() {
   hpc_scaling_signalled
   out=$(exec scontrol release "${hpc_scaling_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release failed: $out"
   trap - EXIT
+  hpc_pending_close
   # Released: a signal that came during the release ends the submitter now, the study submitted.
   hpc_submit_resume_signals "$hpc_scaling_report_id"
   printf 'Scaling study %s: %s run(s) (jobs %s), report job %s after them (afterany)\nFolder: %s\n' \
@@ -645,6 +647,7 @@ hpc_scaling_resubmit_failed() {
   # Until released, a signal cancels the resubmission whole once the sbatch it came during has
   # answered (hpc_scaling_signalled).
   hpc_submit_defer_signals
+  hpc_submit_pending_open "${hpc_manage_dir%/*}" "${1##*/}"
   for key in "${redo[@]}"; do
     id=${job_of[$key]}
     hpc_manifest_read "${hpc_manage_file[id]-}" || hpc_scaling_undo "run $key (job $id) has no manifest in $hpc_manage_dir"
@@ -711,6 +714,7 @@ hpc_scaling_resubmit_failed() {
   hpc_scaling_signalled
   out=$(exec scontrol release "${new_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release ${new_ids[*]} failed: $out"
   trap - EXIT
+  hpc_pending_close
   hpc_submit_resume_signals "$new_report"
   printf 'Resubmitted run(s) %s of study %s as job(s) %s\n' "${redo[*]}" "${dir##*/}" "${new_ids[*]}"
   printf 'Report job %s: after job(s) %s (afterany); output %s\n' "$new_report" "${new_ids[*]}" "$dir/report_$new_report.out"

@@ -15,6 +15,9 @@ declare -g hpc_plan_checkpoints_dir hpc_plan_exp_name hpc_plan_job_name hpc_plan
 # hpc_manifest.bash: the manifest's path and the cluster's MaxArraySize.
 declare -g hpc_manifest_path hpc_manifest_max_array_size
 
+# shellcheck source=hpc_files/lib/hpc_pending.bash
+source "${BASH_SOURCE[0]%/*}/hpc_pending.bash"
+
 # hpc_submit_locate: sets hpc_files_dir (the running submitter's folder), hpc_source_dir (its
 # parent: the project), and the folders of the runners and Python helpers, which sit beside
 # hpc_files/ in the toolkit's repository and inside it in an installed project.
@@ -100,6 +103,8 @@ hpc_submit_unmake_folders() {
 # hpc_submit_undo: (the EXIT trap from the plan file's writing until SLURM has the job) removes
 # the plan files this submission wrote (hpc_plan_unwrite), then the folders it made.
 hpc_submit_undo() {
+  # sbatch refused the job, or was never reached: no job has the submission's tag.
+  hpc_pending_close
   hpc_plan_unwrite
   ((${#hpc_submit_made[@]} == 0)) || hpc_submit_unmake_folders
 }
@@ -125,23 +130,33 @@ hpc_submit_defer_signals() {
 # process of its group), and an sbatch killed after SLURM accepted the job would leave one that
 # nobody knows of (held, for a map or a study). The submitter acts on the signal once sbatch has
 # answered, which sbatch's own timeouts bound: without SBATCH_WAIT, which would make it wait,
-# deaf to Ctrl-C, for the job's end (for a held job, for ever).
+# deaf to Ctrl-C, for the job's end (for a held job, for ever). The job carries the tag of the
+# submission's record (hpc_pending.bash): a submitter killed before it has recorded the job
+# leaves it findable.
 hpc_submit_sbatch() {
   unset SLURM_TMPDIR SBATCH_WAIT
   trap '' INT HUP TERM
+  [[ -z ${hpc_pending_token:-} ]] || set -- "$@" "--comment=$hpc_pending_tag$hpc_pending_token"
   exec sbatch "$@"
 }
 
 # hpc_submit_scancel [ID...]: (a map's or a study's undo, signals deferred) scancel ID... with
 # INT, HUP and TERM ignored: a second Ctrl-C, sent while it cancels the held jobs, must not kill it
 # (they would stay held, nobody knowing of them). Without an ID, nothing. Its errors are not
-# shown; never false.
+# shown; never false. Once scancel has succeeded, the submission's record goes (hpc_pending_close):
+# where it failed, status and cancel still find the jobs by it.
 hpc_submit_scancel() {
-  (($#)) || return 0
-  (
+  (($#)) || {
+    hpc_pending_close
+    return 0
+  }
+  if (
     trap '' INT HUP TERM
     exec scancel "$@"
-  ) 2>/dev/null || true
+  ) 2>/dev/null; then
+    hpc_pending_close
+  fi
+  return 0
 }
 
 # hpc_submit_resume_signals ID: (once job ID's files are written) the signals act again; one that
@@ -162,6 +177,15 @@ hpc_submit_stop() {
   trap - INT TERM HUP
   kill -s "$sig" "$$"
   exit 1
+}
+
+# hpc_submit_pending_open [OUTPUTS EXP]: (before a submission's first sbatch) records it, and
+# tags its jobs (hpc_pending_open); by default in this plan's outputs folder, for its
+# experiment. Exit 1 when the record cannot be written: nothing is submitted then.
+hpc_submit_pending_open() {
+  local dir=${1:-$hpc_plan_outputs_dir}
+  hpc_pending_open "$dir" "${2:-$hpc_plan_exp_name}" ||
+    hpc_die "cannot record the submission in $dir; nothing was submitted"
 }
 
 # hpc_submit_confirm: on a terminal without -y, shows the summary and asks; false means no.
@@ -261,6 +285,7 @@ hpc_submit_main() {
   # with the folders made, when the submission fails before SLURM accepts the job.
   trap hpc_submit_undo EXIT
   hpc_plan_write || hpc_die "cannot write the job's plan in $hpc_plan_outputs_dir; nothing was submitted"
+  hpc_submit_pending_open
   # sbatch reads the script from its standard input; the file is written once the job id is
   # known, beside the job's output and named like it (SLURM keeps its own copy of what it runs).
   hpc_plan_render
@@ -280,6 +305,8 @@ hpc_submit_main() {
   # A map's array is held until its folder and gather are in place: a signal until then cancels
   # the whole map (hpc_map_after_submit), never leaves the array held.
   [[ $hpc_plan_mode != map ]] || hpc_map_after_submit "$id"
+  # Recorded (and a map released): nothing of this submission is left to find by its tag.
+  hpc_pending_close
   hpc_submit_resume_signals "$id"
   printf 'Submitted job %s (%s)\n' "$id" "$hpc_plan_summary"
   if [[ ${hpc_plan_mode:-single} == offline ]]; then

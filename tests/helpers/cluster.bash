@@ -231,3 +231,65 @@ hpc_submit_held() {
   PATH=$dir:$PATH hpc_submit_job "$@"
   [[ $(squeue -h -j "$job_id" -o %r) == JobHeldUser ]] || fail "job $job_id is not held: $(squeue -h -j "$job_id" -o '%T %r')"
 }
+
+# hpc_keep_max_array_size N: the project's submissions take this cluster's MaxArraySize to be N
+# (the kept answer of scontrol show config, fresh), so that a small map is split into parts.
+hpc_keep_max_array_size() {
+  local dir=${HPC_CACHE_DIR:-$PROJECT/hpc_files/.cache}/slurm
+  mkdir -p "$dir"
+  printf '%s\nSLURM_CONF=%s\nMaxArraySize = %s\nMaxJobCount = 10000\n' "$(date +%s)" "$SLURM_CONF" "$1" >"$dir/$HPC_CLUSTER.limits"
+}
+
+# hpc_kill_loop N PREFIX ARGS...: one submission (job_submitter.sh -y ARGS -e PREFIX00x; a PREFIX
+# of its own per run: no job of an earlier run has its names) left to
+# end, timed, then N more (PREFIX01x...), each killed with SIGKILL at a random moment within that
+# time; sets hpc_kill_exps to the N+1 experiments.
+hpc_kill_loop() {
+  local n=$1 prefix=$2 k pid start took delay exp
+  shift 2
+  hpc_kill_exps=("${prefix}00x")
+  start=${EPOCHREALTIME/./}
+  bash "$PROJECT/hpc_files/job_submitter.sh" -y "$@" -e "${prefix}00x" >/dev/null 2>&1 || fail "the submission left to end failed"
+  took=$(((${EPOCHREALTIME/./} - start) / 1000 + 1))
+  for ((k = 1; k <= n; k++)); do
+    printf -v exp '%s%02dx' "$prefix" "$k"
+    hpc_kill_exps+=("$exp")
+    bash "$PROJECT/hpc_files/job_submitter.sh" -y "$@" -e "$exp" >/dev/null 2>&1 &
+    pid=$!
+    delay=$((RANDOM * 32768 + RANDOM))
+    delay=$((delay % took))
+    sleep "$((delay / 1000)).$(printf '%03d' $((delay % 1000)))"
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+}
+
+# hpc_kill_loop_check: with only the toolkit's commands: 'status EXP' names every job that SLURM
+# has of each experiment of hpc_kill_exps (by its job name), then 'cancel EXP' of each leaves none
+# of them in the queue (within 60 s) and no record of a submission in the project's outputs. At
+# least one kill must have left a held job (else the loop tested nothing).
+hpc_kill_loop_check() {
+  local exp id name reason out left='' i held=0
+  for exp in "${hpc_kill_exps[@]}"; do
+    # Exit 2 where nothing of the submission reached SLURM (an unknown experiment).
+    out=$(bash "$PROJECT/hpc_files/job_submitter.sh" status "$exp" 2>&1) || true
+    while IFS='|' read -r id name reason; do
+      [[ $name == *"$exp"* ]] || continue
+      [[ $reason != JobHeldUser ]] || held=$((held + 1))
+      grep -qE "(^| )${id}([_ ]|$)" <<<"$out" || fail "status $exp does not name its job $id ($name): $out"
+    done < <(squeue -h -u "$EUID" -o '%F|%j|%r')
+    bash "$PROJECT/hpc_files/job_submitter.sh" cancel "$exp" >/dev/null 2>&1 || true
+  done
+  for ((i = 0; i < 60; i++)); do
+    left=''
+    while IFS='|' read -r id name; do
+      for exp in "${hpc_kill_exps[@]}"; do [[ $name != *"$exp"* ]] || left+=" $id ($name)"; done
+    done < <(squeue -h -u "$EUID" -o '%F|%j')
+    [[ -n $left ]] || break
+    sleep 1
+  done
+  [[ -z $left ]] || fail "left in the queue after cancel:$left"
+  ((held)) || fail "no kill left a held job: the kills missed the submissions' sbatch calls"
+  left=$(find "$SCRATCH" -name '.pending.*')
+  [[ -z $left ]] || fail "records left: $left"
+}

@@ -2,7 +2,8 @@
 # Attacks on map + gather on the local cluster: secrets (sentinel values of WANDB_API_KEY and
 # MY_TOKEN, used by the tasks' and the gather's commands) through bash -x of the submitter, every
 # process's command line while the jobs run, and every file the map leaves; faults of the map's
-# own files.
+# own files; a submitter killed while it submits a map leaves nothing that status and cancel do
+# not find.
 # shellcheck disable=SC2016 # configs lines are single-quoted on purpose
 
 bats_require_minimum_version 1.5.0
@@ -195,4 +196,13 @@ PY
   run bash "$submitter" resubmit forged --failed
   assert_success
   assert_output --partial "task(s) 0"
+}
+
+@test "the submitter killed (SIGKILL) at 20 random moments of a map split by a MaxArraySize of 4, with a gather: status EXP names every job each left, cancel EXP leaves none in the queue" {
+  hpc_configs "$PROJECT" 'python -c "print(1)"'
+  printf 'item%s\n' 0 1 2 3 4 5 6 7 8 9 >"$BATS_TEST_TMPDIR/items.txt"
+  # Three held arrays and a gather, released at the end.
+  hpc_keep_max_array_size 4
+  hpc_kill_loop 20 "kmap$RANDOM-" -g 0 --map-over "$BATS_TEST_TMPDIR/items.txt" --gather 'python -c "print(2)"'
+  hpc_kill_loop_check
 }

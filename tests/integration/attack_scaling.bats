@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # Attacks on the scaling test on the local cluster: a run killed hard (scancel -s KILL: its batch
 # shell leaves no final status) is a LOST or CANCELLED row, never a number, and the report job
-# still writes the report and ends COMPLETED.
+# still writes the report and ends COMPLETED; a submitter killed while it submits a study leaves
+# nothing that status and cancel do not find.
 
 bats_require_minimum_version 1.5.0
 
@@ -44,4 +45,10 @@ setup() {
   run grep -cE "^\| 1x2 \| 1 \| ${run_ids[1]} \| (LOST|CANCELLED) \|" "$study_dir/report.md"
   assert_output 1
   [[ -s $study_dir/report.md ]]
+}
+
+@test "the submitter killed (SIGKILL) at 20 random moments of a scaling study: status EXP names every job each left, cancel EXP leaves none in the queue" {
+  hpc_configs "$PROJECT" 'python -c "print(1)"'
+  hpc_kill_loop 20 "kstudy$RANDOM-" --scaling-test --scale-gpus 1,2
+  hpc_kill_loop_check
 }

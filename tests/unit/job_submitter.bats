@@ -58,10 +58,13 @@ forget_calls() {
   rm -f -- "$stub_log"/*
 }
 
-# argv_of COMMAND N: sets the array argv to the arguments of the stub's N-th call.
+# argv_of COMMAND N: sets the array argv to the arguments of the stub's N-th call (without
+# sbatch's submission tag).
 argv_of() {
   [[ -e $stub_log/$1.$2.args ]] || fail "$1 was not called $2 time(s)"
   mapfile -d '' argv <"$stub_log/$1.$2.args"
+  # An sbatch call's last argument is the submission's tag (hpc_pending.bash): left out.
+  [[ $1 != sbatch || ${argv[-1]-} != --comment=hpc-toolkit:* ]] || unset 'argv[-1]'
 }
 
 # has_arg WORD: true when WORD is one of argv's elements.

@@ -59,10 +59,17 @@ calls() {
   printf '%s\n' "$n"
 }
 
-# argv_of COMMAND N: sets the array argv to the arguments of the stub's N-th call.
+# argv_of COMMAND N: sets the array argv to the arguments of the stub's N-th call (sbatch's
+# submission tag apart, in sbatch_tag).
 argv_of() {
   [[ -e $stub_log/$1.$2.args ]] || fail "$1 was not called $2 time(s)"
   mapfile -d '' argv <"$stub_log/$1.$2.args"
+  # An sbatch call's last argument is the submission's tag (hpc_pending.bash): kept apart.
+  sbatch_tag=''
+  if [[ $1 == sbatch && ${argv[-1]-} == --comment=hpc-toolkit:* ]]; then
+    sbatch_tag=${argv[-1]#--comment=}
+    unset 'argv[-1]'
+  fi
 }
 
 # slurm_plan NAME PATTERNS...: a plan-style stub of NAME (tests/helpers/stub.bash): one call
@@ -582,6 +589,168 @@ cancelled 503_3 (e, was PENDING)"
   assert_equal "$status" 0
   assert_output "Nothing to cancel: no recorded job of 501 is pending or running."
   unstub scancel
+}
+
+# ---------------------------------------------------------------------------------------------
+# 4b. Submissions that stopped on the way (hpc_pending.bash)
+
+# ready_venv: the project's venv, current: a submission goes straight to sbatch.
+ready_venv() {
+  mkdir -p "$PROJECT/virtual_env/bin"
+  : >"$PROJECT/virtual_env/bin/activate"
+  (
+    # shellcheck source=virtual_env_hpc_files/venv_runner.bash
+    source "$PROJECT/hpc_files/virtual_env_hpc_files/venv_runner.bash"
+    hpc_venv_expect "$PROJECT"
+    printf '%s' "$hpc_venv_stamp" >"$PROJECT/virtual_env/.hpc_deps"
+  )
+}
+
+# records: the names of the submissions' records in the outputs folder, one per line.
+records() {
+  (cd "$outputs" && shopt -s nullglob && printf '%s\n' .pending.*)
+}
+
+# killed_map EXP N: submits a map of 10 items over a MaxArraySize of 4 (three held arrays) with a
+# gather, its submitter killed (SIGKILL) once sbatch has accepted the N-th job; sets tag to the
+# submission's tag.
+killed_map() {
+  printf 'item%s\n' 0 1 2 3 4 5 6 7 8 9 >"$tmp/items.txt"
+  HPC_STUB_MAX_ARRAY_SIZE=4 HPC_STUB_SBATCH_KILL_AT=$2 run --separate-stderr bash "$submitter" -y -g 0 -e "$1" \
+    --map-over "$tmp/items.txt" --gather 'python gather.py' </dev/null
+  assert_equal "$status" 137
+  argv_of sbatch "$2"
+  tag=$sbatch_tag
+  [[ $tag == hpc-toolkit:* ]] || fail "sbatch $2 has no tag"
+}
+
+@test "a submission is recorded before its first sbatch and every sbatch carries its tag; the record goes once the job is recorded, and when sbatch refuses" {
+  ready_venv
+  export HPC_STUB_PENDING_DIR=$outputs
+  stub sinfo "-h -e -o %P|%D|%c|%m|%G : echo 'debug*|2|4|8000|gpu:2'"
+  run --separate-stderr bash "$submitter" -y -g 0 -e tagged </dev/null
+  assert_equal "$status" 0
+  unstub sinfo
+  argv_of sbatch 1
+  [[ $sbatch_tag =~ ^hpc-toolkit:[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "no tag: $sbatch_tag"
+  local single=$sbatch_tag
+  # While sbatch ran, the record was there, named by the tag.
+  assert_equal "$(cat "$stub_log/sbatch.1.pending")" ".pending.${single#hpc-toolkit:}"
+  assert_equal "$(records)" ""
+  # A map: three held arrays and a gather, one tag on all four; released, and the record gone.
+  printf 'item%s\n' 0 1 2 3 4 5 6 7 8 9 >"$tmp/items.txt"
+  HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" -y -g 0 -e mapped --map-over "$tmp/items.txt" --gather 'python gather.py' </dev/null
+  assert_equal "$status" 0
+  local n first=''
+  for n in 2 3 4 5; do
+    argv_of sbatch "$n"
+    [[ -n $sbatch_tag && $sbatch_tag != "$single" ]] || fail "sbatch $n: tag '$sbatch_tag'"
+    first=${first:-$sbatch_tag}
+    assert_equal "$sbatch_tag" "$first"
+    assert_equal "$(cat "$stub_log/sbatch.$n.pending")" ".pending.${first#hpc-toolkit:}"
+  done
+  assert_equal "$(records)" ""
+  # sbatch refusing: nothing submitted, no record left.
+  HPC_STUB_SBATCH=refuse run --separate-stderr bash "$submitter" -y -g 0 -e refused </dev/null
+  assert_equal "$status" 1
+  assert_equal "$(records)" ""
+}
+
+@test "a map's submitter killed after its second array: status names the held arrays and the unrecorded one, cancel EXP cancels all three in one scancel and its record goes" {
+  ready_venv
+  stub sinfo "-h -e -o %P|%D|%c|%m|%G : echo 'debug*|2|4|8000|gpu:2'"
+  killed_map m 3
+  unstub sinfo
+  # Two arrays have manifests (held: the map was never released), the third has none.
+  [ -f "$manifests/m_5000.manifest" ] && [ -f "$manifests/m_5001.manifest" ] && [ ! -e "$manifests/m_5002.manifest" ]
+  assert_equal "$(records)" ".pending.${tag#hpc-toolkit:}"
+  slurm_jobs <<EOT
+squeue 5000_0 5000 PENDING/JobHeldUser - $tag
+squeue 5000_1 5000 PENDING/JobHeldUser - $tag
+squeue 5000_2 5000 PENDING/JobHeldUser - $tag
+squeue 5000_3 5000 PENDING/JobHeldUser - $tag
+squeue 5001_0 5001 PENDING/JobHeldUser - $tag
+squeue 5001_1 5001 PENDING/JobHeldUser - $tag
+squeue 5001_2 5001 PENDING/JobHeldUser - $tag
+squeue 5001_3 5001 PENDING/JobHeldUser - $tag
+squeue 5002_0 5002 PENDING/JobHeldUser - $tag
+squeue 5002_1 5002 PENDING/JobHeldUser - $tag
+squeue 4000 4000 RUNNING - hpc-toolkit:1.2.3
+EOT
+  manage status m
+  assert_equal "$status" 0
+  assert_equal "$(row 5002_0)" "5002_0 m unrecorded PENDING (JobHeldUser) - -"
+  assert_line --regexp "^m: a submission stopped before it had recorded and released its jobs \(pid [0-9]+ on ${HOSTNAME}, [0-9-]+ [0-9:]+\): SLURM still holds 5000_0 5001_0 5002_0; cancel them with: bash job_submitter.sh cancel m$"
+  # Every experiment's status too; a job with another submission's tag is not this one's.
+  manage status
+  assert_line --partial "SLURM still holds 5000_0 5001_0 5002_0"
+  refute_output --partial 4000
+  # One scancel: the unrecorded array and both recorded ones.
+  stub scancel '5002 5000 5001'
+  manage cancel m
+  assert_equal "$status" 0
+  unstub scancel
+  assert_line "cancelled 5002_0 (m, was PENDING (JobHeldUser); not recorded: its submission stopped first)"
+  assert_line "cancelled 5000_3 (m, was PENDING)"
+  assert_equal "$(records)" ""
+}
+
+@test "the next submission of EXP names what a stopped one left and submits; a stopped submission that left nothing loses its record; no record, no squeue" {
+  ready_venv
+  stub sinfo "-h -e -o %P|%D|%c|%m|%G : echo 'debug*|2|4|8000|gpu:2'"
+  killed_map again 2
+  unstub sinfo
+  printf 'squeue 5001 5001 PENDING/JobHeldUser - %s\nsqueue 5000_0 5000 PENDING/JobHeldUser - %s\n' "$tag" "$tag" | slurm_jobs
+  run --separate-stderr bash "$submitter" -y -g 0 -e again </dev/null
+  assert_equal "$status: $stderr" "0: $stderr"
+  assert_line --index 0 --regexp '^Submitted job 5002 '
+  assert_regex "$stderr" "^job_submitter.sh: warning: an earlier submission of again stopped before it had recorded and released its jobs \(pid [0-9]+ on ${HOSTNAME}, [^)]*\); SLURM still holds 5000_0 5001: see them with 'bash job_submitter.sh status again', cancel them with 'bash job_submitter.sh cancel again'$"
+  assert_equal "$(calls squeue)" 1
+  # Still there: warned of again, and kept.
+  assert_equal "$(records)" ".pending.${tag#hpc-toolkit:}"
+  # Once SLURM has none of its jobs, the next submission removes the record, silently.
+  : | slurm_jobs
+  run --separate-stderr bash "$submitter" -y -g 0 -e again </dev/null
+  assert_equal "$status" 0
+  assert_equal "$stderr" ""
+  assert_equal "$(records)" ""
+  assert_equal "$(calls squeue)" 2
+  # No record: squeue is not asked at all.
+  run --separate-stderr bash "$submitter" -y -g 0 -e again </dev/null
+  assert_equal "$(calls squeue)" 2
+}
+
+@test "an experiment known only by a stopped submission's record: status and cancel find its job; a record others can write or that is a link is not read; a running submission's is said to run" {
+  local record=$outputs/.pending.100.1.1
+  printf 'exp=lone\nhost=%s\npid=999999999\nstart=1\ntime=100\n' "$HOSTNAME" >"$record"
+  chmod 600 "$record"
+  printf 'squeue 5000 5000 PENDING/JobHeldUser - hpc-toolkit:100.1.1\n' | slurm_jobs
+  manage status lone
+  assert_equal "$status" 0
+  assert_equal "$(row 5000)" "5000 lone unrecorded PENDING (JobHeldUser) - -"
+  # Others can write it: not read (lone is unknown again).
+  chmod 620 "$record"
+  manage status lone
+  assert_equal "$status" 2
+  mv "$record" "$tmp/elsewhere"
+  chmod 600 "$tmp/elsewhere"
+  ln -s "$tmp/elsewhere" "$record"
+  manage cancel lone
+  assert_equal "$status" 2
+  rm "$record"
+  # This very shell's process, as a submitter still running: its jobs are not yet recorded.
+  local start
+  start=$(awk '{ sub(/.*\) /, ""); print $20 }' /proc/$$/stat)
+  printf 'exp=lone\nhost=%s\npid=%s\nstart=%s\ntime=%s\n' "$HOSTNAME" "$$" "$start" "$(date +%s)" >"$record"
+  chmod 600 "$record"
+  manage status lone
+  assert_line --regexp "^lone: a submission is still running \(pid $$ on .*\): 5000 not yet recorded or released$"
+  stub scancel '5000'
+  manage cancel lone
+  unstub scancel
+  assert_line "cancelled 5000 (lone, was PENDING (JobHeldUser); not recorded: its submission stopped first)"
+  # Its record stays: that submission is still running.
+  [ -f "$record" ]
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -64,21 +64,21 @@ forks_of() {
   files=${files% }
 }
 
-@test "a plain submission starts two processes, flock (the venv's shared lock) and sbatch, each forked by the submitter itself" {
+@test "a plain submission starts three processes, flock (the venv's shared lock), sbatch and rm (its record, once the job is recorded), each forked by the submitter itself" {
   forks_of -y -g 0 -e speed
-  assert_equal "$forks" "flock sbatch"
+  assert_equal "$forks" "flock rm sbatch"
 }
 
-@test "a map with a gather starts six processes: flock, the held array's sbatch, one mkdir for its folder, the gather's subshell (its plan stays apart) and sbatch, scontrol release; it reads the map's submission code only" {
+@test "a map with a gather starts seven processes: flock, the held array's sbatch, one mkdir for its folder, the gather's subshell (its plan stays apart) and sbatch, scontrol release, rm of its record; it reads the map's submission code only" {
   forks_of -y -g 0 --map-range 0-5 --max-concurrent 2 --gather "python -c pass" -e speed
-  assert_equal "$forks" "- flock mkdir sbatch sbatch scontrol"
+  assert_equal "$forks" "- flock mkdir rm sbatch sbatch scontrol"
   # The map's code for submitting, not its management and job side (hpc_map.bash).
   [[ " $files " == *" hpc_map_submit.bash "* && " $files " != *" hpc_map.bash "* ]] || fail "map libraries read: $files"
 }
 
-@test "a scaling study of 4 runs starts eleven processes: the fit check's subshell, flock, the held report job's and the 4 runs' sbatch, one mkdir each for the study's folder and its runs' folders, scontrol update and release; sinfo is asked no more once its answer is kept" {
+@test "a scaling study of 4 runs starts twelve processes: the fit check's subshell, flock, the held report job's and the 4 runs' sbatch, one mkdir each for the study's folder and its runs' folders, scontrol update and release, rm of its record; sinfo is asked no more once its answer is kept" {
   forks_of -y --scaling-test --scale-nodes 1,2 --scale-gpus 1,2 -W torchrun -e speed
-  assert_equal "$forks" "- flock mkdir mkdir sbatch sbatch sbatch sbatch sbatch scontrol scontrol"
+  assert_equal "$forks" "- flock mkdir mkdir rm sbatch sbatch sbatch sbatch sbatch scontrol scontrol"
 }
 
 @test "a map with a gather and a scaling study work out the secrets to mask once: /proc/self/environ is read once per submission, not once per job and manifest" {
@@ -103,7 +103,7 @@ forks_of() {
 
 @test "a plain submission of a plain command reads only the libraries it runs: not the configs file's quoted parts and references (hpc_configs_quoted.bash), the venv's build (venv_build.bash), map, scaling, sweeps, data or management code" {
   forks_of -y -g 0 -e speed
-  assert_equal "$files" "hpc_common.bash hpc_configs.bash hpc_facts.bash hpc_manifest.bash hpc_options.bash hpc_plan.bash hpc_profile.bash hpc_submit.bash none.bash venv.bash venv_runner.bash"
+  assert_equal "$files" "hpc_common.bash hpc_configs.bash hpc_facts.bash hpc_manifest.bash hpc_options.bash hpc_pending.bash hpc_plan.bash hpc_profile.bash hpc_submit.bash none.bash venv.bash venv_runner.bash"
 }
 
 @test "a container submission takes no venv lock and reads no venv code: its runner module (singularity.bash) and the container runner are the only runner code it loads" {
@@ -111,7 +111,7 @@ forks_of() {
   bash "$HPC_ROOT/tests/fixtures/apptainer/make_sif.sh" "$tmp/app.sif" >/dev/null
   forks_of -y -g 0 -s "$tmp/app.sif" -e speed
   [[ " $forks " == *" sbatch "* && " $forks " != *" flock "* && " $forks " != *" sbatch sbatch "* ]] || fail "processes: $forks"
-  assert_equal "$files" "container_runner.bash hpc_common.bash hpc_configs.bash hpc_facts.bash hpc_manifest.bash hpc_options.bash hpc_plan.bash hpc_profile.bash hpc_submit.bash none.bash singularity.bash"
+  assert_equal "$files" "container_runner.bash hpc_common.bash hpc_configs.bash hpc_facts.bash hpc_manifest.bash hpc_options.bash hpc_pending.bash hpc_plan.bash hpc_profile.bash hpc_submit.bash none.bash singularity.bash"
 }
 
 @test "a configs file with a quoted part and a reference loads hpc_configs_quoted.bash, and its command reaches the job (its plan file) whole" {

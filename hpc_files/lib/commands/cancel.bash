@@ -20,14 +20,22 @@ hpc_command_cancel() {
   hpc_manage_cancel "$@"
 }
 
-# hpc_manage_cancel TARGET: cancels the recorded jobs (or tasks) of TARGET still pending or running.
+# hpc_manage_cancel TARGET: cancels the recorded jobs (or tasks) of TARGET still pending or
+# running; for an experiment, also the jobs that its submissions stopped on the way left in SLURM
+# without a manifest (hpc_pending.bash), whose records then go.
 hpc_manage_cancel() {
   (($# == 1)) || hpc_die_usage "cancel" "needs one experiment, job id or JOBID_TASK; usage: cancel EXP|JOBID[_TASK]"
   hpc_manage_target "$1"
-  local id key
-  local -a ids=("${hpc_manage_ids[@]}") targets=() lines=() active=()
-  hpc_manage_states "${ids[@]}"
-  for id in "${ids[@]}"; do
+  local id key token
+  local -a ids=(${hpc_manage_ids[@]+"${hpc_manage_ids[@]}"}) targets=() lines=() active=()
+  hpc_manage_unrecorded=()
+  [[ -z $hpc_manage_target_exp ]] || hpc_manage_pending "$hpc_manage_target_exp"
+  ((${#ids[@]} == 0)) || hpc_manage_states "${ids[@]}"
+  for id in ${hpc_manage_unrecorded[@]+"${hpc_manage_unrecorded[@]}"}; do
+    targets+=("$id")
+    lines+=("cancelled ${hpc_pending_job_key[$id]} ($hpc_manage_target_exp, was ${hpc_pending_job_state[$id]}; not recorded: its submission stopped first)")
+  done
+  for id in ${ids[@]+"${ids[@]}"}; do
     hpc_manage_task_keys "$id"
     active=()
     for key in "${hpc_manage_keys[@]}"; do
@@ -48,11 +56,18 @@ hpc_manage_cancel() {
       lines+=("cancelled $key (${hpc_manage_exp[$id]}, was ${hpc_st_state[$key]})")
     done
   done
+  if ((${#targets[@]})); then
+    local out
+    out=$(scancel "${targets[@]}" 2>&1) || hpc_die "scancel ${targets[*]} failed: ${out//$'\n'/ }"
+  fi
+  # Every job of the experiment that had not ended is cancelled: the records of its submissions
+  # that stopped on the way have nothing left to find.
+  for token in ${hpc_pending_tokens[@]+"${hpc_pending_tokens[@]}"}; do
+    ((hpc_pending_stopped[$token] == 0)) || rm -f -- "${hpc_pending_dir:?}/.pending.${token:?}"
+  done
   if ((${#targets[@]} == 0)); then
     printf 'Nothing to cancel: no recorded job of %s is pending or running.\n' "$1"
     return 0
   fi
-  local out
-  out=$(scancel "${targets[@]}" 2>&1) || hpc_die "scancel ${targets[*]} failed: ${out//$'\n'/ }"
   printf '%s\n' "${lines[@]}"
 }

@@ -134,7 +134,11 @@ hpc_manage_resubmit() {
   done
   [[ -z $new_spec ]] || args+=(--array="$new_spec")
   # As at submission: a SLURM_TMPDIR of this shell must not reach the job (hpc_job_tmpdir_choose).
-  out=$(unset SLURM_TMPDIR && sbatch "${args[@]}" 2>&1 <<<"$script_text") || hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
+  hpc_submit_pending_open "${hpc_manage_dir%/*}" "${hpc_mf[exp_name]}"
+  out=$(hpc_submit_sbatch "${args[@]}" 2>&1 <<<"$script_text") || {
+    hpc_pending_close
+    hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
+  }
   new_id=${out##*$'\n'}
   new_id=${new_id%%;*}
   [[ $new_id =~ ^[0-9]+$ ]] || hpc_die "sbatch gave no job id: ${out//$'\n'/ }"
@@ -142,6 +146,7 @@ hpc_manage_resubmit() {
   # The linked manifest: the newest's lines, with this job's own values.
   hpc_manifest_copy "${hpc_manage_file[newest]}" "$new_id" "$new_spec" "$how" ||
     hpc_say "job $new_id was submitted, but its manifest could not be written beside ${hpc_manage_file[newest]}"
+  hpc_pending_close
   if [[ -n $new_spec ]]; then
     printf 'Resubmitted %s (array %s) of %s as job %s\n' \
       "$([[ $new_spec != "$spec" ]] && printf 'task(s) %s' "${new_spec%\%*}" || printf 'every task')" \

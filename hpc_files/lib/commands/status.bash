@@ -23,21 +23,29 @@ hpc_command_status() {
 # hpc_manage_status [EXP]: the table of the project's (or EXP's) jobs and array tasks.
 hpc_manage_status() {
   (($# <= 1)) || hpc_die_usage "status" "unexpected word '$2'; usage: status [EXP|JOBID[_TASK]]"
-  local id key i
+  local id key i token
   local -a ids=() rows_job=() rows_exp=() rows_kind=() rows_state=() rows_exit=() rows_out=()
   if (($#)); then
     hpc_manage_target "$1"
-    ids=("${hpc_manage_ids[@]}")
+    ids=(${hpc_manage_ids[@]+"${hpc_manage_ids[@]}"})
   else
     ids=("${!hpc_manage_file[@]}")
-    if ((${#ids[@]} == 0)); then
-      printf 'No submission of project %s is recorded (in %s).\n' "$hpc_manage_project" "$hpc_manage_dir"
-      return 0
-    fi
   fi
-  hpc_manage_states "${ids[@]}"
+  # The jobs that submissions stopped on the way left in SLURM (of the experiment asked for; none
+  # for a job id).
+  hpc_manage_unrecorded=()
+  if (($# == 0)) || [[ -n $hpc_manage_target_exp ]]; then hpc_manage_pending "$hpc_manage_target_exp"; fi
+  if ((${#ids[@]} == 0 && ${#hpc_manage_unrecorded[@]} == 0)); then
+    if (($#)); then
+      printf 'No job of %s is recorded (in %s) or left in SLURM by a stopped submission.\n' "$1" "$hpc_manage_dir"
+    else
+      printf 'No submission of project %s is recorded (in %s).\n' "$hpc_manage_project" "$hpc_manage_dir"
+    fi
+    return 0
+  fi
+  ((${#ids[@]} == 0)) || hpc_manage_states "${ids[@]}"
   # A map's tasks: their state from the status files they wrote (hpc_map.bash).
-  if [[ " ${hpc_manage_mode[*]} " == *" map "* ]]; then
+  if ((${#ids[@]})) && [[ " ${hpc_manage_mode[*]} " == *" map "* ]]; then
     # shellcheck source=/dev/null # hpc_map.bash: linted on its own (see docs/architecture.md)
     source "${hpc_manage_lib%/*}/hpc_map.bash"
     hpc_map_task_states "${hpc_manage_dir%/*}/map" "${ids[@]}"
@@ -50,6 +58,10 @@ hpc_manage_status() {
       rows_job+=("$key") rows_exp+=("${hpc_manage_exp[$id]}") rows_kind+=("${hpc_manage_kind[$id]}")
       rows_state+=("${hpc_st_state[$key]}${hpc_st_note[$key]:+ (${hpc_st_note[$key]})}") rows_exit+=("${hpc_st_exit[$key]}") rows_out+=("$hpc_manifest_path")
     done
+  done
+  for id in ${hpc_manage_unrecorded[@]+"${hpc_manage_unrecorded[@]}"}; do
+    rows_job+=("${hpc_pending_job_key[$id]}") rows_exp+=("${hpc_pending_exp[${hpc_pending_job_token[$id]}]}") rows_kind+=(unrecorded)
+    rows_state+=("${hpc_pending_job_state[$id]}") rows_exit+=(-) rows_out+=(-)
   done
   local w1=0 w2=0 w3=0 w4=0 w5=0
   for i in "${!rows_job[@]}"; do
@@ -71,5 +83,17 @@ hpc_manage_status() {
     while IFS= read -r line; do
       printf '%s: %s\n' "${rows_job[i]}" "${line#\[hpc * }"
     done < <(grep -m 5 -h -e '] copy-back WARNING: ' -e '] stopped at the time-limit warning ' -- "${rows_out[i]}" 2>/dev/null)
+  done
+  # Which submission left which jobs, and how to be rid of them.
+  for token in ${hpc_pending_tokens[@]+"${hpc_pending_tokens[@]}"}; do
+    hpc_pending_left "$token"
+    ((${#hpc_pending_left[@]})) || continue
+    if ((hpc_pending_stopped[$token])); then
+      printf '%s: a submission stopped before it had recorded and released its jobs (%s): SLURM still holds %s; cancel them with: bash job_submitter.sh cancel %s\n' \
+        "${hpc_pending_exp[$token]}" "${hpc_pending_where[$token]}" "${hpc_pending_left[*]}" "${hpc_pending_exp[$token]}"
+    else
+      printf '%s: a submission is still running (%s): %s not yet recorded or released\n' \
+        "${hpc_pending_exp[$token]}" "${hpc_pending_where[$token]}" "${hpc_pending_left[*]}"
+    fi
   done
 }

@@ -1,0 +1,169 @@
+# shellcheck shell=bash
+# hpc_pending.bash: submissions in progress, recorded before their first sbatch, so that no job
+# outlives its submitter's knowledge: whatever moment the submitter dies at (SIGKILL included,
+# which no trap sees), every job that reached SLURM can be found and removed with the toolkit's
+# own commands. A submission writes OUTPUTS/.pending.TOKEN (its experiment, host and process;
+# OUTPUTS is the project's hpc_outputs folder) before its first sbatch (hpc_pending_open), tags every job with --comment=hpc-toolkit:TOKEN
+# (hpc_submit_sbatch), and removes the record once each job it submitted is recorded and released,
+# or cancelled (hpc_pending_close). A record left behind names a submission that stopped on the
+# way: 'status' lists the jobs SLURM still has with its tag (those without a manifest too), 'cancel
+# EXP' cancels them, and the next submission of EXP warns of them. SLURM is asked (one squeue)
+# only where a record is left. Functions are prefixed hpc_pending_.
+
+hpc_pending_tag=hpc-toolkit:
+# Seconds after which a record written on another host is taken as a stopped submission (its
+# process cannot be looked at from here; a submission's sbatch calls take seconds).
+hpc_pending_foreign_s=${hpc_pending_foreign_s:-600}
+
+# hpc_pending_start_time PID VAR: sets VAR to the start time of process PID (field 22 of
+# /proc/PID/stat, in clock ticks since boot): with the PID, it names one process (a PID is reused).
+# False when there is no such process. No process started.
+hpc_pending_start_time() {
+  local -n _hpc_pending_out=$1
+  local stat
+  local -a fields
+  { IFS= read -r stat <"/proc/$2/stat"; } 2>/dev/null || return 1
+  # The command's name, in parentheses, may hold spaces: the fields after its last ')'.
+  read -r -a fields <<<"${stat##*) }"
+  [[ ${fields[19]-} =~ ^[0-9]+$ ]] || return 1
+  _hpc_pending_out=${fields[19]}
+}
+
+# hpc_pending_open OUTPUTS EXP: (before a submission's first sbatch) warns of the jobs that an
+# earlier, stopped submission of EXP left in SLURM (hpc_pending_warn), then records this one as
+# OUTPUTS/.pending.TOKEN (0600); sets hpc_pending_token, which hpc_submit_sbatch puts on every
+# job, and hpc_pending_file. False when the record cannot be written (then nothing may be
+# submitted).
+hpc_pending_open() {
+  local exp=$2 start='' now text
+  hpc_pending_warn "$1" "$exp"
+  hpc_pending_start_time start "$$" || true
+  printf -v now '%(%s)T' -1
+  hpc_pending_token=$now.$$.$RANDOM
+  hpc_pending_file=$1/.pending.$hpc_pending_token
+  printf -v text 'exp=%s\nhost=%s\npid=%s\nstart=%s\ntime=%s\n' "$exp" "${HOSTNAME:-}" "$$" "$start" "$now"
+  hpc_private_write "$hpc_pending_file" "$text" && return 0
+  hpc_pending_token='' hpc_pending_file=''
+  return 1
+}
+
+# hpc_pending_close: (once every job of the submission is recorded and released, or cancelled)
+# removes its record; its later sbatch calls (none) would go untagged.
+hpc_pending_close() {
+  [[ -z ${hpc_pending_file:-} ]] || rm -f -- "${hpc_pending_file:?}"
+  hpc_pending_file='' hpc_pending_token=''
+}
+
+# hpc_pending_scan OUTPUTS [EXP]: reads the records OUTPUTS/.pending.* (those of EXP only, when
+# given): the user's own regular files that nobody else can write, never through a link.
+# Sets hpc_pending_dir (OUTPUTS), hpc_pending_tokens and, by token, hpc_pending_exp, hpc_pending_stopped
+# (1: the submission no longer runs) and hpc_pending_where ('pid P on HOST, TIME'). No process
+# when there is no record.
+hpc_pending_scan() {
+  local want=${2-} f token key value exp host pid start time now current
+  hpc_pending_dir=$1 hpc_pending_tokens=()
+  declare -gA hpc_pending_exp=() hpc_pending_stopped=() hpc_pending_where=()
+  printf -v now '%(%s)T' -1
+  for f in "$hpc_pending_dir"/.pending.*; do
+    hpc_trusted_check "$f" || continue
+    exp='' host='' pid='' start='' time=''
+    while IFS='=' read -r key value; do
+      case $key in
+        exp) exp=$value ;;
+        host) host=$value ;;
+        pid) pid=$value ;;
+        start) start=$value ;;
+        time) time=$value ;;
+      esac
+    done <"$f"
+    [[ -n $exp && $pid =~ ^[0-9]+$ && $time =~ ^[0-9]+$ ]] || continue
+    [[ -z $want || $exp == "$want" ]] || continue
+    token=${f##*/.pending.}
+    hpc_pending_tokens+=("$token")
+    hpc_pending_exp[$token]=$exp
+    if [[ $host == "${HOSTNAME:-}" ]]; then
+      # Here: stopped unless that very process (PID and start time) still runs.
+      current=''
+      hpc_pending_start_time current "$pid" || true
+      [[ -n $current && $current == "$start" ]] && hpc_pending_stopped[$token]=0 || hpc_pending_stopped[$token]=1
+    else
+      ((now - time < hpc_pending_foreign_s)) && hpc_pending_stopped[$token]=0 || hpc_pending_stopped[$token]=1
+    fi
+    hpc_pending_where[$token]="pid $pid on ${host:-an unknown host}, $(printf '%(%Y-%m-%d %H:%M:%S)T' "$time")"
+  done
+}
+
+# hpc_pending_jobs: (after hpc_pending_scan found records) asks squeue once for the user's jobs
+# tagged with the tokens found: hpc_pending_ids (their job ids, ascending; an array's id once) and, by id,
+# hpc_pending_job_token, hpc_pending_job_key (squeue's id: ID or ID_[TASKS]),
+# hpc_pending_job_state ('STATE (REASON)', of its first line) and hpc_pending_job_left (1: held
+# by the toolkit, or without a manifest: what the stopped submission left behind). False when
+# squeue fails.
+hpc_pending_jobs() {
+  local out id key state reason comment token
+  local -A wanted=()
+  hpc_pending_ids=()
+  declare -gA hpc_pending_job_token=() hpc_pending_job_key=() hpc_pending_job_state=() hpc_pending_job_left=()
+  ((${#hpc_pending_tokens[@]})) || return 0
+  for token in "${hpc_pending_tokens[@]}"; do wanted[$hpc_pending_tag$token]=$token; done
+  # The comment last: whatever it holds, the fields before it are SLURM's own.
+  out=$(squeue -h -u "$EUID" -o '%F|%i|%T|%r|%k' 2>&1) || {
+    hpc_say "squeue failed: ${out//$'\n'/ }"
+    return 1
+  }
+  while IFS='|' read -r id key state reason comment; do
+    [[ -n $comment && -n ${wanted[$comment]-} && $id =~ ^[0-9]+$ ]] || continue
+    [[ -z ${hpc_pending_job_token[$id]-} ]] || continue
+    token=${wanted[$comment]}
+    hpc_pending_job_token[$id]=$token
+    hpc_pending_job_key[$id]=$key
+    # shellcheck disable=SC2034 # read by commands/status.bash and cancel.bash
+    hpc_pending_job_state[$id]="$state${reason:+ ($reason)}"
+    [[ $reason == JobHeldUser || ! -e $hpc_pending_dir/manifests/${hpc_pending_exp[$token]}_$id.manifest ]] &&
+      hpc_pending_job_left[$id]=1 || hpc_pending_job_left[$id]=0
+  done <<<"$out"
+  # Ascending, as submitted (squeue lists pending jobs by priority).
+  ((${#hpc_pending_job_token[@]} == 0)) || mapfile -t hpc_pending_ids < <(printf '%s\n' "${!hpc_pending_job_token[@]}" | sort -n)
+}
+
+# hpc_pending_left TOKEN: (after hpc_pending_jobs) sets hpc_pending_left to the squeue ids of the
+# jobs that the submission of TOKEN left behind (held, or without a manifest).
+hpc_pending_left() {
+  local id
+  hpc_pending_left=()
+  for id in ${hpc_pending_ids[@]+"${hpc_pending_ids[@]}"}; do
+    [[ ${hpc_pending_job_token[$id]} != "$1" ]] || ((hpc_pending_job_left[$id] == 0)) || hpc_pending_left+=("${hpc_pending_job_key[$id]}")
+  done
+}
+
+# hpc_pending_prune: (after hpc_pending_jobs) removes the records of stopped submissions that
+# left nothing behind in SLURM.
+hpc_pending_prune() {
+  local token
+  for token in ${hpc_pending_tokens[@]+"${hpc_pending_tokens[@]}"}; do
+    ((hpc_pending_stopped[$token])) || continue
+    hpc_pending_left "$token"
+    ((${#hpc_pending_left[@]} == 0)) || continue
+    rm -f -- "${hpc_pending_dir:?}/.pending.${token:?}"
+  done
+}
+
+# hpc_pending_warn OUTPUTS EXP: (at a submission of EXP) when an earlier submission of EXP
+# stopped on the way, names the jobs it left in SLURM and how to cancel them; removes the records
+# of those that left none. Never fails the submission.
+hpc_pending_warn() {
+  local token stopped=0
+  hpc_pending_scan "$1" "$2"
+  for token in ${hpc_pending_tokens[@]+"${hpc_pending_tokens[@]}"}; do
+    ((stopped += hpc_pending_stopped[$token]))
+  done
+  ((stopped)) || return 0
+  hpc_pending_jobs || return 0
+  for token in "${hpc_pending_tokens[@]}"; do
+    ((hpc_pending_stopped[$token])) || continue
+    hpc_pending_left "$token"
+    ((${#hpc_pending_left[@]})) || continue
+    hpc_say "warning: an earlier submission of $2 stopped before it had recorded and released its jobs (${hpc_pending_where[$token]}); SLURM still holds ${hpc_pending_left[*]}: see them with 'bash job_submitter.sh status $2', cancel them with 'bash job_submitter.sh cancel $2'"
+  done
+  hpc_pending_prune
+}
