@@ -97,6 +97,11 @@ hpc_configs_max_word=131072
 # hpc_configs_max_args / 9 words can never start: it is refused as soon as the parser has read
 # that many, which bounds the time a huge file takes to refuse (a million words took 21 s).
 hpc_configs_max_args=2097152
+# hpc_configs_max_parts: the most quoted parts, escapes and references one command may have. Each
+# costs the parser tens of microseconds, and an empty one ("") costs the program nothing: a line
+# of a million of them took minutes to read. Past this many the command is refused, a few seconds
+# in; a list that long belongs in a file the program reads.
+hpc_configs_max_parts=100000
 # hpc_configs_max_depth: the most ${NAME:-...} nested in one another (reading and expanding recurse
 # once a level: a bound keeps Bash far from its stack's end).
 # shellcheck disable=SC2034 # read by hpc_configs_quoted.bash
@@ -408,7 +413,7 @@ _hpc_configs_literal() {
 # (Dispatch on the first character with case and pattern removal: faster in Bash than regular
 # expressions, which are compiled at every use. A newline is always the last byte of a piece.)
 _hpc_configs_parse() {
-  local started=0 part
+  local started=0 part quoted=0 nparts=0
   local -a plain=()
   # For the plain text below: split at blanks only, and never globbed (set -f, undone on return).
   local - IFS=$' \t\n'
@@ -501,13 +506,21 @@ _hpc_configs_parse() {
         ;;
     esac
     # Anything else is (part of) a word.
+    if ((++nparts > hpc_configs_max_parts)); then
+      _hpc_configs_fail "line $_hpc_configs_line: more than $hpc_configs_max_parts quoted parts, escapes and references in one command, more than the toolkit reads (put such a list in a file that the program reads)"
+      return
+    fi
     if ((! started)); then
       started=1
       _hpc_configs_word=''
     fi
-    _hpc_configs_load_quoted || {
-      _hpc_configs_fail "cannot be read: the toolkit's hpc_configs_quoted.bash is missing"
-      return
+    # Once a parse: looking for its functions at every quoted word cost a third of its time.
+    ((quoted)) || {
+      _hpc_configs_load_quoted || {
+        _hpc_configs_fail "cannot be read: the toolkit's hpc_configs_quoted.bash is missing"
+        return
+      }
+      quoted=1
     }
     case $_hpc_configs_rest in
       "'"*) _hpc_configs_squote || return ;;

@@ -234,7 +234,7 @@ hpc_map_resubmit_failed() {
     hpc_map_resubmit_undo "scontrol release ${new_ids[*]} failed: $out; the resubmission was cancelled" "${new_ids[@]}" ${gather_id:+"$gather_id"}
   hpc_pending_close
   # Released: a signal that came during the release ends the submitter now, the jobs submitted.
-  hpc_submit_resume_signals "${new_ids[0]}"
+  hpc_submit_resume_signals "${1##*/}" "${new_ids[@]}" ${gather_id:+"$gather_id"}
   if ((${#new_ids[@]} > 1)); then
     printf 'Resubmitted task(s) %s of map %s as jobs %s (above MaxArraySize %s: %s arrays, one after the other)\n' \
       "$ranges" "${dir##*/}" "${new_ids[*]}" "$max" "${#new_ids[@]}"

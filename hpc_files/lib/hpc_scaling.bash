@@ -484,7 +484,7 @@ hpc_scaling_main() {
   trap - EXIT
   hpc_pending_close
   # Released: a signal that came during the release ends the submitter now, the study submitted.
-  hpc_submit_resume_signals "$hpc_scaling_report_id"
+  hpc_submit_resume_signals "$hpc_plan_exp_name" "${hpc_scaling_ids[@]}"
   printf 'Scaling study %s: %s run(s) (jobs %s), report job %s after them (afterany)\nFolder: %s\n' \
     "$hpc_scaling_id_text" "${#hpc_scaling_run_ids[@]}" "${hpc_scaling_run_ids[*]}" "$hpc_scaling_report_id" "$hpc_scaling_dir"
   exit 0
@@ -715,7 +715,7 @@ hpc_scaling_resubmit_failed() {
   out=$(exec scontrol release "${new_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release ${new_ids[*]} failed: $out"
   trap - EXIT
   hpc_pending_close
-  hpc_submit_resume_signals "$new_report"
+  hpc_submit_resume_signals "${1##*/}" "${new_ids[@]}" "$new_report"
   printf 'Resubmitted run(s) %s of study %s as job(s) %s\n' "${redo[*]}" "${dir##*/}" "${new_ids[*]}"
   printf 'Report job %s: after job(s) %s (afterany); output %s\n' "$new_report" "${new_ids[*]}" "$dir/report_$new_report.out"
 }

@@ -14,6 +14,8 @@ declare -g hpc_plan_checkpoints_dir hpc_plan_exp_name hpc_plan_job_name hpc_plan
   hpc_plan_runner hpc_plan_scratch_dir hpc_plan_summary hpc_plan_file
 # hpc_manifest.bash: the manifest's path and the cluster's MaxArraySize.
 declare -g hpc_manifest_path hpc_manifest_max_array_size
+# hpc_map_submit.bash (a map): its arrays' and its gather's job ids.
+declare -ga hpc_map_array_ids hpc_map_gather_ids
 
 # shellcheck source=hpc_files/lib/hpc_pending.bash
 source "${BASH_SOURCE[0]%/*}/hpc_pending.bash"
@@ -159,12 +161,17 @@ hpc_submit_scancel() {
   return 0
 }
 
-# hpc_submit_resume_signals ID: (once job ID's files are written) the signals act again; one that
-# came while sbatch ran ends the submitter now, by that signal, saying that job ID was submitted.
+# hpc_submit_resume_signals EXP ID...: (once the files of experiment EXP's jobs ID are written, and
+# a map or a study released) the signals act again; one that came meanwhile ends the submitter
+# now, by that signal, naming every job submitted and how to cancel them.
 hpc_submit_resume_signals() {
   trap - INT TERM HUP
   [[ -n $hpc_submit_signal ]] || return 0
-  hpc_say "stopped by SIG$hpc_submit_signal after job $1 was submitted (its plan file, script and manifest are kept; cancel it with: scancel $1)"
+  if (($# == 2)); then
+    hpc_say "stopped by SIG$hpc_submit_signal after job $2 was submitted (its plan file, script and manifest are kept; cancel it with: scancel $2)"
+  else
+    hpc_say "stopped by SIG$hpc_submit_signal after jobs ${*:2} were submitted and released (their plan files, scripts and manifests are kept; cancel them all with: bash job_submitter.sh cancel $1)"
+  fi
   kill -s "$hpc_submit_signal" "$$"
 }
 
@@ -307,7 +314,11 @@ hpc_submit_main() {
   [[ $hpc_plan_mode != map ]] || hpc_map_after_submit "$id"
   # Recorded (and a map released): nothing of this submission is left to find by its tag.
   hpc_pending_close
-  hpc_submit_resume_signals "$id"
+  if [[ $hpc_plan_mode == map ]]; then
+    hpc_submit_resume_signals "$hpc_plan_exp_name" "${hpc_map_array_ids[@]}" ${hpc_map_gather_ids[@]+"${hpc_map_gather_ids[@]}"}
+  else
+    hpc_submit_resume_signals "$hpc_plan_exp_name" "$id"
+  fi
   printf 'Submitted job %s (%s)\n' "$id" "$hpc_plan_summary"
   if [[ ${hpc_plan_mode:-single} == offline ]]; then
     if [[ -n ${WANDB_DIR:-} ]]; then

@@ -182,3 +182,26 @@ value 20000
   assert_success
   assert_output 17
 }
+
+@test "read errors: more than 100000 quoted parts, escapes and references in one command is refused once that many are read (a line of empty \"\" cost the program nothing and the parser minutes); exactly the limit is read" {
+  # 150,000 empty quoted parts: one word for the program, a minute and more for the parser before.
+  {
+    printf 'python '
+    head -c 150000 /dev/zero | sed 's/\x0/""/g'
+    printf '\n'
+  } >"$CONFIGS"
+  read_bounded "line 1: more than 100000 quoted parts, escapes and references in one command, more than the toolkit reads (put such a list in a file that the program reads)"
+  # The limit itself, made small: at it read, one past it refused.
+  printf 'python "a" b\\ c $X\n' >"$CONFIGS"
+  run bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+    hpc_configs_max_parts=$2; hpc_configs_read "$1" && printf "%s\n" "${hpc_configs_words[@]}"' _ "$CONFIGS" 3
+  assert_success
+  assert_output "python
+a
+b c
+\${X}"
+  run bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+    hpc_program=job_submitter.sh hpc_configs_max_parts=$2; hpc_configs_read "$1"' _ "$CONFIGS" 2
+  assert_failure 2
+  assert_output "job_submitter.sh: -C/--configs: $CONFIGS: line 1: more than 2 quoted parts, escapes and references in one command, more than the toolkit reads (put such a list in a file that the program reads)"
+}

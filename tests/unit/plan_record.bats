@@ -341,6 +341,25 @@ map_gather_signalled() {
   [[ -z $(find "$outputs" -name 'sigarr_*.plan') ]] || fail "plan files left: $(find "$outputs" -name '*.plan')"
 }
 
+@test "a TERM while a map split by MaxArraySize is released: released, so kept; the advice names every array and the gather, and the command that cancels them all" {
+  hpc_test_venv_built "$project"
+  # A slow release: the signal comes while scontrol releases the map's arrays.
+  mkdir -p "$BATS_TEST_TMPDIR/bin"
+  cat >"$BATS_TEST_TMPDIR/bin/scontrol" <<STUB
+#!/usr/bin/env bash
+if [[ \$1 == release ]]; then
+  : >'$BATS_TEST_TMPDIR/in-sbatch'
+  sleep 1
+fi
+exec '$fixtures/bin/scontrol' "\$@"
+STUB
+  chmod +x "$BATS_TEST_TMPDIR/bin/scontrol"
+  HPC_STUB_MAX_ARRAY_SIZE=4 hpc_test_signal_during_sbatch TERM -y -g 0 --map-range 0-9 --gather "python -c pass" -e sigrel
+  assert_equal "$hpc_test_rc" 143
+  assert_equal "$(hpc_test_cancelled)" ""
+  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM after jobs 4242 4243 4244 4245 were submitted and released (their plan files, scripts and manifests are kept; cancel them all with: bash job_submitter.sh cancel sigrel)"
+}
+
 @test "a TERM while a map's folder is being made (its held array submitted, no gather): the array is cancelled, not released; nothing of the map is left" {
   hpc_test_venv_built "$project"
   # A slow mkdir of the map's tasks/ folder: the signal comes after sbatch, before the release.
