@@ -331,7 +331,7 @@ hpc_map_gather_again() {
   script=$kept
   hpc_submit_pending_open "${hpc_manage_dir%/*}" "${1##*/}"
   out=$(hpc_submit_sbatch --parsable 2>&1 <<<"$script") || {
-    hpc_pending_close
+    hpc_pending_close rm
     hpc_die "sbatch refused the gather job: ${out//$'\n'/ }"
   }
   id=${out##*$'\n'}

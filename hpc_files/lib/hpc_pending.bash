@@ -2,13 +2,16 @@
 # hpc_pending.bash: submissions in progress, recorded before their first sbatch, so that no job
 # outlives its submitter's knowledge: whatever moment the submitter dies at (SIGKILL included,
 # which no trap sees), every job that reached SLURM can be found and removed with the toolkit's
-# own commands. A submission writes OUTPUTS/.pending.TOKEN (its experiment, host and process;
-# OUTPUTS is the project's hpc_outputs folder) before its first sbatch (hpc_pending_open), tags every job with --comment=hpc-toolkit:TOKEN
-# (hpc_submit_sbatch), and removes the record once each job it submitted is recorded and released,
-# or cancelled (hpc_pending_close). A record left behind names a submission that stopped on the
-# way: 'status' lists the jobs SLURM still has with its tag (those without a manifest too), 'cancel
+# own commands. A submission writes OUTPUTS/submissions/TOKEN (its experiment, host and process;
+# OUTPUTS is the project's hpc_outputs folder) before its first sbatch (hpc_pending_open), tags
+# every job with --comment=hpc-toolkit:TOKEN (hpc_submit_sbatch), and marks the record 'ended'
+# once each job it submitted is recorded and released, or removes it once they are cancelled
+# (hpc_pending_close). A record left as it was written names a submission that stopped on the way:
+# 'status' lists the jobs SLURM still has with its tag (those without a manifest too), 'cancel
 # EXP' cancels them, and the next submission of EXP warns of them. SLURM is asked (one squeue)
-# only where a record is left. Functions are prefixed hpc_pending_.
+# only where such a record is left. Marking starts no process (a submission forks only what it
+# must); the ended records are removed in batches (hpc_pending_sweep). Functions are prefixed
+# hpc_pending_.
 
 hpc_pending_tag=hpc-toolkit:
 # Seconds after which a record written on another host is taken as a stopped submission (its
@@ -29,42 +32,72 @@ hpc_pending_start_time() {
   _hpc_pending_out=${fields[19]}
 }
 
+# Ended records in the folder before one submission removes them (one rm for all).
+hpc_pending_sweep_at=${hpc_pending_sweep_at:-32}
+
 # hpc_pending_open OUTPUTS EXP: (before a submission's first sbatch) warns of the jobs that an
 # earlier, stopped submission of EXP left in SLURM (hpc_pending_warn), then records this one as
-# OUTPUTS/.pending.TOKEN (0600); sets hpc_pending_token, which hpc_submit_sbatch puts on every
-# job, and hpc_pending_file. False when the record cannot be written (then nothing may be
-# submitted).
+# OUTPUTS/submissions/TOKEN (0600; the folder, 0700, made when missing); sets hpc_pending_token,
+# which hpc_submit_sbatch puts on every job, and hpc_pending_file. False when the record cannot
+# be written (then nothing may be submitted).
 hpc_pending_open() {
-  local exp=$2 start='' now text
+  local dir=$1/submissions exp=$2 start='' now text
+  if [[ ! -d $dir ]]; then
+    mkdir -m 700 -- "$dir" 2>/dev/null || [[ -d $dir ]] || return 1
+  fi
   hpc_pending_warn "$1" "$exp"
   hpc_pending_start_time start "$$" || true
   printf -v now '%(%s)T' -1
   hpc_pending_token=$now.$$.$RANDOM
-  hpc_pending_file=$1/.pending.$hpc_pending_token
+  hpc_pending_file=$dir/$hpc_pending_token
   printf -v text 'exp=%s\nhost=%s\npid=%s\nstart=%s\ntime=%s\n' "$exp" "${HOSTNAME:-}" "$$" "$start" "$now"
   hpc_private_write "$hpc_pending_file" "$text" && return 0
   hpc_pending_token='' hpc_pending_file=''
   return 1
 }
 
-# hpc_pending_close: (once every job of the submission is recorded and released, or cancelled)
-# removes its record; its later sbatch calls (none) would go untagged.
+# hpc_pending_close [rm]: (once every job of the submission is recorded and released) marks its
+# record 'ended', without a process; with rm (its jobs cancelled, or none submitted) removes it,
+# so that a failed submission leaves nothing. Never through a link.
 hpc_pending_close() {
-  [[ -z ${hpc_pending_file:-} ]] || rm -f -- "${hpc_pending_file:?}"
+  local f=${hpc_pending_file:-}
   hpc_pending_file='' hpc_pending_token=''
+  [[ -n $f && -f $f && ! -L $f ]] || return 0
+  if [[ ${1-} == rm ]]; then
+    rm -f -- "${f:?}"
+  else
+    printf 'ended\n' >"$f"
+  fi
 }
 
-# hpc_pending_scan OUTPUTS [EXP]: reads the records OUTPUTS/.pending.* (those of EXP only, when
-# given): the user's own regular files that nobody else can write, never through a link.
-# Sets hpc_pending_dir (OUTPUTS), hpc_pending_tokens and, by token, hpc_pending_exp, hpc_pending_stopped
-# (1: the submission no longer runs) and hpc_pending_where ('pid P on HOST, TIME'). No process
-# when there is no record.
+# hpc_pending_sweep: (after hpc_pending_scan) once it found hpc_pending_sweep_at ended records or
+# more, removes them, with one process: one every so many submissions. (A record being written
+# is empty for a moment, never 'ended': it is never taken.)
+hpc_pending_sweep() {
+  ((${#hpc_pending_ended[@]} >= hpc_pending_sweep_at)) || return 0
+  rm -f -- "${hpc_pending_ended[@]}"
+}
+
+# hpc_pending_scan OUTPUTS [EXP]: reads the records in OUTPUTS/submissions (those of EXP only,
+# when given) that have not ended: the user's own regular files that nobody else can write, never
+# through a link. Sets hpc_pending_dir (OUTPUTS), hpc_pending_ended (the paths of the ended
+# records), hpc_pending_tokens and, by token, hpc_pending_exp, hpc_pending_stopped (1: the
+# submission no longer runs) and hpc_pending_where ('pid P on HOST, TIME'). No process unless a
+# record has not ended.
 hpc_pending_scan() {
-  local want=${2-} f token key value exp host pid start time now current
-  hpc_pending_dir=$1 hpc_pending_tokens=()
+  local want=${2-} f token key value exp host pid start time now current first
+  hpc_pending_dir=$1 hpc_pending_tokens=() hpc_pending_ended=()
   declare -gA hpc_pending_exp=() hpc_pending_stopped=() hpc_pending_where=()
   printf -v now '%(%s)T' -1
-  for f in "$hpc_pending_dir"/.pending.*; do
+  for f in "$hpc_pending_dir"/submissions/*; do
+    # Empty: being written (or no record at all: the pattern itself).
+    [[ -s $f && -f $f && ! -L $f ]] || continue
+    first=''
+    { IFS= read -r first <"$f"; } 2>/dev/null || true
+    if [[ $first == ended ]]; then
+      hpc_pending_ended+=("$f")
+      continue
+    fi
     hpc_trusted_check "$f" || continue
     exp='' host='' pid='' start='' time=''
     while IFS='=' read -r key value; do
@@ -78,7 +111,7 @@ hpc_pending_scan() {
     done <"$f"
     [[ -n $exp && $pid =~ ^[0-9]+$ && $time =~ ^[0-9]+$ ]] || continue
     [[ -z $want || $exp == "$want" ]] || continue
-    token=${f##*/.pending.}
+    token=${f##*/}
     hpc_pending_tokens+=("$token")
     hpc_pending_exp[$token]=$exp
     if [[ $host == "${HOSTNAME:-}" ]]; then
@@ -144,7 +177,7 @@ hpc_pending_prune() {
     ((hpc_pending_stopped[$token])) || continue
     hpc_pending_left "$token"
     ((${#hpc_pending_left[@]} == 0)) || continue
-    rm -f -- "${hpc_pending_dir:?}/.pending.${token:?}"
+    rm -f -- "${hpc_pending_dir:?}/submissions/${token:?}"
   done
 }
 
@@ -154,6 +187,7 @@ hpc_pending_prune() {
 hpc_pending_warn() {
   local token stopped=0
   hpc_pending_scan "$1" "$2"
+  hpc_pending_sweep
   for token in ${hpc_pending_tokens[@]+"${hpc_pending_tokens[@]}"}; do
     ((stopped += hpc_pending_stopped[$token]))
   done

@@ -93,7 +93,7 @@ hpc_submit_make_folders() {
 # step put in them (an install job's log) keeps them.
 hpc_submit_unmake_folders() {
   local top dir
-  for top in ${hpc_plan_workdir:+"$hpc_plan_workdir"} "$hpc_plan_checkpoints_dir" "$hpc_plan_outputs_dir"; do
+  for top in "$hpc_plan_outputs_dir/submissions" ${hpc_plan_workdir:+"$hpc_plan_workdir"} "$hpc_plan_checkpoints_dir" "$hpc_plan_outputs_dir"; do
     dir=$top
     while hpc_plan_in_list "$dir" "${hpc_submit_made[@]}" && [[ -d $dir && ! -L $dir ]]; do
       rmdir -- "${dir:?}" 2>/dev/null || break
@@ -106,7 +106,7 @@ hpc_submit_unmake_folders() {
 # the plan files this submission wrote (hpc_plan_unwrite), then the folders it made.
 hpc_submit_undo() {
   # sbatch refused the job, or was never reached: no job has the submission's tag.
-  hpc_pending_close
+  hpc_pending_close rm
   hpc_plan_unwrite
   ((${#hpc_submit_made[@]} == 0)) || hpc_submit_unmake_folders
 }
@@ -149,14 +149,14 @@ hpc_submit_sbatch() {
 # where it failed, status and cancel still find the jobs by it.
 hpc_submit_scancel() {
   (($#)) || {
-    hpc_pending_close
+    hpc_pending_close rm
     return 0
   }
   if (
     trap '' INT HUP TERM
     exec scancel "$@"
   ) 2>/dev/null; then
-    hpc_pending_close
+    hpc_pending_close rm
   fi
   return 0
 }
@@ -190,9 +190,12 @@ hpc_submit_stop() {
 # tags its jobs (hpc_pending_open); by default in this plan's outputs folder, for its
 # experiment. Exit 1 when the record cannot be written: nothing is submitted then.
 hpc_submit_pending_open() {
-  local dir=${1:-$hpc_plan_outputs_dir}
+  local dir=${1:-$hpc_plan_outputs_dir} made=0
+  [[ -d $dir/submissions ]] || made=1
   hpc_pending_open "$dir" "${2:-$hpc_plan_exp_name}" ||
-    hpc_die "cannot record the submission in $dir; nothing was submitted"
+    hpc_die "cannot record the submission in $dir/submissions; nothing was submitted"
+  # A folder made for it goes again with the others if SLURM refuses the job.
+  ((made == 0)) || [[ ! -v hpc_submit_made ]] || hpc_submit_made+=("$dir/submissions")
 }
 
 # hpc_submit_confirm: on a terminal without -y, shows the summary and asks; false means no.

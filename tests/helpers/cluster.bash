@@ -290,6 +290,6 @@ hpc_kill_loop_check() {
   done
   [[ -z $left ]] || fail "left in the queue after cancel:$left"
   ((held)) || fail "no kill left a held job: the kills missed the submissions' sbatch calls"
-  left=$(find "$SCRATCH" -name '.pending.*')
+  left=$(find "$SCRATCH" -path '*/submissions/*' -type f -size +0 -exec grep -Lx ended {} +)
   [[ -z $left ]] || fail "records left: $left"
 }

@@ -606,9 +606,12 @@ ready_venv() {
   )
 }
 
-# records: the names of the submissions' records in the outputs folder, one per line.
+# records: the names of the submissions' records that have not ended, one per line.
 records() {
-  (cd "$outputs" && shopt -s nullglob && printf '%s\n' .pending.*)
+  local f
+  for f in "$outputs"/submissions/*; do
+    [[ ! -s $f || $(head -n 1 "$f") == ended ]] || printf '%s\n' "${f##*/}"
+  done
 }
 
 # killed_map EXP N: submits a map of 10 items over a MaxArraySize of 4 (three held arrays) with a
@@ -626,7 +629,7 @@ killed_map() {
 
 @test "a submission is recorded before its first sbatch and every sbatch carries its tag; the record goes once the job is recorded, and when sbatch refuses" {
   ready_venv
-  export HPC_STUB_PENDING_DIR=$outputs
+  export HPC_STUB_PENDING_DIR=$outputs/submissions
   stub sinfo "-h -e -o %P|%D|%c|%m|%G : echo 'debug*|2|4|8000|gpu:2'"
   run --separate-stderr bash "$submitter" -y -g 0 -e tagged </dev/null
   assert_equal "$status" 0
@@ -635,7 +638,7 @@ killed_map() {
   [[ $sbatch_tag =~ ^hpc-toolkit:[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "no tag: $sbatch_tag"
   local single=$sbatch_tag
   # While sbatch ran, the record was there, named by the tag.
-  assert_equal "$(cat "$stub_log/sbatch.1.pending")" ".pending.${single#hpc-toolkit:}"
+  assert_equal "$(cat "$stub_log/sbatch.1.pending")" "${single#hpc-toolkit:}"
   assert_equal "$(records)" ""
   # A map: three held arrays and a gather, one tag on all four; released, and the record gone.
   printf 'item%s\n' 0 1 2 3 4 5 6 7 8 9 >"$tmp/items.txt"
@@ -647,7 +650,7 @@ killed_map() {
     [[ -n $sbatch_tag && $sbatch_tag != "$single" ]] || fail "sbatch $n: tag '$sbatch_tag'"
     first=${first:-$sbatch_tag}
     assert_equal "$sbatch_tag" "$first"
-    assert_equal "$(cat "$stub_log/sbatch.$n.pending")" ".pending.${first#hpc-toolkit:}"
+    assert_equal "$(cat "$stub_log/sbatch.$n.pending")" "${first#hpc-toolkit:}"
   done
   assert_equal "$(records)" ""
   # sbatch refusing: nothing submitted, no record left.
@@ -663,7 +666,7 @@ killed_map() {
   unstub sinfo
   # Two arrays have manifests (held: the map was never released), the third has none.
   [ -f "$manifests/m_5000.manifest" ] && [ -f "$manifests/m_5001.manifest" ] && [ ! -e "$manifests/m_5002.manifest" ]
-  assert_equal "$(records)" ".pending.${tag#hpc-toolkit:}"
+  assert_equal "$(records)" "${tag#hpc-toolkit:}"
   slurm_jobs <<EOT
 squeue 5000_0 5000 PENDING/JobHeldUser - $tag
 squeue 5000_1 5000 PENDING/JobHeldUser - $tag
@@ -707,7 +710,7 @@ EOT
   assert_regex "$stderr" "^job_submitter.sh: warning: an earlier submission of again stopped before it had recorded and released its jobs \(pid [0-9]+ on ${HOSTNAME}, [^)]*\); SLURM still holds 5000_0 5001: see them with 'bash job_submitter.sh status again', cancel them with 'bash job_submitter.sh cancel again'$"
   assert_equal "$(calls squeue)" 1
   # Still there: warned of again, and kept.
-  assert_equal "$(records)" ".pending.${tag#hpc-toolkit:}"
+  assert_equal "$(records)" "${tag#hpc-toolkit:}"
   # Once SLURM has none of its jobs, the next submission removes the record, silently.
   : | slurm_jobs
   run --separate-stderr bash "$submitter" -y -g 0 -e again </dev/null
@@ -720,8 +723,34 @@ EOT
   assert_equal "$(calls squeue)" 2
 }
 
+@test "ended submissions' records are marked without a process and removed in batches: 32 ended ones go at the next submission; one being written (empty) and one of a running submission stay" {
+  ready_venv
+  mkdir -p "$outputs/submissions"
+  local i
+  for i in $(seq 1 32); do printf 'ended\n' >"$outputs/submissions/old$i"; done
+  : >"$outputs/submissions/young"
+  printf 'exp=other\nhost=elsewhere\npid=1\nstart=1\ntime=%s\n' "$(date +%s)" >"$outputs/submissions/running"
+  chmod 600 "$outputs/submissions/running"
+  stub sinfo "-h -e -o %P|%D|%c|%m|%G : echo 'debug*|2|4|8000|gpu:2'"
+  run --separate-stderr bash "$submitter" -y -g 0 -e swept </dev/null
+  assert_equal "$status" 0
+  unstub sinfo
+  run ls "$outputs/submissions"
+  assert_equal "$(grep -c '^old' <<<"$output")" 0
+  assert_line young
+  assert_line running
+  # And the new submission's own record, ended.
+  assert_equal "${#lines[@]}" 3
+  assert_equal "$(calls squeue)" 0
+  # Fewer than 32 ended: none is removed (no process).
+  run --separate-stderr bash "$submitter" -y -g 0 -e swept </dev/null
+  run ls "$outputs/submissions"
+  assert_equal "${#lines[@]}" 4
+}
+
 @test "an experiment known only by a stopped submission's record: status and cancel find its job; a record others can write or that is a link is not read; a running submission's is said to run" {
-  local record=$outputs/.pending.100.1.1
+  local record=$outputs/submissions/100.1.1
+  mkdir -p "$outputs/submissions"
   printf 'exp=lone\nhost=%s\npid=999999999\nstart=1\ntime=100\n' "$HOSTNAME" >"$record"
   chmod 600 "$record"
   printf 'squeue 5000 5000 PENDING/JobHeldUser - hpc-toolkit:100.1.1\n' | slurm_jobs

@@ -64,21 +64,21 @@ forks_of() {
   files=${files% }
 }
 
-@test "a plain submission starts three processes, flock (the venv's shared lock), sbatch and rm (its record, once the job is recorded), each forked by the submitter itself" {
+@test "a plain submission starts two processes, flock (the venv's shared lock) and sbatch, each forked by the submitter itself" {
   forks_of -y -g 0 -e speed
-  assert_equal "$forks" "flock rm sbatch"
+  assert_equal "$forks" "flock sbatch"
 }
 
-@test "a map with a gather starts seven processes: flock, the held array's sbatch, one mkdir for its folder, the gather's subshell (its plan stays apart) and sbatch, scontrol release, rm of its record; it reads the map's submission code only" {
+@test "a map with a gather starts six processes: flock, the held array's sbatch, one mkdir for its folder, the gather's subshell (its plan stays apart) and sbatch, scontrol release; it reads the map's submission code only" {
   forks_of -y -g 0 --map-range 0-5 --max-concurrent 2 --gather "python -c pass" -e speed
-  assert_equal "$forks" "- flock mkdir rm sbatch sbatch scontrol"
+  assert_equal "$forks" "- flock mkdir sbatch sbatch scontrol"
   # The map's code for submitting, not its management and job side (hpc_map.bash).
   [[ " $files " == *" hpc_map_submit.bash "* && " $files " != *" hpc_map.bash "* ]] || fail "map libraries read: $files"
 }
 
-@test "a scaling study of 4 runs starts twelve processes: the fit check's subshell, flock, the held report job's and the 4 runs' sbatch, one mkdir each for the study's folder and its runs' folders, scontrol update and release, rm of its record; sinfo is asked no more once its answer is kept" {
+@test "a scaling study of 4 runs starts eleven processes: the fit check's subshell, flock, the held report job's and the 4 runs' sbatch, one mkdir each for the study's folder and its runs' folders, scontrol update and release; sinfo is asked no more once its answer is kept" {
   forks_of -y --scaling-test --scale-nodes 1,2 --scale-gpus 1,2 -W torchrun -e speed
-  assert_equal "$forks" "- flock mkdir mkdir rm sbatch sbatch sbatch sbatch sbatch scontrol scontrol"
+  assert_equal "$forks" "- flock mkdir mkdir sbatch sbatch sbatch sbatch sbatch scontrol scontrol"
 }
 
 @test "a map with a gather and a scaling study work out the secrets to mask once: /proc/self/environ is read once per submission, not once per job and manifest" {

@@ -63,7 +63,7 @@ hpc_manage_cancel() {
   # Every job of the experiment that had not ended is cancelled: the records of its submissions
   # that stopped on the way have nothing left to find.
   for token in ${hpc_pending_tokens[@]+"${hpc_pending_tokens[@]}"}; do
-    ((hpc_pending_stopped[$token] == 0)) || rm -f -- "${hpc_pending_dir:?}/.pending.${token:?}"
+    ((hpc_pending_stopped[$token] == 0)) || rm -f -- "${hpc_pending_dir:?}/submissions/${token:?}"
   done
   if ((${#targets[@]} == 0)); then
     printf 'Nothing to cancel: no recorded job of %s is pending or running.\n' "$1"

@@ -136,7 +136,7 @@ hpc_manage_resubmit() {
   # As at submission: a SLURM_TMPDIR of this shell must not reach the job (hpc_job_tmpdir_choose).
   hpc_submit_pending_open "${hpc_manage_dir%/*}" "${hpc_mf[exp_name]}"
   out=$(hpc_submit_sbatch "${args[@]}" 2>&1 <<<"$script_text") || {
-    hpc_pending_close
+    hpc_pending_close rm
     hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
   }
   new_id=${out##*$'\n'}
