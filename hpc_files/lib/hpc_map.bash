@@ -231,7 +231,7 @@ hpc_map_resubmit_failed() {
   fi
   hpc_map_resubmit_signalled "${new_ids[@]}" ${gather_id:+"$gather_id"}
   out=$(exec scontrol release "${new_ids[@]}" 2>&1) ||
-    hpc_map_resubmit_undo "scontrol release ${new_ids[*]} failed: $out; the resubmission was cancelled" "${new_ids[@]}" ${gather_id:+"$gather_id"}
+    hpc_map_resubmit_undo "scontrol release ${new_ids[*]} failed: ${out//$'\n'/ }; the resubmission was cancelled" "${new_ids[@]}" ${gather_id:+"$gather_id"}
   hpc_pending_close
   # Released: a signal that came during the release ends the submitter now, the jobs submitted.
   hpc_submit_resume_signals "${1##*/}" "${new_ids[@]}" ${gather_id:+"$gather_id"}

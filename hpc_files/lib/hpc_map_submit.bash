@@ -534,7 +534,7 @@ hpc_map_after_submit() {
   hpc_map_manifest_json || hpc_map_undo "cannot write $hpc_map_dir/manifest.json"
   # A signal while the folder, its files or the parts were made: cancelled, never released.
   hpc_map_signalled
-  out=$(exec scontrol release "${hpc_map_array_ids[@]}" 2>&1) || hpc_map_undo "scontrol release ${hpc_map_array_ids[*]} failed: $out"
+  out=$(exec scontrol release "${hpc_map_array_ids[@]}" 2>&1) || hpc_map_undo "scontrol release ${hpc_map_array_ids[*]} failed: ${out//$'\n'/ }"
   trap - EXIT
   printf 'Map %s: array job %s (%s), folder %s\n' "$hpc_map_id" "$id" "$hpc_plan_array" "$hpc_map_dir"
   ((${#hpc_map_parts[@]} == 0)) ||

@@ -17,6 +17,11 @@ hpc_pending_tag=hpc-toolkit:
 # Seconds after which a record written on another host is taken as a stopped submission (its
 # process cannot be looked at from here; a submission's sbatch calls take seconds).
 hpc_pending_foreign_s=${hpc_pending_foreign_s:-600}
+# Seconds after its last sbatch started before a stopped submission's record may go: sbatch
+# ignores the signals that stop the submitter and SIGKILL reaches the submitter alone, so a job
+# may reach SLURM after the submitter died (sbatch retries for minutes when the controller is
+# busy). Its record stays until then, so that the job is found when it comes.
+hpc_pending_settle_s=${hpc_pending_settle_s:-600}
 
 # hpc_pending_start_time PID VAR: sets VAR to the start time of process PID (field 22 of
 # /proc/PID/stat, in clock ticks since boot): with the PID, it names one process (a PID is reused).
@@ -52,6 +57,8 @@ hpc_pending_open() {
   hpc_pending_file=$dir/$hpc_pending_token
   printf -v text 'exp=%s\nhost=%s\npid=%s\nstart=%s\ntime=%s\n' "$exp" "${HOSTNAME:-}" "$$" "$start" "$now"
   hpc_private_write "$hpc_pending_file" "$text" && return 0
+  # A full disk: no part of a record is left behind.
+  rm -f -- "${hpc_pending_file:?}" 2>/dev/null
   hpc_pending_token='' hpc_pending_file=''
   return 1
 }
@@ -70,6 +77,20 @@ hpc_pending_close() {
   fi
 }
 
+# hpc_pending_sbatch_starts: (in hpc_submit_sbatch's subshell, just before sbatch) appends the time
+# to the submission's record: the last sbatch that may still be answering (hpc_pending_settled).
+hpc_pending_sbatch_starts() {
+  [[ -n ${hpc_pending_file:-} && -f $hpc_pending_file && ! -L $hpc_pending_file ]] || return 0
+  printf 'sbatch=%(%s)T\n' -1 >>"$hpc_pending_file" 2>/dev/null || true
+}
+
+# hpc_pending_settled TOKEN: (after hpc_pending_scan) true when the submission of TOKEN has
+# stopped and no job of it can come any more: it started no sbatch, or its last one started
+# hpc_pending_settle_s seconds ago or more.
+hpc_pending_settled() {
+  ((hpc_pending_stopped[$1] && (hpc_pending_last[$1] == 0 || hpc_pending_now - hpc_pending_last[$1] >= hpc_pending_settle_s)))
+}
+
 # hpc_pending_sweep: (after hpc_pending_scan) once it found hpc_pending_sweep_at ended records or
 # more, removes them, with one process: one every so many submissions. (A record being written
 # is empty for a moment, never 'ended': it is never taken.)
@@ -81,25 +102,26 @@ hpc_pending_sweep() {
 # hpc_pending_scan OUTPUTS [EXP]: reads the records in OUTPUTS/submissions (those of EXP only,
 # when given) that have not ended: the user's own regular files that nobody else can write, never
 # through a link. Sets hpc_pending_dir (OUTPUTS), hpc_pending_ended (the paths of the ended
-# records), hpc_pending_tokens and, by token, hpc_pending_exp, hpc_pending_stopped (1: the
-# submission no longer runs) and hpc_pending_where ('pid P on HOST, TIME'). No process unless a
-# record has not ended.
+# records), hpc_pending_now, hpc_pending_tokens and, by token, hpc_pending_exp,
+# hpc_pending_stopped (1: the submission no longer runs), hpc_pending_last (when its last sbatch
+# started; 0: none did) and hpc_pending_where ('pid P on HOST, TIME'). A record is read
+# only as the user's own file, 4 KiB of it at most. No process unless a record has not ended.
 hpc_pending_scan() {
-  local want=${2-} f token key value exp host pid start time now current first
+  local want=${2-} f token key value exp host pid start time last current text when
   hpc_pending_dir=$1 hpc_pending_tokens=() hpc_pending_ended=()
-  declare -gA hpc_pending_exp=() hpc_pending_stopped=() hpc_pending_where=()
-  printf -v now '%(%s)T' -1
+  declare -gA hpc_pending_exp=() hpc_pending_stopped=() hpc_pending_where=() hpc_pending_last=()
+  printf -v hpc_pending_now '%(%s)T' -1
   for f in "$hpc_pending_dir"/submissions/*; do
     # Empty: being written (or no record at all: the pattern itself).
-    [[ -s $f && -f $f && ! -L $f ]] || continue
-    first=''
-    { IFS= read -r first <"$f"; } 2>/dev/null || true
-    if [[ $first == ended ]]; then
+    [[ -s $f && -f $f && ! -L $f && -O $f ]] || continue
+    text=''
+    { IFS= read -r -d '' -n 4096 text <"$f"; } 2>/dev/null || true
+    if [[ $text == $'ended\n' ]]; then
       hpc_pending_ended+=("$f")
       continue
     fi
     hpc_trusted_check "$f" || continue
-    exp='' host='' pid='' start='' time=''
+    exp='' host='' pid='' start='' time='' last=0
     while IFS='=' read -r key value; do
       case $key in
         exp) exp=$value ;;
@@ -107,22 +129,29 @@ hpc_pending_scan() {
         pid) pid=$value ;;
         start) start=$value ;;
         time) time=$value ;;
+        sbatch) [[ ! $value =~ ^[0-9]{1,15}$ ]] || ((10#$value <= last)) || last=$((10#$value)) ;;
       esac
-    done <"$f"
-    [[ -n $exp && $pid =~ ^[0-9]+$ && $time =~ ^[0-9]+$ ]] || continue
+    done <<<"$text"
+    # Numbers as written by hpc_pending_open (decimal, whatever their leading zeros).
+    [[ -n $exp && $pid =~ ^[0-9]{1,15}$ && $time =~ ^[0-9]{1,15}$ ]] || continue
+    pid=$((10#$pid)) time=$((10#$time))
     [[ -z $want || $exp == "$want" ]] || continue
+    # Named as hpc_pending_open names them: the name is a key of the arrays below.
     token=${f##*/}
+    [[ $token =~ ^[0-9]{1,15}\.[0-9]{1,10}\.[0-9]{1,5}$ ]] || continue
     hpc_pending_tokens+=("$token")
     hpc_pending_exp[$token]=$exp
+    hpc_pending_last[$token]=$last
     if [[ $host == "${HOSTNAME:-}" ]]; then
       # Here: stopped unless that very process (PID and start time) still runs.
       current=''
       hpc_pending_start_time current "$pid" || true
       [[ -n $current && $current == "$start" ]] && hpc_pending_stopped[$token]=0 || hpc_pending_stopped[$token]=1
     else
-      ((now - time < hpc_pending_foreign_s)) && hpc_pending_stopped[$token]=0 || hpc_pending_stopped[$token]=1
+      ((hpc_pending_now - time < hpc_pending_foreign_s)) && hpc_pending_stopped[$token]=0 || hpc_pending_stopped[$token]=1
     fi
-    hpc_pending_where[$token]="pid $pid on ${host:-an unknown host}, $(printf '%(%Y-%m-%d %H:%M:%S)T' "$time")"
+    printf -v when '%(%Y-%m-%d %H:%M:%S)T' "$time"
+    hpc_pending_where[$token]="pid $pid on ${host:-an unknown host}, $when"
   done
 }
 
@@ -140,7 +169,8 @@ hpc_pending_jobs() {
   ((${#hpc_pending_tokens[@]})) || return 0
   for token in "${hpc_pending_tokens[@]}"; do wanted[$hpc_pending_tag$token]=$token; done
   # The comment last: whatever it holds, the fields before it are SLURM's own.
-  out=$(squeue -h -u "$EUID" -o '%F|%i|%T|%r|%k' 2>&1) || {
+  # Bounded: a controller that does not answer must not hold a submission up.
+  out=$(timeout 60 squeue -h -u "$EUID" -o '%F|%i|%T|%r|%k' 2>&1) || {
     hpc_say "squeue failed: ${out//$'\n'/ }"
     return 1
   }
@@ -170,11 +200,11 @@ hpc_pending_left() {
 }
 
 # hpc_pending_prune: (after hpc_pending_jobs) removes the records of stopped submissions that
-# left nothing behind in SLURM.
+# left nothing behind in SLURM, once no job of theirs can come any more (hpc_pending_settled).
 hpc_pending_prune() {
   local token
   for token in ${hpc_pending_tokens[@]+"${hpc_pending_tokens[@]}"}; do
-    ((hpc_pending_stopped[$token])) || continue
+    hpc_pending_settled "$token" || continue
     hpc_pending_left "$token"
     ((${#hpc_pending_left[@]} == 0)) || continue
     rm -f -- "${hpc_pending_dir:?}/submissions/${token:?}"

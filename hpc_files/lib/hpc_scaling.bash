@@ -480,7 +480,7 @@ hpc_scaling_main() {
   hpc_manifest_write "$hpc_scaling_report_id" "$hpc_scaling_dir/report.sh" "$report_plan" || hpc_say "the report job was submitted, but its manifest could not be written"
   hpc_scaling_study_json || hpc_scaling_undo "cannot write $hpc_scaling_dir/study.json"
   hpc_scaling_signalled
-  out=$(exec scontrol release "${hpc_scaling_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release failed: $out"
+  out=$(exec scontrol release "${hpc_scaling_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release failed: ${out//$'\n'/ }"
   trap - EXIT
   hpc_pending_close
   # Released: a signal that came during the release ends the submitter now, the study submitted.
@@ -712,7 +712,7 @@ hpc_scaling_resubmit_failed() {
   hpc_map_helpers study-record --dir "$dir" "${records[@]}" --report "$new_report" ||
     hpc_say "cannot record jobs ${new_ids[*]} $new_report in $dir/study.json"
   hpc_scaling_signalled
-  out=$(exec scontrol release "${new_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release ${new_ids[*]} failed: $out"
+  out=$(exec scontrol release "${new_ids[@]}" 2>&1) || hpc_scaling_undo "scontrol release ${new_ids[*]} failed: ${out//$'\n'/ }"
   trap - EXIT
   hpc_pending_close
   hpc_submit_resume_signals "${1##*/}" "${new_ids[@]}" "$new_report"

@@ -138,7 +138,10 @@ hpc_submit_defer_signals() {
 hpc_submit_sbatch() {
   unset SLURM_TMPDIR SBATCH_WAIT
   trap '' INT HUP TERM
-  [[ -z ${hpc_pending_token:-} ]] || set -- "$@" "--comment=$hpc_pending_tag$hpc_pending_token"
+  if [[ -n ${hpc_pending_token:-} ]]; then
+    set -- "$@" "--comment=$hpc_pending_tag$hpc_pending_token"
+    hpc_pending_sbatch_starts
+  fi
   exec sbatch "$@"
 }
 

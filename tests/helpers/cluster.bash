@@ -269,7 +269,20 @@ hpc_kill_loop() {
 # of them in the queue (within 60 s) and no record of a submission in the project's outputs. At
 # least one kill must have left a held job (else the loop tested nothing).
 hpc_kill_loop_check() {
-  local exp id name reason out left='' i held=0
+  local exp id name reason out left='' i held=0 pid
+  # An sbatch goes on after its submitter is killed: wait until the test's have answered (found by
+  # the SCRATCH they carry); then no job can come any more, and the records of stopped
+  # submissions may go at once (hpc_pending_settle_s).
+  for ((i = 0; i < 60; i++)); do
+    left=''
+    for pid in $(pgrep -x sbatch); do
+      ! tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SCRATCH=$SCRATCH" || left+=" $pid"
+    done
+    [[ -n $left ]] || break
+    sleep 1
+  done
+  [[ -z $left ]] || fail "sbatch still running after 60 s:$left"
+  local -x hpc_pending_settle_s=0
   for exp in "${hpc_kill_exps[@]}"; do
     # Exit 2 where nothing of the submission reached SLURM (an unknown experiment).
     out=$(bash "$PROJECT/hpc_files/job_submitter.sh" status "$exp" 2>&1) || true

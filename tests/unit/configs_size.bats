@@ -184,10 +184,10 @@ value 20000
 }
 
 @test "read errors: more than 100000 quoted parts, escapes and references in one command is refused once that many are read (a line of empty \"\" cost the program nothing and the parser minutes); exactly the limit is read" {
-  # 150,000 empty quoted parts: one word for the program, a minute and more for the parser before.
+  # 110,000 empty quoted parts: one word for the program, a minute and more for the parser before.
   {
     printf 'python '
-    head -c 150000 /dev/zero | sed 's/\x0/""/g'
+    head -c 110000 /dev/zero | sed 's/\x0/""/g'
     printf '\n'
   } >"$CONFIGS"
   read_bounded "line 1: more than 100000 quoted parts, escapes and references in one command, more than the toolkit reads (put such a list in a file that the program reads)"

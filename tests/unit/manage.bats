@@ -688,6 +688,8 @@ EOT
   manage status
   assert_line --partial "SLURM still holds 5000_0 5001_0 5002_0"
   refute_output --partial 4000
+  # Each sbatch it started is in its record (a job may reach SLURM after its submitter died).
+  assert_equal "$(grep -c '^sbatch=' "$outputs/submissions/${tag#hpc-toolkit:}")" 3
   # One scancel: the unrecorded array and both recorded ones.
   stub scancel '5002 5000 5001'
   manage cancel m
@@ -695,7 +697,60 @@ EOT
   unstub scancel
   assert_line "cancelled 5002_0 (m, was PENDING (JobHeldUser); not recorded: its submission stopped first)"
   assert_line "cancelled 5000_3 (m, was PENDING)"
+  # Its last sbatch started seconds ago: the record stays until no job of it can come.
+  assert_equal "$(records)" "${tag#hpc-toolkit:}"
+  : | slurm_jobs
+  hpc_pending_settle_s=0 manage cancel m
+  assert_output "Nothing to cancel: no recorded job of m is pending or running."
   assert_equal "$(records)" ""
+}
+
+@test "a job that reaches SLURM after its submitter died (sbatch still answering when cancel ran): the record stays, status says a job may come, then names it; cancel cancels it" {
+  local record=$outputs/submissions/100.1.1
+  mkdir -p "$outputs/submissions"
+  # A dead process; its sbatch started just now.
+  printf 'exp=late\nhost=%s\npid=999999999\nstart=1\ntime=%s\nsbatch=%s\n' "$HOSTNAME" "$(date +%s)" "$(date +%s)" >"$record"
+  chmod 600 "$record"
+  manage cancel late
+  assert_equal "$status" 0
+  assert_output "Nothing to cancel: no recorded job of late is pending or running."
+  [ -f "$record" ]
+  manage status late
+  assert_line --regexp "^late: a submission stopped \(pid 999999999 on .*\) while an sbatch of it may still be answering; status late shows its job if one comes$"
+  # The job comes.
+  printf 'squeue 7000 7000 PENDING/JobHeldUser - hpc-toolkit:100.1.1\n' | slurm_jobs
+  manage status late
+  assert_equal "$(row 7000)" "7000 late unrecorded PENDING (JobHeldUser) - -"
+  stub scancel '7000'
+  manage cancel late
+  unstub scancel
+  assert_line --partial "cancelled 7000 (late,"
+}
+
+@test "records read safely: numbers with leading zeros are decimal, only the user's own files, 4 KiB of one at most, names as the toolkit makes them" {
+  mkdir -p "$outputs/submissions"
+  printf 'exp=zeros\nhost=elsewhere\npid=0042\nstart=\ntime=0999\n' >"$outputs/submissions/0999.2.2"
+  chmod 600 "$outputs/submissions/0999.2.2"
+  printf 'squeue 7100 7100 PENDING/JobHeldUser - hpc-toolkit:0999.2.2\n' | slurm_jobs
+  manage status zeros
+  assert_equal "$status" 0
+  assert_equal "$stderr" ""
+  assert_line --regexp "^zeros: a submission stopped before it had recorded and released its jobs \(pid 42 on elsewhere, 1970-01-01 [0-9:]+\): SLURM still holds 7100; "
+  # Another user's file, a name the toolkit does not make: not read (the experiments are unknown).
+  printf 'exp=theirs\nhost=elsewhere\npid=1\nstart=\ntime=1\n' >"$outputs/submissions/1.1.1"
+  chmod 600 "$outputs/submissions/1.1.1"
+  chown 12345 "$outputs/submissions/1.1.1"
+  printf 'exp=named\nhost=elsewhere\npid=1\nstart=\ntime=1\n' >"$outputs/submissions/x\$(id)"
+  chmod 600 "$outputs/submissions/x\$(id)"
+  manage status theirs
+  assert_equal "$status" 2
+  manage status named
+  assert_equal "$status" 2
+  # A huge file of the user's own: read 4 KiB of it, at once.
+  head -c 50000000 /dev/zero | tr '\0' a >"$outputs/submissions/2.2.2"
+  chmod 600 "$outputs/submissions/2.2.2"
+  run timeout 20 bash "$submitter" status zeros
+  assert_success
 }
 
 @test "the next submission of EXP names what a stopped one left and submits; a stopped submission that left nothing loses its record; no record, no squeue" {
@@ -711,9 +766,10 @@ EOT
   assert_equal "$(calls squeue)" 1
   # Still there: warned of again, and kept.
   assert_equal "$(records)" "${tag#hpc-toolkit:}"
-  # Once SLURM has none of its jobs, the next submission removes the record, silently.
+  # Once SLURM has none of its jobs and none can come (its last sbatch long answered: here at
+  # once), the next submission removes the record, silently.
   : | slurm_jobs
-  run --separate-stderr bash "$submitter" -y -g 0 -e again </dev/null
+  hpc_pending_settle_s=0 run --separate-stderr bash "$submitter" -y -g 0 -e again </dev/null
   assert_equal "$status" 0
   assert_equal "$stderr" ""
   assert_equal "$(records)" ""

@@ -23,7 +23,7 @@ hpc_command_status() {
 # hpc_manage_status [EXP]: the table of the project's (or EXP's) jobs and array tasks.
 hpc_manage_status() {
   (($# <= 1)) || hpc_die_usage "status" "unexpected word '$2'; usage: status [EXP|JOBID[_TASK]]"
-  local id key i token
+  local id key i
   local -a ids=() rows_job=() rows_exp=() rows_kind=() rows_state=() rows_exit=() rows_out=()
   if (($#)); then
     hpc_manage_target "$1"
@@ -41,6 +41,7 @@ hpc_manage_status() {
     else
       printf 'No submission of project %s is recorded (in %s).\n' "$hpc_manage_project" "$hpc_manage_dir"
     fi
+    hpc_manage_pending_notes
     return 0
   fi
   ((${#ids[@]} == 0)) || hpc_manage_states "${ids[@]}"
@@ -84,10 +85,23 @@ hpc_manage_status() {
       printf '%s: %s\n' "${rows_job[i]}" "${line#\[hpc * }"
     done < <(grep -m 5 -h -e '] copy-back WARNING: ' -e '] stopped at the time-limit warning ' -- "${rows_out[i]}" 2>/dev/null)
   done
-  # Which submission left which jobs, and how to be rid of them.
+  hpc_manage_pending_notes
+}
+
+# hpc_manage_pending_notes: (status, after hpc_manage_pending) a line for each submission that
+# stopped on the way and left jobs in SLURM (and how to be rid of them), or whose sbatch may still
+# be answering, and for each one still running.
+hpc_manage_pending_notes() {
+  local token
   for token in ${hpc_pending_tokens[@]+"${hpc_pending_tokens[@]}"}; do
     hpc_pending_left "$token"
-    ((${#hpc_pending_left[@]})) || continue
+    if ((${#hpc_pending_left[@]} == 0)); then
+      # sbatch outlives a killed submitter: a job may still come.
+      if ! ((hpc_pending_stopped[$token])) || hpc_pending_settled "$token"; then continue; fi
+      printf '%s: a submission stopped (%s) while an sbatch of it may still be answering; status %s shows its job if one comes\n' \
+        "${hpc_pending_exp[$token]}" "${hpc_pending_where[$token]}" "${hpc_pending_exp[$token]}"
+      continue
+    fi
     if ((hpc_pending_stopped[$token])); then
       printf '%s: a submission stopped before it had recorded and released its jobs (%s): SLURM still holds %s; cancel them with: bash job_submitter.sh cancel %s\n' \
         "${hpc_pending_exp[$token]}" "${hpc_pending_where[$token]}" "${hpc_pending_left[*]}" "${hpc_pending_exp[$token]}"
