@@ -6,6 +6,8 @@ import errno
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -406,3 +408,21 @@ def test_a_task_forging_anothers_status_is_inconsistent_never_a_success(
     assert line == "gather not run: policy all-ok needs 2/2 tasks, 1 ok; failed: 0 (INCONSISTENT)"
     # The reader of the results (mapreduce.results) reads the files as they are: no SLURM.
     assert followup.read_statuses(tmp_path / "tasks", ["0"], refine=False)[0].state == "COMPLETED"
+
+
+def test_a_reader_gone_away_stops_it_quietly(tmp_path: Path) -> None:
+    """A killed submitter's helper writes into a pipe nobody reads: exit 1, no traceback."""
+    manifest = json.dumps({"first": 0, "last": 50000})
+    (tmp_path / "manifest.json").write_text(manifest, encoding="utf-8")
+    (tmp_path / "tasks").mkdir()
+    src = Path(followup.__file__).resolve().parents[1]
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hpc_helpers.followup", "map-info", "--dir", str(tmp_path)],
+        stdout=write_end, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(src)},
+        check=False,
+    )
+    os.close(write_end)
+    assert proc.stderr.decode() == ""
+    assert proc.returncode == 1

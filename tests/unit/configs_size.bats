@@ -184,13 +184,20 @@ value 20000
 }
 
 @test "read errors: more than 100000 quoted parts, escapes and references in one command is refused once that many are read (a line of empty \"\" cost the program nothing and the parser minutes); exactly the limit is read" {
-  # 110,000 empty quoted parts: one word for the program, a minute and more for the parser before.
+  # The toolkit's limit.
+  run bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"; printf "%s\n" "$hpc_configs_max_parts"'
+  assert_output 100000
+  # A million empty quoted parts (minutes to read whole), the limit made 2000 (reading 100,000
+  # parts takes seconds, more on a loaded machine): refused once 2000 are read, not at the end.
   {
     printf 'python '
-    head -c 110000 /dev/zero | sed 's/\x0/""/g'
+    head -c 1000000 /dev/zero | sed 's/\x0/""/g'
     printf '\n'
   } >"$CONFIGS"
-  read_bounded "line 1: more than 100000 quoted parts, escapes and references in one command, more than the toolkit reads (put such a list in a file that the program reads)"
+  run timeout 30 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+    hpc_program=job_submitter.sh hpc_configs_max_parts=2000; hpc_configs_read "$1"' _ "$CONFIGS"
+  assert_failure 2
+  assert_output "job_submitter.sh: -C/--configs: $CONFIGS: line 1: more than 2000 quoted parts, escapes and references in one command, more than the toolkit reads (put such a list in a file that the program reads)"
   # The limit itself, made small: at it read, one past it refused.
   printf 'python "a" b\\ c $X\n' >"$CONFIGS"
   run bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"

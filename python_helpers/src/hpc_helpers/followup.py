@@ -33,7 +33,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -505,17 +505,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--run", action="append", default=[], help="KEY=JOB_ID, once per run")
     p.add_argument("--report", default="")
     args = parser.parse_args(argv)
-    if args.command == "study-info":
-        return _study_info_command(args)
-    if args.command == "study-record":
-        return _study_record_command(args)
-    if args.command == "gather-command":
-        return _gather_command_command(args)
-    if args.command == "map-info":
-        return _map_info_command(args)
-    if args.command == "map-record":
-        return _map_record_command(args)
-    return _read_command(args)
+    commands: dict[str, Callable[[argparse.Namespace], int]] = {
+        "study-info": _study_info_command,
+        "study-record": _study_record_command,
+        "gather-command": _gather_command_command,
+        "map-info": _map_info_command,
+        "map-record": _map_record_command,
+    }
+    try:
+        status = commands.get(args.command, _read_command)(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (its submitter was killed): stop quietly, no traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    return status
 
 
 if __name__ == "__main__":
