@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Usage: bash job_step.sh guard | task -- TEMPLATE...
+# Usage: bash job_step.sh guard | task -- TEMPLATE... | stack JOBID [VENV]
 #
 # The per-node part of a job, started by srun from the job script (hpc_files/lib/hpc_job.bash);
 # not for users. guard: make this node's SLURM_TMPDIR and remove it at the end; task: one
-# program process in the runner's environment.
+# program process in the runner's environment; stack: the Python stacks of the job JOBID's
+# processes on this node (the command 'stack', in a step beside the job's).
 set -euo pipefail
 # shellcheck source=/dev/null # hpc_job.bash: linted on its own (see docs/architecture.md)
 source "$(dirname "${BASH_SOURCE[0]}")/lib/hpc_job.bash"
@@ -16,5 +17,10 @@ case ${1-} in
     [[ ${1-} != -- ]] || shift
     hpc_job_task "$@"
     ;;
-  *) hpc_die_usage "${1-(nothing)}" "accepted: guard, task" ;;
+  stack)
+    # shellcheck source=hpc_files/lib/hpc_stack_node.bash
+    source "$(dirname "${BASH_SOURCE[0]}")/lib/hpc_stack_node.bash"
+    hpc_stack_node "${2:?}" "${3-}"
+    ;;
+  *) hpc_die_usage "${1-(nothing)}" "accepted: guard, task, stack" ;;
 esac

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Usage: bash job_submitter.sh [options]
-#        bash job_submitter.sh status|logs|cancel|resubmit|gather ...   (see 'status --help')
-#        bash job_submitter.sh scaling-report EXP|PATH [--out DIR]   (a scaling test's report)
-#        (the commands are the files in hpc_files/lib/commands/)
+#        bash job_submitter.sh COMMAND ...   (its usage: bash job_submitter.sh COMMAND --help)
 #
 # Submits the command of experiment_configurations.txt (beside this script) as a SLURM job that
 # runs in the project's virtual environment (${source_dir}/virtual_env, built first by an install
 # job when missing or when Pipfile / requirements.txt changed). The project (source_dir) is the
 # folder that holds this hpc_files/ folder, wherever you run the command from.
+#
+# Commands (one file each in hpc_files/lib/commands/):
 #
 # Resources:
 #   -g, --gpus N               GPUs per node, 0 or more. Default: the cluster's (1).
@@ -141,6 +141,14 @@
 #   --scaling-mode MODE        strong (default) or weak: how wall time becomes efficiency (only
 #                              when the program does not measure throughput).
 #   --report-time TIME         The report job's time limit. Default: 00:15:00.
+#   Runs never disturb each other by default: each has its nodes to itself (--exclusive), and
+#   where the partition's nodes share one machine (the embedded cluster) they run one after
+#   another (repeats interleaved). Each run starts in its own folder (runs/NxG-rK/work, or
+#   --workdir's PATH/NxG-rK).
+#   --scale-serial             Runs one after another (each after the end of the one before).
+#   --scale-parallel           Runs released together and free to share nodes (the report says so).
+#   --scale-target-efficiency P  The report's verdict: the largest configuration whose
+#                              efficiency is P % or more. Default: 70.
 #   Then: bash job_submitter.sh scaling-report EXP|PATH [--out DIR] draws a study's report again.
 #
 # Names and places:
@@ -206,13 +214,27 @@ fi
 hpc_submit_locate
 
 # A first word that names a file of lib/commands/ is that command (hpc_command_NAME, '-' as '_');
-# only its file and what it sources are loaded. Anything else is a submission's options.
+# only its file and what it sources are loaded. With -h or --help among its words, its file's
+# usage block is printed instead, and nothing run (hpc_help.bash). Another first word that is
+# not an option is a command misspelt, named so (hpc_commands_check_word). Anything else is a
+# submission's options.
 if [[ ${1-} =~ ^[a-z][a-z-]*$ && -f $hpc_files_dir/lib/commands/$1.bash ]]; then
+  # shellcheck source=hpc_files/lib/hpc_help.bash
+  source "$hpc_files_dir/lib/hpc_help.bash"
+  if hpc_commands_help_asked "${@:2}"; then
+    hpc_commands_usage "$1"
+    exit 0
+  fi
   # shellcheck source=/dev/null
   source "$hpc_files_dir/lib/commands/$1.bash"
   hpc_command=${1//-/_}
   shift
   "hpc_command_$hpc_command" "$@"
 else
+  if [[ -n ${1-} && $1 != -* ]]; then
+    # shellcheck source=hpc_files/lib/hpc_help.bash
+    source "$hpc_files_dir/lib/hpc_help.bash"
+    hpc_commands_check_word "$1"
+  fi
   hpc_submit_main "$@"
 fi

@@ -16,11 +16,12 @@
 #   up       check that the cluster's ports are free (naming what holds one that is not), start
 #            munged, slurmctld and both slurmd (installing slurm-wlm and munge with apt-get when
 #            run as root and they are missing); wait until both nodes are idle; print the line
-#            to use:  export SLURM_CONF=...   A failed 'up' stops what it started. A second 'up'
+#            to use:  export SLURM_CONF=... HPC_CLUSTER=local   (the cluster's profile,
+#            hpc_files/clusters/local.yaml). A failed 'up' stops what it started. A second 'up'
 #            changes nothing but the SLURM_TMPDIR mode, and prints the line again.
 #   down     stop the daemons this folder's cluster started, by their pids.
 #   status   sinfo of the cluster and whether each daemon runs.
-#   env      print the export line only.
+#   env      print the export line only:  eval "$(bash hpc_files/local_cluster.sh env)"
 #
 # Options (or the variables in brackets):
 #   --dir DIR          the cluster's folder [HPC_CLUSTER_DIR]; default: .local_cluster in the
@@ -106,5 +107,5 @@ case $command in
   up) hpc_cluster_up "$tmpdir_mode" "$config" ;;
   down) hpc_cluster_down ;;
   status) hpc_cluster_status ;;
-  env) printf 'export SLURM_CONF=%q\n' "$hpc_cluster_conf" ;;
+  env) hpc_cluster_print_env ;;
 esac

@@ -78,3 +78,23 @@ esac
 printf '%s' "$hpc_venv_stamp" >"$build/.hpc_deps.tmp" || fail "writing $build/.hpc_deps.tmp"
 mv -f -- "$build/.hpc_deps.tmp" "$build/.hpc_deps" || fail "renaming $build/.hpc_deps.tmp"
 hpc_log "venv: ready: $build"
+
+# The build is ready: the project's virtual_env now leads to it (and the builds no queued or
+# running job names go), whether or not a submitter still waits for this job: one interrupted by
+# Ctrl-C leaves the same project as one that waited. Under .virtual_env.use.lock held
+# exclusively, as the submitter does it; when submissions hold it longer than a minute,
+# virtual_env stays as it was (the next submissions use this build all the same).
+# hpc_say: the messages of venv_build.bash, into this job's log.
+hpc_say() {
+  hpc_log "venv: $*"
+}
+# shellcheck source=virtual_env_hpc_files/venv_build.bash
+source "${runner_lib%/*}/venv_build.bash"
+# HPC_VENV_SWITCH_WAIT: how long to wait for that lock, in seconds (default 60).
+if exec {use_fd}>>"$source_dir/.virtual_env.use.lock" && flock -w "${HPC_VENV_SWITCH_WAIT:-60}" -x "$use_fd"; then
+  hpc_venv_collect "$source_dir" "venv-$SLURM_JOB_ID"
+  [[ $(readlink -- "$source_dir/virtual_env" 2>/dev/null) != ".virtual_env_builds/venv-$SLURM_JOB_ID" ]] ||
+    hpc_log "venv: $source_dir/virtual_env leads to it"
+else
+  hpc_log "venv: other submissions hold $source_dir/.virtual_env.use.lock: $source_dir/virtual_env stays as it was (new jobs use this build all the same)"
+fi

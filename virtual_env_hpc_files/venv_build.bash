@@ -6,7 +6,7 @@
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # venv_runner.bash: its results; hpc_submit_locate: hpc_venv_dir; the plan; the compiled profile; hpc_facts.bash: the plan file a job script names.
-declare -g hpc_facts_script_plan hpc_venv_build hpc_venv_deps hpc_venv_stamp hpc_venv_dir hpc_plan_outputs_dir \
+declare -g hpc_facts_script_plan hpc_venv_build hpc_venv_deps hpc_venv_stale hpc_venv_stamp hpc_venv_dir hpc_plan_outputs_dir \
   hpc_plan_project_name hpc_plan_source_dir hpc_plan_account hpc_plan_partition \
   hpc_profile_venv_system_site_packages
 
@@ -29,7 +29,9 @@ hpc_venv_install() {
   fi
   hpc_venv_unuse
 
-  if [[ -z $hpc_venv_deps ]]; then
+  if [[ -n $hpc_venv_stale ]]; then
+    hpc_say "$hpc_venv_stale: building it again"
+  elif [[ -z $hpc_venv_deps ]]; then
     hpc_say "no Pipfile or requirements.txt in $src: the virtual environment will be empty"
   elif [[ -e $src/virtual_env ]]; then
     hpc_say "${hpc_venv_deps##*/} changed since $src/virtual_env was built: building it again"
@@ -47,6 +49,10 @@ hpc_venv_install() {
   id=${id%%;*}
   log=${log//%j/$id}
   hpc_say "install job $id submitted; its log: $log"
+  # Interrupted while waiting: the install job goes on, and the next submission uses its build.
+  trap 'hpc_venv_interrupted "$id" "$log" 130' INT
+  trap 'hpc_venv_interrupted "$id" "$log" 143' TERM
+  trap 'hpc_venv_interrupted "$id" "$log" 129' HUP
   while :; do
     state=$(exec squeue -h -j "$id" -o '%T' 2>/dev/null) || state=
     [[ -n $state ]] || break
@@ -56,6 +62,7 @@ hpc_venv_install() {
     fi
     sleep 1
   done
+  trap - INT TERM HUP
   build=$src/.virtual_env_builds/venv-$id
   if ! hpc_venv_is_ready "$build" "$hpc_venv_stamp"; then
     exec {lock_fd}>&-
@@ -64,9 +71,12 @@ hpc_venv_install() {
     fi
     hpc_die "the virtual environment's install job $id failed; nothing was submitted. Its log: $log"
   fi
-  # Old builds go only when no other submission is between choosing its build and sbatch.
+  # Old builds go only when no other submission is between choosing its build and sbatch. The
+  # install job did it at its end (install_venv.sh) unless it found that lock held.
   exec {hpc_venv_use_fd}>>"$src/.virtual_env.use.lock" || hpc_die "cannot open $src/.virtual_env.use.lock"
-  if flock -w 5 -x "$hpc_venv_use_fd"; then
+  if [[ $(readlink -- "$src/virtual_env" 2>/dev/null) == ".virtual_env_builds/venv-$id" ]]; then
+    :
+  elif flock -w 5 -x "$hpc_venv_use_fd"; then
     hpc_venv_collect "$src" "venv-$id"
   else
     hpc_say "other submissions are under way: the project's old virtual environments are kept for now"
@@ -76,6 +86,14 @@ hpc_venv_install() {
   exec {lock_fd}>&-
   hpc_plan_venv=$hpc_venv_build
   hpc_say "install job $id: the virtual environment is ready ($((SECONDS - start)) s)"
+}
+
+# hpc_venv_interrupted ID LOG STATUS: (a signal while waiting for install job ID) says that
+# nothing was submitted and that the install job goes on, and exits STATUS.
+hpc_venv_interrupted() {
+  trap - INT TERM HUP
+  hpc_say "interrupted while waiting for the virtual environment: nothing was submitted; install job $1 goes on (its log: $2) and points virtual_env to its build when it succeeds (cancel it with: scancel $1)"
+  exit "$3"
 }
 
 # hpc_venv_live_jobs SOURCE_DIR: asks SLURM about the queued and running jobs of the project

@@ -55,11 +55,55 @@ hpc_venv_expect() {
   fi
 }
 
-# hpc_venv_is_ready VENV STAMP: true when VENV was built for exactly STAMP.
+# hpc_venv_is_ready VENV STAMP: true when VENV was built for exactly STAMP, as the cluster profile
+# wants it (hpc_venv_built_as). Sets hpc_venv_stale to why not when VENV is a build for STAMP that
+# must be built again ('' otherwise).
 hpc_venv_is_ready() {
+  hpc_venv_stale=''
   [[ -r $1/bin/activate && -r $1/.hpc_deps ]] || return 1
   hpc_venv_read "$1/.hpc_deps"
-  [[ $hpc_venv_text == "$2" ]]
+  [[ $hpc_venv_text == "$2" ]] || return 1
+  hpc_venv_built_as "$1"
+}
+
+# hpc_venv_built_as VENV: true unless VENV's own pyvenv.cfg (python3 -m venv writes it) shows a
+# build that no longer fits: one whose include-system-site-packages differs from the profile's
+# choice (hpc_profile_venv_system_site_packages; not checked when that is unset), or whose Python
+# is gone (its 'home' folder is here but holds no python<major>.<minor> of its 'version': upgraded
+# or removed in place; a 'home' this machine does not have, as a compute node's own, says
+# nothing). Sets hpc_venv_stale to why. Starts no process: it runs on every submission.
+hpc_venv_built_as() {
+  local line key value system='' home='' version='' want=${hpc_profile_venv_system_site_packages:-}
+  [[ -f $1/pyvenv.cfg ]] || return 0
+  hpc_venv_read "$1/pyvenv.cfg"
+  while IFS= read -r line; do
+    [[ $line == *=* ]] || continue
+    key=${line%%=*} value=${line#*=}
+    key=${key//[[:space:]]/}
+    value=${value#"${value%%[![:space:]]*}"}
+    value=${value%"${value##*[![:space:]]}"}
+    case $key in
+      include-system-site-packages) system=$value ;;
+      home) home=$value ;;
+      version | version_info) version=${version:-$value} ;;
+    esac
+  done <<<"$hpc_venv_text"
+  if [[ -n $want && -n $system && $system != "$want" ]]; then
+    if [[ $want == true ]]; then
+      hpc_venv_stale="$1 was built without the system's packages, which the cluster profile wants"
+    else
+      hpc_venv_stale="$1 was built with the system's packages, which the cluster profile does not want"
+    fi
+    return 1
+  fi
+  if [[ -n $home && -d $home && $version =~ ^([0-9]+)\.([0-9]+) ]]; then
+    value=python${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
+    if [[ ! -x $home/$value ]]; then
+      hpc_venv_stale="the Python $1 was built with ($home/$value) is gone"
+      return 1
+    fi
+  fi
+  return 0
 }
 
 # hpc_venv_real_path DIR: sets hpc_venv_build to DIR's real path, as cd -P and pwd say it; without
@@ -90,20 +134,23 @@ hpc_venv_real_path() {
 
 # hpc_venv_find SOURCE_DIR STAMP: sets hpc_venv_build to the real path of a venv of the project
 # built for STAMP: the one virtual_env leads to, else one of .virtual_env_builds (virtual_env may
-# still lead to an older build that a job names). False when there is none.
+# still lead to an older build that a job names). False when there is none, hpc_venv_stale then
+# saying why virtual_env must be built again when it is a build for STAMP.
 hpc_venv_find() {
-  local build
+  local build stale
   hpc_venv_build=''
   if hpc_venv_is_ready "$1/virtual_env" "$2"; then
     hpc_venv_real_path "$1/virtual_env" || return 1
     return 0
   fi
+  stale=$hpc_venv_stale
   for build in "$1/.virtual_env_builds"/venv-*; do
     [[ ! -L $build ]] || continue
     hpc_venv_is_ready "$build" "$2" || continue
     hpc_venv_real_path "$build" || return 1
     return 0
   done
+  hpc_venv_stale=$stale
   return 1
 }
 

@@ -433,7 +433,19 @@ hpc_cluster_up() {
   hpc_cluster_wait_idle
   trap - EXIT INT TERM
   hpc_cluster_started=()
-  printf 'export SLURM_CONF=%q\n' "$hpc_cluster_conf"
+  hpc_cluster_print_env
+}
+
+# hpc_cluster_print_env: prints the one line a shell needs to use this cluster: SLURM_CONF and
+# the profile. The default configuration has its own (HPC_CLUSTER=local: without it the
+# submitter would pick the generic one, whose venv does not see the cluster's torch); the second
+# stands for a cluster without a profile: generic, and the partition that is not the default.
+hpc_cluster_print_env() {
+  if [[ $hpc_cluster_config == second ]]; then
+    printf 'export SLURM_CONF=%q HPC_CLUSTER=generic SBATCH_PARTITION=%s\n' "$hpc_cluster_conf" "$hpc_cluster_partition"
+  else
+    printf 'export SLURM_CONF=%q HPC_CLUSTER=local\n' "$hpc_cluster_conf"
+  fi
 }
 
 # hpc_cluster_any_running: true when munged, slurmctld or a slurmd of this folder's cluster runs.

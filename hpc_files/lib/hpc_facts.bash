@@ -69,12 +69,29 @@ hpc_facts_locate() {
 
 # hpc_facts_program_env: sets hpc_facts_program_env to NAME=VALUE for each variable a job's
 # program sees from its plan (hpc_plan_*): their one home. The job exports them (hpc_job_main),
-# the dry run lists them (hpc_submit_environment).
+# the dry run lists them (hpc_submit_environment). OMP_NUM_THREADS is the CPUs of each program
+# process (a node's CPUs over its processes, 1 at least), so that the intra-op threads of a
+# node's ranks do not fight over its CPUs; one this shell exported (sbatch passes it on) wins,
+# and is left out here (hpc_facts_omp_threads says which).
 hpc_facts_program_env() {
   # shellcheck disable=SC2154,SC2034 # reads the plan's fields (hpc_plan.bash, or the job's plan file); the result is read by the caller
   hpc_facts_program_env=("source_dir=$hpc_plan_source_dir" "project_name=$hpc_plan_project_name"
     "scratch_dir=$hpc_plan_scratch_dir" "exp_name=$hpc_plan_exp_name" "num_nodes=$hpc_plan_nodes"
     "gpus_per_node=$hpc_plan_gpus" "num_processes=$hpc_plan_num_processes")
+  hpc_facts_omp_threads
+  [[ -n ${OMP_NUM_THREADS:-} ]] || hpc_facts_program_env+=("OMP_NUM_THREADS=$hpc_facts_omp_threads")
+}
+
+# hpc_facts_omp_threads: sets hpc_facts_omp_threads to the CPUs of each program process of the
+# plan: a node's CPUs (its tasks x their CPUs) over its program processes, 1 at least.
+hpc_facts_omp_threads() {
+  # shellcheck disable=SC2154 # the plan's fields (hpc_plan.bash, or the job's plan file)
+  local nodes=${hpc_plan_nodes:-1} per_node
+  ((nodes >= 1)) || nodes=1
+  per_node=$((${hpc_plan_num_processes:-1} / nodes))
+  ((per_node >= 1)) || per_node=1
+  hpc_facts_omp_threads=$((${hpc_plan_cpus_per_task:-1} * ${hpc_plan_ntasks_per_node:-1} / per_node))
+  ((hpc_facts_omp_threads >= 1)) || hpc_facts_omp_threads=1
 }
 
 # hpc_facts_script_plan TEXT: sets hpc_facts_script_plan to the plan file that the job script TEXT

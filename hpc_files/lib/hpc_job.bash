@@ -26,6 +26,9 @@ declare -g scratch_dir exp_name hpc_plan_launcher hpc_plan_runner hpc_plan_pytho
   hpc_plan_tmpdir_provided hpc_plan_tmpdir_root hpc_plan_toolkit_dir hpc_plan_venv hpc_plan_mode \
   hpc_plan_signal hpc_plan_requeue hpc_plan_workdir hpc_plan_data_archive \
   hpc_plan_image hpc_plan_container_lib hpc_plan_nodes hpc_plan_gpus hpc_job_guards_PID
+# hpc_scaling.bash (a scaling run's): its folder, its key, the folder its program starts in;
+# hpc_map.bash: a map task's count.
+declare -g scaling_run_dir hpc_plan_scaling_key hpc_scaling_workdir map_count
 declare -ga hpc_plan_modules hpc_plan_command hpc_plan_offline_commands hpc_plan_copy_back \
   hpc_runner_argv
 
@@ -179,14 +182,30 @@ hpc_job_array_setup() {
       ;;
   esac
   hpc_job_own_folders
+  hpc_job_task_variables_log
+}
+
+# hpc_job_task_variables_log: (an array task) one log line naming the variables that are this
+# task's own, so that three repeats that ran alike show whether they had different seeds.
+hpc_job_task_variables_log() {
+  local text=''
+  case ${hpc_plan_mode:-single} in
+    repeat | offline | map) ;;
+    *) return 0 ;;
+  esac
+  [[ -z ${seed+x} ]] || text+=" seed=$seed"
+  [[ -z ${map_index+x} ]] || text+=" map_index=$map_index map_count=$map_count task_dir=$task_dir"
+  text+=" checkpoints_dir=$checkpoints_dir WANDB_DIR=$WANDB_DIR${HPC_WORKDIR:+ HPC_WORKDIR=$HPC_WORKDIR}"
+  hpc_job_log "task variables:$text"
 }
 
 # hpc_job_own_folders: (the batch shell) the folders of this experiment, each array task its own
 # (task_N), so that runs of one experiment never share files: checkpoints_dir
 # (${scratch_dir}/${exp_name}/checkpoints[/task_N]); WANDB_DIR (${scratch_dir}/${exp_name}[/task_N],
 # where W&B writes wandb/), unless the submitting shell set one; and with --workdir, HPC_WORKDIR,
-# where each task starts ([WORKDIR/task_N]). Containers get /scratch_storage as WANDB_DIR (their
-# own folder on scratch: the host's paths are not visible in them).
+# where each task starts ([WORKDIR/task_N]); a scaling run always its own (hpc_scaling_workdir).
+# Containers get /scratch_storage as WANDB_DIR (their own folder on scratch: the host's paths are
+# not visible in them).
 hpc_job_own_folders() {
   local task=''
   # Array tasks and scaling runs each their own; a single job, a gather or a scaling report
@@ -204,6 +223,18 @@ hpc_job_own_folders() {
   else
     export WANDB_DIR=$scratch_dir/$exp_name${task:+/$task}
     mkdir -p -- "$WANDB_DIR" || hpc_job_fail "folders" "cannot make $WANDB_DIR"
+  fi
+  if [[ ${hpc_plan_mode:-single} == scaling ]]; then
+    # Every run of a study starts in a folder of its own, so that relative files (a tutorial's
+    # snapshot.pt) never pass between runs; the program still comes from the project.
+    [[ -z ${hpc_plan_workdir:-} || -d $hpc_plan_workdir ]] ||
+      hpc_job_fail "workdir" "the working folder $hpc_plan_workdir (--workdir) is missing"
+    hpc_scaling_workdir "${hpc_plan_workdir:-}" "${scaling_run_dir:?}" "${hpc_plan_scaling_key:?}"
+    [[ ! -L $hpc_scaling_workdir ]] || hpc_job_fail "workdir" "$hpc_scaling_workdir is a symbolic link"
+    export HPC_WORKDIR=$hpc_scaling_workdir
+    mkdir -p -- "$HPC_WORKDIR" || hpc_job_fail "workdir" "cannot make $HPC_WORKDIR"
+    hpc_job_log "working folder $HPC_WORKDIR (this run's own)"
+    return 0
   fi
   if [[ -z ${hpc_plan_workdir:-} ]]; then
     # One in the submitting shell (sbatch passes it on) is not this job's.
@@ -224,6 +255,11 @@ hpc_job_main() {
   hpc_job_plan_load "${1-}"
   # The tasks, the guards and the scontrol shim load the same file; nothing else is handed on.
   export HPC_JOB_PLAN=$1
+  hpc_job_omp_kept=${OMP_NUM_THREADS:-}
+  # Which lead the job got (the profile's may have been shortened to fit a short --time).
+  hpc_job_warning_text='no time-limit warning signal'
+  [[ " ${hpc_plan_sbatch_args[*]} " != *" --signal="* ]] ||
+    hpc_job_warning_text="SIG$hpc_plan_signal ${hpc_plan_signal_lead:-?} s before the time limit"
   hpc_facts_program_env
   export "${hpc_facts_program_env[@]}"
   # The program learns which signal warns of the time limit (hpc_helpers.signals reads it).
@@ -235,7 +271,7 @@ hpc_job_main() {
   # id to one of its tasks), which reads as another job's.
   local name="job ${SLURM_JOB_ID} ("
   [[ -z ${SLURM_ARRAY_TASK_ID:-} ]] || name="job ${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID (job id $SLURM_JOB_ID; "
-  hpc_job_log "$name$hpc_plan_runner, launcher $hpc_plan_launcher) on ${SLURM_JOB_NODELIST}: $hpc_plan_nodes node(s) x $hpc_plan_gpus GPU(s), restart $HPC_RESTART_COUNT"
+  hpc_job_log "$name$hpc_plan_runner, launcher $hpc_plan_launcher) on ${SLURM_JOB_NODELIST}: $hpc_plan_nodes node(s) x $hpc_plan_gpus GPU(s), restart $HPC_RESTART_COUNT, OMP_NUM_THREADS=$OMP_NUM_THREADS${hpc_job_omp_kept:+ (from the submitting shell)}, $hpc_job_warning_text"
   hpc_job_load_modules
   hpc_job_array_setup
   # The launcher (hpc_files/lib/launchers/NAME.bash): how its tasks are started.
@@ -284,6 +320,9 @@ hpc_job_main() {
     hpc_job_log "ended after the time-limit warning (SIG$HPC_WARNING_SIGNAL): the program exited with 0 after $(hpc_job_elapsed) s; whether it stopped early and saved its work or finished, its own lines above say"
   elif ((hpc_job_status == 0)); then
     hpc_job_log "the program finished successfully after $(hpc_job_elapsed) s"
+  elif ((hpc_job_ended_by_slurm)); then
+    # Not the program's failure: SLURM ended it (its state says CANCELLED or TIMEOUT).
+    hpc_job_log "the program was ended by SLURM (SIGTERM: ${hpc_job_term_why:-scancel or the time limit}) after $(hpc_job_elapsed) s, exit status $hpc_job_status"
   else
     hpc_job_log "the program failed with exit status $hpc_job_status after $(hpc_job_elapsed) s"
   fi

@@ -113,13 +113,28 @@ hpc_job_forward() {
     return 0
   fi
   # SLURM's SIGTERM (time limit, scancel, requeue) ends the run: the job's end is SLURM's then.
-  [[ $1 != TERM ]] || hpc_job_ended_by_slurm=1
+  if [[ $1 == TERM ]]; then
+    hpc_job_ended_by_slurm=1
+    hpc_job_term_reason
+  fi
   if [[ $1 == TERM ]] && hpc_job_requeued_by_program; then
     hpc_job_log "received SIGTERM: SLURM ends this run for the requeue the program asked for (restart $((${SLURM_RESTART_COUNT:-0} + 1)) of $hpc_plan_requeue); passing it to the program"
   else
     hpc_job_log "received SIG$1; passing it to the program"
   fi
   [[ -z ${hpc_job_program_pid:-} ]] || kill -"$1" "$hpc_job_program_pid" 2>/dev/null || true
+}
+
+# hpc_job_term_reason: (SLURM's SIGTERM came) sets hpc_job_term_why to what sent it, for the
+# log's last line: the time limit when squeue says no time is left (a minute at most: SLURM
+# rounds), else scancel (or a requeue, or preemption). Bounded: squeue gets 10 s.
+# shellcheck disable=SC2034 # hpc_job_term_why: read by hpc_job.bash
+hpc_job_term_reason() {
+  local left seconds
+  hpc_job_term_why='scancel, a requeue or preemption'
+  left=$(timeout 10 squeue -h -j "${SLURM_JOB_ID:-0}" -o %L 2>/dev/null) || return 0
+  seconds=$(hpc_job_seconds "${left//[[:space:]]/}") || return 0
+  ((seconds > 60)) || hpc_job_term_why='the time limit'
 }
 
 # hpc_job_requeue_record [RESTART]: prints the path of the record that the program of run RESTART

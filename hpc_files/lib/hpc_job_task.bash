@@ -124,9 +124,11 @@ hpc_job_task() {
   "hpc_launcher_${hpc_plan_launcher}_task" "${hpc_configs_argv[@]}"
   argv=("${hpc_launcher_argv[@]}")
   if [[ ${SLURM_LOCALID:-0} == 0 ]]; then
-    local shown=("${argv[@]}") i
+    local shown=("${argv[@]}") i code_name=hpc_launcher_${hpc_plan_launcher}_code
     for i in "${!shown[@]}"; do
       [[ ${shown[i]} != "$hpc_job_rank_lines_code" ]] || shown[i]=HPC_RANK_LINES_CODE
+      # A launcher's own python code (hpc_launcher_NAME_code), named too: one short log line.
+      [[ -z ${!code_name-} || ${shown[i]} != "${!code_name}" ]] || shown[i]=HPC_LAUNCHER_CODE
     done
     hpc_job_log "starting after $(hpc_job_elapsed) s: $(hpc_mask_quoted shown)"
   fi

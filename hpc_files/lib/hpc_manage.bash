@@ -1,66 +1,10 @@
 # shellcheck shell=bash
-# Usage: bash job_submitter.sh status [EXP|JOBID[_TASK]]
-#        bash job_submitter.sh logs EXP|JOBID[_TASK] [--follow]
-#        bash job_submitter.sh cancel EXP|JOBID[_TASK]
-#        bash job_submitter.sh resubmit EXP|JOBID [--failed]
-#        bash job_submitter.sh gather EXP [--here]
-#
-# Every submission is recorded in a manifest,
-# ${scratch_dir}/hpc_outputs/manifests/EXP_JOBID.manifest (scratch_dir is ${SCRATCH}/PROJECT, the
-# project being the folder that holds this hpc_files/): the options, the sbatch options, the
-# command, the kept job script, the output files, the git commit. These commands read the
-# manifests of the project; SCRATCH must be set as for submitting.
-#
-#   status [TARGET]     Every recorded job of the project, or of experiment TARGET (or the job
-#                       or array task TARGET), array tasks one per line: job id, experiment,
-#                       kind, state, exit code, output file. The state comes from squeue
-#                       (pending, running; a job SLURM requeued says 'requeued, restarts at
-#                       TIME', as scontrol show job tells), then sacct (where the cluster keeps accounting), then
-#                       scontrol show job (ended jobs, for MinJobAge), then the last ended state
-#                       status saw; else UNKNOWN (forgotten by SLURM). A map's tasks: the state
-#                       and exit code their status files say (a file left RUNNING after SLURM
-#                       ended the task: SLURM's state, else LOST; no file: LOST once ended).
-#                       A submission that stopped before it had recorded and released its jobs
-#                       (its submitter killed, even by SIGKILL) is named with the jobs it left
-#                       in SLURM: those without a manifest are rows of KIND 'unrecorded'.
-#   logs TARGET         Prints the output of the newest job of experiment TARGET, or of the job
-#                       TARGET (every task of an array, each after a '==> FILE <==' line), or of
-#                       the array task JOBID_TASK, every secret in it masked: the values of this
-#                       shell's variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASS*,
-#                       *CREDENTIAL*, *AUTH*, *_PWD) and the key in ~/wandb_credentials.txt.
-#     -f, --follow      Then follows it (tail -F) until interrupted.
-#   cancel TARGET       Cancels (scancel) the recorded jobs of experiment TARGET, or the job or
-#                       array task TARGET, that are still pending or running; prints each one.
-#                       For an experiment, also the jobs its stopped submissions left in SLURM
-#                       without a manifest.
-#   resubmit TARGET     Submits the newest submission of experiment TARGET (or the submission of
-#                       job TARGET) again: its kept job script, the same sbatch options, the same
-#                       array. The new job gets its own manifest, linked to the submission.
-#     --failed          Only the array tasks whose last run ended FAILED, TIMEOUT, NODE_FAIL or
-#                       CANCELLED, with the array's throttle (%K); a job without an array only
-#                       when it ended so. Nothing to resubmit: says so, exit 0.
-#                       For a map (--map-range/--map-over): the indices whose newest attempt
-#                       did not succeed, read from the tasks' status files (LOST included), in
-#                       the same map folder, and a new gather after them.
-#                       For a scaling study (--scaling-test): the runs of the newest study
-#                       whose newest attempt did not succeed, each shaped as before, in its
-#                       own runs/<N>x<G>-r<k>/, and a new report job after them.
-#   gather EXP          Submits the gather job of experiment EXP's newest map again, now (it
-#                       reads the tasks' status files afresh and applies its policy).
-#     --here            Runs it right here instead (the login node): the same reading, policy,
-#                       variables and venv (a container map's gather runs as a job only); exit
-#                       status the command's, 1 when the policy is not met.
-#   -h, --help          This text.
-#
-# Exit status: 0 done (also: nothing to cancel or resubmit), 1 SLURM refused or failed, 2 bad
-# input (an unknown experiment or job is answered with the known ones).
-
-# hpc_manage.bash: what the commands that read the manifests share (the usage above is their
-# --help): the project's recorded submissions (hpc_manage_locate, hpc_manage_index), a target
-# resolved to job ids (hpc_manage_target), their tasks' keys, and the SLURM state of each task
-# (hpc_manage_states; the order of the sources: docs/architecture.md). Each command is one file of
-# commands/ (hpc_command_NAME), sourced by job_submitter.sh only for that command; a submission
-# does not load this file.
+# hpc_manage.bash: what the commands that read the manifests share: the project's recorded
+# submissions (hpc_manage_locate, hpc_manage_index), a target resolved to job ids
+# (hpc_manage_target), their tasks' keys, and the SLURM state of each task (hpc_manage_states;
+# the order of the sources: docs/architecture.md). Each command is one file of commands/
+# (hpc_command_NAME), sourced by job_submitter.sh only for that command, whose --help is the
+# usage block at the top of that file (hpc_help.bash); a submission does not load this file.
 
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
@@ -72,6 +16,7 @@ source "${BASH_SOURCE[0]%/*}/hpc_manifest.bash"
 # shellcheck source=hpc_files/lib/hpc_pending.bash
 source "${BASH_SOURCE[0]%/*}/hpc_pending.bash"
 
+# shellcheck disable=SC2034 # hpc_manage_lib: read by the commands (the library's folder)
 hpc_manage_lib=${BASH_SOURCE[0]}
 
 # States after which a job or array task runs no more; and those that resubmit --failed redoes
@@ -79,17 +24,10 @@ hpc_manage_lib=${BASH_SOURCE[0]}
 # shellcheck disable=SC2034 # hpc_manifest_failed_states: read by commands/resubmit.bash
 hpc_manifest_ended_states=$hpc_facts_ended_states hpc_manifest_failed_states=$hpc_facts_failed_states
 
-# hpc_manage_begin ARGS...: what every command does first: with -h or --help among ARGS, prints
-# the usage above and exits 0 (without SCRATCH or SLURM); else finds and reads the project's
-# manifests (hpc_manage_locate, hpc_manage_index).
+# hpc_manage_begin: what every command does first (job_submitter.sh has answered -h and --help
+# already, without SCRATCH or SLURM): finds and reads the project's manifests
+# (hpc_manage_locate, hpc_manage_index).
 hpc_manage_begin() {
-  local word
-  for word in "$@"; do
-    if [[ $word == -h || $word == --help ]]; then
-      hpc_usage "$hpc_manage_lib"
-      exit 0
-    fi
-  done
   hpc_manage_locate
   hpc_manage_index
   hpc_manage_task='' hpc_manage_target_exp=''

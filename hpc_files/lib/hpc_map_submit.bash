@@ -301,11 +301,15 @@ hpc_map_dry_run() {
   local last_item=$hpc_map_last first_item=$hpc_map_first
   if ((${#hpc_map_items[@]})); then first_item=${hpc_map_items[0]} last_item=${hpc_map_items[-1]}; fi
   hpc_map_dir=$hpc_map_root/$hpc_map_stamp-ARRAYID
-  printf '\n== map\nOne array of %s task(s): --array=%s (at most %s at once), folder %s\n' \
-    "$hpc_map_count" "$hpc_plan_array" "${hpc_plan_array#*%}" "$hpc_map_dir"
-  ((${#hpc_map_parts[@]} == 0)) ||
-    printf 'Above MaxArraySize %s: %s arrays, each after the one before (afterany), indices %s\n' \
-      "$hpc_manifest_max_array_size" "${#hpc_map_parts[@]}" "${hpc_map_parts[*]}"
+  if ((${#hpc_map_parts[@]} == 0)); then
+    printf '\n== map\nOne array of %s task(s): --array=%s (at most %s at once), folder %s\n' \
+      "$hpc_map_count" "$hpc_plan_array" "${hpc_plan_array#*%}" "$hpc_map_dir"
+  else
+    # Split: the first part's --array alone would read as the whole map.
+    printf '\n== map\n%s tasks in %s arrays (MaxArraySize %s), each after the one before (afterany), indices %s: at most %s at once, folder %s\n' \
+      "$hpc_map_count" "${#hpc_map_parts[@]}" "$hpc_manifest_max_array_size" "${hpc_map_parts[*]}" \
+      "${hpc_plan_array#*%}" "$hpc_map_dir"
+  fi
   printf 'first task: map_index=%s map_item=%s map_count=%s task_dir=%s\n' "$hpc_map_first" "$first_item" "$hpc_map_count" "$hpc_map_dir/tasks/$hpc_map_first"
   printf 'last task:  map_index=%s map_item=%s map_count=%s task_dir=%s\n' "$hpc_map_last" "$last_item" "$hpc_map_count" "$hpc_map_dir/tasks/$hpc_map_last"
   ((${#hpc_map_gather_words[@]})) || return 0

@@ -19,6 +19,7 @@ hpc_opt_defaults() {
   hpc_opt_data=() hpc_opt_copy_back=()
   # Scaling test (hpc_scaling.bash checks them).
   hpc_opt_scaling_test=0 hpc_opt_scale_nodes='' hpc_opt_scale_gpus='' hpc_opt_repeats='' hpc_opt_scaling_mode='' hpc_opt_report_time=''
+  hpc_opt_scale_serial=0 hpc_opt_scale_parallel=0 hpc_opt_scale_target_efficiency=''
   hpc_opt_num_nodes_given=0
   # The variable names a profile as --cluster does: never a path.
   [[ -z $hpc_opt_cluster ]] || hpc_opt_is_profile_name "$hpc_opt_cluster" ||
@@ -117,10 +118,14 @@ hpc_opt_parse() {
       --max-concurrent) name=--max-concurrent ;;
       --sweep-config) name=--sweep-config ;;
       --map-range | --map-over | --gather | --gather-configs | --gather-when | --gather-cpus | --gather-gpus | --gather-time) name=$opt ;;
-      --scale-nodes | --scale-gpus | --repeats | --scaling-mode | --report-time) name=$opt ;;
-      --scaling-test)
+      --scale-nodes | --scale-gpus | --repeats | --scaling-mode | --report-time | --scale-target-efficiency) name=$opt ;;
+      --scaling-test | --scale-serial | --scale-parallel)
         ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
-        hpc_opt_scaling_test=1
+        case $opt in
+          --scaling-test) hpc_opt_scaling_test=1 ;;
+          --scale-serial) hpc_opt_scale_serial=1 ;;
+          --scale-parallel) hpc_opt_scale_parallel=1 ;;
+        esac
         continue
         ;;
       --wandb-offline)
@@ -140,7 +145,7 @@ hpc_opt_parse() {
         esac
         continue
         ;;
-      -*) hpc_die_usage "$opt" "unknown option; see 'bash job_submitter.sh --help'" ;;
+      -*) hpc_opt_die_unknown "$opt" ;;
       *) hpc_die_usage "$opt" "unexpected word (every value belongs to an option; see --help)" ;;
     esac
 
@@ -175,6 +180,39 @@ hpc_opt_parse() {
     given[$name]=$value
     hpc_opt_set "$name" "$value"
   done
+}
+
+# hpc_opt_die_unknown OPTION: bad input: OPTION is none of hpc_opt_parse's; names the nearest
+# one (hpc_nearest, hpc_help.bash) when one is near. Exit 2.
+hpc_opt_die_unknown() {
+  # shellcheck source=hpc_files/lib/hpc_help.bash
+  source "${BASH_SOURCE[0]%/*}/hpc_help.bash"
+  hpc_opt_names
+  hpc_nearest "$1" "${hpc_opt_names[@]}"
+  [[ -z $hpc_nearest ]] || hpc_die_usage "$1" "unknown option; did you mean $hpc_nearest? (see --help)"
+  hpc_die_usage "$1" "unknown option; see 'bash job_submitter.sh --help'"
+}
+
+# hpc_opt_names: sets hpc_opt_names to every option hpc_opt_parse accepts, read from its own case
+# patterns (the lines '  -a | --account)' of its text in this file): one list, which no new
+# option can miss.
+hpc_opt_names() {
+  local line word in_parse=0 pattern='^[[:space:]]+(-[-A-Za-z0-9_ |]*)\)'
+  local -a words
+  hpc_opt_names=()
+  while IFS= read -r line; do
+    if ((in_parse == 0)); then
+      [[ $line != 'hpc_opt_parse() {' ]] || in_parse=1
+      continue
+    fi
+    [[ $line != '}' ]] || break
+    # A pattern of options only: -*) and the like are not names.
+    [[ $line =~ $pattern ]] || continue
+    read -ra words <<<"${BASH_REMATCH[1]//|/ }"
+    for word in "${words[@]}"; do
+      [[ " ${hpc_opt_names[*]} " == *" $word "* ]] || hpc_opt_names+=("$word")
+    done
+  done <"${BASH_SOURCE[0]}"
 }
 
 # hpc_opt_set NAME VALUE: checks one option's value and stores it.
@@ -266,7 +304,7 @@ hpc_opt_set() {
       name=${name#--}
       printf -v "hpc_opt_${name//-/_}" '%s' "$value"
       ;;
-    --scale-nodes | --scale-gpus | --repeats | --scaling-mode | --report-time)
+    --scale-nodes | --scale-gpus | --repeats | --scaling-mode | --report-time | --scale-target-efficiency)
       # Stored as given; hpc_scaling_check_options checks them together.
       [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value (see --help)"
       name=${name#--}
@@ -330,6 +368,13 @@ hpc_opt_help() {
   local line name text
   while IFS= read -r line; do
     printf '%s\n' "$line"
+    if [[ $line == 'Commands (one file each in hpc_files/lib/commands/):' ]]; then
+      # Each command by its file's Summary line (hpc_help.bash).
+      # shellcheck source=hpc_files/lib/hpc_help.bash
+      source "${BASH_SOURCE[0]%/*}/hpc_help.bash"
+      hpc_commands_summaries
+      continue
+    fi
     [[ $line == *"one of the files in hpc_files/lib/launchers/:" ]] || continue
     hpc_launcher_list
     for name in "${hpc_launcher_names[@]}"; do

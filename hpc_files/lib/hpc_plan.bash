@@ -16,6 +16,8 @@
 # folder, --workdir's folder and the data archive.
 declare -g hpc_plan_ntasks_per_node hpc_plan_cpus_per_task hpc_launcher_processes hpc_module_problem
 declare -ga hpc_launcher_names
+# Set by hpc_plan_check_lead for the summary: how the profile's warning lead was made to fit.
+declare -g hpc_submit_signal_note=''
 declare -g hpc_files_dir hpc_source_dir hpc_python_helpers_dir hpc_container_lib \
   hpc_opt_label_ranks hpc_opt_launcher hpc_opt_num_nodes hpc_opt_requeue \
   hpc_profile_account_allowed hpc_profile_gpu_gres_name hpc_profile_name hpc_profile_signal_name \
@@ -118,10 +120,11 @@ hpc_plan_check_gpus_python() {
   hpc_plan_is_python "${hpc_configs_words[0]}" ||
     hpc_die_usage "-W/--which-distributed" "with -W $hpc_plan_launcher the command must start with python; the configs file's starts with '${hpc_configs_words[0]}'"
   # A launcher inside the launcher would start its own processes in every process, all at the
-  # job's one rendezvous port: the job would hang to its time limit.
+  # job's one rendezvous port: the job would hang to its time limit. Only the launchers: the
+  # package's other modules (accelerate.test_utils.scripts.test_script) are programs.
   hpc_plan_python_module "${hpc_configs_words[@]:1}"
   case $hpc_plan_module in
-    accelerate | accelerate.* | torch.distributed.run | torch.distributed.launch)
+    accelerate | accelerate.commands.launch | accelerate.commands.accelerate_cli | torch.distributed.run | torch.distributed.launch)
       hpc_die_usage "-W/--which-distributed" "with -W $hpc_plan_launcher the command must not start a launcher itself (python -m $hpc_plan_module); -W $hpc_plan_launcher starts it: write the program's own command (python train.py)"
       ;;
   esac
@@ -279,7 +282,9 @@ hpc_plan_make() {
   hpc_plan_signal=$hpc_profile_signal_name
   hpc_plan_signal_lead=${hpc_opt_signal_lead:-$hpc_profile_signal_lead_seconds}
   hpc_plan_check_lead
-  hpc_plan_sbatch_args+=(--signal="B:$hpc_plan_signal@$hpc_plan_signal_lead")
+  # No warning when the profile's lead had to go: the limit is a minute.
+  [[ $hpc_submit_signal_note == "no time-limit warning"* ]] ||
+    hpc_plan_sbatch_args+=(--signal="B:$hpc_plan_signal@$hpc_plan_signal_lead")
   hpc_plan_requeue=$hpc_opt_requeue
   if ((hpc_plan_requeue > 0)); then
     # Restarts append to the same log instead of truncating it.
@@ -325,22 +330,28 @@ hpc_plan_clear_mode_fields() {
   done
 }
 
-# hpc_plan_check_lead: exit 2 unless the warning's lead is shorter than the time limit (a
-# warning at or before the start would come at once, or never).
+# hpc_plan_check_lead: makes the warning's lead fit the time limit: SLURM counts time limits in
+# whole minutes (rounded up) and may send the warning up to 60 s before the lead asked for, which
+# must still come after the job's start. An explicit --signal-lead that leaves less than 60 s:
+# exit 2. The profile's lead (no --signal-lead) never refuses: shortened to leave 60 s, or 0 and
+# no warning at all when the limit is a minute; hpc_submit_signal_note then says so for the
+# summary ('' when the lead is as asked).
 hpc_plan_check_lead() {
-  local limit lead
+  local limit profile_lead=$hpc_plan_signal_lead
+  hpc_submit_signal_note=''
   hpc_plan_time_seconds "$hpc_plan_time"
   [[ -n $hpc_plan_seconds ]] || return 0
-  # SLURM counts time limits in whole minutes (rounded up) and may send the warning up to 60 s
-  # before the lead asked for: it must still come after the job's start.
   limit=$(((hpc_plan_seconds + 59) / 60 * 60))
   ((limit - hpc_plan_signal_lead < 60)) || return 0
   if [[ -n $hpc_opt_signal_lead ]]; then
     hpc_die_usage "--signal-lead" "$hpc_plan_signal_lead s before the time limit $hpc_plan_time ($limit s: SLURM counts whole minutes) leaves less than 60 s, and SLURM may send the warning up to 60 s early; accepted: at most $((limit - 60 > 0 ? limit - 60 : 0)) s with this time limit"
   fi
-  lead=$((hpc_plan_signal_lead + 60))
-  printf -v lead '%02d:%02d:%02d' "$((lead / 3600))" "$((lead / 60 % 60))" "$((lead % 60))"
-  hpc_die_usage "-t/--time" "'$hpc_plan_time' leaves less than 60 s before the cluster's warning lead of $hpc_plan_signal_lead s (SLURM may send it up to 60 s early); accepted: $lead or more, or a shorter --signal-lead"
+  hpc_plan_signal_lead=$((limit - 60))
+  if ((hpc_plan_signal_lead > 0)); then
+    hpc_submit_signal_note="signal lead $hpc_plan_signal_lead s (the profile's $profile_lead s shortened to fit --time $hpc_plan_time)"
+  else
+    hpc_submit_signal_note="no time-limit warning signal (the profile's lead of $profile_lead s does not fit --time $hpc_plan_time)"
+  fi
 }
 
 # hpc_plan_summary: prints the one-line summary of the plan.
@@ -353,9 +364,10 @@ hpc_plan_summary() {
 hpc_plan_summary_text() {
   local gpu_text=''
   ((hpc_plan_gpus == 0)) || gpu_text=" x ${hpc_plan_gpus} GPU${hpc_plan_gpu_type:+ $hpc_plan_gpu_type}"
-  printf -v hpc_plan_summary '%s job on %s: %s node(s) x %s task(s) x %s CPU(s)%s per node, memory %s per node, time %s, output %s' \
+  printf -v hpc_plan_summary '%s job on %s: %s node(s) x %s task(s) x %s CPU(s)%s per node, memory %s per node, time %s%s, output %s' \
     "$hpc_plan_kind" "$hpc_plan_cluster" "$hpc_plan_nodes" "$hpc_plan_ntasks_per_node" \
-    "$hpc_plan_cpus_per_task" "$gpu_text" "${hpc_plan_mem:-"(SLURM's default)"}" "$hpc_plan_time" "$hpc_plan_output"
+    "$hpc_plan_cpus_per_task" "$gpu_text" "${hpc_plan_mem:-"(SLURM's default)"}" "$hpc_plan_time" \
+    "${hpc_submit_signal_note:+, $hpc_submit_signal_note}" "$hpc_plan_output"
 }
 
 # hpc_plan_record: sets hpc_plan_text to the plan's record: a header line, then one line per

@@ -25,6 +25,7 @@
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_submit_locate and job_submitter.sh: paths and argv; hpc_options.bash: the options.
 declare -g hpc_opt_count_max hpc_files_dir hpc_opt_dry_run hpc_opt_launcher hpc_opt_scaling_test \
+  hpc_opt_scale_serial hpc_opt_scale_parallel hpc_opt_scale_target_efficiency \
   hpc_opt_time_accepted hpc_opt_wandb_offline hpc_opt_yes
 declare -ga hpc_submit_argv hpc_opt_data
 # hpc_manifest_read: a manifest's sbatch options.
@@ -80,15 +81,26 @@ hpc_scaling_check_num_nodes() {
 
 # hpc_scaling_check_options: the scaling options on their own and with the others; exit 2 with
 # one line on bad input. Sets hpc_scaling_nodes, hpc_scaling_gpus (empty: the plan's GPUs),
-# hpc_scaling_repeats, hpc_scaling_mode and hpc_scaling_report_time.
+# hpc_scaling_repeats, hpc_scaling_mode, hpc_scaling_report_time and hpc_scaling_target (the
+# efficiency, percent, the report's verdict asks for).
 hpc_scaling_check_options() {
   local name n
   if ((hpc_opt_scaling_test == 0)); then
-    for name in scale-nodes scale-gpus repeats scaling-mode report-time; do
+    for name in scale-nodes scale-gpus repeats scaling-mode report-time scale-target-efficiency; do
       n=hpc_opt_${name//-/_}
       [[ -z ${!n} ]] || hpc_die_usage "--$name" "is for a scaling test; accepted with --scaling-test"
     done
+    for name in scale-serial scale-parallel; do
+      n=hpc_opt_${name//-/_}
+      ((${!n} == 0)) || hpc_die_usage "--$name" "is for a scaling test; accepted with --scaling-test"
+    done
   fi
+  ((hpc_opt_scale_serial == 0 || hpc_opt_scale_parallel == 0)) ||
+    hpc_die_usage "--scale-serial/--scale-parallel" "choose one: runs one after another (--scale-serial) or runs that may share nodes (--scale-parallel); without either, each run has its nodes to itself"
+  hpc_scaling_target=${hpc_opt_scale_target_efficiency:-70}
+  { [[ $hpc_scaling_target =~ ^[0-9]{1,3}$ ]] && ((10#$hpc_scaling_target >= 1 && 10#$hpc_scaling_target <= 100)); } ||
+    hpc_die_usage "--scale-target-efficiency" "'$hpc_scaling_target' is not accepted; accepted: a whole percentage, 1 to 100 (default 70)"
+  hpc_scaling_target=$((10#$hpc_scaling_target))
   if [[ -n $hpc_opt_wandb_sweepid$hpc_opt_repeat || $hpc_opt_wandb_offline == 1 ]] ||
     [[ -n $hpc_opt_map_range$hpc_opt_map_over$hpc_opt_gather$hpc_opt_gather_configs ]]; then
     hpc_die_usage "--scaling-test" "submits its own jobs, one per configuration; accepted without -w, --wandb-offline, --repeat, --map-range, --map-over and --gather"
@@ -140,13 +152,34 @@ hpc_scaling_plan() {
       --output=*) hpc_plan_sbatch_args[i]=--output=$hpc_plan_output ;;
     esac
   done
+  # Its nodes to itself unless the study lets runs share them: kept in its manifest, so that
+  # resubmit --failed asks the same.
+  [[ ${hpc_scaling_order:-exclusive} == parallel ]] || hpc_plan_sbatch_args+=(--exclusive)
   hpc_plan_scaling_dir=$hpc_scaling_dir hpc_plan_scaling_key=$hpc_scaling_key
   hpc_plan_scaling_config=${n}x$hpc_plan_gpus hpc_plan_scaling_repeat=$r
 }
 
-# hpc_scaling_configurations: sets hpc_scaling_runs to 'N G R' per run (by world size, then
-# nodes; the plan's GPUs resolved) and checks that there are two world sizes at least and at
-# most hpc_scaling_max_runs runs (checked first: a huge study would otherwise loop for minutes).
+# hpc_scaling_choose_order: sets hpc_scaling_order: parallel (--scale-parallel: released
+# together, runs may share nodes), serial (--scale-serial, or nodes that share one machine, as
+# the embedded cluster's: one run after another, each after the end of the one before) or
+# exclusive (released together, each run with its nodes to itself). After hpc_scaling_shared.
+hpc_scaling_choose_order() {
+  if ((hpc_opt_scale_parallel)); then
+    hpc_scaling_order=parallel hpc_scaling_order_why='--scale-parallel: runs may share nodes'
+  elif ((hpc_opt_scale_serial)); then
+    hpc_scaling_order=serial hpc_scaling_order_why='--scale-serial'
+  elif [[ $hpc_scaling_shared_host == true ]]; then
+    hpc_scaling_order=serial hpc_scaling_order_why="the partition's nodes share one machine"
+  else
+    hpc_scaling_order=exclusive hpc_scaling_order_why='each run has its nodes to itself (--exclusive)'
+  fi
+}
+
+# hpc_scaling_configurations: sets hpc_scaling_configs to 'N G' per configuration (by world
+# size, then nodes; the plan's GPUs resolved) and hpc_scaling_runs to 'N G R' per run, repeats
+# interleaved (every configuration's first run, then every second: drift over the study's time
+# favours none), and checks that there are two world sizes at least and at most
+# hpc_scaling_max_runs runs (checked first: a huge study would otherwise loop for minutes).
 hpc_scaling_configurations() {
   local n g r w line total fast=1
   local -A worlds=()
@@ -166,22 +199,35 @@ hpc_scaling_configurations() {
       # Small studies (all of them in practice) are ordered as sort orders the lines below, by
       # the index of a sparse array (Bash lists those in order), without three processes:
       # world size, nodes, then GPUs (0 before 1, the one pair of GPU counts that can share
-      # both), then the repeat (a single digit, whose text sorts as its number).
-      ((w < 1000000 && n < 1000000 && hpc_scaling_repeats <= 9)) || fast=0
-      for ((r = 1; r <= hpc_scaling_repeats; r++)); do
-        printf -v line '%09d %09d %s %s %s' "$w" "$n" "$n" "$g" "$r"
-        lines+=("$line")
-        ((fast == 0)) || ordered[((w * 1000000 + n) * 2 + (g > 0 ? 1 : 0)) * 10 + r]="$n $g $r"
-      done
+      # both).
+      ((w < 1000000 && n < 1000000)) || fast=0
+      printf -v line '%09d %09d %s %s' "$w" "$n" "$n" "$g"
+      lines+=("$line")
+      ((fast == 0)) || ordered[(w * 1000000 + n) * 2 + (g > 0 ? 1 : 0)]="$n $g"
     done
   done
   ((${#worlds[@]} >= 2)) ||
     hpc_die_usage "--scale-nodes/--scale-gpus" "every configuration has world size ${!worlds[*]}; accepted: at least two different world sizes (nodes x GPUs per node)"
   if ((fast)); then
-    hpc_scaling_runs=("${ordered[@]}")
+    hpc_scaling_configs=("${ordered[@]}")
   else
-    mapfile -t hpc_scaling_runs < <(printf '%s\n' "${lines[@]}" | LC_ALL=C sort | cut -d' ' -f3-)
+    mapfile -t hpc_scaling_configs < <(printf '%s\n' "${lines[@]}" | LC_ALL=C sort | cut -d' ' -f3-)
   fi
+  hpc_scaling_runs=()
+  for ((r = 1; r <= hpc_scaling_repeats; r++)); do
+    for line in "${hpc_scaling_configs[@]}"; do hpc_scaling_runs+=("$line $r"); done
+  done
+}
+
+# hpc_scaling_runs_text: sets hpc_scaling_runs_text to the configurations as a person reads
+# them: '1x1, 1x2, 2x1, 2x2 (3 repeats each)'.
+hpc_scaling_runs_text() {
+  local x
+  hpc_scaling_runs_text=''
+  for x in "${hpc_scaling_configs[@]}"; do
+    hpc_scaling_runs_text+=${hpc_scaling_runs_text:+, }${x% *}x${x#* }
+  done
+  ((hpc_scaling_repeats == 1)) || hpc_scaling_runs_text+=" ($hpc_scaling_repeats repeats each)"
 }
 
 # hpc_scaling_check_fit: the largest configuration must fit the partition (as
@@ -238,7 +284,7 @@ hpc_scaling_report_plan() {
   for arg in "${hpc_plan_sbatch_args[@]}"; do
     case $arg in
       --job-name=* | --nodes=* | --ntasks-per-node=* | --cpus-per-task=* | --mem=* | --time=* | --output=* | --gres=* | --signal=*) ;;
-      --requeue | --open-mode=*) ;;
+      --requeue | --open-mode=* | --exclusive) ;;
       *) keep+=("$arg") ;;
     esac
   done
@@ -300,7 +346,8 @@ hpc_scaling_study_json() {
     "study_dir=$hpc_scaling_dir" "command=bash job_submitter.sh ${words[*]}" "cluster=$hpc_plan_cluster" \
     "git_commit=${hpc_manifest_git_commit:-}" "mode=$hpc_scaling_mode" "repeats:=$hpc_scaling_repeats" \
     "launcher=$hpc_scaling_launcher" "runner=$hpc_plan_runner" "time_limit=$hpc_scaling_time" \
-    "report_time=$hpc_scaling_report_time" "report_job_id=$hpc_scaling_report_id"
+    "report_time=$hpc_scaling_report_time" "report_job_id=$hpc_scaling_report_id" "order=$hpc_scaling_order" \
+    "target_efficiency:=$hpc_scaling_target"
   json=${json%\}}
   dirty=false
   [[ ${hpc_manifest_git_dirty:-} != yes ]] || dirty=true
@@ -348,21 +395,37 @@ hpc_scaling_shared() {
   if ((${#nodes[@]} > 1 && ${#hosts[@]} == 1)); then hpc_scaling_shared_host=true; fi
 }
 
-# hpc_scaling_dry_run: prints every configuration, the node-hours the study costs at most, the
-# report job's dependency, and asks sbatch --test-only about the largest configuration.
+# hpc_scaling_dry_run: prints every run in the order it runs, with its working folder, the
+# node-hours the study costs at most and its worst-case wall time, the report job's dependency,
+# and asks sbatch --test-only about the largest configuration.
 hpc_scaling_dry_run() {
-  local x n g r total=0 out
+  local x n g r total=0 wall=0 longest=0 out i=0 after='' report_s
   hpc_scaling_dir=$hpc_scaling_root/STAMP-FIRSTJOBID
-  printf '== scaling test: %s run(s), mode %s, folder %s\n' "${#hpc_scaling_runs[@]}" "$hpc_scaling_mode" "$hpc_scaling_dir"
+  hpc_scaling_runs_text
+  printf '== scaling test: %s run(s): %s; mode %s, folder %s\n' "${#hpc_scaling_runs[@]}" "$hpc_scaling_runs_text" "$hpc_scaling_mode" "$hpc_scaling_dir"
+  case $hpc_scaling_order in
+    serial) printf 'Order: serial (%s): one run after another, each after the end of the one before (afterany), in this order:\n' "$hpc_scaling_order_why" ;;
+    exclusive) printf 'Order: all released together, %s, in this order:\n' "$hpc_scaling_order_why" ;;
+    parallel) printf 'Order: all released together (%s; the report says so), in this order:\n' "$hpc_scaling_order_why" ;;
+  esac
   for x in "${hpc_scaling_runs[@]}"; do
     read -r n g r <<<"$x"
     hpc_scaling_plan "$n" "$g" "$r"
     hpc_plan_time_seconds "$hpc_plan_time"
-    total=$((total + n * ${hpc_plan_seconds:-0}))
-    printf '%s: %s node(s) x %s GPU(s), --time=%s, job name %s, output %s\n' "$hpc_scaling_key" "$n" "$hpc_plan_gpus" "$hpc_plan_time" "$hpc_plan_job_name" "$hpc_plan_output"
+    total=$((total + n * ${hpc_plan_seconds:-0})) wall=$((wall + ${hpc_plan_seconds:-0}))
+    ((${hpc_plan_seconds:-0} <= longest)) || longest=${hpc_plan_seconds:-0}
+    i=$((i + 1))
+    hpc_scaling_workdir "${hpc_plan_workdir:-}" "$hpc_scaling_run_dir" "$hpc_scaling_key"
+    [[ $hpc_scaling_order != serial ]] || ((i == 1)) || after=", after run $((i - 1))"
+    printf '%s. %s: %s node(s) x %s GPU(s), --time=%s%s, job name %s, output %s, working folder %s\n' "$i" "$hpc_scaling_key" "$n" "$hpc_plan_gpus" \
+      "$hpc_plan_time" "$after" "$hpc_plan_job_name" "$hpc_plan_output" "$hpc_scaling_workdir"
   done
-  printf 'At most %s node-hours (sum of nodes x time limit)\n' "$(awk -v s="$total" 'BEGIN { printf "%.2f", s / 3600 }')"
-  printf 'Report job: --dependency=afterany:<every run> --kill-on-invalid-dep=yes, 1 node, 1 task, 1 CPU, no GPU, --time=%s\n' "$hpc_scaling_report_time"
+  [[ $hpc_scaling_order == serial ]] || wall=$longest
+  hpc_plan_time_seconds "$hpc_scaling_report_time"
+  report_s=${hpc_plan_seconds:-0}
+  printf 'At most %s node-hours (sum of nodes x time limit); at most %s from the first run to the report'"'"'s end, once running (time limits%s)\n' \
+    "$(awk -v s="$total" 'BEGIN { printf "%.2f", s / 3600 }')" "$(hpc_scaling_hms $((wall + report_s)))" "$([[ $hpc_scaling_order == serial ]] && printf ', added up' || printf ': the longest run, then the report')"
+  printf 'Report job: --dependency=afterany:<every run> --kill-on-invalid-dep=yes, 1 node, 1 task, 1 CPU, no GPU, --time=%s; its verdict: the largest configuration at %s %% efficiency or more\n' "$hpc_scaling_report_time" "$hpc_scaling_target"
   hpc_scaling_plan "${hpc_scaling_runs[-1]%% *}" "$(cut -d' ' -f2 <<<"${hpc_scaling_runs[-1]}")" 1
   hpc_plan_record
   hpc_plan_render "$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_STAMP.plan"
@@ -374,10 +437,16 @@ hpc_scaling_dry_run() {
   fi
 }
 
+# hpc_scaling_hms SECONDS: prints SECONDS as H:MM:SS.
+hpc_scaling_hms() {
+  printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60))
+}
+
 # hpc_scaling_main: the whole scaling submission (after the profile and the configs file are
 # read); exits.
 hpc_scaling_main() {
   local x n g r out report_plan report_text
+  local -a after=()
   hpc_scaling_dir=''
   hpc_plan_make
   hpc_scaling_configurations
@@ -389,12 +458,17 @@ hpc_scaling_main() {
   fi
   hpc_scaling_check_fit
   hpc_scaling_root=$hpc_plan_outputs_dir/scaling/${hpc_opt_exp_name:-default}
+  hpc_scaling_shared
+  hpc_scaling_choose_order
   if ((hpc_opt_dry_run)); then
     hpc_scaling_dry_run
     exit
   fi
-  if ((hpc_opt_yes == 0)); then
-    printf 'Scaling test: %s run(s) (%s) and one report job\nSubmit? [y/N] ' "${#hpc_scaling_runs[@]}" "$(printf '%s ' "${hpc_scaling_runs[@]}" | tr ' ' x)" >&2
+  # Asked only on a terminal, as every submission (hpc_submit_confirm).
+  if ((hpc_opt_yes == 0)) && [[ -t 0 ]]; then
+    hpc_scaling_runs_text
+    printf 'Scaling test: %s run(s): %s, %s; and one report job\nSubmit? [y/N] ' "${#hpc_scaling_runs[@]}" "$hpc_scaling_runs_text" \
+      "$([[ $hpc_scaling_order == serial ]] && printf 'one after another' || printf 'released together')" >&2
     read -r out || out=
     [[ $out == [yY] || $out == [yY][eE][sS] ]] || {
       hpc_say "not submitted"
@@ -405,7 +479,6 @@ hpc_scaling_main() {
     # A study's folder is removed when its submission fails: never one reached through a link.
     [[ ! -L $x ]] || hpc_die "$x is a symbolic link; the scaling study's folders are made in a folder of their own, never through a link: nothing was submitted"
   done
-  hpc_scaling_shared
   hpc_profile_slurm_facts_save
   hpc_submit_made=()
   hpc_plan_make
@@ -415,6 +488,7 @@ hpc_scaling_main() {
     local rc=0
     hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?
     ((rc != 2)) || exit 2
+    hpc_submit_interrupted "$rc" "while packing the data (--data)"
     ((rc == 0)) || hpc_die "staging the data failed (see above); nothing was submitted"
     # Every run's plan (hpc_plan_adopt) names the archive.
     hpc_plan_data_archive=$hpc_stage_archive hpc_submit_data_archive=$hpc_stage_archive
@@ -460,7 +534,11 @@ hpc_scaling_main() {
     hpc_scaling_plan "$n" "$g" "$r"
     hpc_plan_write || hpc_scaling_undo "cannot write the plan of run $hpc_scaling_key in $hpc_plan_outputs_dir"
     hpc_plan_render
-    hpc_scaling_sbatch "$hpc_plan_script" "${hpc_plan_sbatch_args[@]}" || hpc_scaling_undo "run $hpc_scaling_key was not submitted"
+    # Serial: after the end of the run before, whatever its state; on the command line, not in
+    # the plan: resubmit --failed chains its runs anew.
+    after=()
+    [[ $hpc_scaling_order != serial ]] || ((${#hpc_scaling_run_ids[@]} == 0)) || after=(--dependency="afterany:${hpc_scaling_run_ids[-1]}")
+    hpc_scaling_sbatch "$hpc_plan_script" "${hpc_plan_sbatch_args[@]}" ${after[@]+"${after[@]}"} || hpc_scaling_undo "run $hpc_scaling_key was not submitted"
     hpc_scaling_ids+=("$hpc_scaling_id") hpc_scaling_run_ids+=("$hpc_scaling_id") hpc_scaling_keys+=("$hpc_scaling_key")
     hpc_scaling_signalled
     hpc_scaling_gpus_of+=("$hpc_plan_gpus") hpc_scaling_launcher=$hpc_plan_launcher hpc_scaling_time=$hpc_plan_time
@@ -507,6 +585,14 @@ hpc_scaling_run_setup() {
   hpc_job_log "scaling run $hpc_plan_scaling_key: $scaling_run_dir"
 }
 
+# hpc_scaling_workdir WORKDIR RUN_DIR KEY: sets hpc_scaling_workdir to the folder a run's
+# program starts in: its own, so that relative files (a snapshot.pt) never pass between runs:
+# WORKDIR/KEY with --workdir, else RUN_DIR/work. The job's rule (hpc_job_own_folders), shown by
+# the dry run.
+hpc_scaling_workdir() {
+  if [[ -n $1 ]]; then hpc_scaling_workdir=$1/$3; else hpc_scaling_workdir=$2/work; fi
+}
+
 # hpc_scaling_status STATE EXIT_CODE: writes the run's status.json.
 hpc_scaling_status() {
   hpc_followup_status_write "$scaling_run_dir/status.json" "key=$hpc_plan_scaling_key" "job_id=${SLURM_JOB_ID:-}" \
@@ -534,7 +620,8 @@ hpc_scaling_run_end() {
   [[ -n $hpc_scaling_end_s ]] || hpc_scaling_run_stop
   wall=$(awk -v a="$hpc_scaling_start_s" -v b="$hpc_scaling_end_s" 'BEGIN { printf "%.6f", b - a }')
   hpc_followup_status_write "$scaling_run_dir/wall.json" "wall_s:=$wall" "exit_code:=$1" "job_id=${SLURM_JOB_ID:-}" \
-    "node_list=${SLURM_JOB_NODELIST:-}" "start_utc=$hpc_scaling_start_utc" "end_utc=$hpc_scaling_end_utc" ||
+    "node_list=${SLURM_JOB_NODELIST:-}" "start_utc=$hpc_scaling_start_utc" "end_utc=$hpc_scaling_end_utc" \
+    "start_s:=$hpc_scaling_start_s" "end_s:=$hpc_scaling_end_s" ||
     hpc_job_log "cannot write $scaling_run_dir/wall.json"
   hpc_followup_final_state "$1"
   hpc_scaling_status "$hpc_followup_state" "$1"
@@ -603,10 +690,10 @@ hpc_scaling_keep_attempt() {
 # shape, the same runs/<key>/ folder; the earlier attempt's files kept as *.attempt<N>.json),
 # then a new report job (afterany on them, --output in the study's folder) that names the
 # study; records the new ids in study.json and in manifests linked to the old ones, and
-# releases them. Exit 1 while a run or report job of the study is pending or running.
+# releases them. A serial study's runs run one after another again. Exit 1 while a run or report job of the study is pending or running.
 hpc_scaling_resubmit_failed() {
-  local dir info line report_ids='' failed='' key id out script new_report lock_fd
-  local -a keys=() ids=() redo=() new_ids=() records=() args=()
+  local dir info line report_ids='' failed='' key id out script new_report lock_fd study_order=parallel
+  local -a keys=() ids=() redo=() new_ids=() records=() args=() after=()
   local -A job_of=()
   hpc_scaling_newest_dir "$1" "resubmit --failed"
   dir=$hpc_scaling_dir
@@ -622,6 +709,7 @@ hpc_scaling_resubmit_failed() {
   info=$(hpc_map_helpers study-info --dir "$dir") || hpc_die "cannot read the study in $dir (see above)"
   while IFS= read -r line; do
     case $line in
+      order=*) study_order=${line#*=} ;;
       report_ids=*) report_ids=${line#*=} ;;
       run=*)
         read -r key id <<<"${line#run=}"
@@ -659,7 +747,10 @@ hpc_scaling_resubmit_failed() {
       hpc_scaling_undo "the plan file '${hpc_mf[plan]:-(none recorded)}' of run $key is gone; submit the study again"
     # The job would refuse it at its start: refused here, before anything is submitted.
     hpc_trusted_check "${hpc_mf[plan]}" || hpc_scaling_undo "the plan file '${hpc_mf[plan]}' of run $key $hpc_trusted_problem: not read"
-    out=$(hpc_submit_sbatch --parsable --hold "${hpc_mf_sbatch[@]}" 2>&1 <<<"$hpc_trusted_text") ||
+    # A serial study's runs again one after another.
+    after=()
+    [[ $study_order != serial ]] || ((${#new_ids[@]} == 0)) || after=(--dependency="afterany:${new_ids[-1]}")
+    out=$(hpc_submit_sbatch --parsable --hold "${hpc_mf_sbatch[@]}" ${after[@]+"${after[@]}"} 2>&1 <<<"$hpc_trusted_text") ||
       hpc_scaling_undo "sbatch refused run $key: ${out//$'\n'/ }"
     out=${out##*$'\n'} out=${out%%;*}
     [[ $out =~ ^[0-9]+$ ]] || hpc_scaling_undo "sbatch gave no job id for run $key"
@@ -736,7 +827,7 @@ hpc_scaling_report_command() {
         out=$2
         shift 2
         ;;
-      -*) hpc_die_usage "$1" "unknown option of 'scaling-report'; $usage" ;;
+      -*) hpc_commands_die_unknown_option scaling-report "$1" ;;
       *)
         [[ -z $target ]] || hpc_die_usage "scaling-report" "takes one experiment or study folder; $usage"
         target=$1

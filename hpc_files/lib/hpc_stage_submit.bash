@@ -162,16 +162,18 @@ hpc_stage_prune() {
 }
 
 # hpc_stage_archive_once BASE PATH...: (hpc_stage_build's subshell) archives the paths into
-# hpc_stage_tmp/data.tar, the progress lines on stderr; sets hpc_stage_build's nfiles and total
-# (Bash's dynamic scope) from the listing in hpc_stage_tmp/manifest; exits 1 when tar fails.
+# hpc_stage_tmp/data.tar, the progress lines on stderr; sets hpc_stage_build's nfiles, data and
+# total (Bash's dynamic scope) from the listing in hpc_stage_tmp/manifest; exits 1 when tar fails.
 hpc_stage_archive_once() {
   local base=$1 p rc
   local -a targs=() hargs=()
   shift
   printf '%s\0' "$@" >"$hpc_stage_tmp/paths" || exit 1
-  # The archive's expected size, for the progress lines: a 512-byte header per entry, file data
-  # in 512-byte blocks.
-  read -r nfiles total < <(awk -F '\t' '{s += 512} $1 == "f" {n++; s += int(($2 + 511) / 512) * 512} END {printf "%d %.0f\n", n, s}' "$hpc_stage_tmp/manifest")
+  # The data's size (the files' bytes), and the archive's expected size, for the progress lines:
+  # a 512-byte header per entry, file data in 512-byte blocks, the two zero blocks at the end,
+  # all padded to tar's records of 2048 blocks (-b 2048: 1 MiB).
+  read -r nfiles data total < <(awk -F '\t' '{s += 512} $1 == "f" {n++; d += $2; s += int(($2 + 511) / 512) * 512}
+    END {r = 1048576; printf "%d %.0f %.0f\n", n, d, int((s + 1024 + r - 1) / r) * r}' "$hpc_stage_tmp/manifest")
   for p; do
     # A top-level symlink is staged as what it points to (inside BASE, validated): a folder
     # through 'PATH/.', a file appended with -h. Deeper symlinks stay symlinks.
@@ -209,7 +211,7 @@ hpc_stage_archive_once() {
 # traps and exits.
 hpc_stage_build() {
   local base=$1 key=$2 staging=$1/.staging lock_fd='' locked=0 rc=0
-  local total nfiles size start ver link_tmp
+  local total nfiles data size start ver link_tmp
   shift 2
   # Not local (this runs in a subshell): the EXIT trap reads them after this function's scope is gone.
   hpc_stage_tmp='' hpc_stage_monitor=''
@@ -277,7 +279,8 @@ hpc_stage_build() {
     exit 1
   fi
   hpc_stage_prune "$staging" "$key" "$locked" "$ver"
-  hpc_say "archived $nfiles files, $(hpc_stage_human "$size") in $(hpc_stage_rate "$size" "$start"): $staging/$key/data.tar"
+  # The data's size and the archive's apart: a small data set makes a 1 MiB archive (tar's padding).
+  hpc_say "archived $nfiles files, $(hpc_stage_human "$data") of data (archive $(hpc_stage_human "$size")) in $(hpc_stage_rate "$size" "$start"): $staging/$key/data.tar"
   exit 0
 }
 
@@ -303,6 +306,8 @@ hpc_stage_prepare() {
     hpc_say "data unchanged: reusing $staging/$key/data.tar"
   else
     (hpc_stage_build "$base" "$key" "${hpc_stage_paths[@]}") || rc=$?
+    # Stopped by a signal (Ctrl-C: 130): said as such by the caller, not as a failure.
+    ((rc < 128)) || return "$rc"
     ((rc == 0)) || return 1
   fi
   hpc_stage_archive=$staging/$key/data.tar

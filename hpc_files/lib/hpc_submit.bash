@@ -6,7 +6,7 @@
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # job_submitter.sh: its own path and folder; hpc_options.bash: the options.
-declare -g hpc_submitter hpc_files_dir hpc_opt_cluster hpc_opt_dry_run hpc_opt_help \
+declare -g hpc_opt_scale_serial hpc_opt_scale_parallel hpc_submitter hpc_files_dir hpc_opt_cluster hpc_opt_dry_run hpc_opt_help \
   hpc_opt_scaling_test hpc_opt_wandb_offline hpc_opt_yes
 declare -ga hpc_opt_data
 # hpc_plan.bash: the plan.
@@ -210,6 +210,15 @@ hpc_submit_confirm() {
   [[ $answer == [yY] || $answer == [yY][eE][sS] ]]
 }
 
+# hpc_submit_interrupted STATUS WHEN: a step that a signal stopped (STATUS 128 or more: Ctrl-C
+# 130) ends the submission by saying so, and what is left, with that status; other statuses
+# return.
+hpc_submit_interrupted() {
+  (($1 >= 128)) || return 0
+  hpc_say "interrupted $2: nothing was submitted${3:+; $3}"
+  exit "$1"
+}
+
 # hpc_submit_main ARGS...: the whole submission.
 hpc_submit_main() {
   local final id out
@@ -230,7 +239,8 @@ hpc_submit_main() {
     source "$hpc_files_dir/lib/hpc_map_submit.bash"
     hpc_map_check_options
   fi
-  if ((hpc_opt_scaling_test)) || [[ -n $hpc_opt_scale_nodes$hpc_opt_scale_gpus$hpc_opt_repeats$hpc_opt_scaling_mode$hpc_opt_report_time ]]; then
+  if ((hpc_opt_scaling_test || hpc_opt_scale_serial || hpc_opt_scale_parallel)) ||
+    [[ -n $hpc_opt_scale_nodes$hpc_opt_scale_gpus$hpc_opt_repeats$hpc_opt_scaling_mode$hpc_opt_report_time$hpc_opt_scale_target_efficiency ]]; then
     # Scaling test: loaded only when asked for.
     # shellcheck source=/dev/null # hpc_scaling.bash: linted on its own (see docs/architecture.md)
     source "$hpc_files_dir/lib/hpc_scaling.bash"
@@ -289,6 +299,7 @@ hpc_submit_main() {
     local rc=0
     hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?
     ((rc != 2)) || exit 2
+    hpc_submit_interrupted "$rc" "while packing the data (--data)"
     ((rc == 0)) || hpc_die "staging the data failed (see above); nothing was submitted"
     # shellcheck disable=SC2034 # read by hpc_plan_record (this plan) and hpc_plan_adopt (a later one)
     hpc_plan_data_archive=$hpc_stage_archive hpc_submit_data_archive=$hpc_stage_archive

@@ -10,7 +10,7 @@
 declare -g hpc_plan_array_count hpc_plan_exp_name hpc_plan_kind hpc_plan_launcher hpc_plan_outputs_dir \
   hpc_plan_python_helpers hpc_plan_runner hpc_plan_scratch_dir hpc_plan_script hpc_plan_source_dir \
   hpc_plan_text hpc_plan_venv hpc_profile_tmpdir_provided hpc_profile_tmpdir_root hpc_stage_archive \
-  hpc_runner_preview
+  hpc_runner_preview hpc_facts_omp_threads
 declare -ga hpc_configs_words hpc_facts_program_env hpc_opt_data hpc_plan_sbatch_args hpc_stage_paths
 
 # hpc_submit_own_folders_text: prints where the job's files land: checkpoints_dir, WANDB_DIR and
@@ -54,6 +54,8 @@ hpc_submit_environment() {
   hpc_plan_processes
   hpc_facts_program_env
   printf '%s\n' "${hpc_facts_program_env[@]}"
+  # One exported here is passed on by sbatch and wins.
+  [[ -z ${OMP_NUM_THREADS:-} ]] || printf 'OMP_NUM_THREADS=%s (from this shell; the CPUs of each process are %s)\n' "$OMP_NUM_THREADS" "$hpc_facts_omp_threads"
   hpc_submit_own_folders_text
   case $hpc_profile_tmpdir_provided in
     true) printf 'SLURM_TMPDIR=(made by the cluster on every node)\n' ;;

@@ -78,6 +78,9 @@ COMPLETED"
     assert_output "TRAINED rank=0 epochs=2 cwd=$BATS_FILE_TMPDIR/rep/task_$task checkpoints_dir=$exp_root/rep/checkpoints/task_$task"
     [ -f "$BATS_FILE_TMPDIR/rep/task_$task/snapshot.pt" ]
     [ -f "$exp_root/rep/checkpoints/task_$task/last.0.txt" ]
+    # The task's log names its own variables: the seed, where its files land.
+    run grep -F '] task variables:' "$out"
+    assert_output --regexp "task variables: seed=$task checkpoints_dir=$exp_root/rep/checkpoints/task_$task WANDB_DIR=$exp_root/rep/task_$task HPC_WORKDIR=$BATS_FILE_TMPDIR/rep/task_$task$"
   done
 }
 

@@ -35,13 +35,14 @@ rank=3 sum=6"
   # Static rendezvous: node i is machine rank i, so ranks 0 and 1 run on the first node.
   assert_equal "$(grep -cE '^ACC rank=[01] world=4 node=n1$' "$job_out")" 2
   assert_equal "$(grep -cE '^ACC rank=[23] world=4 node=n2$' "$job_out")" 2
-  # One accelerate launch per node, at the job's port on the first node.
-  run grep -E '^\[hpc n[12]\] starting .*accelerate\.commands\.launch' "$job_out"
+  # One accelerate launch per node (the launcher's code, named in the log), at the job's port
+  # on the first node.
+  run grep -E '^\[hpc n[12]\] starting .*python -c HPC_LAUNCHER_CODE --multi_gpu ' "$job_out"
   assert_equal "${#lines[@]}" 2
   port=$(sed -n 's/^\[hpc n1\] rendezvous at n1:\([0-9]*\)$/\1/p' "$job_out")
   [[ $port =~ ^[0-9]+$ ]] || fail "no rendezvous line: $(cat "$job_out")"
-  assert_line --regexp "^\[hpc n1\] starting .* --machine_rank 0 --num_processes 4 --main_process_ip n1 --main_process_port $port "
-  assert_line --regexp "^\[hpc n2\] starting .* --machine_rank 1 --num_processes 4 --main_process_ip n1 --main_process_port $port "
+  assert_line --regexp "^\[hpc n1\] starting .* -c HPC_LAUNCHER_CODE --multi_gpu --num_machines 2 --machine_rank 0 --num_processes 4 --main_process_ip n1 --main_process_port $port "
+  assert_line --regexp "^\[hpc n2\] starting .* -c HPC_LAUNCHER_CODE --multi_gpu --num_machines 2 --machine_rank 1 --num_processes 4 --main_process_ip n1 --main_process_port $port "
   assert_equal "$(hpc_job_field "$job_id" NumTasks)" 2
 }
 

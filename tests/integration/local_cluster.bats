@@ -85,7 +85,7 @@ n2 tmpdir=unset scratch=$HPC_CLUSTER_DIR/scratch/n2"
   held=$BATS_TEST_TMPDIR/held
   run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir "$other" --port-base "$base" --config second up 7>"$held"
   assert_success
-  assert_line "export SLURM_CONF=$other/etc/slurm.conf"
+  assert_line "export SLURM_CONF=$other/etc/slurm.conf HPC_CLUSTER=generic SBATCH_PARTITION=compute"
   pids=$(cat "$other"/run/*.pid)
   # The daemons keep none of the caller's descriptors beyond 0-2.
   for pid in $pids; do
@@ -95,7 +95,7 @@ n2 tmpdir=unset scratch=$HPC_CLUSTER_DIR/scratch/n2"
   # A second 'up' keeps the recorded configuration.
   run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir "$other" --port-base "$base" up
   assert_success
-  assert_output "export SLURM_CONF=$other/etc/slurm.conf"
+  assert_output "export SLURM_CONF=$other/etc/slurm.conf HPC_CLUSTER=generic SBATCH_PARTITION=compute"
   [ "$(cat "$other"/run/*.pid)" = "$pids" ]
   SLURM_CONF=$other/etc/slurm.conf run sinfo -h -N -o '%N %P %T %m %G'
   assert_output "127.0.0.1 compute idle 4000 gpu:a100:2

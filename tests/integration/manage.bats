@@ -138,7 +138,7 @@ ArrayTaskId=3"
     manage logs "${id}_$task"
     assert_equal "$status" 0
     assert_equal "$output" "$(<"$file")"
-    assert_line --index 0 --regexp "^\[hpc n[12]\] job ${id}_$task \(job id $raw; venv, launcher none\) on n[12]: 1 node\(s\) x 0 GPU\(s\), restart 0$"
+    assert_line --index 0 --regexp "^\[hpc n[12]\] job ${id}_$task \(job id $raw; venv, launcher none\) on n[12]: 1 node\(s\) x 0 GPU\(s\), restart 0, OMP_NUM_THREADS=[0-9]+, SIGUSR1 [0-9]+ s before the time limit$"
     assert_line "TASK id=$task job=$raw code=0"
   done
   manage logs "$id"

@@ -319,7 +319,7 @@ EOF2
   assert_equal "$(squeue -h -n "map project-here-gather" 2>/dev/null)" ""
   run bash "$PROJECT/hpc_files/job_submitter.sh" gather here --there
   assert_equal "$status" 2
-  assert_output "job_submitter.sh: gather: unexpected word '--there'; usage: gather EXP [--here]"
+  assert_output "job_submitter.sh: --there: unknown option of 'gather'; did you mean --here? (see 'bash job_submitter.sh gather --help')"
   # A file that claims success where SLURM says otherwise is not counted (another task could
   # have written it): named INCONSISTENT, the gather not run.
   python3 - "$map_dir/tasks/1" "$job_id" <<'EOF2'

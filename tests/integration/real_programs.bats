@@ -103,9 +103,9 @@ setup() {
   # (below, for the whole log). The batch shell says which when its program ends within SLURM's
   # KillWait (10 s after that SIGTERM); on a busy machine SLURM's SIGKILL may come first.
   local run1
-  run1=$(sed -n '1,/, restart 1$/p' "$job_out")
+  run1=$(sed -n '1,/, restart 1, /p' "$job_out")
   if grep -q '^\[hpc n1\] the program ' <<<"$run1"; then
-    grep -qE "^\[hpc n1\] the program (exited with status 0 after SLURM's SIGTERM|failed with exit status [0-9]+ after)" <<<"$run1" ||
+    grep -qE "^\[hpc n1\] the program (exited with status 0 after SLURM's SIGTERM|failed with exit status [0-9]+ after|was ended by SLURM \(SIGTERM: )" <<<"$run1" ||
       fail "run 1 ended otherwise: $(grep '^\[hpc n1\] the program ' <<<"$run1")"
   fi
   # Run 2: restored from Lightning's checkpoint, not from step 0.

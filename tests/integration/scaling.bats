@@ -80,6 +80,52 @@ efficiency() {
   assert_line --index 0 --partial "scaling report: metric samples_per_s, baseline 1x1; efficiency: 1x1 1, 1x2 0."
 }
 
+@test "a CPU-bound probe in a 1,2 x 1,2 study on nodes of one machine: runs one after another (seen in the queue), each efficiency at most 110 %, each run in its own working folder, every rank sees OMP_NUM_THREADS = -c" {
+  cp "$HPC_ROOT/tests/fixtures/scaling/cpu_probe.py" "$PROJECT/"
+  hpc_configs "$PROJECT" 'python cpu_probe.py'
+  submit_study --scale-nodes 1,2 --scale-gpus 1,2 -W torchrun -c 1 -e cpuprobe
+  grep -q '"order": "serial"' "$study_dir/study.json" || fail "not serial: $(cat "$study_dir/study.json")"
+  # From the queue, not the toolkit's files: never two runs of the study running at once.
+  local line running most=0 deadline=$((SECONDS + 400))
+  while ((SECONDS < deadline)); do
+    line=$(squeue -h -o '%j|%T' 2>/dev/null | grep '^cpuprobe-scale-[0-9]' || true)
+    running=$(grep -c '|RUNNING$' <<<"$line" || true)
+    ((running <= most)) || most=$running
+    [[ -n $(squeue -h -j "$report_id" 2>/dev/null) ]] || break
+    sleep 0.5
+  done
+  assert_equal "$most" 1
+  assert_equal "$(hpc_job_state "$report_id")" "COMPLETED 0:0"
+  local config got key
+  for config in 1x1 1x2 2x1 2x2; do
+    got=$(efficiency "$config")
+    python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= 1.10 else 1)' "$got" || fail "efficiency of $config: $got > 1.10"
+  done
+  for key in 1x1-r1 1x2-r1 2x1-r1 2x2-r1; do
+    [[ -f $study_dir/runs/$key/work/snapshot.txt ]] || fail "no snapshot.txt in runs/$key/work"
+    run cat "$study_dir/runs/$key/"job_*.out
+    refute_output --partial RESUMED
+    assert_output --partial "cwd=$study_dir/runs/$key/work"
+    # One line per rank: N x G of them.
+    run grep -c 'OMP_NUM_THREADS=1 cwd=' <<<"$output"
+    assert_output "$((${key:0:1} * ${key:2:1}))"
+  done
+  [[ ! -e $PROJECT/snapshot.txt ]] || fail "a run wrote snapshot.txt into the project"
+}
+
+@test "--scale-parallel: runs released together share the machine; the report says so in its first lines and flags the overlap in report.md, summary.csv and the plot's data" {
+  SCALE_STEPS=25 submit_study --scale-gpus 1,2 -W torchrun --scale-parallel -e parallel
+  grep -q '"order": "parallel"' "$study_dir/study.json" || fail "$(cat "$study_dir/study.json")"
+  hpc_wait_job "$report_id" 300
+  assert_equal "$(hpc_job_state "$report_id")" "COMPLETED 0:0"
+  run sed -n 1,4p "$study_dir/report.md"
+  assert_output --partial "parallel"
+  assert_output --partial "overlap"
+  run grep -c 'overlap' "$study_dir/summary.csv"
+  [[ $output -ge 1 ]] || fail "no overlap flag in summary.csv: $(cat "$study_dir/summary.csv")"
+  [[ -f $study_dir/scaling.png ]] || fail "no plot"
+}
+
 @test "a configuration that fails: its row says FAILED with exit code and log path, the report job ends COMPLETED; a failed baseline is named on report.md's first line" {
   SCALE_FAIL_CONFIG=1x1 SCALE_C=0 submit_study --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e failing
   hpc_wait_job "$report_id" 300

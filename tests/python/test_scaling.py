@@ -136,15 +136,15 @@ def test_csv_files_by_hand() -> None:
     runs[0].node_list = "n1"
     study = summarise(runs)
     assert scaling.results_csv("S1", runs, study.metric) == textwrap.dedent("""\
-        study_id,config,nodes,gpus_per_node,world_size,repeat,job_id,state,exit_code,node_list,start_utc,end_utc,wall_s,metric,metric_value,samples,steps_measured,warmup_steps
-        S1,1x1,1,1,1,1,111,COMPLETED,0,n1,,,10,samples_per_s,100,1000,10,5
-        S1,1x2,1,2,2,1,121,LOST,0,,,,,samples_per_s,,,,
-        S1,1x2,1,2,2,2,122,COMPLETED,0,,,,10,samples_per_s,150.5,1000,10,5
+        study_id,config,nodes,gpus_per_node,world_size,repeat,job_id,state,exit_code,node_list,start_utc,end_utc,wall_s,metric,metric_value,samples,steps_measured,warmup_steps,start_s,end_s,flags
+        S1,1x1,1,1,1,1,111,COMPLETED,0,n1,,,10,samples_per_s,100,1000,10,5,,,
+        S1,1x2,1,2,2,1,121,LOST,0,,,,,samples_per_s,,,,,,,
+        S1,1x2,1,2,2,2,122,COMPLETED,0,,,,10,samples_per_s,150.5,1000,10,5,,,
         """)
     assert scaling.summary_csv(study) == textwrap.dedent("""\
-        config,nodes,gpus_per_node,world_size,runs_ok,runs_total,metric,median,min,max,speedup,ideal,efficiency,baseline
-        1x1,1,1,1,1,1,samples_per_s,100,100,100,1,1,1,yes
-        1x2,1,2,2,1,2,samples_per_s,150.5,150.5,150.5,1.505,2,0.7525,
+        config,nodes,gpus_per_node,world_size,runs_ok,runs_total,metric,median,min,max,speedup,ideal,efficiency,baseline,flags
+        1x1,1,1,1,1,1,samples_per_s,100,100,100,1,1,1,yes,
+        1x2,1,2,2,1,2,samples_per_s,150.5,150.5,150.5,1.505,2,0.7525,,
         """)
 
 

@@ -40,8 +40,9 @@ def make_study(
                                              "exit_code": code, "node": "n1"})
         write_json(run_dir / "wall.json", {"wall_s": 20.0 / nodes, "exit_code": code,
                                            "job_id": job, "node_list": f"n[1-{nodes}]",
-                                           "start_utc": "2026-11-23T12:00:00Z",
-                                           "end_utc": "2026-11-23T12:00:20Z"})
+                                           # one after another: no overlap
+                                           "start_utc": f"2026-11-23T12:{i:02d}:00Z",
+                                           "end_utc": f"2026-11-23T12:{i:02d}:20Z"})
         if rate is not None:
             write_json(run_dir / "metrics.json", {"schema": 1, "samples_per_s": rate,
                                                   "samples": 640, "steps_measured": 10,
@@ -70,19 +71,24 @@ def test_report_of_a_study_with_a_failed_configuration(tmp_path: Path) -> None:
     assert scaling_report.main([str(study), "--no-refine"]) == 0
     assert (study / "summary.csv").read_text().splitlines() == [
         "config,nodes,gpus_per_node,world_size,runs_ok,runs_total,metric,median,min,max,"
-        "speedup,ideal,efficiency,baseline",
-        "1x1,1,1,1,1,1,samples_per_s,100,100,100,1,1,1,yes",
-        "1x2,1,2,2,1,1,samples_per_s,190,190,190,1.9,2,0.95,",
-        "2x1,2,1,2,0,1,samples_per_s,,,,,,,",
-        "2x2,2,2,4,1,1,samples_per_s,360,360,360,3.6,4,0.9,",
+        "speedup,ideal,efficiency,baseline,flags",
+        "1x1,1,1,1,1,1,samples_per_s,100,100,100,1,1,1,yes,",
+        "1x2,1,2,2,1,1,samples_per_s,190,190,190,1.9,2,0.95,,",
+        "2x1,2,1,2,0,1,samples_per_s,,,,,,,,",
+        "2x2,2,2,4,1,1,samples_per_s,360,360,360,3.6,4,0.9,,",
     ]
     results = (study / "results.csv").read_text().splitlines()
     assert results[3] == ("20261123-120000-100,2x1,2,1,2,1,102,FAILED,3,n[1-2],"
-                          "2026-11-23T12:00:00Z,2026-11-23T12:00:20Z,,samples_per_s,,,,")
+                          "2026-11-23T12:02:00Z,2026-11-23T12:02:20Z,,samples_per_s,,,,,,,")
     report = (study / "report.md").read_text()
-    assert report.startswith("# Scaling test: probe\n")
+    # The verdict first, then the order (unknown: an old study), then the heading.
+    assert report.startswith(
+        "**Verdict: 2x2 (world size 4) is the largest configuration at or above the 70 % "
+        "efficiency target (90.0 %): speedup 3.6x over the baseline 1x1, 360 vs 100 "
+        "samples/s.**\nCommit abc123 (dirty); order: unknown (not recorded); target efficiency "
+        "70 %.\n\n# Scaling test: probe\n")
     assert "- Git commit: abc123 (dirty: uncommitted changes)\n" in report
-    assert "| 1x2 | 1 | 2 | 2 | 1/1 | 190 [190-190] | 1.9 | 2 | 95.0 % |" in report
+    assert "| 1x2 | 1 | 2 | 2 | 1/1 | 190 [190-190] | 1.9 | 2 | 95.0 % | - |" in report
     assert "| 2x1 | 1 | 102 | FAILED | 3 | runs/2x1-r1/job_102.out |" in report
     assert "- All nodes of this cluster share one host: the speedups are not physical." in report
     assert "![speedup, efficiency and throughput vs world size](scaling.png)" in report
@@ -127,8 +133,8 @@ def test_wall_time_when_a_run_has_no_metrics(tmp_path: Path) -> None:
                                         (2, 1, 1, "COMPLETED", 0, None)])
     assert scaling_report.main([str(study), "--no-refine"]) == 0
     assert (study / "summary.csv").read_text().splitlines()[1:] == [
-        "1x1,1,1,1,1,1,wall_s,20,20,20,1,1,1,yes",
-        "2x1,2,1,2,1,1,wall_s,10,10,10,2,2,1,",
+        "1x1,1,1,1,1,1,wall_s,20,20,20,1,1,1,yes,",
+        "2x1,2,1,2,1,1,wall_s,10,10,10,2,2,1,,",
     ]
     assert "Metric: wall time in s (time to solution, start-up and rendezvous included)" in (
         study / "report.md").read_text()
@@ -146,8 +152,9 @@ def test_warnings_for_short_repeats_and_sample_counts(tmp_path: Path) -> None:
     assert scaling_report.main([str(study), "--no-refine"]) == 0
     report = (study / "report.md").read_text()
     assert "- Fewer successful repeats than the 2 asked: 1x1.\n" in report
-    assert ("- The configurations processed different global sample counts: 640 in 1x1, 1x2; "
-            "1280 in 1x2.\n") in report
+    # 640 samples measured over 10 steps after 5 warm-up steps: 960 in all; 1280: 1920.
+    assert ("- The configurations processed different global sample counts (warm-up "
+            "included): 960 in 1x1, 1x2; 1920 in 1x2.\n") in report
 
 
 def test_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -187,7 +194,8 @@ def test_spread_of_equal_values_is_never_negative(tmp_path: Path) -> None:
         2x2,2,2,4,1,1,samples_per_s,25.911923,25.911923,25.911923,2.920658,4,0.730165,
         """)
     assert scaling_report.plot(summary, tmp_path) is True
-    assert png_size(tmp_path / "scaling.png") == (1500, 500)
+    width, height = png_size(tmp_path / "scaling.png")
+    assert width == 2 * height >= 800  # 2:1, readable shown at 800 x 400
 
 
 @pytest.mark.parametrize("kind", ["file", "symlink", "foreign"])
@@ -276,6 +284,10 @@ def test_metrics_corrupted_by_hand_is_no_number(tmp_path: Path, text: str) -> No
     assert scaling_report.main([str(study), "--no-refine"]) == 0
     rows = (study / "results.csv").read_text(encoding="utf-8").splitlines()
     row = next(r for r in rows if ",1x2," in r)
-    # The run itself completed: its wall time stands, and the metric falls back to wall_s for all.
+    # The run itself completed: its wall time stands; its metric is invalid, that run's alone
+    # (the study keeps samples/s: issue 27).
     assert ",COMPLETED,0," in row
-    assert ",wall_s,20," in row
+    assert row.endswith(",20,samples_per_s,,,,,,,invalid_metric"), row
+    report = (study / "report.md").read_text(encoding="utf-8")
+    assert "runs/1x2-r1/metrics.json" in report
+    assert "that run's metric is invalid" in report

@@ -125,7 +125,10 @@ refused() {
 |-W lightning -e @LONG@|-e/--exp-name: a name of 300 characters is too long; accepted: at most 215 characters
 |train.py|train.py: unexpected word (every value belongs to an option; see --help)
 |-g 2 extra|extra: unexpected word (every value belongs to an option; see --help)
-|--gpuz 2|--gpuz: unknown option; see 'bash job_submitter.sh --help'
+|--gpuz 2|--gpuz: unknown option; did you mean --gpus? (see --help)
+|--num-node 2|--num-node: unknown option; did you mean --num-nodes? (see --help)
+|--zzz|--zzz: unknown option; see 'bash job_submitter.sh --help'
+|stauts|unknown command 'stauts'; did you mean status? (see --help)
 |-x|-x: unknown option; see 'bash job_submitter.sh --help'
 |--dry-run=yes|--dry-run: takes no value
 |--wandb-offline=1|--wandb-offline: takes no value
@@ -176,8 +179,6 @@ HPC_CLUSTER=../../../../tmp/evil|--dry-run -g 0|HPC_CLUSTER: '../../../../tmp/ev
 |-t 00:05:00 --signal-lead 300|--signal-lead: 300 s before the time limit 00:05:00 (300 s: SLURM counts whole minutes) leaves less than 60 s, and SLURM may send the warning up to 60 s early; accepted: at most 240 s with this time limit
 |-t 00:05:00 --signal-lead 900|--signal-lead: 900 s before the time limit 00:05:00 (300 s: SLURM counts whole minutes) leaves less than 60 s, and SLURM may send the warning up to 60 s early; accepted: at most 240 s with this time limit
 |-t 00:01:10 --signal-lead 61|--signal-lead: 61 s before the time limit 00:01:10 (120 s: SLURM counts whole minutes) leaves less than 60 s, and SLURM may send the warning up to 60 s early; accepted: at most 60 s with this time limit
-|-t 00:00:20|-t/--time: '00:00:20' leaves less than 60 s before the cluster's warning lead of 30 s (SLURM may send it up to 60 s early); accepted: 00:01:30 or more, or a shorter --signal-lead
-|-t 00:01:00|-t/--time: '00:01:00' leaves less than 60 s before the cluster's warning lead of 30 s (SLURM may send it up to 60 s early); accepted: 00:01:30 or more, or a shorter --signal-lead
 # Arrays and containers.
 |--repeat 0|--repeat: '0' is not accepted; accepted: a whole number, 1 to 999999
 |--repeat 2 -w abc|-w/--repeat/--wandb-offline: choose one: a W&B sweep (-w), an offline grid sweep (--wandb-offline) or repeats (--repeat)
@@ -298,7 +299,7 @@ HPC_CLUSTER=generic|--scaling-test --scale-gpus 1,2 -p plai -G p100|-G/--gpu-typ
 |scaling-report ./nostudy|scaling-report: './nostudy' has no study.json; accepted: a scaling study's folder, or an experiment with a study
 |scaling-report nosuch|scaling-report: experiment 'nosuch' has no scaling study under @SCRATCH@/hpc_outputs/scaling/nosuch; accepted: an experiment submitted with --scaling-test, or a study folder
 |scaling-report|scaling-report: needs an experiment or a study folder; usage: scaling-report EXP|PATH [--out DIR]
-|scaling-report nosuch --bogus|--bogus: unknown option of 'scaling-report'; usage: scaling-report EXP|PATH [--out DIR]
+|scaling-report nosuch --bogus|--bogus: unknown option of 'scaling-report'; see 'bash job_submitter.sh scaling-report --help'
 # SCRATCH.
 -SCRATCH|-g 1|SCRATCH: is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/$USER in ~/.bashrc
 SCRATCH=|-g 1|SCRATCH: is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/$USER in ~/.bashrc

@@ -268,6 +268,35 @@ EOT
 EOT
 }
 
+@test "without --signal-lead a short --time never refuses: the profile's lead is shortened to leave 60 s, or no warning when none fits; the dry run and the summary say so" {
+  make_ready_venv
+  # The generic profile's lead of 300 s, with a time limit of 2 minutes: 60 s.
+  submit --dry-run --cluster generic -g 0 -t 00:02:00
+  assert_equal "$status" 0
+  assert_line --partial "time 00:02:00, signal lead 60 s (the profile's 300 s shortened to fit --time 00:02:00), output"
+  assert_line '#SBATCH --signal="B:USR1@60"'
+  forget_calls
+  submit -y --cluster generic -g 0 -t 00:02:00
+  assert_equal "$status" 0
+  assert_line --index 0 --partial "time 00:02:00, signal lead 60 s (the profile's 300 s shortened to fit --time 00:02:00), output"
+  run grep -c '^#SBATCH --signal="B:USR1@60"$' "$outputs/default_venv-none_4242.sh"
+  assert_output 1
+  # The local profile's 30 s with a time limit of one minute: no lead fits, no warning signal.
+  forget_calls
+  submit -y -g 0 -t 00:00:20 -e short
+  assert_equal "$status" 0
+  assert_line --index 0 --partial "time 00:00:20, no time-limit warning signal (the profile's lead of 30 s does not fit --time 00:00:20), output"
+  run grep -c -- '--signal' "$outputs/short_venv-none_4242.sh"
+  assert_output 0
+  # A lead that fits is the profile's, and the summary says nothing of it.
+  forget_calls
+  submit -y -g 0 -t 00:01:30 -e fits
+  assert_equal "$status" 0
+  refute_output --partial "signal"
+  run grep -c '^#SBATCH --signal="B:USR1@30"$' "$outputs/fits_venv-none_4242.sh"
+  assert_output 1
+}
+
 # ---------------------------------------------------------------------------------------------
 # 4. Golden job scripts
 
@@ -647,6 +676,43 @@ job_submitter.sh: install job 4242: the virtual environment is ready (N s)"
   [[ -f $outputs/default_venv-none_4243.sh ]]
 }
 
+# venv_cfg SYSTEM_SITE HOME VERSION: the venv's pyvenv.cfg as python3 -m venv writes it.
+venv_cfg() {
+  printf 'home = %s\ninclude-system-site-packages = %s\nversion = %s\n' "$2" "$1" "$3" >"$project/virtual_env/pyvenv.cfg"
+}
+
+@test "a venv is built again when the profile's system-packages choice or its Python changed (pyvenv.cfg), not otherwise" {
+  local home=$BATS_TEST_TMPDIR/pyhome
+  mkdir -p "$home"
+  : >"$home/python3.11"
+  chmod +x "$home/python3.11"
+  # Built as the local profile wants (the system's packages), with a Python that is there: reused.
+  make_ready_venv
+  venv_cfg true "$home" 3.11.4
+  submit -y
+  assert_equal "$status" 0
+  assert_equal "$stderr" ""
+  assert_equal "$(calls sbatch)" 1
+  # Built without the system's packages (as under the generic profile): built again.
+  venv_cfg false "$home" 3.11.4
+  forget_calls
+  HPC_STUB_JOB_ID=4300 submit -y
+  assert_equal "$status" 0
+  assert_equal "${stderr_lines[0]}" "job_submitter.sh: $project/virtual_env was built without the system's packages, which the cluster profile wants: building it again"
+  assert_equal "$(calls sbatch)" 2
+  argv_of venv-python 2
+  assert_equal "${argv[*]}" "-m venv --system-site-packages $project/.virtual_env_builds/venv-4300"
+  # Its Python is gone from where it was (upgraded in place): built again.
+  rm -rf "$project/virtual_env" "$project/.virtual_env_builds"
+  make_ready_venv
+  venv_cfg true "$home" 3.10.2
+  forget_calls
+  HPC_STUB_JOB_ID=4400 submit -y
+  assert_equal "$status" 0
+  assert_equal "${stderr_lines[0]}" "job_submitter.sh: the Python $project/virtual_env was built with ($home/python3.10) is gone: building it again"
+  assert_equal "$(calls sbatch)" 2
+}
+
 @test "a venv is built from requirements.txt once, reused, and rebuilt when it changes; Pipfile wins" {
   printf 'numpy\n' >"$project/requirements.txt"
   HPC_STUB_SQUEUE_STATES=PENDING submit -y
@@ -826,8 +892,9 @@ live_job() {
   assert_equal "$(job_venv "$outputs/second_venv-none_4301.sh")" "$(printf %q "$project/.virtual_env_builds/venv-4300")"
   assert_equal "$(<"$project/.virtual_env_builds/venv-4242/.hpc_deps")" "requirements.txt
 numpy"
-  # SLURM was asked which jobs of the project are queued or running, and for their scripts.
-  argv_of squeue 2
+  # SLURM was asked which jobs of the project are queued or running, and for their scripts: by
+  # the install job, which switched virtual_env at its end.
+  argv_of squeue 1
   assert_equal "${argv[*]}" "-h --all -o %A|%F|%Z"
   argv_of scontrol 1
   assert_equal "${argv[*]}" "write batch_script 4243 -"
@@ -870,7 +937,8 @@ numpy"
   assert_equal "$(<"$tmp/record")" venv-996
   [[ -L $builds/venv-996/.hpc_build ]]
   assert_equal "$(readlink "$project/virtual_env")" .virtual_env_builds/venv-4300
-  assert_equal "$(grep -c 'no record that the toolkit made' <<<"$stderr")" 1
+  # Said once, by the install job that removed the others (in its log).
+  assert_equal "$(grep -c 'no record that the toolkit made' "$outputs/venv_install_4300.out")" 1
 }
 
 @test "an install job never removes a planted folder of its own id that it did not record" {
@@ -974,7 +1042,8 @@ numpy"
   local holder=$!
   printf 'scipy\n' >"$project/requirements.txt"
   forget_calls
-  HPC_STUB_JOB_ID=4300 submit -y -e b
+  # The install job waits for it a second (not a minute), then leaves virtual_env as it is.
+  HPC_VENV_SWITCH_WAIT=1 HPC_STUB_JOB_ID=4300 submit -y -e b
   kill "$holder"
   assert_equal "$status" 0
   assert_equal "${stderr_lines[2]}" "job_submitter.sh: other submissions are under way: the project's old virtual environments are kept for now"

@@ -47,13 +47,19 @@ EOT
   [ ! -e "$work/c" ]
 }
 
-@test "env prints the SLURM_CONF line for the folder (--dir DIR or --dir=DIR)" {
+@test "env prints everything a shell needs: SLURM_CONF for the folder (--dir DIR or --dir=DIR) and HPC_CLUSTER=local" {
   run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir /tmp/somewhere env
   assert_success
-  assert_output "export SLURM_CONF=/tmp/somewhere/etc/slurm.conf"
+  assert_output "export SLURM_CONF=/tmp/somewhere/etc/slurm.conf HPC_CLUSTER=local"
   run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir=/tmp/elsewhere env
   assert_success
-  assert_output "export SLURM_CONF=/tmp/elsewhere/etc/slurm.conf"
+  assert_output "export SLURM_CONF=/tmp/elsewhere/etc/slurm.conf HPC_CLUSTER=local"
+  # The line works as the README uses it.
+  (
+    unset SLURM_CONF HPC_CLUSTER
+    eval "$output"
+    [[ $SLURM_CONF == /tmp/elsewhere/etc/slurm.conf && $HPC_CLUSTER == local ]]
+  )
 }
 
 @test "HPC_CLUSTER_CONFIG is checked like --config" {
@@ -61,4 +67,12 @@ EOT
   assert_equal "$status" 2
   assert_output "local_cluster.sh: --config: 'big' is not accepted; accepted: default, second"
   [ ! -e "$work/c" ]
+}
+
+@test "env of a folder whose cluster runs the second configuration: the generic profile and its partition" {
+  mkdir -p "$BATS_TEST_TMPDIR/c/etc"
+  printf 'second\n' >"$BATS_TEST_TMPDIR/c/etc/config"
+  run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir "$BATS_TEST_TMPDIR/c" env
+  assert_success
+  assert_output "export SLURM_CONF=$BATS_TEST_TMPDIR/c/etc/slurm.conf HPC_CLUSTER=generic SBATCH_PARTITION=compute"
 }

@@ -496,6 +496,29 @@ EOT
   assert_equal "${lines[3]}" "120: stopped at the time-limit warning (SIGUSR1): the program exited with 138 (128+SIGUSR1) after 41.000 s; whether it saved its work, its own lines above say"
 }
 
+@test "status: a job SLURM has forgotten takes its state from its own log (finished, failed, ended by scancel or the time limit, a failed step); a log that says nothing leaves it UNKNOWN" {
+  local id
+  for id in 130 131 132 133 134 135; do make_manifest e "$id"; done
+  : >"$HPC_STUB_JOBS"
+  log() { printf '%s\n' "[hpc n1] job $1 (venv, launcher none) on n1: 1 node(s) x 0 GPU(s), restart 0" "${@:2}" >"$outputs/e_venv-none_$1.out"; }
+  log 130 'epoch 1' '[hpc n1] the program finished successfully after 12.000 s'
+  log 131 '[hpc n1] the program failed with exit status 3 after 2.000 s'
+  log 132 '[hpc n1] received SIGTERM; passing it to the program' \
+    '[hpc n1] the program was ended by SLURM (SIGTERM: scancel, a requeue or preemption) after 5.000 s, exit status 143'
+  log 133 '[hpc n1] the program was ended by SLURM (SIGTERM: the time limit) after 600.000 s, exit status 143'
+  log 134 '[hpc n1] the program finished successfully after 1.000 s' "[hpc n1] FAILED at step 'copy-back': see above"
+  log 135 'training...'
+  manage status e
+  assert_equal "$status" 0
+  local forgot='(from its log; SLURM has forgotten it)'
+  assert_equal "$(row 130)" "130 e venv-none COMPLETED $forgot 0 $outputs/e_venv-none_130.out"
+  assert_equal "$(row 131)" "131 e venv-none FAILED $forgot 3 $outputs/e_venv-none_131.out"
+  assert_equal "$(row 132)" "132 e venv-none CANCELLED $forgot - $outputs/e_venv-none_132.out"
+  assert_equal "$(row 133)" "133 e venv-none TIMEOUT $forgot - $outputs/e_venv-none_133.out"
+  assert_equal "$(row 134)" "134 e venv-none FAILED $forgot - $outputs/e_venv-none_134.out"
+  assert_equal "$(row 135)" "135 e venv-none UNKNOWN (forgotten by SLURM) - $outputs/e_venv-none_135.out"
+}
+
 @test "status: no submission yet says so (exit 0); SLURM unreachable is a failure (exit 1)" {
   manage status
   assert_equal "$status" 0
@@ -902,7 +925,13 @@ resubmit_of	5000"
   printf 'scontrol 5001_4 5002 COMPLETED 0:0\n' >>"$HPC_STUB_JOBS"
   manage resubmit sweep --failed
   assert_equal "$status" 0
-  assert_output "Nothing to resubmit: no task of sweep (job 600) ended FAILED, TIMEOUT, NODE_FAIL or CANCELLED."
+  assert_output "Nothing to resubmit yet: task(s) 4 of sweep still pending or running (job 5001); run 'resubmit sweep --failed' again once they have ended."
+  assert_equal "$(calls sbatch)" 2
+  # Everything has succeeded: the newest job is named.
+  sed -i '/^squeue 5001_4/d' "$HPC_STUB_JOBS"
+  manage resubmit sweep --failed
+  assert_equal "$status" 0
+  assert_output "Nothing to resubmit: no task of sweep (newest job 5001) ended FAILED, TIMEOUT, NODE_FAIL or CANCELLED."
   assert_equal "$(calls sbatch)" 2
 }
 
@@ -931,6 +960,43 @@ OUT_OF_MEMORY PREEMPTED BOOT_FAIL COMPLETED|
 RUNNING PENDING COMPLETING COMPLETED|
 COMPLETED COMPLETED TIMEOUT NODE_FAIL|2-3%2
 EOT
+}
+
+@test "resubmit --failed judges the newest run: while it is pending or running it names that job and says so, never a replaced one" {
+  export HPC_STUB_SACCT=fail
+  make_manifest one 800
+  printf 'scontrol 800 800 CANCELLED 0:15\n' | slurm_jobs
+  manage resubmit one --failed
+  assert_output --partial "Resubmitted job 800 of one as job 5000"
+  # The resubmission runs, then waits in the queue: named, and what it does.
+  local state reason
+  for state in RUNNING:None PENDING:Priority; do
+    reason=${state#*:} state=${state%:*}
+    printf 'squeue 5000 5000 %s %s\nscontrol 800 800 CANCELLED 0:15\nscontrol 5000 5000 %s 0:0\n' "$state" "$reason" "$state" | slurm_jobs
+    manage resubmit one --failed
+    assert_equal "$status" 0
+    assert_output "Nothing to resubmit yet: the newest run of one, job 5000, is still $state; run 'resubmit one --failed' again once it has ended."
+  done
+  # It ended well: the newest run is named, not the replaced one.
+  printf 'scontrol 800 800 CANCELLED 0:15\nscontrol 5000 5000 COMPLETED 0:0\n' | slurm_jobs
+  manage resubmit one --failed
+  assert_equal "$status" 0
+  assert_output "Nothing to resubmit: no run of one (job 5000) ended FAILED, TIMEOUT, NODE_FAIL or CANCELLED."
+  assert_equal "$(calls sbatch)" 1
+
+  # An array whose failed task was resubmitted and still runs: that task and its job are named.
+  make_manifest many 810 0-3
+  printf 'scontrol 810_%s %s %s 0:0\n' 0 811 COMPLETED 1 812 COMPLETED 2 813 FAILED 3 810 COMPLETED | slurm_jobs
+  manage resubmit many --failed
+  assert_output --partial "as job 5001"
+  {
+    printf 'scontrol 810_%s %s %s 0:0\n' 0 811 COMPLETED 1 812 COMPLETED 2 813 FAILED 3 810 COMPLETED
+    printf 'squeue 5001_2 5001 RUNNING None\nscontrol 5001_2 5001 RUNNING 0:0\n'
+  } | slurm_jobs
+  manage resubmit many --failed
+  assert_equal "$status" 0
+  assert_output "Nothing to resubmit yet: task(s) 2 of many still pending or running (job 5001); run 'resubmit many --failed' again once they have ended."
+  assert_equal "$(calls sbatch)" 2
 }
 
 @test "resubmit: the whole submission again (a job, an array); a single failed job with --failed; script gone; sbatch refusing" {
@@ -991,12 +1057,16 @@ logs 200_9|200_9: job 200 has no array task 9 (its array: 1-4)
 logs 100_1|100_1: job 100 has no array task 1 (its array: none)
 logs e arr|logs: unexpected word 'arr'; usage: logs EXP|JOBID[_TASK] [--follow]
 logs e --tail|--tail: unknown option of 'logs'; see 'bash job_submitter.sh logs --help'
+logs e --folow|--folow: unknown option of 'logs'; did you mean --follow? (see 'bash job_submitter.sh logs --help')
+logs e -F|-F: unknown option of 'logs'; see 'bash job_submitter.sh logs --help'
 cancel|cancel: needs one experiment, job id or JOBID_TASK; usage: cancel EXP|JOBID[_TASK]
 cancel e arr|cancel: needs one experiment, job id or JOBID_TASK; usage: cancel EXP|JOBID[_TASK]
 cancel --all|--all: unknown option of 'cancel'; see 'bash job_submitter.sh cancel --help'
 cancel nope|nope: unknown experiment of project my project; known: e arr
 resubmit|resubmit: needs an experiment or a job id; known: e arr
 resubmit e --failed --x|--x: unknown option of 'resubmit'; see 'bash job_submitter.sh resubmit --help'
+resubmit e --faild|--faild: unknown option of 'resubmit'; did you mean --failed? (see 'bash job_submitter.sh resubmit --help')
+status --hepl|--hepl: unknown option of 'status'; did you mean --help? (see 'bash job_submitter.sh status --help')
 resubmit e arr|resubmit: unexpected word 'arr'; usage: resubmit EXP|JOBID [--failed]
 resubmit 200_2|200_2: resubmit takes an experiment or a job id, not an array task; use --failed
 resubmit nope --failed|nope: unknown experiment of project my project; known: e arr
@@ -1016,20 +1086,24 @@ EOT
   for name in squeue sacct scontrol scancel sbatch; do unstub "$name"; done
 }
 
-@test "--help and -h of every command print the commands' usage, exit 0, without SCRATCH or SLURM" {
+@test "--help and -h of every command print that command's usage (its file's), exit 0, without SCRATCH or SLURM" {
   for name in squeue sacct scontrol scancel sbatch; do stub "$name"; done
   for words in "status --help" "logs -h" "cancel --help" "resubmit sweep --failed -h" "status nope -h"; do
     read -ra args <<<"$words"
     SCRATCH='' manage "${args[@]}"
     assert_equal "$words -> $status" "$words -> 0"
     assert_equal "$stderr" ""
-    assert_line --index 0 "Usage: bash job_submitter.sh status [EXP|JOBID[_TASK]]"
-    assert_line "       bash job_submitter.sh resubmit EXP|JOBID [--failed]"
-    assert_line "    --failed          Only the array tasks whose last run ended FAILED, TIMEOUT, NODE_FAIL or"
+    assert_line --index 0 "Usage: bash job_submitter.sh ${args[0]} $(sed -n "s/^# Usage: bash job_submitter.sh ${args[0]} //p" "$HPC_ROOT/hpc_files/lib/commands/${args[0]}.bash")"
     refute_line --regexp '^#'
     refute_output --partial "shellcheck"
-    assert_equal "${lines[${#lines[@]} - 1]}" "input (an unknown experiment or job is answered with the known ones)."
+    assert_line --regexp '^Exit status: 0 '
   done
+  manage resubmit --help
+  assert_line "    --failed          Only the array tasks whose last run ended FAILED, TIMEOUT, NODE_FAIL or"
+  manage status --help
+  assert_line --index 0 "Usage: bash job_submitter.sh status [EXP|JOBID[_TASK]]"
+  assert_line "project being the folder that holds this hpc_files/): the options, the sbatch options, the"
+  assert_equal "${lines[${#lines[@]} - 1]}" "with the known ones)."
   for name in squeue sacct scontrol scancel sbatch; do unstub "$name"; done
 }
 
@@ -1043,17 +1117,24 @@ EOT
   run --separate-stderr bash "$project/hpc_files/job_submitter.sh" say-hello "a b" -g </dev/null
   assert_success
   assert_output $'hello [a b]\nhello [-g]'
-  # Only a word of lower-case letters and '-' names a command; anything else is a submission's.
+  # Only a word of lower-case letters and '-' names a command; another first word is refused,
+  # naming the command it is near.
   for words in "Say-hello" "say_hello"; do
     run --separate-stderr bash "$project/hpc_files/job_submitter.sh" "$words" </dev/null
     assert_equal "$words -> $status" "$words -> 2"
-    assert_equal "$stderr" "job_submitter.sh: $words: unexpected word (every value belongs to an option; see --help)"
+    assert_equal "$stderr" "job_submitter.sh: unknown command '$words'; did you mean say-hello? (see --help)"
   done
+  run --separate-stderr bash "$project/hpc_files/job_submitter.sh" "x_y" </dev/null
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: x_y: unexpected word (every value belongs to an option; see --help)"
   # The shipped commands that take their words from hpc_map.bash and hpc_scaling.bash.
   for name in squeue sacct scontrol scancel sbatch; do stub "$name"; done
   manage gather
   assert_equal "$status" 2
   assert_equal "$stderr" "job_submitter.sh: gather: needs one experiment; usage: gather EXP [--here]"
+  manage gather e --her
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: --her: unknown option of 'gather'; did you mean --here? (see 'bash job_submitter.sh gather --help')"
   manage scaling-report
   assert_equal "$status" 2
   assert_equal "$stderr" "job_submitter.sh: scaling-report: needs an experiment or a study folder; usage: scaling-report EXP|PATH [--out DIR]"

@@ -115,6 +115,17 @@ config_calls() {
   printf '%s\n' "$count"
 }
 
+@test "the dry run of a map above MaxArraySize says how many tasks in how many arrays, not one array" {
+  HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" --dry-run -g 0 --map-range 0-9 -e a </dev/null
+  assert_success
+  refute_line --partial "One array"
+  assert_line --regexp '^10 tasks in 3 arrays \(MaxArraySize 4\), each after the one before \(afterany\), indices 0-3 4-7 8-9: at most [0-9]+ at once, folder .*/map/a/[0-9]{8}-[0-9]{6}-ARRAYID$'
+  # Within MaxArraySize: one array.
+  HPC_STUB_MAX_ARRAY_SIZE=1000 run --separate-stderr bash "$submitter" --dry-run -g 0 --map-range 0-9 -e b </dev/null
+  assert_success
+  assert_line --regexp '^One array of 10 task\(s\): --array=0-9%[0-9]+ \(at most [0-9]+ at once\), folder '
+}
+
 @test "MaxArraySize and MaxJobCount are asked of SLURM once in 10 minutes (per cluster and SLURM_CONF): a dry run keeps nothing" {
   export HPC_STUB_MAX_JOB_COUNT=100
   HPC_STUB_MAX_ARRAY_SIZE=4 run --separate-stderr bash "$submitter" --dry-run -g 0 --map-range 0-9 -e a </dev/null

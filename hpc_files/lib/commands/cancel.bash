@@ -1,4 +1,18 @@
 # shellcheck shell=bash
+# Summary: cancels the recorded jobs that are still pending or running
+# Usage: bash job_submitter.sh cancel EXP|JOBID[_TASK]
+#
+#   cancel TARGET       Cancels (scancel) the recorded jobs of experiment TARGET, or the job or
+#                       array task TARGET, that are still pending or running; prints each one.
+#                       For an experiment, also the jobs its stopped submissions left in SLURM
+#                       without a manifest.
+#   -h, --help          This text.
+#
+# It reads the project's manifests (see 'status --help'); SCRATCH must be set as for submitting.
+#
+# Exit status: 0 done (also: nothing to cancel), 1 SLURM refused or failed, 2 bad input (an
+# unknown experiment or job is answered with the known ones).
+
 # cancel.bash: the command 'cancel' (bash job_submitter.sh cancel EXP|JOBID[_TASK]): scancel of the
 # recorded jobs or tasks still pending or running.
 
@@ -13,9 +27,9 @@ source "$hpc_lib_dir/hpc_manage.bash"
 # hpc_command_cancel EXP|JOBID[_TASK]: the command 'cancel'.
 hpc_command_cancel() {
   local word
-  hpc_manage_begin "$@"
+  hpc_manage_begin
   for word in "$@"; do
-    [[ $word != -* ]] || hpc_die_usage "$word" "unknown option of 'cancel'; see 'bash job_submitter.sh cancel --help'"
+    [[ $word != -* ]] || hpc_commands_die_unknown_option cancel "$word"
   done
   hpc_manage_cancel "$@"
 }

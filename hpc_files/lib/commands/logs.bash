@@ -1,4 +1,20 @@
 # shellcheck shell=bash
+# Summary: a job's output, every secret in it masked
+# Usage: bash job_submitter.sh logs EXP|JOBID[_TASK] [--follow]
+#
+#   logs TARGET         Prints the output of the newest job of experiment TARGET, or of the job
+#                       TARGET (every task of an array, each after a '==> FILE <==' line), or of
+#                       the array task JOBID_TASK, every secret in it masked: the values of this
+#                       shell's variables named like secrets (*KEY*, *TOKEN*, *SECRET*, *PASS*,
+#                       *CREDENTIAL*, *AUTH*, *_PWD) and the key in ~/wandb_credentials.txt.
+#     -f, --follow      Then follows it (tail -F) until interrupted.
+#   -h, --help          This text.
+#
+# It reads the project's manifests (see 'status --help'); SCRATCH must be set as for submitting.
+#
+# Exit status: 0 printed, 1 no output yet, 2 bad input (an unknown experiment or job is answered
+# with the known ones).
+
 # logs.bash: the command 'logs' (bash job_submitter.sh logs EXP|JOBID[_TASK] [--follow]): a job's
 # output, every secret in it masked.
 
@@ -12,7 +28,7 @@ source "$hpc_lib_dir/hpc_manage.bash"
 
 # hpc_command_logs EXP|JOBID[_TASK] [--follow]: the command 'logs'.
 hpc_command_logs() {
-  hpc_manage_begin "$@"
+  hpc_manage_begin
   hpc_manage_logs "$@"
 }
 
@@ -24,7 +40,7 @@ hpc_manage_logs() {
   for word in "$@"; do
     case $word in
       -f | --follow) follow=1 ;;
-      -*) hpc_die_usage "$word" "unknown option of 'logs'; see 'bash job_submitter.sh logs --help'" ;;
+      -*) hpc_commands_die_unknown_option logs "$word" ;;
       *)
         [[ -z $target ]] || hpc_die_usage "logs" "unexpected word '$word'; usage: logs EXP|JOBID[_TASK] [--follow]"
         target=$word

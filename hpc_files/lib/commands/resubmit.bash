@@ -1,4 +1,26 @@
 # shellcheck shell=bash
+# Summary: a recorded submission again, or only what failed (--failed)
+# Usage: bash job_submitter.sh resubmit EXP|JOBID [--failed]
+#
+#   resubmit TARGET     Submits the newest submission of experiment TARGET (or the submission of
+#                       job TARGET) again: its kept job script, the same sbatch options, the same
+#                       array. The new job gets its own manifest, linked to the submission.
+#     --failed          Only the array tasks whose last run ended FAILED, TIMEOUT, NODE_FAIL or
+#                       CANCELLED, with the array's throttle (%K); a job without an array only
+#                       when it ended so. Nothing to resubmit: says so, exit 0.
+#                       For a map (--map-range/--map-over): the indices whose newest attempt
+#                       did not succeed, read from the tasks' status files (LOST included), in
+#                       the same map folder, and a new gather after them.
+#                       For a scaling study (--scaling-test): the runs of the newest study
+#                       whose newest attempt did not succeed, each shaped as before, in its
+#                       own runs/<N>x<G>-r<k>/, and a new report job after them.
+#   -h, --help          This text.
+#
+# It reads the project's manifests (see 'status --help'); SCRATCH must be set as for submitting.
+#
+# Exit status: 0 done (also: nothing to resubmit), 1 SLURM refused or failed, 2 bad input (an
+# unknown experiment or job is answered with the known ones).
+
 # resubmit.bash: the command 'resubmit' (bash job_submitter.sh resubmit EXP|JOBID [--failed]): a
 # recorded submission again, from its kept job script, in a linked manifest; with --failed only
 # what did not succeed (a map's indices: hpc_map.bash; a scaling study's runs: hpc_scaling.bash).
@@ -13,8 +35,27 @@ source "$hpc_lib_dir/hpc_manage.bash"
 
 # hpc_command_resubmit EXP|JOBID [--failed]: the command 'resubmit'.
 hpc_command_resubmit() {
-  hpc_manage_begin "$@"
+  hpc_manage_begin
   hpc_manage_resubmit "$@"
+}
+
+# hpc_manage_resubmit_live KEY: (resubmit --failed) false when the run KEY (a job, or JOB_TASK)
+# is still queued or running, as hpc_manage_states saw it, adding its job to live_jobs (the
+# caller's); true when it has ended or its state is unknown.
+hpc_manage_resubmit_live() {
+  local state=${hpc_st_state[$1]-}
+  [[ -n $state && $state != UNKNOWN* ]] || return 0
+  ! hpc_facts_state_ended "$state" || return 0
+  live_jobs[${1%_*}]=1
+  return 1
+}
+
+# hpc_manage_join SEPARATOR WORD...: prints the WORDs joined by SEPARATOR.
+hpc_manage_join() {
+  local sep=$1 out=''
+  shift
+  printf -v out "%s$sep" "$@"
+  printf '%s\n' "${out%"$sep"}"
 }
 
 # hpc_manage_resubmit TARGET [--failed]: submits the submission of TARGET again (only its failed
@@ -24,7 +65,7 @@ hpc_manage_resubmit() {
   for word in "$@"; do
     case $word in
       --failed) failed=1 ;;
-      -*) hpc_die_usage "$word" "unknown option of 'resubmit'; see 'bash job_submitter.sh resubmit --help'" ;;
+      -*) hpc_commands_die_unknown_option resubmit "$word" ;;
       *)
         [[ -z $target ]] || hpc_die_usage "resubmit" "unexpected word '$word'; usage: resubmit EXP|JOBID [--failed]"
         target=$word
@@ -71,7 +112,8 @@ hpc_manage_resubmit() {
     hpc_manage_states "${chain[@]}"
     # Each task's last run: the newest job of the chain whose array holds it.
     local -A last=()
-    local -a redo=() unknown=()
+    local -a redo=() unknown=() live=()
+    local -A live_jobs=()
     for id in "${chain[@]}"; do
       hpc_manage_keys "$id"
       for key in "${hpc_manage_keys[@]}"; do
@@ -84,15 +126,30 @@ hpc_manage_resubmit() {
         [[ -n $key ]] || continue
         [[ $hpc_manifest_failed_states != *" ${hpc_st_state[$key]} "* ]] || redo+=("$i")
         [[ ${hpc_st_state[$key]} != UNKNOWN* ]] || unknown+=("$i")
+        hpc_manage_resubmit_live "$key" || live+=("$i")
       done
     else
       key=${last[job]-$newest}
       [[ $hpc_manifest_failed_states != *" ${hpc_st_state[$key]} "* ]] || redo+=(job)
       [[ ${hpc_st_state[$key]} != UNKNOWN* ]] || unknown+=(job)
+      hpc_manage_resubmit_live "$key" || live+=(job)
+    fi
+    # The newest runs are judged: one still queued or running is named, with its state, and
+    # nothing is resubmitted while nothing has failed (never an older, replaced run's id).
+    if ((${#redo[@]} == 0 && ${#live[@]})); then
+      if [[ -n $spec ]]; then
+        printf "Nothing to resubmit yet: task(s) %s of %s still pending or running (job %s); run 'resubmit %s --failed' again once they have ended.\n" \
+          "${live[*]}" "${hpc_manage_exp[$newest]}" "$(hpc_manage_join ", " "${!live_jobs[@]}")" "$target"
+      else
+        printf "Nothing to resubmit yet: the newest run of %s, job %s, is still %s; run 'resubmit %s --failed' again once it has ended.\n" \
+          "${hpc_manage_exp[$newest]}" "$key" "${hpc_st_state[$key]}" "$target"
+      fi
+      return 0
     fi
     if ((${#redo[@]} == 0)); then
-      printf 'Nothing to resubmit: no %s of %s (job %s) ended FAILED, TIMEOUT, NODE_FAIL or CANCELLED.\n' \
-        "$([[ -n $spec ]] && printf 'task' || printf 'run')" "${hpc_manage_exp[$newest]}" "$origin"
+      printf 'Nothing to resubmit: no %s of %s (%s) ended FAILED, TIMEOUT, NODE_FAIL or CANCELLED.\n' \
+        "$([[ -n $spec ]] && printf 'task' || printf 'run')" "${hpc_manage_exp[$newest]}" \
+        "$([[ -n $spec ]] && printf 'newest job %s' "$newest" || printf 'job %s' "$key")"
       ((${#unknown[@]} == 0)) || printf 'The state of %s is unknown: SLURM has forgotten it.\n' \
         "$([[ -n $spec ]] && printf 'task(s) %s' "${unknown[*]}" || printf 'the job')"
       return 0

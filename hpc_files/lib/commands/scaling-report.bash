@@ -1,4 +1,17 @@
 # shellcheck shell=bash
+# Summary: a scaling study's report drawn again
+# Usage: bash job_submitter.sh scaling-report EXP|PATH [--out DIR]
+#
+#   scaling-report EXP  Writes the report of experiment EXP's newest scaling study (submitted
+#                       with --scaling-test) again, into the study's folder
+#                       ${scratch_dir}/hpc_outputs/scaling/EXP/STUDY/.
+#   scaling-report PATH The same for the study folder PATH (a path with a /; a copied one too).
+#     --out DIR         Writes it into DIR instead: a new or empty folder, or an earlier report.
+#   -h, --help          This text.
+#
+# Exit status: 0 written, 1 failed, 2 bad input (a folder without study.json, an experiment
+# without a study).
+
 # scaling-report.bash: the command 'scaling-report' (bash job_submitter.sh scaling-report EXP|PATH
 # [--out DIR]): a scaling study's report drawn again (hpc_scaling.bash).
 

@@ -1,4 +1,32 @@
 # shellcheck shell=bash
+# Summary: the recorded jobs and array tasks, with their states
+# Usage: bash job_submitter.sh status [EXP|JOBID[_TASK]]
+#
+#   status [TARGET]     Every recorded job of the project, or of experiment TARGET (or the job
+#                       or array task TARGET), array tasks one per line: job id, experiment,
+#                       kind, state, exit code, output file. The state comes from squeue
+#                       (pending, running; a job SLURM requeued says 'requeued, restarts at
+#                       TIME', as scontrol show job tells), then sacct (where the cluster keeps accounting), then
+#                       scontrol show job (ended jobs, for MinJobAge), then the last ended state
+#                       status saw; else what the job's own log says of its end ('FAILED
+#                       (from its log; SLURM has forgotten it)'); else UNKNOWN (forgotten by
+#                       SLURM). A map's tasks: the state
+#                       and exit code their status files say (a file left RUNNING after SLURM
+#                       ended the task: SLURM's state, else LOST; no file: LOST once ended).
+#                       A submission that stopped before it had recorded and released its jobs
+#                       (its submitter killed, even by SIGKILL) is named with the jobs it left
+#                       in SLURM: those without a manifest are rows of KIND 'unrecorded'.
+#   -h, --help          This text.
+#
+# Every submission is recorded in a manifest,
+# ${scratch_dir}/hpc_outputs/manifests/EXP_JOBID.manifest (scratch_dir is ${SCRATCH}/PROJECT, the
+# project being the folder that holds this hpc_files/): the options, the sbatch options, the
+# command, the kept job script, the output files, the git commit. status, logs, cancel, resubmit
+# and gather read the manifests of the project; SCRATCH must be set as for submitting.
+#
+# Exit status: 0 done, 1 SLURM failed, 2 bad input (an unknown experiment or job is answered
+# with the known ones).
+
 # status.bash: the command 'status' (bash job_submitter.sh status [EXP|JOBID[_TASK]]): the table
 # of the recorded jobs and array tasks with their states (hpc_manage.bash).
 
@@ -13,9 +41,9 @@ source "$hpc_lib_dir/hpc_manage.bash"
 # hpc_command_status [EXP|JOBID[_TASK]]: the command 'status'.
 hpc_command_status() {
   local word
-  hpc_manage_begin "$@"
+  hpc_manage_begin
   for word in "$@"; do
-    [[ $word != -* ]] || hpc_die_usage "$word" "unknown option of 'status'; see 'bash job_submitter.sh status --help'"
+    [[ $word != -* ]] || hpc_commands_die_unknown_option status "$word"
   done
   hpc_manage_status "$@"
 }
@@ -56,6 +84,10 @@ hpc_manage_status() {
     hpc_manage_task_keys "$id"
     for key in "${hpc_manage_keys[@]}"; do
       hpc_manage_task_output "$id" "$key"
+      # SLURM has forgotten it: how it ended is in its own log, if the toolkit wrote it there.
+      if [[ ${hpc_st_state[$key]} == UNKNOWN* ]] && hpc_status_from_log "$hpc_manifest_path"; then
+        hpc_st_state[$key]="$hpc_status_log_state (from its log; SLURM has forgotten it)" hpc_st_exit[$key]=$hpc_status_log_exit
+      fi
       rows_job+=("$key") rows_exp+=("${hpc_manage_exp[$id]}") rows_kind+=("${hpc_manage_kind[$id]}")
       rows_state+=("${hpc_st_state[$key]}${hpc_st_note[$key]:+ (${hpc_st_note[$key]})}") rows_exit+=("${hpc_st_exit[$key]}") rows_out+=("$hpc_manifest_path")
     done
@@ -86,6 +118,34 @@ hpc_manage_status() {
     done < <(grep -m 5 -h -e '] copy-back WARNING: ' -e '] stopped at the time-limit warning ' -- "${rows_out[i]}" 2>/dev/null)
   done
   hpc_manage_pending_notes
+}
+
+# hpc_status_from_log FILE: sets hpc_status_log_state and hpc_status_log_exit to how the job's
+# log FILE says it ended (the toolkit's last line about the program, or a failed step); false when
+# the log says nothing of it (gone, unreadable, or still being written by a job that was lost).
+hpc_status_from_log() {
+  local line re='^\[hpc [^]]*\] (the program |FAILED at step |stopped at the time-limit warning|ended after the time-limit warning)'
+  [[ -f $1 && -r $1 ]] || return 1
+  line=$(grep -E -- "$re" "$1" 2>/dev/null | tail -n 1) || return 1
+  line=${line#\[hpc * }
+  hpc_status_log_exit=-
+  case $line in
+    'the program finished successfully '* | 'ended after the time-limit warning '*) hpc_status_log_state=COMPLETED hpc_status_log_exit=0 ;;
+    'the program was ended by SLURM (SIGTERM: the time limit)'*) hpc_status_log_state=TIMEOUT ;;
+    'the program was ended by SLURM '*) hpc_status_log_state=CANCELLED ;;
+    "the program exited with status 0 after SLURM's SIGTERM"*) hpc_status_log_state='ENDED by SLURM' hpc_status_log_exit=0 ;;
+    'the program failed with exit status '*)
+      hpc_status_log_state=FAILED hpc_status_log_exit=${line#the program failed with exit status }
+      hpc_status_log_exit=${hpc_status_log_exit%% *}
+      ;;
+    'stopped at the time-limit warning '*)
+      hpc_status_log_state=FAILED hpc_status_log_exit=${line#*the program exited with }
+      hpc_status_log_exit=${hpc_status_log_exit%% *}
+      ;;
+    'FAILED at step '*) hpc_status_log_state=FAILED ;;
+    *) return 1 ;;
+  esac
+  [[ $hpc_status_log_exit =~ ^[0-9]+$ || $hpc_status_log_exit == - ]] || hpc_status_log_exit=-
 }
 
 # hpc_manage_pending_notes: (status, after hpc_manage_pending) a line for each submission that

@@ -422,7 +422,8 @@ def _map_record_command(args: argparse.Namespace) -> int:
 
 
 def _study_info_command(args: argparse.Namespace) -> int:
-    """name=value lines of a scaling study for ``resubmit --failed``: report_ids, then one
+    """name=value lines of a scaling study for ``resubmit --failed``: order (serial, exclusive
+    or parallel; parallel for a study recorded before the order was), report_ids, then one
     ``run=KEY JOB_ID`` line per run (study.json's order, its newest job), then failed (keys whose
     newest attempt did not succeed, read from runs/<key>/status.json). Exit 2 on a folder
     without a study's study.json."""
@@ -439,6 +440,9 @@ def _study_info_command(args: argparse.Namespace) -> int:
         return 2
     statuses = read_statuses(folder / "runs", keys)
     reports = doc.get("report_job_ids") or [doc.get("report_job_id", "")]
+    order = doc.get("order")
+    order = order if order in ("serial", "exclusive", "parallel") else "parallel"
+    sys.stdout.write(f"order={order}\n")
     sys.stdout.write(f"report_ids={' '.join(str(i) for i in reports)}\n")
     sys.stdout.write("".join(f"run={k} {i}\n" for k, i in zip(keys, ids)))
     sys.stdout.write(f"failed={' '.join(s.key for s in statuses if not s.ok)}\n")

@@ -17,7 +17,8 @@ steps_measured, warmup_steps, backend, torch_version.
 The maths (one implementation, used by :mod:`hpc_helpers.scaling_report`):
 
 * metric: ``samples_per_s`` when every successful run wrote metrics.json, else ``wall_s`` for
-  every run (never mixed);
+  every run (never mixed); a run whose metrics.json holds an invalid value (negative, NaN, not
+  a number) is invalid alone and does not switch the study to ``wall_s``;
 * world size W = N x G; per configuration the median over successful repeats, min and max kept;
 * baseline: the successful configuration with the smallest W (ties: fewer nodes first);
 * throughput: speedup S = X / X_base, ideal I = W / W_base, efficiency E = S / I;
@@ -57,12 +58,19 @@ METRICS_FILE = "metrics.json"
 RESULT_COLUMNS = (
     "study_id", "config", "nodes", "gpus_per_node", "world_size", "repeat", "job_id", "state",
     "exit_code", "node_list", "start_utc", "end_utc", "wall_s", "metric", "metric_value",
-    "samples", "steps_measured", "warmup_steps",
+    "samples", "steps_measured", "warmup_steps", "start_s", "end_s", "flags",
 )
 SUMMARY_COLUMNS = (
     "config", "nodes", "gpus_per_node", "world_size", "runs_ok", "runs_total", "metric",
-    "median", "min", "max", "speedup", "ideal", "efficiency", "baseline",
+    "median", "min", "max", "speedup", "ideal", "efficiency", "baseline", "flags",
 )
+#: Flags of a run or a configuration (space-separated in the CSV files' last column).
+OVERLAP, SUPERLINEAR, INVALID_METRIC = "overlap", "superlinear", "invalid_metric"
+#: Seconds two runs on one node may share (the end of one and the start of the next as the
+#: job side stamps them: a batch shell's start-up and tear-down) before they count as overlapping.
+OVERLAP_SLACK_S = 1.0
+#: Efficiency above 1 by more than this (or the repeats' spread, if larger) is superlinear.
+SUPERLINEAR_NOISE = 0.05
 MODES = ("strong", "weak")
 
 
@@ -72,7 +80,7 @@ MODES = ("strong", "weak")
 def _dist() -> Any:
     """torch.distributed when torch is importable and a process group is initialised."""
     try:
-        import torch.distributed as dist
+        import torch.distributed as dist  # type: ignore[import-not-found, unused-ignore]  # optional: the torch extra
     except ImportError:
         return None
     if dist.is_available() and dist.is_initialized():
@@ -150,7 +158,7 @@ class Throughput:
         world, rank, backend = 1, 0, "none"
         torch_version = ""
         if dist is not None:
-            import torch
+            import torch  # type: ignore[import-not-found, unused-ignore]  # optional: the torch extra
 
             torch_version = str(torch.__version__)
             world, rank, backend = dist.get_world_size(), dist.get_rank(), str(dist.get_backend())
@@ -165,7 +173,7 @@ class Throughput:
             samples, seconds = round(float(summed[0])), float(longest[1])
         else:
             try:
-                import torch
+                import torch  # type: ignore[import-not-found, unused-ignore]  # optional: the torch extra
 
                 torch_version = str(torch.__version__)
             except ImportError:
@@ -217,6 +225,11 @@ class Run:
     steps_measured: int | None = None
     warmup_steps: int | None = None
     log: str = ""
+    start_s: float | None = None
+    end_s: float | None = None
+    #: Why metrics.json's samples_per_s is unusable (negative, NaN, not a number); '' if it is.
+    metric_invalid: str = ""
+    flags: list[str] = field(default_factory=list)
 
     @property
     def config(self) -> str:
@@ -254,6 +267,7 @@ class ConfigRow:
     ideal: float | None = None
     efficiency: float | None = None
     baseline: bool = False
+    flags: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -273,8 +287,11 @@ class Study:
 
 def choose_metric(runs: Sequence[Run]) -> str:
     """samples_per_s when every successful run measured it, else wall_s (never mixed)."""
+    # A run whose metrics.json holds an invalid value is invalid alone: it does not turn the
+    # study to wall time (that is for a study whose program does not measure throughput).
     ok = [r for r in runs if r.ok]
-    if ok and all(r.samples_per_s is not None and r.samples_per_s > 0 for r in ok):
+    valid = [r for r in ok if r.samples_per_s is not None and r.samples_per_s > 0]
+    if valid and all(r in valid or r.metric_invalid for r in ok):
         return "samples_per_s"
     return "wall_s"
 
@@ -309,6 +326,7 @@ def summarise(runs: Sequence[Run], mode: str = "strong") -> Study:
         )
         if values:
             row.median, row.min, row.max = statistics.median(values), min(values), max(values)
+        row.flags = [f for f in (OVERLAP, INVALID_METRIC) if any(f in r.flags for r in group)]
         rows.append(row)
     base = next((r for r in rows if r.median is not None), None)
     study = Study(metric, mode, base.config if base else None, rows[0].config if rows else "",
@@ -330,7 +348,19 @@ def summarise(runs: Sequence[Run], mode: str = "strong") -> Study:
             efficiency = base.median / row.median
             speedup = efficiency * ideal
         row.speedup, row.ideal, row.efficiency = speedup, ideal, efficiency
+        if efficiency > 1 + _noise(row, base, efficiency):
+            row.flags.append(SUPERLINEAR)
     return study
+
+
+def _noise(row: ConfigRow, base: ConfigRow, efficiency: float) -> float:
+    """How far above 1 ROW's EFFICIENCY may be by chance: 5 points, or the spread of the repeats
+    (ROW's and the baseline's, relative to their medians) if larger."""
+    spread = 0.0
+    for r in (row, base):
+        if r.median and r.min is not None and r.max is not None:
+            spread += (r.max - r.min) / r.median
+    return max(SUPERLINEAR_NOISE, efficiency * spread)
 
 
 def format_number(value: float | int | None) -> str:
@@ -343,10 +373,21 @@ def format_number(value: float | int | None) -> str:
     return "0" if text in ("", "-0") else text
 
 
+def csv_cell(text: str) -> str:
+    """TEXT made inert for a spreadsheet: a cell that starts with =, +, -, @, a tab or a carriage
+    return (a formula to Excel or LibreOffice) is prefixed with ', unless it is a plain number."""
+    if text[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        try:
+            float(text)
+        except ValueError:
+            return "'" + text
+    return text
+
+
 def _csv(rows: Sequence[Sequence[str]]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerows(rows)
+    writer.writerows([[csv_cell(cell) for cell in row] for row in rows])
     return out.getvalue()
 
 
@@ -363,6 +404,7 @@ def results_csv(study_id: str, runs: Sequence[Run], metric: str) -> str:
             format_number(value), format_number(r.samples if numbers else None),
             format_number(r.steps_measured if numbers else None),
             format_number(r.warmup_steps if numbers else None),
+            format_number(r.start_s), format_number(r.end_s), " ".join(r.flags),
         ])
     return _csv(rows)
 
@@ -375,6 +417,98 @@ def summary_csv(study: Study) -> str:
             c.config, str(c.nodes), str(c.gpus_per_node), str(c.world_size), str(c.runs_ok),
             str(c.runs_total), c.metric, format_number(c.median), format_number(c.min),
             format_number(c.max), format_number(c.speedup), format_number(c.ideal),
-            format_number(c.efficiency), "yes" if c.baseline else "",
+            format_number(c.efficiency), "yes" if c.baseline else "", " ".join(c.flags),
         ])
     return _csv(rows)
+
+
+# ---------------------------------------------------------------------------- Lightning
+
+
+class _ThroughputHooks:
+    """The meter as a Lightning callback (one line in the Trainer); see ThroughputCallback."""
+
+    def __init__(self, warmup_steps: int = 5, batch_size: int | None = None) -> None:
+        if warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, not {warmup_steps}")
+        if batch_size is not None and (isinstance(batch_size, bool) or batch_size < 1):
+            raise ValueError(f"batch_size must be a positive integer or None, not {batch_size}")
+        self.warmup_steps = warmup_steps
+        self.batch_size = batch_size
+        self.meter: Throughput | None = None
+        #: What the measurement wrote (rank 0 of a scaling test's run), else None.
+        self.metrics: dict[str, Any] | None = None
+
+    @staticmethod
+    def count_samples(batch: Any) -> int | None:
+        """The first dimension of the batch's first tensor (in lists, tuples, dicts), else None."""
+        pending = [batch]
+        while pending:
+            item = pending.pop(0)
+            shape = getattr(item, "shape", None)
+            if shape is not None and not isinstance(item, (str, bytes)):
+                if len(shape) > 0:
+                    return int(shape[0])
+                continue
+            if isinstance(item, dict):
+                pending[:0] = list(item.values())
+            elif isinstance(item, (list, tuple)):
+                pending[:0] = list(item)
+        return None
+
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        # Made here, not in __init__: the process group exists now, so a warm-up of 0 opens the
+        # window on every rank together, and the Trainer's set-up is not measured.
+        self.meter = Throughput(warmup_steps=self.warmup_steps)
+        self.metrics = None
+
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        meter = self.meter
+        if meter is None or not meter.active:
+            return
+        samples = self.batch_size if self.batch_size is not None else self.count_samples(batch)
+        if samples is None:
+            raise ValueError(
+                "ThroughputCallback: no tensor in a batch of type "
+                f"{type(batch).__name__} to count its samples; give batch_size="
+            )
+        meter.step(samples)
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        # Every rank ends training, so every rank reaches finish()'s barrier and all-reduce.
+        if self.meter is not None:
+            self.metrics = self.meter.finish()
+
+
+def _throughput_callback() -> type[_ThroughputHooks]:
+    """_ThroughputHooks that is also Lightning's Callback where Lightning imports, else as is."""
+    import importlib
+
+    for name in ("lightning.pytorch", "pytorch_lightning"):
+        try:
+            callback: type = importlib.import_module(name).Callback
+        except ImportError:
+            continue
+        made: type[_ThroughputHooks] = type(
+            "ThroughputCallback",
+            (_ThroughputHooks, callback),
+            {"__module__": __name__, "__qualname__": "ThroughputCallback", "__doc__": _DOC},
+        )
+        return made
+    return _ThroughputHooks
+
+
+_DOC = """Lightning callback: the Throughput meter of a Trainer's fit, in one line::
+
+    trainer = Trainer(callbacks=[scaling.ThroughputCallback(warmup_steps=5)], ...)
+
+Each training batch is one step of this rank, of batch_size samples, or (None) the first
+dimension of the batch's first tensor; the first WARMUP_STEPS are not measured; on_train_end
+finishes the measurement: rank 0 writes metrics.json in a scaling test's run, as Throughput does.
+Outside a scaling test it does nothing. A lightning.pytorch Callback (else pytorch_lightning's)
+where Lightning imports; a plain class otherwise, so this module never needs Lightning.
+"""
+ThroughputCallback = _throughput_callback()
+__all__.append("ThroughputCallback")

@@ -1,0 +1,132 @@
+# shellcheck shell=bash
+# hpc_stack_node.bash: the node's side of the command 'stack' (commands/stack.bash), run by
+# job_step.sh stack JOBID VENV in a step beside the job's (srun --overlap, one task per node).
+# Finds the job's program processes on this node (this user's processes whose environment
+# names the job and this node, this step's own left out), and prints the Python stack of each (py-spy dump,
+# native frames where py-spy can), labelled with node, rank and local rank; the process tree
+# when none is a Python program. Each line goes out prefixed by a sort key and a tab (the rank,
+# then the process), so that the submitter prints the nodes' answers in rank order.
+
+# The launchers' agents and the toolkit's own wrappers are not program processes.
+hpc_stack_agent_re='(^|[ /])(torchrun|accelerate)( |$)|torch\.distributed\.(run|launch)|accelerate\.commands\.'
+
+# hpc_stack_environ PID: sets hpc_stack_env (NAME -> VALUE) to PID's environment; false when it
+# cannot be read (another user's, or gone).
+hpc_stack_environ() {
+  local -a vars=()
+  local v
+  declare -gA hpc_stack_env=()
+  { mapfile -d '' vars <"/proc/$1/environ"; } 2>/dev/null || return 1
+  for v in "${vars[@]}"; do
+    [[ $v == *=* ]] || continue
+    hpc_stack_env[${v%%=*}]=${v#*=}
+  done
+}
+
+# hpc_stack_cmdline PID: sets hpc_stack_args to PID's command line, words joined by spaces;
+# false when it cannot be read.
+hpc_stack_cmdline() {
+  local -a words=()
+  { mapfile -d '' words <"/proc/$1/cmdline"; } 2>/dev/null || return 1
+  hpc_stack_args="${words[*]}"
+  hpc_stack_argv0=${words[0]:-}
+}
+
+# hpc_stack_find JOBID: sets hpc_stack_pids to this user's processes of job JOBID on this node
+# (SLURM_JOB_ID in their environment), the steps of this command left out, and hpc_stack_python
+# to those of them that run a Python program (not a launcher's agent), each with its label in
+# hpc_stack_label.
+hpc_stack_find() {
+  local job=$1 dir pid rank local_rank key step=${SLURM_STEP_ID:-}
+  hpc_stack_pids=() hpc_stack_python=()
+  declare -gA hpc_stack_label=() hpc_stack_key=()
+  for dir in /proc/[0-9]*; do
+    pid=${dir#/proc/}
+    [[ -O $dir && $pid != "$$" && $pid != "$BASHPID" ]] || continue
+    hpc_stack_environ "$pid" || continue
+    [[ ${hpc_stack_env[SLURM_JOB_ID]-} == "$job" ]] || continue
+    # This node's: where nodes share a machine (the embedded cluster), /proc shows them all.
+    [[ -z ${SLURMD_NODENAME:-} || ${hpc_stack_env[SLURMD_NODENAME]-$SLURMD_NODENAME} == "$SLURMD_NODENAME" ]] || continue
+    # This command's own step, and the job's steps of earlier stack commands.
+    [[ ${hpc_stack_env[HPC_STACK_STEP]-} != 1 && ${hpc_stack_env[SLURM_STEP_ID]-x} != "$step" ]] || continue
+    hpc_stack_cmdline "$pid" || continue
+    hpc_stack_pids+=("$pid")
+    [[ ${hpc_stack_argv0##*/} =~ ^python([0-9]+(\.[0-9]+)?)?$ ]] || continue
+    [[ ! $hpc_stack_args =~ $hpc_stack_agent_re ]] || continue
+    rank=${hpc_stack_env[RANK]:-${hpc_stack_env[SLURM_PROCID]:-0}}
+    local_rank=${hpc_stack_env[LOCAL_RANK]:-${hpc_stack_env[SLURM_LOCALID]:-0}}
+    [[ $rank =~ ^[0-9]+$ ]] || rank=0
+    [[ $local_rank =~ ^[0-9]+$ ]] || local_rank=0
+    hpc_stack_python+=("$pid")
+    hpc_stack_label[$pid]="rank $rank (local rank $local_rank) on ${SLURMD_NODENAME:-$HOSTNAME}, pid $pid"
+    printf -v key '%09d-%09d' "$rank" "$pid"
+    hpc_stack_key[$pid]=$key
+  done
+}
+
+# hpc_stack_py_spy VENV: sets hpc_stack_py_spy to py-spy: the job's venv's, else the one on
+# PATH, else ~/.local/bin's; false when there is none.
+hpc_stack_py_spy() {
+  local candidate
+  hpc_stack_py_spy=''
+  for candidate in "${1:+$1/bin/py-spy}" "$(command -v py-spy 2>/dev/null || true)" "$HOME/.local/bin/py-spy"; do
+    [[ -n $candidate && -x $candidate ]] || continue
+    hpc_stack_py_spy=$candidate
+    return 0
+  done
+  return 1
+}
+
+# hpc_stack_emit KEY TEXT: prints each line of TEXT prefixed by KEY and a tab.
+hpc_stack_emit() {
+  local line
+  while IFS= read -r line; do printf '%s\t%s\n' "$1" "$line"; done <<<"$2"
+}
+
+# hpc_stack_tree KEY: prints the job's processes on this node (pid, parent, state, elapsed,
+# command), this command's left out.
+hpc_stack_tree() {
+  local pids
+  ((${#hpc_stack_pids[@]})) || {
+    hpc_stack_emit "$1" "no process of job $hpc_stack_job on ${SLURMD_NODENAME:-$HOSTNAME}"
+    return 0
+  }
+  printf -v pids '%s,' "${hpc_stack_pids[@]}"
+  hpc_stack_emit "$1" "$(ps -o pid,ppid,stat,etime,args -p "${pids%,}" 2>&1 | cut -c1-240)"
+}
+
+# hpc_stack_node JOBID VENV: the step's whole work on this node.
+hpc_stack_node() {
+  local pid out rc key node=${SLURMD_NODENAME:-$HOSTNAME} scope=''
+  hpc_stack_job=$1
+  hpc_stack_find "$1"
+  if ((${#hpc_stack_python[@]} == 0)); then
+    hpc_stack_emit "~$node" "== $node: no Python program process of job $1; its processes:"
+    hpc_stack_tree "~$node"
+    return 0
+  fi
+  if ! hpc_stack_py_spy "${2:-}"; then
+    hpc_stack_emit "~$node" "== $node: py-spy is not installed here: pip install py-spy (in the job's venv: ${2:-VENV}/bin/pip install py-spy, or pip install --user py-spy); the processes instead:"
+    hpc_stack_tree "~$node"
+    return 0
+  fi
+  for pid in "${hpc_stack_python[@]}"; do
+    key=${hpc_stack_key[$pid]}
+    rc=0
+    # Native frames where py-spy can unwind them; without them where it cannot.
+    out=$(timeout 20 "$hpc_stack_py_spy" dump --native --pid "$pid" 2>&1) ||
+      out=$(timeout 20 "$hpc_stack_py_spy" dump --pid "$pid" 2>&1) || rc=$?
+    hpc_stack_emit "$key" "== ${hpc_stack_label[$pid]}"
+    if ((rc)); then
+      [[ ! -r /proc/sys/kernel/yama/ptrace_scope ]] || scope=$(</proc/sys/kernel/yama/ptrace_scope)
+      case $out in
+        *ermission* | *"not permitted"*)
+          hpc_stack_emit "$key" "py-spy may not read this process: it needs ptrace permission (the same user, and kernel.yama.ptrace_scope 0${scope:+, here $scope}, or CAP_SYS_PTRACE: ask the cluster's admins): $out"
+          ;;
+        *) hpc_stack_emit "$key" "py-spy failed (exit $rc): $out" ;;
+      esac
+      continue
+    fi
+    hpc_stack_emit "$key" "$out"
+  done
+}

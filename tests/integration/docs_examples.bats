@@ -1,0 +1,196 @@
+#!/usr/bin/env bats
+# The examples of README.md and the guides (docs/*.md but architecture.md) run as written, on the
+# local cluster, in a fresh project made as the other integration tests make theirs
+# (hpc_test_project; named my_project, as the guides name it, with the demo's and the TRAK demo's
+# programs beside the test programs).
+#
+# Which lines: in a code block (a fenced block, or lines indented 4 spaces or more), every line
+# that starts (after its indentation) with
+#   bash job_submitter.sh ...     run in the project's hpc_files/, as a user types it there;
+#   bash hpc_files/local_cluster.sh ...   run in this repository (a project has no cluster), on
+#                                 the test's cluster (HPC_CLUSTER_DIR, HPC_CLUSTER_PORT_BASE);
+#   bash hpc_files/...            anything else of the toolkit, run in the project's folder.
+# A line ending in a backslash goes on with the next. Other lines (cd, export, eval, cat, python,
+# comments) are not run: the test sets up what they would (per document, in setup_doc).
+# A line is not run, and counted as skipped, when it carries the marker 'not runnable here' in
+# its trailing comment, or when the line before it is a comment carrying it; each document's
+# skips must be exactly its markers. Each example must exit 0; then every job on the cluster must
+# end (a bounded wait) and none of the jobs that ended meanwhile (the cluster's jobcomp log, so
+# install jobs, array tasks and gather or report jobs too) may end FAILED, TIMEOUT, CANCELLED,
+# OUT_OF_MEMORY or NODE_FAIL. Examples run in the order of the document, with stdin not a
+# terminal (so the submitter never asks).
+# shellcheck disable=SC2016 # configs lines are single-quoted on purpose
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+  hpc_test_project my_project
+  cp "$HPC_ROOT/tests/fixtures/demo_project/ddp_demo.py" "$HPC_ROOT/tests/fixtures/trak_demo/"*.py "$PROJECT/"
+  # local_cluster.sh examples act on the test's cluster.
+  export HPC_CLUSTER_DIR HPC_CLUSTER_PORT_BASE=${HPC_CLUSTER_PORT_BASE:-17817}
+  # The venv is built by the first job: not inside a test's time.
+  hpc_warm_venv "$PROJECT" 'python probe.py env'
+}
+
+setup() {
+  load '../helpers/common'
+  load '../helpers/cluster'
+  hpc_configs "$PROJECT" 'python probe.py env'
+}
+
+teardown() {
+  # An example that failed may leave jobs behind: they must not reach the next document's.
+  scancel --user "$(id -un)" 2>/dev/null || true
+}
+
+# doc_examples FILE: the examples of FILE, one a line: 'run<TAB>COMMAND' or 'skip<TAB>COMMAND'.
+doc_examples() {
+  awk '
+    function emit() { print ((skip || cmd ~ /not runnable here/) ? "skip" : "run") "\t" cmd }
+    /^[[:space:]]*```/ { fence = !fence; prev = ""; next }
+    {
+      text = $0
+      sub(/^[[:space:]]+/, "", text)
+      if (joining) {
+        cmd = cmd " " text
+        if (cmd ~ /\\$/) { sub(/[[:space:]]*\\$/, "", cmd); next }
+        joining = 0
+        emit()
+        prev = text
+        next
+      }
+      if (!fence && $0 !~ /^    /) { prev = ""; next }
+      if (text ~ /^bash (job_submitter\.sh|hpc_files\/)/) {
+        cmd = text
+        skip = (prev ~ /^#.*not runnable here/)
+        if (cmd ~ /\\$/) { sub(/[[:space:]]*\\$/, "", cmd); joining = 1; next }
+        emit()
+      }
+      prev = text
+    }' "$1"
+}
+
+# setup_doc NAME: what the lines around NAME's examples that are not run would have done.
+setup_doc() {
+  case $1 in
+    README.md)
+      hpc_configs "$PROJECT" 'python ddp_demo.py'
+      ;;
+    staging.md)
+      mkdir -p "$SCRATCH/my_project/datasets/train"
+      printf 'x,y\n1,2\n' >"$SCRATCH/my_project/datasets/train/part0.csv"
+      ;;
+    sweeps.md)
+      hpc_configs "$PROJECT" 'python probe.py env --seed ${seed}'
+      ;;
+    map-gather.md)
+      (cd "$PROJECT" && python3 make_checkpoints.py "$SCRATCH/my_project/trak") >/dev/null ||
+        fail "make_checkpoints.py failed"
+      # shellcheck disable=SC1003 # the backslash continues the configs file's line
+      hpc_configs "$PROJECT" 'python featurize_and_score.py --model_id ${map_index} --ckpt "${map_item}" \' \
+        '  --data "${scratch_dir}/trak/data.pt" --out "${task_dir}"'
+      ;;
+  esac
+}
+
+# wait_cluster_idle TIMEOUT: waits until no job is pending or running on the cluster; on timeout
+# cancels them and fails the test.
+wait_cluster_idle() {
+  local timeout=$1 start=$SECONDS
+  while [[ -n $(squeue -h -o %i 2>/dev/null) ]]; do
+    if ((SECONDS - start > timeout)); then
+      scancel --user "$(id -un)" 2>/dev/null || true
+      fail "jobs still queued after ${timeout}s: $(squeue -h -o '%i %j %T' | tr '\n' ';')"
+    fi
+    sleep 0.5
+  done
+}
+
+# run_doc NAME: runs the examples of README.md (NAME README.md) or docs/NAME as the header says.
+run_doc() {
+  local name=$1 file kind cmd dir ran=0 skipped=0 markers jobcomp bad
+  [[ $name == README.md ]] && file=$HPC_ROOT/README.md || file=$HPC_ROOT/docs/$name
+  setup_doc "$name"
+  jobcomp=$HPC_CLUSTER_DIR/log/jobcomp.log
+  local seen
+  seen=$(wc -l <"$jobcomp")
+  while IFS=$'\t' read -r kind cmd; do
+    if [[ $kind == skip ]]; then
+      skipped=$((skipped + 1))
+      continue
+    fi
+    case $cmd in
+      'bash job_submitter.sh'*) dir=$PROJECT/hpc_files ;;
+      'bash hpc_files/local_cluster.sh'*) dir=$HPC_ROOT ;;
+      *) dir=$PROJECT ;;
+    esac
+    run bash -c "cd \"\$1\" && $cmd" _ "$dir" </dev/null
+    printf '$ %s\n%s\n' "$cmd" "$output" >>"$BATS_FILE_TMPDIR/examples.log"
+    ((status == 0)) || fail "$name: '$cmd' exited $status: $output"
+    wait_cluster_idle 240
+    bad=$(tail -n +"$((seen + 1))" "$jobcomp" | grep -E 'JobState=(FAILED|TIMEOUT|CANCELLED|OUT_OF_MEMORY|NODE_FAIL)' || true)
+    [[ -z $bad ]] || fail "$name: '$cmd': a job ended badly: $bad (examples so far: $BATS_FILE_TMPDIR/examples.log)"
+    seen=$(wc -l <"$jobcomp")
+    ran=$((ran + 1))
+  done < <(doc_examples "$file")
+  markers=$(grep -c 'not runnable here' "$file" || true)
+  ((skipped == markers)) || fail "$name: $skipped examples skipped, but $markers markers: a marker beside no example"
+  ((ran + skipped > 0)) || fail "$name: no example"
+  printf '# %s: %d examples run, %d skipped (marked not runnable here)\n' "$name" "$ran" "$skipped" >&3
+}
+
+@test "README.md: the tour (cluster up, a one-node job, status, logs, a 2-node x 2-GPU torchrun job)" {
+  run_doc README.md
+  run cat "$BATS_FILE_TMPDIR/examples.log"
+  assert_line --regexp '^\[rank 3\] rank 3/4 node n2 .*all-reduce of ranks = 6'
+}
+
+@test "docs/launchers.md" {
+  run_doc launchers.md
+}
+
+@test "docs/staging.md" {
+  run_doc staging.md
+}
+
+@test "docs/time-limits.md" {
+  run_doc time-limits.md
+}
+
+@test "docs/sweeps.md" {
+  run_doc sweeps.md
+}
+
+@test "docs/map-gather.md" {
+  run_doc map-gather.md
+}
+
+@test "docs/scaling.md" {
+  run_doc scaling.md
+}
+
+@test "docs/containers.md" {
+  run_doc containers.md
+}
+
+@test "docs/cluster-profiles.md" {
+  run_doc cluster-profiles.md
+}
+
+@test "docs/cleanup.md" {
+  run_doc cleanup.md
+}
+
+@test "docs/troubleshooting.md" {
+  run_doc troubleshooting.md
+}
+
+@test "every guide README.md links, but architecture.md, has its test here" {
+  local link
+  while IFS= read -r link; do
+    [[ $link == docs/architecture.md || $link == docs/testing.md || $link == docs/benchmarks.md ]] && continue
+    grep -qF "@test \"$link\"" "$BATS_TEST_FILENAME" || fail "$link has no test in docs_examples.bats"
+  done < <(grep -oE '\]\(docs/[A-Za-z0-9_.-]+\.md\)' "$HPC_ROOT/README.md" | sed 's/^](//; s/)$//' | sort -u)
+}
