@@ -498,7 +498,7 @@ EOT
 
 @test "status: a job SLURM has forgotten takes its state from its own log (finished, failed, ended by scancel or the time limit, a failed step); a log that says nothing leaves it UNKNOWN" {
   local id
-  for id in 130 131 132 133 134 135; do make_manifest e "$id"; done
+  for id in 130 131 132 133 134 135 136 137; do make_manifest e "$id"; done
   : >"$HPC_STUB_JOBS"
   log() { printf '%s\n' "[hpc n1] job $1 (venv, launcher none) on n1: 1 node(s) x 0 GPU(s), restart 0" "${@:2}" >"$outputs/e_venv-none_$1.out"; }
   log 130 'epoch 1' '[hpc n1] the program finished successfully after 12.000 s'
@@ -508,6 +508,10 @@ EOT
   log 133 '[hpc n1] the program was ended by SLURM (SIGTERM: the time limit) after 600.000 s, exit status 143'
   log 134 '[hpc n1] the program finished successfully after 1.000 s' "[hpc n1] FAILED at step 'copy-back': see above"
   log 135 'training...'
+  # A log that is a link (to a finished job's), or that another user wrote, says nothing.
+  ln -s "$outputs/e_venv-none_130.out" "$outputs/e_venv-none_136.out"
+  log 137 '[hpc n1] the program finished successfully after 1.000 s'
+  chown nobody "$outputs/e_venv-none_137.out"
   manage status e
   assert_equal "$status" 0
   local forgot='(from its log; SLURM has forgotten it)'
@@ -517,6 +521,8 @@ EOT
   assert_equal "$(row 133)" "133 e venv-none TIMEOUT $forgot - $outputs/e_venv-none_133.out"
   assert_equal "$(row 134)" "134 e venv-none FAILED $forgot - $outputs/e_venv-none_134.out"
   assert_equal "$(row 135)" "135 e venv-none UNKNOWN (forgotten by SLURM) - $outputs/e_venv-none_135.out"
+  assert_equal "$(row 136)" "136 e venv-none UNKNOWN (forgotten by SLURM) - $outputs/e_venv-none_136.out"
+  assert_equal "$(row 137)" "137 e venv-none UNKNOWN (forgotten by SLURM) - $outputs/e_venv-none_137.out"
 }
 
 @test "status: no submission yet says so (exit 0); SLURM unreachable is a failure (exit 1)" {

@@ -123,9 +123,10 @@ hpc_manage_status() {
 # hpc_status_from_log FILE: sets hpc_status_log_state and hpc_status_log_exit to how the job's
 # log FILE says it ended (the toolkit's last line about the program, or a failed step); false when
 # the log says nothing of it (gone, unreadable, or still being written by a job that was lost).
+# Only the user's own regular file, not a link: a log someone else wrote or replaced says nothing.
 hpc_status_from_log() {
   local line re='^\[hpc [^]]*\] (the program |FAILED at step |stopped at the time-limit warning|ended after the time-limit warning)'
-  [[ -f $1 && -r $1 ]] || return 1
+  [[ -f $1 && ! -L $1 && -O $1 && -r $1 ]] || return 1
   line=$(grep -E -- "$re" "$1" 2>/dev/null | tail -n 1) || return 1
   line=${line#\[hpc * }
   hpc_status_log_exit=-
