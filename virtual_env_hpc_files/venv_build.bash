@@ -32,7 +32,12 @@ hpc_venv_install() {
   if [[ -n $hpc_venv_stale ]]; then
     hpc_say "$hpc_venv_stale: building it again"
   elif [[ -z $hpc_venv_deps ]]; then
-    hpc_say "no Pipfile or requirements.txt in $src: the virtual environment will be empty"
+    if [[ $hpc_profile_venv_system_site_packages == true ]]; then
+      # Not a failure: a project whose packages the cluster provides (torch) needs no file.
+      hpc_say "no Pipfile or requirements.txt in $src: the virtual environment gets no packages of its own; it sees the system's (torch included where the cluster has it), as the cluster profile says"
+    else
+      hpc_say "no Pipfile or requirements.txt in $src: the virtual environment will be empty (the cluster profile keeps the system's packages out of it)"
+    fi
   elif [[ -e $src/virtual_env ]]; then
     hpc_say "${hpc_venv_deps##*/} changed since $src/virtual_env was built: building it again"
   else

@@ -649,7 +649,11 @@ profile_value() {
 @test "no venv and no dependency file: an install job is submitted and waited for, then the job" {
   submit -y
   assert_equal "$status" 0
-  assert_equal "$(seconds_as_n <<<"$stderr")" "job_submitter.sh: no Pipfile or requirements.txt in $project: the virtual environment will be empty
+  # Said as what it is: with the system's packages (the local profile's choice), not "empty".
+  local empty="will be empty (the cluster profile keeps the system's packages out of it)"
+  [[ $(profile_value local venv_system_site_packages) != true ]] ||
+    empty="gets no packages of its own; it sees the system's (torch included where the cluster has it), as the cluster profile says"
+  assert_equal "$(seconds_as_n <<<"$stderr")" "job_submitter.sh: no Pipfile or requirements.txt in $project: the virtual environment $empty
 job_submitter.sh: install job 4242 submitted; its log: $outputs/venv_install_4242.out
 job_submitter.sh: install job 4242: the virtual environment is ready (N s)"
   assert_line --index 0 --partial "Submitted job 4243 ("
