@@ -102,12 +102,15 @@ hpc_venv_interrupted() {
 }
 
 # hpc_venv_live_jobs SOURCE_DIR: asks SLURM about the queued and running jobs of the project
-# (working directory SOURCE_DIR): sets hpc_venv_live_ids (their job ids, one per line) and
-# hpc_venv_live_scripts (their job scripts, one after the other). False when SLURM cannot say.
+# (working directory SOURCE_DIR): sets hpc_venv_live_ids (their job ids, one per line),
+# hpc_venv_live_scripts (their job scripts, one after the other) and hpc_venv_live_foreign (the
+# ids of those the toolkit did not write: neither a job script of its own nor an install job,
+# whose use of virtual_env cannot be read from them: a relative 'source virtual_env/...' of the
+# user's own). False when SLURM cannot say.
 hpc_venv_live_jobs() {
   local listing id array_id dir script plan
   local -A seen=()
-  hpc_venv_live_ids='' hpc_venv_live_scripts=''
+  hpc_venv_live_ids='' hpc_venv_live_scripts='' hpc_venv_live_foreign=''
   listing=$(exec squeue -h --all -o '%A|%F|%Z' 2>/dev/null) || return 1
   while IFS='|' read -r id array_id dir; do
     [[ -n $id && $dir == "$1" ]] || continue
@@ -122,6 +125,9 @@ hpc_venv_live_jobs() {
     # A job of the toolkit names its venv in its plan file (hpc_plan_venv=...), which its script
     # names: read too; one that cannot be read, or a name that cannot be, leaves SLURM's answer
     # incomplete (its build would look unused).
+    if [[ $script != *$'\n'"hpc_job_main "* && $script != *$'\n''# Usage: sbatch install_venv.sh '* ]]; then
+      hpc_venv_live_foreign+=${hpc_venv_live_foreign:+ }$array_id
+    fi
     if [[ $script == *$'\n'"hpc_job_main "* ]]; then
       hpc_facts_script_plan "$script" || return 1
       plan=''
@@ -171,6 +177,12 @@ hpc_venv_collect() {
   fi
   if ! hpc_venv_live_jobs "$1"; then
     hpc_say "SLURM could not say which jobs use the project's virtual environments: none was removed, and $1/virtual_env was left as it is"
+    return 0
+  fi
+  # A job of the project that the toolkit did not write may use virtual_env by any path, at any
+  # time: the link and every build stay while one is queued or running.
+  if [[ -n $hpc_venv_live_foreign ]]; then
+    hpc_say "job(s) $hpc_venv_live_foreign of the project, not the toolkit's, are queued or running and may use $1/virtual_env: it and every build stay as they are (new jobs use $builds/$2)"
     return 0
   fi
   printf -v link_q '%q' "$1/virtual_env"

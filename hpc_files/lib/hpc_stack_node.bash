@@ -7,8 +7,8 @@
 # when none is a Python program. Each line goes out prefixed by a sort key and a tab (the rank,
 # then the process), so that the submitter prints the nodes' answers in rank order.
 
-# The launchers' agents and the toolkit's own wrappers are not program processes.
-hpc_stack_agent_re='(^|[ /])(torchrun|accelerate)( |$)|torch\.distributed\.(run|launch)|accelerate\.commands\.'
+# The launcher modules whose python process is an agent, not a program process.
+hpc_stack_agent_modules=' torch.distributed.run torch.distributed.launch accelerate.commands.launch accelerate.commands.accelerate_cli '
 
 # hpc_stack_environ PID: sets hpc_stack_env (NAME -> VALUE) to PID's environment; false when it
 # cannot be read (another user's, or gone).
@@ -23,13 +23,55 @@ hpc_stack_environ() {
   done
 }
 
-# hpc_stack_cmdline PID: sets hpc_stack_args to PID's command line, words joined by spaces;
-# false when it cannot be read.
+# hpc_stack_cmdline PID: sets hpc_stack_words to PID's command line; false when it cannot be
+# read.
 hpc_stack_cmdline() {
-  local -a words=()
-  { mapfile -d '' words <"/proc/$1/cmdline"; } 2>/dev/null || return 1
-  hpc_stack_args="${words[*]}"
-  hpc_stack_argv0=${words[0]:-}
+  hpc_stack_words=()
+  { mapfile -d '' hpc_stack_words <"/proc/$1/cmdline"; } 2>/dev/null || return 1
+  ((${#hpc_stack_words[@]}))
+}
+
+# hpc_stack_is_program: true when the command line read (hpc_stack_cmdline) is python running a
+# program: not a launcher's agent (python .../torchrun or .../accelerate, python -m of a launcher
+# module, the accelerate launcher's python -c that runs accelerate.commands.launch). Only the
+# words before the program count: a program's own arguments may say anything.
+hpc_stack_is_program() {
+  local word i=1 n=${#hpc_stack_words[@]}
+  [[ ${hpc_stack_words[0]##*/} =~ ^python([0-9]+(\.[0-9]+)?)?$ ]] || return 1
+  while ((i < n)); do
+    word=${hpc_stack_words[i]}
+    case $word in
+      -m) [[ $hpc_stack_agent_modules != *" ${hpc_stack_words[i + 1]:-} "* ]] ;;
+      -c) [[ ${hpc_stack_words[i + 1]:-} != *accelerate.commands.launch* && ${hpc_stack_words[i + 1]:-} != *torch.distributed.run* ]] ;;
+      -[WX]) i=$((i + 2)) && continue ;;
+      -*) i=$((i + 1)) && continue ;;
+      *) [[ ${word##*/} != torchrun && ${word##*/} != accelerate ]] ;;
+    esac
+    return
+  done
+  return 0
+}
+
+# hpc_stack_secrets: adds to hpc_stack_secret_values the values of the process's variables that
+# are named like secrets (hpc_secret_name), as read by hpc_stack_environ: masked in what this
+# node prints, whatever the shell that asked for the stacks exported.
+hpc_stack_secrets() {
+  local name
+  for name in "${!hpc_stack_env[@]}"; do
+    hpc_secret_name "$name" || continue
+    ((${#hpc_stack_env[$name]} >= ${hpc_secret_min_length:-4})) || continue
+    hpc_stack_secret_values[${hpc_stack_env[$name]}]=1
+  done
+}
+
+# hpc_stack_mask TEXT: sets hpc_stack_masked to TEXT with every value of hpc_stack_secret_values
+# replaced by (masked).
+hpc_stack_mask() {
+  local value
+  hpc_stack_masked=$1
+  for value in "${!hpc_stack_secret_values[@]}"; do
+    hpc_stack_masked=${hpc_stack_masked//"$value"/(masked)}
+  done
 }
 
 # hpc_stack_find JOBID: sets hpc_stack_pids to this user's processes of job JOBID on this node
@@ -39,7 +81,7 @@ hpc_stack_cmdline() {
 hpc_stack_find() {
   local job=$1 dir pid rank local_rank key step=${SLURM_STEP_ID:-}
   hpc_stack_pids=() hpc_stack_python=()
-  declare -gA hpc_stack_label=() hpc_stack_key=()
+  declare -gA hpc_stack_label=() hpc_stack_key=() hpc_stack_secret_values=()
   for dir in /proc/[0-9]*; do
     pid=${dir#/proc/}
     [[ -O $dir && $pid != "$$" && $pid != "$BASHPID" ]] || continue
@@ -51,8 +93,8 @@ hpc_stack_find() {
     [[ ${hpc_stack_env[HPC_STACK_STEP]-} != 1 && ${hpc_stack_env[SLURM_STEP_ID]-x} != "$step" ]] || continue
     hpc_stack_cmdline "$pid" || continue
     hpc_stack_pids+=("$pid")
-    [[ ${hpc_stack_argv0##*/} =~ ^python([0-9]+(\.[0-9]+)?)?$ ]] || continue
-    [[ ! $hpc_stack_args =~ $hpc_stack_agent_re ]] || continue
+    hpc_stack_secrets
+    hpc_stack_is_program || continue
     rank=${hpc_stack_env[RANK]:-${hpc_stack_env[SLURM_PROCID]:-0}}
     local_rank=${hpc_stack_env[LOCAL_RANK]:-${hpc_stack_env[SLURM_LOCALID]:-0}}
     [[ $rank =~ ^[0-9]+$ ]] || rank=0
@@ -77,10 +119,12 @@ hpc_stack_py_spy() {
   return 1
 }
 
-# hpc_stack_emit KEY TEXT: prints each line of TEXT prefixed by KEY and a tab.
+# hpc_stack_emit KEY TEXT: prints each line of TEXT prefixed by KEY and a tab, the job's
+# secrets masked (hpc_stack_mask).
 hpc_stack_emit() {
   local line
-  while IFS= read -r line; do printf '%s\t%s\n' "$1" "$line"; done <<<"$2"
+  hpc_stack_mask "$2"
+  while IFS= read -r line; do printf '%s\t%s\n' "$1" "$line"; done <<<"$hpc_stack_masked"
 }
 
 # hpc_stack_tree KEY: prints the job's processes on this node (pid, parent, state, elapsed,

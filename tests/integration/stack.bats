@@ -65,6 +65,11 @@ wait_started() {
   refute_output --partial 'all_reduce'
   run grep -c 'all_reduce' <<<"$(awk '/^== rank [012] /{ on = 1; next } /^== /{ on = 0 } on' <<<"$all")"
   [[ $output -ge 3 ]] || fail "all_reduce in $output frames of ranks 0-2"
+  # Asked from a shell that does not export the secret: the job's own variables mask it.
+  run --separate-stderr env -u MY_API_KEY bash "$PROJECT/hpc_files/job_submitter.sh" stack hung
+  assert_success
+  [[ $output != *sentinel-STACK-4242* ]] || fail "the secret is in stack's output from a shell without it"
+  assert_output --partial 'python hang.py --api-key (masked)'
   # The job goes on.
   assert_equal "$(hpc_job_field "$job_id" JobState)" RUNNING
   # Cancelled: its log says SLURM ended it, not that the program failed.
@@ -75,18 +80,24 @@ wait_started() {
 }
 
 @test "stack of a job with no Python process shows its processes; of an experiment with nothing running: one line, exit 1; bad input: exit 2" {
+  # Two array tasks (--repeat 2): the array's own id is one task's raw id.
   hpc_configs "$PROJECT" 'sleep 300'
-  hpc_submit_job "$PROJECT" -g 0 -t 00:10:00 -e sleeper
+  hpc_submit_job "$PROJECT" -g 0 -t 00:10:00 --repeat 2 -e sleeper
   local deadline=$((SECONDS + 60))
-  until [[ $(hpc_job_field "$job_id" JobState) == RUNNING ]]; do
-    ((SECONDS < deadline)) || fail "job $job_id never ran"
+  until [[ $(squeue -h -j "$job_id" -t RUNNING -o %i | wc -l) == 2 ]]; do
+    ((SECONDS < deadline)) || fail "the tasks of $job_id never both ran"
     sleep 0.5
   done
   sleep 2
   run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" stack sleeper
   assert_success
+  assert_line --regexp "^=== job ${job_id}_0 \(sleeper\), 1 node\(s\)$"
+  assert_line --regexp "^=== job ${job_id}_1 \(sleeper\), 1 node\(s\)$"
   assert_line --regexp '^== n[12]: no Python program process of job [0-9]+; its processes:$'
   assert_line --regexp 'sleep 300$'
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" stack "${job_id}_1"
+  assert_success
+  assert_line --index 0 "=== job ${job_id}_1 (sleeper), 1 node(s)"
   scancel "$job_id"
   hpc_wait_job "$job_id" 60
   run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" stack sleeper

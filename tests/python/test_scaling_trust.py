@@ -220,6 +220,27 @@ def test_fifo_summary_in_out_is_refused_in_one_line(tmp_path: Path) -> None:
     assert done.stderr.startswith(f"scaling-report: --out: '{out}/summary.csv' is not a regular")
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="making another user's folder needs root")
+def test_out_of_another_user_is_refused_in_one_line(tmp_path: Path) -> None:
+    study = make_study(tmp_path / "s", SERIAL)
+    nobody = 65534
+    out = tmp_path / "theirs"
+    out.mkdir(mode=0o777)
+    os.chown(out, nobody, nobody)
+    done = run_module(str(study), "--out", str(out))
+    assert done.returncode == 2
+    assert done.stderr == f"scaling-report: --out: '{out}' is another user's folder; " \
+        "accepted: a new folder, an empty one, or one holding an earlier scaling report\n"
+    assert list(out.iterdir()) == []
+    # Mine, but holding another user's report file.
+    mine = tmp_path / "mine"
+    assert run_module(str(study), "--out", str(mine)).returncode == 0
+    os.chown(mine / "report.md", nobody, nobody)
+    done = run_module(str(study), "--out", str(mine))
+    assert done.returncode == 2
+    assert "report.md' is another user's file" in done.stderr
+
+
 def test_text_from_json_is_escaped_for_markdown_and_csv(tmp_path: Path) -> None:
     study = make_study(tmp_path / "s", [
         *SERIAL[:2], (2, 1, 1, "FAILED", None, '=HYPERLINK("x")', 1060.0, 1080.0)])

@@ -918,6 +918,25 @@ numpy"
   assert_equal "$(calls scontrol)" 1
 }
 
+@test "a rebuild while a job of the project that the toolkit did not write runs (its own 'source virtual_env/bin/activate'): virtual_env and every build stay" {
+  printf 'numpy\n' >"$project/requirements.txt"
+  HPC_STUB_JOB_ID=4242 submit -y
+  assert_equal "$status" 0
+  printf '#!/bin/bash\nsource virtual_env/bin/activate\nsleep 90\npython train.py\n' >"$tmp/user_job.sh"
+  live_job 4243 "$tmp/user_job.sh"
+  printf 'scipy\n' >"$project/requirements.txt"
+  forget_calls
+  HPC_STUB_JOB_ID=4300 submit -y -e b
+  assert_equal "$status" 0
+  assert_equal "$(readlink "$project/virtual_env")" .virtual_env_builds/venv-4242
+  assert_equal "$(cd "$project/.virtual_env_builds" && echo *)" "venv-4242 venv-4300"
+  [[ $stderr == *"job(s) 4243 of the project, not the toolkit's, are queued or running and may use $project/virtual_env: it and every build stay as they are"* ]] ||
+    fail "$stderr"
+  # The new job runs from the new build all the same.
+  assert_equal "$(job_venv "$outputs/b_venv-none_4301.sh")" "$(printf %q "$project/.virtual_env_builds/venv-4300")"
+  grep -qF "job(s) 4243 of the project, not the toolkit's" "$outputs/venv_install_4300.out"
+}
+
 @test "a rebuild removes only the builds an install job recorded: planted venv-N folders stay" {
   printf 'numpy\n' >"$project/requirements.txt"
   HPC_STUB_JOB_ID=4242 submit -y

@@ -8,7 +8,8 @@
 #                       native frames where py-spy can unwind them), labelled with its rank,
 #                       local rank, node and pid, in rank order; for a job with no Python
 #                       process, its processes. The job goes on. Secrets are masked as by
-#                       'logs'.
+#                       'logs', and so are the values of the job's own variables named like
+#                       secrets, whatever this shell exports.
 #   -h, --help          This text.
 #
 # Needs py-spy (pip install py-spy) on the nodes: in the job's venv, on PATH or in ~/.local/bin;
@@ -55,7 +56,9 @@ hpc_command_stack() {
       running=1
       venv=''
       ! hpc_manifest_read "${hpc_manage_file[id]-}" 2>/dev/null || venv=${hpc_mf[venv]-}
-      nodes=$(timeout 60 squeue -h -j "$raw" -o '%D' 2>/dev/null) || nodes=''
+      # Asked by its key: an array's own id names every task of it (one line each).
+      nodes=$(timeout 60 squeue -h -j "$key" -o '%D' 2>/dev/null) || nodes=''
+      nodes=${nodes%%$'\n'*}
       [[ $nodes =~ ^[0-9]+$ ]] || {
         hpc_say "job $key: squeue did not say its nodes; it may have just ended"
         rc=1

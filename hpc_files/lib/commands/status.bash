@@ -112,7 +112,8 @@ hpc_manage_status() {
   # and a stop at the time-limit warning, which a state of FAILED (exit 128+SIGUSR1) hides.
   local line
   for ((i = 1; i < ${#rows_job[@]}; i++)); do
-    [[ -f ${rows_out[i]} && -r ${rows_out[i]} ]] || continue
+    # The user's own log, as hpc_status_from_log reads it.
+    [[ -f ${rows_out[i]} && ! -L ${rows_out[i]} && -O ${rows_out[i]} && -r ${rows_out[i]} ]] || continue
     while IFS= read -r line; do
       printf '%s: %s\n' "${rows_job[i]}" "${line#\[hpc * }"
     done < <(grep -m 5 -h -e '] copy-back WARNING: ' -e '] stopped at the time-limit warning ' -- "${rows_out[i]}" 2>/dev/null)

@@ -845,11 +845,18 @@ def check_out(out: Path) -> None:
         raise StudyError(f"--out: '{out}' is not a folder; {accepted}")
     if not out.is_dir():
         return
+    # Another user's folder, or report files there that are another user's: not written into
+    # (they could read, or swap, what lands there).
+    if os.stat(out).st_uid != os.getuid():
+        raise StudyError(f"--out: '{out}' is another user's folder; {accepted}")
     for name in REPORT_FILES:
         try:
-            mode = os.lstat(out / name).st_mode
+            info = os.lstat(out / name)
         except FileNotFoundError:
             continue
+        mode = info.st_mode
+        if info.st_uid != os.getuid():
+            raise StudyError(f"--out: '{out / name}' is another user's file; {accepted}")
         if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
             raise StudyError(f"--out: '{out / name}' is not a regular file ({_kind(mode)}); "
                              f"{accepted}")
