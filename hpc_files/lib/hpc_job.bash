@@ -117,6 +117,11 @@ hpc_job_load_modules() {
 # hpc_job_run_program: phase 2. Starts the program with its launcher in the background and
 # waits for it; sets hpc_job_status to its exit status.
 hpc_job_run_program() {
+  # An interactive session's batch shell starts the shell instead; its hpc-run comes back here.
+  if [[ ${hpc_plan_mode:-single} == interactive && -z ${HPC_INTERACTIVE_STEP:-} ]]; then
+    hpc_interactive_shell
+    return 0
+  fi
   local step=(bash "$hpc_plan_toolkit_dir/job_step.sh" task --) first_failure
   # srun returns the highest exit status of its tasks, and the tasks it stopped after the first
   # failure (--kill-on-bad-exit) count as 128+SIGTERM. The program's own status is the first
@@ -180,6 +185,11 @@ hpc_job_array_setup() {
       source "$hpc_plan_toolkit_dir/lib/hpc_scaling.bash"
       if [[ $hpc_plan_mode == scaling ]]; then hpc_scaling_run_setup; else hpc_scaling_report_run; fi
       ;;
+    interactive)
+      # shellcheck source=hpc_files/lib/hpc_interactive.bash
+      source "$hpc_plan_toolkit_dir/lib/hpc_interactive.bash"
+      hpc_interactive_setup
+      ;;
   esac
   hpc_job_own_folders
   hpc_job_task_variables_log
@@ -211,7 +221,7 @@ hpc_job_own_folders() {
   # Array tasks and scaling runs each their own; a single job, a gather or a scaling report
   # the experiment's.
   case ${hpc_plan_mode:-single} in
-    single | gather | scaling-report) ;;
+    single | gather | scaling-report | interactive) ;;
     *) task=task_${hpc_job_task_index:-${SLURM_ARRAY_TASK_ID:?}} ;;
   esac
   export checkpoints_dir=$scratch_dir/$exp_name/checkpoints${task:+/$task}
@@ -245,6 +255,50 @@ hpc_job_own_folders() {
   [[ -d $hpc_plan_workdir ]] || hpc_job_fail "workdir" "the working folder $hpc_plan_workdir (--workdir) is missing"
   export HPC_WORKDIR=$hpc_plan_workdir${task:+/$task}
   mkdir -p -- "$HPC_WORKDIR" || hpc_job_fail "workdir" "cannot make $HPC_WORKDIR"
+}
+
+# hpc_job_usage_start: starts the sampler of what the job uses (hpc_usage.bash), one per node in
+# a step of its own beside the program (--overlap: it takes nothing the program needs), in the
+# background: the program does not wait for it. HPC_JOB_USAGE=0 starts none.
+hpc_job_usage_start() {
+  hpc_job_usage_pid=''
+  [[ ${HPC_JOB_USAGE:-1} != 0 && -n ${scratch_dir:-} ]] || return 0
+  hpc_job_usage_key=${SLURM_JOB_ID:?}
+  [[ -z ${SLURM_ARRAY_TASK_ID:-} ]] || hpc_job_usage_key=${SLURM_ARRAY_JOB_ID:?}_$SLURM_ARRAY_TASK_ID
+  # shellcheck source=hpc_files/lib/hpc_usage.bash
+  source "$hpc_lib_dir/hpc_usage.bash"
+  hpc_job_usage_dir=$(hpc_usage_dir "$scratch_dir" "$hpc_job_usage_key")
+  if [[ -L ${hpc_job_usage_dir%/*} || -L $hpc_job_usage_dir ]] || ! mkdir -p -- "$hpc_job_usage_dir" 2>/dev/null; then
+    hpc_job_log "usage: not measured (cannot make $hpc_job_usage_dir, or a link is in its way)"
+    return 0
+  fi
+  HPC_USAGE_STEP=1 srun --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --overlap --cpus-per-task=1 --mem=0 \
+    --kill-on-bad-exit=0 --quiet bash "$hpc_plan_toolkit_dir/job_step.sh" sample "$SLURM_JOB_ID" "$hpc_job_usage_dir" \
+    </dev/null >/dev/null 2>&1 &
+  hpc_job_usage_pid=$!
+}
+
+# hpc_job_usage_stop: (the program ended) stops the samplers (SIGUSR2 through their srun, which
+# they answer with a last sample; 10 s at most) and logs what each node used (hpc_usage_report).
+hpc_job_usage_stop() {
+  local pid=${hpc_job_usage_pid:-} i line
+  [[ -n $pid ]] || return 0
+  hpc_job_usage_pid=''
+  kill -USR2 "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  kill -0 "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null || true
+  local -a files=("$hpc_job_usage_dir"/*)
+  [[ -e ${files[0]} ]] || {
+    hpc_job_log "usage: not measured (the sampler's step did not start)"
+    return 0
+  }
+  while IFS= read -r line; do
+    hpc_job_log "$line"
+  done < <(hpc_usage_report "${files[@]}")
 }
 
 # hpc_job_main PLAN_FILE: the batch shell's whole job (the generated script's last line): loads
@@ -301,6 +355,7 @@ hpc_job_main() {
     hpc_job_log "rendezvous at $MASTER_ADDR:$MASTER_PORT"
   fi
 
+  hpc_job_usage_start
   # A scaling run times the launcher command, just before to just after (hpc_scaling.bash).
   [[ ${hpc_plan_mode:-single} != scaling ]] || hpc_scaling_run_start
   hpc_job_run_program
@@ -326,6 +381,7 @@ hpc_job_main() {
   else
     hpc_job_log "the program failed with exit status $hpc_job_status after $(hpc_job_elapsed) s"
   fi
+  hpc_job_usage_stop
   hpc_job_stop_guards || cleanup_rc=$?
   trap - EXIT
   if ((cleanup_rc != 0)); then

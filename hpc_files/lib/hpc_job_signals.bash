@@ -126,15 +126,16 @@ hpc_job_forward() {
 }
 
 # hpc_job_term_reason: (SLURM's SIGTERM came) sets hpc_job_term_why to what sent it, for the
-# log's last line: the time limit when squeue says no time is left (a minute at most: SLURM
-# rounds), else scancel (or a requeue, or preemption). Bounded: squeue gets 10 s.
+# log's last line: the time limit when this run has used its time limit (less a minute: SLURM
+# may signal early, and counts from its own start), else scancel (or a requeue, or preemption).
+# No question to SLURM: by then it may no longer list the job, or say INVALID.
 # shellcheck disable=SC2034 # hpc_job_term_why: read by hpc_job.bash
 hpc_job_term_reason() {
-  local left seconds
+  local limit t0=${HPC_JOB_T0:-$EPOCHSECONDS} elapsed
+  elapsed=$((EPOCHSECONDS - ${t0%%[.,]*}))
   hpc_job_term_why='scancel, a requeue or preemption'
-  left=$(timeout 10 squeue -h -j "${SLURM_JOB_ID:-0}" -o %L 2>/dev/null) || return 0
-  seconds=$(hpc_job_seconds "${left//[[:space:]]/}") || return 0
-  ((seconds > 60)) || hpc_job_term_why='the time limit'
+  limit=$(hpc_job_seconds "${hpc_plan_time:-}") || return 0
+  ((elapsed + 60 < limit)) || hpc_job_term_why='the time limit'
 }
 
 # hpc_job_requeue_record [RESTART]: prints the path of the record that the program of run RESTART

@@ -90,7 +90,7 @@ hpc_stack_find() {
     # This node's: where nodes share a machine (the embedded cluster), /proc shows them all.
     [[ -z ${SLURMD_NODENAME:-} || ${hpc_stack_env[SLURMD_NODENAME]-$SLURMD_NODENAME} == "$SLURMD_NODENAME" ]] || continue
     # This command's own step, and the job's steps of earlier stack commands.
-    [[ ${hpc_stack_env[HPC_STACK_STEP]-} != 1 && ${hpc_stack_env[SLURM_STEP_ID]-x} != "$step" ]] || continue
+    [[ ${hpc_stack_env[HPC_STACK_STEP]-} != 1 && ${hpc_stack_env[HPC_USAGE_STEP]-} != 1 && ${hpc_stack_env[SLURM_STEP_ID]-x} != "$step" ]] || continue
     hpc_stack_cmdline "$pid" || continue
     hpc_stack_pids+=("$pid")
     hpc_stack_secrets

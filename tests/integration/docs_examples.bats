@@ -187,6 +187,10 @@ run_doc() {
   run_doc troubleshooting.md
 }
 
+@test "docs/interactive.md" {
+  run_doc interactive.md
+}
+
 @test "every guide README.md links, but architecture.md, has its test here" {
   local link
   while IFS= read -r link; do

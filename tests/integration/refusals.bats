@@ -53,7 +53,8 @@ EOT
 @test "sbatch refusing the job: exit 1 with its reason, and the folders this submission made are gone" {
   # A node feature no node has, in SBATCH_CONSTRAINT (which sbatch reads): only sbatch knows.
   [[ ! -e "$SCRATCH/refusals project/typed" ]]
-  run --separate-stderr env SBATCH_CONSTRAINT=nosuchfeature bash "$submitter" -y --cluster generic -g 1 -e typed </dev/null
+  # (The project's own profile: another one's venv choice would build the venv again first.)
+  run --separate-stderr env SBATCH_CONSTRAINT=nosuchfeature bash "$submitter" -y -g 1 -e typed </dev/null
   assert_equal "$status" 1
   assert_equal "$stderr" "job_submitter.sh: sbatch refused the job: sbatch: error: Batch job submission failed: Invalid feature specification"
   [[ ! -e "$SCRATCH/refusals project/typed" ]]

@@ -79,7 +79,7 @@ wait_started() {
   assert_output --regexp '^\[hpc n1\] the program was ended by SLURM \(SIGTERM: scancel, a requeue or preemption\) after [0-9.]+ s, exit status [0-9]+$'
 }
 
-@test "stack of a job with no Python process shows its processes; of an experiment with nothing running: one line, exit 1; bad input: exit 2" {
+@test "stack of a job with no Python process shows its processes; of an experiment with nothing running: one line, exit 2; bad input: exit 2" {
   # Two array tasks (--repeat 2): the array's own id is one task's raw id.
   hpc_configs "$PROJECT" 'sleep 300'
   hpc_submit_job "$PROJECT" -g 0 -t 00:10:00 --repeat 2 -e sleeper
@@ -101,8 +101,8 @@ wait_started() {
   scancel "$job_id"
   hpc_wait_job "$job_id" 60
   run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" stack sleeper
-  assert_equal "$status" 1
-  assert_equal "$output" "Nothing to show: no recorded job of sleeper is running."
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: stack: no recorded job of sleeper is running; accepted: a running job or experiment (see 'bash job_submitter.sh status sleeper')"
   run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" stack sleeper --natve
   assert_equal "$status" 2
   run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" stack

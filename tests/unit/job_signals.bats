@@ -367,11 +367,9 @@ shim_env() {
   run hpc_job_maybe_requeue
   assert_success
   assert_output "[hpc n1] requeued by the program in this run (restart 1 of 1): not requeued again"
-  # SLURM's SIGTERM: squeue says what sent it (time left: not the time limit).
-  stub squeue '-h -j 4242 -o %L : echo 4:00'
-  run hpc_job_forward TERM
+  # SLURM's SIGTERM, 5 s into a 10-minute run: not the time limit (nothing asked of SLURM).
+  HPC_JOB_T0=$((EPOCHSECONDS - 5)) hpc_plan_time=00-00:10:00 run hpc_job_forward TERM
   assert_output "[hpc n1] received SIGTERM: SLURM ends this run for the requeue the program asked for (restart 1 of 1); passing it to the program"
-  unstub squeue
   unstub scontrol
 }
 
@@ -456,12 +454,12 @@ shim_env() {
   shim_env 1 0
   # shellcheck disable=SC2034 # read by hpc_job.bash
   hpc_job_warned=1 hpc_plan_requeue=1
-  # squeue says what sent it: no time left, the time limit.
-  stub squeue '-h -j 4242 -o %L : echo 0:00'
-  hpc_job_forward TERM 2>/dev/null
-  unstub squeue
+  # 9 min 30 s into a 10-minute run: the time limit; 5 s into it: scancel (or the like).
+  HPC_JOB_T0=$((EPOCHSECONDS - 570)) hpc_plan_time=00-00:10:00 hpc_job_forward TERM 2>/dev/null
   # shellcheck disable=SC2154 # set by hpc_job_term_reason (hpc_job_signals.bash)
   assert_equal "$hpc_job_term_why" "the time limit"
+  HPC_JOB_T0=$((EPOCHSECONDS - 5)).25 hpc_plan_time=00-00:10:00 hpc_job_term_reason
+  assert_equal "$hpc_job_term_why" "scancel, a requeue or preemption"
   run hpc_job_maybe_requeue
   assert_success
   assert_output "[hpc n1] not requeued: SLURM ended this run (SIGTERM: the time limit or scancel) before the program ended by itself"

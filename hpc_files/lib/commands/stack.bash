@@ -17,8 +17,8 @@
 # another process's memory: the same user, and ptrace allowed (kernel.yama.ptrace_scope 0, or
 # CAP_SYS_PTRACE); where the kernel forbids it, the line says so.
 #
-# Exit status: 0 printed, 1 nothing running or a step failed, 2 bad input (an unknown experiment
-# or job is answered with the known ones).
+# Exit status: 0 printed, 1 a step failed, 2 bad input: nothing of TARGET running, an unknown
+# experiment or job (answered with the known ones; another user's job is not among them).
 
 # stack.bash: the command 'stack' (bash job_submitter.sh stack EXP|JOBID[_TASK]): the Python
 # stacks of a running job's ranks; the node's side is hpc_stack_node.bash (job_step.sh stack).
@@ -68,10 +68,7 @@ hpc_command_stack() {
       hpc_stack_job_nodes "$raw" "$nodes" "$venv" || rc=1
     done
   done
-  ((running)) || {
-    printf 'Nothing to show: no recorded job of %s is running.\n' "$1"
-    return 1
-  }
+  ((running)) || hpc_die_usage "stack" "no recorded job of $1 is running; accepted: a running job or experiment (see 'bash job_submitter.sh status $1')"
   return "$rc"
 }
 

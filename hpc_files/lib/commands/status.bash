@@ -16,6 +16,7 @@
 #                       A submission that stopped before it had recorded and released its jobs
 #                       (its submitter killed, even by SIGKILL) is named with the jobs it left
 #                       in SLURM: those without a manifest are rows of KIND 'unrecorded'.
+#                       What each job used of what it asked for: 'usage TARGET'.
 #   -h, --help          This text.
 #
 # Every submission is recorded in a manifest,

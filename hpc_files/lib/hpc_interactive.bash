@@ -1,0 +1,249 @@
+# shellcheck shell=bash
+# hpc_interactive.bash: an interactive session (bash job_submitter.sh interactive), both sides.
+# The submitter's side (hpc_interactive_main) makes the plan as a submission does, in mode
+# 'interactive', writes the plan file and job script, and runs the job script under salloc in the
+# foreground. The job's own code (hpc_job_main) then runs as for a batch job: guards, staging,
+# SLURM_TMPDIR, the rendezvous; where a batch job starts its program, this mode starts a shell on
+# the first node (hpc_interactive_shell -> job_step.sh shell), whose hpc-run runs the program
+# through the batch job's own hpc_job_run_program (job_step.sh run). When the shell ends,
+# hpc_job_main goes on to its end: the guards copy back and clean every node, and salloc releases
+# the allocation. So interactive and batch jobs share every step but one.
+
+# What this library reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+declare -g hpc_opt_wandb_sweepid hpc_opt_wandb_offline hpc_opt_repeat hpc_opt_map_range \
+  hpc_opt_map_over hpc_opt_gather hpc_opt_gather_configs hpc_opt_gather_when hpc_opt_gather_cpus \
+  hpc_opt_gather_gpus hpc_opt_gather_time hpc_opt_scaling_test hpc_opt_scale_nodes \
+  hpc_opt_scale_gpus hpc_opt_repeats hpc_opt_scaling_mode hpc_opt_report_time \
+  hpc_opt_scale_serial hpc_opt_scale_parallel hpc_opt_scale_target_efficiency hpc_opt_requeue \
+  hpc_opt_singularity hpc_opt_dry_run hpc_opt_help hpc_opt_cluster hpc_files_dir \
+  hpc_plan_mode hpc_plan_runner hpc_plan_outputs_dir hpc_plan_exp_name hpc_plan_kind \
+  hpc_plan_script hpc_plan_file hpc_plan_toolkit_dir hpc_plan_source_dir hpc_plan_launcher hpc_plan_data_archive \
+  hpc_stage_archive hpc_job_status hpc_lib_dir hpc_plan_checkpoints_dir hpc_plan_workdir \
+  exp_name hpc_job_node_tmpdir hpc_job_term_why
+declare -ga hpc_opt_data hpc_plan_sbatch_args hpc_plan_command \
+  hpc_submit_made hpc_configs_words
+
+# The salloc options taken from the plan's sbatch arguments: the allocation's shape. The rest
+# (--output, --signal=B:, --no-requeue, --open-mode) are a batch script's.
+hpc_interactive_salloc_options=(--job-name --nodes --ntasks-per-node --cpus-per-task --mem
+  --time --gres --gpus --constraint --account --partition --chdir)
+
+# hpc_interactive_refuse: exit 2, one line, for the options that make no sense in one shell.
+hpc_interactive_refuse() {
+  local name=''
+  [[ -z $hpc_opt_wandb_sweepid ]] || name=-w/--wandb-sweepid
+  [[ -n $name || $hpc_opt_wandb_offline == 0 ]] || name=--wandb-offline
+  [[ -n $name || -z $hpc_opt_repeat ]] || name=--repeat
+  [[ -n $name || -z $hpc_opt_map_range ]] || name=--map-range
+  [[ -n $name || -z $hpc_opt_map_over ]] || name=--map-over
+  [[ -n $name || -z $hpc_opt_gather$hpc_opt_gather_configs$hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]] || name=--gather
+  [[ -n $name || $hpc_opt_scaling_test == 0 ]] || name=--scaling-test
+  if [[ -z $name ]] && ((hpc_opt_scale_serial || hpc_opt_scale_parallel)) ||
+    [[ -z $name && -n $hpc_opt_scale_nodes$hpc_opt_scale_gpus$hpc_opt_repeats$hpc_opt_scaling_mode$hpc_opt_report_time$hpc_opt_scale_target_efficiency ]]; then
+    name='--scale-*'
+  fi
+  [[ -n $name || $hpc_opt_requeue == 0 ]] || name=--requeue
+  [[ -n $name || -z $hpc_opt_singularity ]] || name=-s/--singularity-container
+  [[ -z $name ]] || hpc_die_usage "$name" "not with interactive; accepted there: the options of one job (see 'bash job_submitter.sh interactive --help')"
+}
+
+# hpc_interactive_salloc_args: sets hpc_interactive_salloc to salloc's options: those of the
+# plan's sbatch arguments that shape the allocation (hpc_interactive_salloc_options).
+hpc_interactive_salloc_args() {
+  local arg
+  hpc_interactive_salloc=()
+  for arg in "${hpc_plan_sbatch_args[@]}"; do
+    hpc_plan_in_list "${arg%%=*}" "${hpc_interactive_salloc_options[@]}" || continue
+    hpc_interactive_salloc+=("$arg")
+  done
+}
+
+# hpc_interactive_main ARGS...: the command 'interactive': the submission's options and plan, in
+# mode interactive; --dry-run prints the salloc line and the environment; else the session.
+hpc_interactive_main() {
+  hpc_opt_defaults
+  hpc_opt_parse "$@"
+  if ((hpc_opt_help)); then
+    hpc_commands_usage interactive
+    exit 0
+  fi
+  hpc_interactive_refuse
+  hpc_opt_check_combinations
+  if ((hpc_opt_dry_run == 0)) && [[ ! -t 0 ]]; then
+    hpc_say "interactive needs a terminal on its standard input (not a pipe, a file or a batch job); --dry-run shows what it would ask"
+    exit 2
+  fi
+  hpc_submit_runner_check
+  hpc_profile_load "$hpc_opt_cluster"
+  hpc_submit_configs
+  hpc_plan_make
+  # shellcheck disable=SC2034 # read by hpc_plan_record and the job (hpc_job_array_setup)
+  hpc_plan_mode=interactive
+  if ((${#hpc_opt_data[@]})); then
+    # shellcheck source=hpc_files/lib/hpc_stage_submit.bash
+    source "$hpc_files_dir/lib/hpc_stage_submit.bash"
+    hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
+  fi
+  hpc_submit_check_fit
+  hpc_interactive_salloc_args
+  if ((hpc_opt_dry_run)); then
+    hpc_interactive_dry_run
+    exit 0
+  fi
+  hpc_interactive_session
+}
+
+# hpc_interactive_dry_run: prints the salloc line, the shell's environment and the summary;
+# creates nothing.
+hpc_interactive_dry_run() {
+  # shellcheck source=hpc_files/lib/hpc_submit_dry_run.bash
+  source "$hpc_files_dir/lib/hpc_submit_dry_run.bash"
+  "hpc_runner_${hpc_plan_runner}_preview"
+  printf '== salloc invocation\nsalloc'
+  printf ' %q' "${hpc_interactive_salloc[@]}"
+  printf ' -- bash JOB_SCRIPT\n\n== environment of the shell (and of hpc-run'"'"'s program)\n'
+  # The session's folders are those of one job (hpc_job_own_folders).
+  hpc_plan_mode=single hpc_submit_environment
+  printf '\n== summary\n%s\n' "$(hpc_plan_summary)"
+  [[ -z ${hpc_runner_preview:-} ]] || printf '%s\n' "$hpc_runner_preview"
+  printf '\nDry run: nothing was allocated or created.\n'
+}
+
+# hpc_interactive_session: what a submission does up to sbatch (folders, the runner's
+# preparation, the data archive, the plan file, the job script), then salloc runs the job script
+# here, in the foreground, on this terminal. The plan file and script go when salloc returns.
+hpc_interactive_session() {
+  local rc=0 script
+  hpc_profile_slurm_facts_save
+  hpc_submit_made=()
+  [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir && -d ${hpc_plan_workdir:-/} ]] || hpc_submit_make_folders
+  "hpc_runner_${hpc_plan_runner}_prepare"
+  if ((${#hpc_opt_data[@]})); then
+    hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?
+    ((rc != 2)) || exit 2
+    hpc_submit_interrupted "$rc" "while packing the data (--data)"
+    ((rc == 0)) || hpc_die "staging the data failed (see above); no session was started"
+    # shellcheck disable=SC2034 # read by hpc_plan_record
+    hpc_plan_data_archive=$hpc_stage_archive
+  fi
+  trap hpc_interactive_undo EXIT
+  hpc_plan_write || hpc_die "cannot write the session's plan in $hpc_plan_outputs_dir"
+  hpc_plan_render
+  script=${hpc_plan_file%.plan}.sh
+  hpc_interactive_script=$script
+  hpc_private_write "$script" "$hpc_plan_script" || hpc_die "cannot write the session's job script $script"
+  # A hangup reaches this shell too: it waits for salloc, which ends once the job's end has
+  # cleaned every node, and only then removes the plan file and script (the EXIT trap).
+  trap 'hpc_interactive_signal=HUP' HUP
+  trap 'hpc_interactive_signal=TERM' TERM
+  hpc_interactive_signal=''
+  rc=0
+  (
+    unset SLURM_TMPDIR
+    exec salloc "${hpc_interactive_salloc[@]}" -- bash "$script"
+  ) || rc=$?
+  [[ -z $hpc_interactive_signal ]] || hpc_say "the session ended by SIG$hpc_interactive_signal" 2>/dev/null || true
+  exit "$rc"
+}
+
+# hpc_interactive_undo: (EXIT trap of the session) removes its plan file and job script, and the
+# folders it made that stayed empty.
+hpc_interactive_undo() {
+  hpc_plan_unwrite
+  [[ -z ${hpc_interactive_script:-} ]] || rm -f -- "$hpc_interactive_script"
+  ((${#hpc_submit_made[@]} == 0)) || hpc_submit_unmake_folders
+}
+
+# --- The job's side (sourced by hpc_job.bash's hpc_job_array_setup, and by job_step.sh). ---
+
+# hpc_interactive_setup: (the batch shell, which salloc runs on the submitting host) behaves as on
+# the first node: SLURMD_NODENAME names it (MASTER_ADDR, the guards' records); and keeps the
+# allocation's SLURM variables for hpc-run, whose srun starts from inside the shell's step.
+hpc_interactive_setup() {
+  local first name saved=''
+  if [[ -z ${SLURMD_NODENAME:-} ]]; then
+    first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1) || first=''
+    [[ -n $first ]] || hpc_job_fail "interactive" "cannot read the first node of $SLURM_JOB_NODELIST"
+    export SLURMD_NODENAME=$first
+  fi
+  for name in "${!SLURM_@}"; do
+    saved+=$name=${!name}$'\x1f'
+  done
+  export HPC_INTERACTIVE_SLURM_ENV=$saved
+}
+
+# hpc_interactive_shell: (the batch shell, in place of the program) the shell on the first node,
+# a step beside the guards (--overlap); sets hpc_job_status to its status. That step runs in a
+# process group of its own, the terminal's foreground one (set -m): a hangup of the terminal
+# (SIGHUP to its foreground group) ends the shell's step alone, never the guards' srun or this
+# shell, which goes on to the job's end (the guards' cleanup), writing no more to the terminal
+# that is gone.
+hpc_interactive_shell() {
+  hpc_job_status=0
+  trap 'exec >/dev/null 2>&1; hpc_interactive_hangup=1' HUP
+  hpc_job_log "interactive session of $exp_name on $SLURMD_NODENAME: hpc-run starts the configs file's command across the allocation; exit ends the session"
+  [[ ! -t 0 ]] || set -m
+  srun --pty --overlap --nodes=1 --ntasks=1 --nodelist="$SLURMD_NODENAME" \
+    bash "$hpc_plan_toolkit_dir/job_step.sh" shell || hpc_job_status=$?
+  set +m
+  # The shell's step killed at the allocation's time limit (SIGKILL: it never saw a SIGTERM): the
+  # session's end is SLURM's, not a failure of what ran in it.
+  if ((hpc_job_status != 0)); then
+    hpc_job_term_reason
+    # shellcheck disable=SC2034 # read by hpc_job_main's last lines (hpc_job.bash)
+    [[ $hpc_job_term_why != 'the time limit' ]] || hpc_job_ended_by_slurm=1
+  fi
+  # A terminal that hung up is no longer this session's controlling terminal.
+  if [[ -n ${hpc_interactive_hangup:-} ]] || ! { : >/dev/tty; } 2>/dev/null; then
+    exec >/dev/null 2>&1
+    hpc_job_status=129
+  fi
+  trap - HUP
+}
+
+# hpc_interactive_node_shell: (job_step.sh shell, on the first node) this node's SLURM_TMPDIR, the
+# runner's environment, then an interactive bash whose rcfile (hpc_interactive_rc.bash) defines
+# hpc-run and the prompt.
+hpc_interactive_node_shell() {
+  if [[ ${HPC_JOB_TMPDIR_MODE:-provided} == emulated ]]; then
+    hpc_job_node_tmpdir || hpc_job_fail "tmpdir" "cannot work out SLURM_TMPDIR"
+    export SLURM_TMPDIR=$hpc_job_node_tmpdir
+  fi
+  hpc_runner_load "$hpc_plan_runner" || hpc_job_fail "runner" "no runner '$hpc_plan_runner' in this toolkit"
+  # The runner's environment (the venv), as a task gets it; the command is expanded when run.
+  "hpc_runner_${hpc_plan_runner}_enter" true
+  export HPC_INTERACTIVE_STEP=$hpc_plan_toolkit_dir/job_step.sh
+  exec bash --rcfile "$hpc_lib_dir/hpc_interactive_rc.bash" -i
+}
+
+# hpc_interactive_run [CMD...]: (job_step.sh run, from hpc-run in the shell) the configs file's
+# command, or CMD, started across the allocation by the batch job's own hpc_job_run_program, with
+# the allocation's SLURM variables (those of the shell's one-task step replaced); exits with the
+# program's status.
+hpc_interactive_run() {
+  local entry name
+  local -a saved
+  for name in "${!SLURM_@}"; do
+    unset "$name"
+  done
+  IFS=$'\x1f' read -r -a saved <<<"${HPC_INTERACTIVE_SLURM_ENV:-}"
+  for entry in ${saved[@]+"${saved[@]}"}; do
+    [[ $entry == SLURM_*=* ]] && export "${entry?}"
+  done
+  unset SLURM_TMPDIR
+  if (($#)); then
+    # shellcheck disable=SC2034 # read by hpc_job_run_program (hpc_job.bash)
+    hpc_job_command=("$@")
+  else
+    # shellcheck disable=SC2034 # read by hpc_job_run_program (hpc_job.bash)
+    hpc_job_command=("${hpc_plan_command[@]}")
+  fi
+  # The program starts where a batch job's starts (the project, or --workdir's folder that the
+  # runner enters), whatever folder the shell is in.
+  cd -- "$hpc_plan_source_dir" || hpc_job_fail "interactive" "cannot enter $hpc_plan_source_dir"
+  hpc_launcher_load "$hpc_plan_launcher" || hpc_job_fail "launcher" "no launcher '$hpc_plan_launcher' in this toolkit"
+  "hpc_launcher_${hpc_plan_launcher}_srun"
+  hpc_job_run_program
+  exit "$hpc_job_status"
+}

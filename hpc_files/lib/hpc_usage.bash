@@ -1,0 +1,262 @@
+# shellcheck shell=bash
+# hpc_usage.bash: what a job really used, measured from the job itself (no accounting database).
+# One sampler per node (job_step.sh sample, started by the batch shell beside the program in a
+# step of its own, srun --overlap, waited for by nothing) reads this node's processes of the job
+# from /proc at a low rate (every 2 s for the first minute, then every 15 s: milliseconds each)
+# and keeps its figures in ${scratch_dir}/hpc_outputs/usage/<job>/<node> (replaced whole at each
+# sample): CPU seconds (hpc_usage_scan), the peak of the summed resident memory, GPU memory and
+# utilisation through nvidia-smi where it exists. The batch shell's last lines and the command
+# 'usage' print them (hpc_usage_report), against what the job asked for, with a suggestion when
+# the request was far off.
+
+# What this file reads, set by the others: declared here, not set (values already there are
+# kept), so that the linter knows each name and catches a misspelt one.
+# The plan (the job's plan file): what the job asked for.
+declare -g hpc_plan_cpus_per_task hpc_plan_ntasks_per_node hpc_plan_mem hpc_plan_time hpc_plan_gpus \
+  hpc_plan_num_processes hpc_plan_nodes
+
+# hpc_usage_dir SCRATCH_DIR JOB: prints the folder of job JOB's usage files (JOB: the job id, or
+# ARRAY_TASK for an array task).
+hpc_usage_dir() {
+  printf '%s/hpc_outputs/usage/%s\n' "$1" "$2"
+}
+
+# hpc_usage_scan JOB: one sample of this node's processes of job JOB (this step's own left out):
+# sets hpc_usage_ticks to the CPU time of the job's processes so far: each live one's own time and
+# what it reaped of its children (utime+stime+cutime+cstime: a parent's cutime holds its reaped
+# children's whole trees), plus, once, the last value seen of each one that ended since the last
+# sample whose parent is no longer there to hold it (a task's first process, reaped by slurmstepd;
+# torchrun's workers when torchrun ended too: its last value was taken while they ran); what a
+# process used after its last sample is lost only when nothing of the job reaped it. Sets hpc_usage_rss_kb to their summed resident memory now and raises
+# hpc_usage_peak_kb. Whether a process is the job's is read once from its environment (kept by pid
+# and start time); the rest comes from /proc/PID/stat.
+hpc_usage_scan() {
+  local job=$1 dir pid stat rest key rss=0 live=0 page_kb=$((${hpc_usage_page_size:-4096} / 1024)) IFS=' ' -
+  local -a dirs=(/proc/[0-9]*) fields=() vars=()
+  local -A seen=() ppid_of=() key_of=() present=()
+  local v mine node
+  # The stat lines are split below: no globbing of their words.
+  set -f
+  for dir in "${dirs[@]}"; do
+    pid=${dir#/proc/}
+    { IFS= read -r stat <"$dir/stat"; } 2>/dev/null || continue
+    # The command's name may hold spaces and parentheses: the fields start after its last ')'.
+    rest=${stat##*) }
+    # Split on spaces without a here-string (a temporary file each) or globbing (set -f above).
+    # shellcheck disable=SC2206 # the split is the point
+    fields=($rest)
+    # fields[0] is the state (field 3): ppid 4, utime 14, stime 15, cutime 16, cstime 17,
+    # starttime 22, rss 24.
+    ((${#fields[@]} > 21)) || continue
+    key=$pid:${fields[19]}
+    present[$key]=1
+    if [[ -z ${hpc_usage_member[$key]:-} ]]; then
+      mine=0 node=''
+      if [[ -O $dir ]] && { mapfile -d '' vars <"$dir/environ"; } 2>/dev/null; then
+        for v in "${vars[@]}"; do
+          case $v in
+            "SLURM_JOB_ID=$job") mine=1 ;;
+            SLURMD_NODENAME=*) node=${v#*=} ;;
+            HPC_USAGE_STEP=1 | HPC_STACK_STEP=1) mine=0 && break ;;
+          esac
+        done
+      fi
+      # This node's: where nodes share a machine, /proc shows every node's processes.
+      [[ -z $node || -z ${SLURMD_NODENAME:-} || $node == "$SLURMD_NODENAME" ]] || mine=0
+      hpc_usage_member[$key]=$mine
+      hpc_usage_members=$((hpc_usage_members + mine))
+    fi
+    ((hpc_usage_member[$key])) || continue
+    v=$((fields[11] + fields[12] + fields[13] + fields[14]))
+    hpc_usage_last[$key]=$v
+    live=$((live + v))
+    seen[$key]=1 ppid_of[$key]=${fields[1]} key_of[$pid]=$key
+    rss=$((rss + fields[21] * page_kb))
+  done
+  # Each one's parent among the job's (its time reaches that parent's cutime once reaped).
+  for key in "${!seen[@]}"; do
+    pid=${ppid_of[$key]}
+    hpc_usage_parent[$key]=${key_of[$pid]:-}
+  done
+  # Those that ended since the last sample: counted once, unless their parent is still there (its
+  # cutime holds them now). A parent that ended too was last sampled while they ran.
+  for key in "${!hpc_usage_alive[@]}"; do
+    [[ -z ${seen[$key]:-} ]] || continue
+    rest=${hpc_usage_parent[$key]:-}
+    [[ -n $rest && -n ${seen[$rest]:-} ]] || hpc_usage_ended=$((hpc_usage_ended + hpc_usage_last[$key]))
+    unset "hpc_usage_alive[$key]" "hpc_usage_parent[$key]" "hpc_usage_last[$key]"
+  done
+  # What is known of processes gone is let go (a long job on a busy node starts many).
+  for key in "${!hpc_usage_member[@]}"; do
+    [[ -n ${present[$key]:-} ]] || unset "hpc_usage_member[$key]"
+  done
+  for key in "${!seen[@]}"; do hpc_usage_alive[$key]=1; done
+  hpc_usage_ticks=$((live + hpc_usage_ended))
+  hpc_usage_rss_kb=$rss
+  ((rss <= hpc_usage_peak_kb)) || hpc_usage_peak_kb=$rss
+}
+
+# hpc_usage_gpu: where nvidia-smi exists, sets hpc_usage_gpu_text to this sample's GPU use (the
+# node's GPUs that the job sees: utilisation and memory) and keeps the peaks; else says so.
+hpc_usage_gpu() {
+  local line index util used total
+  if ! command -v nvidia-smi >/dev/null 2>&1; then
+    hpc_usage_gpu_text='not measured (no nvidia-smi on the node)'
+    return 0
+  fi
+  while IFS=', ' read -r index util used total; do
+    [[ $index =~ ^[0-9]+$ && $util =~ ^[0-9]+$ && $used =~ ^[0-9]+$ ]] || continue
+    hpc_usage_gpu_util_sum=$((hpc_usage_gpu_util_sum + util)) hpc_usage_gpu_samples=$((hpc_usage_gpu_samples + 1))
+    ((used <= hpc_usage_gpu_mem_peak)) || hpc_usage_gpu_mem_peak=$used
+    hpc_usage_gpu_mem_total=$total
+  done < <(timeout 10 nvidia-smi --query-gpu=index,utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits 2>/dev/null)
+  if ((hpc_usage_gpu_samples)); then
+    hpc_usage_gpu_text="$((hpc_usage_gpu_util_sum / hpc_usage_gpu_samples)) % busy on average, peak memory $hpc_usage_gpu_mem_peak of $hpc_usage_gpu_mem_total MiB per GPU"
+  else
+    hpc_usage_gpu_text='not measured (nvidia-smi gave no figures)'
+  fi
+}
+
+# hpc_usage_write FILE: writes this node's figures so far into FILE, replaced whole.
+hpc_usage_write() {
+  local ticks=$hpc_usage_ticks now
+  now=${EPOCHREALTIME/,/.}
+  if ! {
+    printf 'node=%s\nstart_s=%s\nnow_s=%s\ncpu_ticks=%s\nclock_ticks=%s\n' "${SLURMD_NODENAME:-$HOSTNAME}" \
+      "$hpc_usage_start_s" "$now" "$ticks" "$hpc_usage_clock_ticks"
+    printf 'peak_rss_kb=%s\nrss_kb=%s\ncpus=%s\nmem=%s\ntime=%s\ngpus=%s\nprocesses=%s\ngpu=%s\nsamples=%s\nmembers=%s\n' \
+      "$hpc_usage_peak_kb" "$hpc_usage_rss_kb" "$((${hpc_plan_cpus_per_task:-1} * ${hpc_plan_ntasks_per_node:-1}))" \
+      "${hpc_plan_mem:-}" "${hpc_plan_time:-}" "${hpc_plan_gpus:-0}" \
+      "$((${hpc_plan_num_processes:-1} / (${hpc_plan_nodes:-1} > 0 ? ${hpc_plan_nodes:-1} : 1)))" "$hpc_usage_gpu_text" "$hpc_usage_samples" "$hpc_usage_members"
+  } >"$1.tmp.$$" 2>/dev/null || ! mv -f -- "$1.tmp.$$" "$1" 2>/dev/null; then
+    rm -f -- "$1.tmp.$$"
+  fi
+}
+
+# hpc_usage_sample_loop JOB FILE: (job_step.sh sample, one per node) samples until SIGUSR2 or
+# SIGTERM, then once more, writes FILE and exits 0.
+hpc_usage_sample_loop() {
+  local job=$1 file=$2 sleeper='' interval
+  declare -gA hpc_usage_member=() hpc_usage_last=() hpc_usage_parent=() hpc_usage_alive=()
+  hpc_usage_ended=0 hpc_usage_ticks=0 hpc_usage_peak_kb=0 hpc_usage_members=0 hpc_usage_rss_kb=0 hpc_usage_samples=0 hpc_usage_gpu_text=''
+  hpc_usage_gpu_util_sum=0 hpc_usage_gpu_samples=0 hpc_usage_gpu_mem_peak=0 hpc_usage_gpu_mem_total=0
+  hpc_usage_clock_ticks=$(getconf CLK_TCK 2>/dev/null) || hpc_usage_clock_ticks=100
+  hpc_usage_page_size=$(getconf PAGESIZE 2>/dev/null) || hpc_usage_page_size=4096
+  hpc_usage_start_s=${HPC_JOB_T0:-${EPOCHREALTIME/,/.}}
+  hpc_usage_start_s=${hpc_usage_start_s/,/.}
+  # shellcheck disable=SC2317,SC2329 # invoked by the trap below
+  hpc_usage_stop() {
+    trap '' USR2 TERM INT
+    [[ -z $sleeper ]] || kill "$sleeper" 2>/dev/null || true
+    hpc_usage_scan "$job"
+    hpc_usage_samples=$((hpc_usage_samples + 1))
+    hpc_usage_write "$file"
+    exit 0
+  }
+  trap hpc_usage_stop USR2 TERM INT
+  while :; do
+    hpc_usage_scan "$job"
+    hpc_usage_gpu
+    hpc_usage_samples=$((hpc_usage_samples + 1))
+    hpc_usage_write "$file"
+    # Every 2 s for the first minute (a short job's peak memory), then every 15 s.
+    interval=${HPC_USAGE_INTERVAL:-$((hpc_usage_samples < 30 ? 2 : 15))}
+    sleep "$interval" &
+    sleeper=$!
+    wait "$sleeper" || true
+    sleeper=''
+  done
+}
+
+# hpc_usage_read FILE: sets hpc_usage (NAME -> VALUE) from a node's usage file; false when it
+# cannot be read.
+hpc_usage_read() {
+  local line
+  declare -gA hpc_usage=()
+  [[ -f $1 && ! -L $1 && -O $1 ]] || return 1
+  while IFS= read -r line; do
+    [[ $line == *=* ]] || continue
+    hpc_usage[${line%%=*}]=${line#*=}
+  done <"$1"
+  [[ -n ${hpc_usage[node]:-} ]]
+}
+
+# hpc_usage_mib TEXT: prints SLURM's memory TEXT (512M, 10G, 2048: MB) in MiB; nothing when unknown.
+hpc_usage_mib() {
+  local n=${1%[KMGTkmgt]} unit=${1: -1}
+  [[ $n =~ ^[0-9]+$ ]] || return 0
+  case $unit in
+    [Kk]) printf '%s\n' $((n / 1024)) ;;
+    [Gg]) printf '%s\n' $((n * 1024)) ;;
+    [Tt]) printf '%s\n' $((n * 1024 * 1024)) ;;
+    *) printf '%s\n' "$n" ;;
+  esac
+}
+
+# hpc_usage_seconds TIME: sets hpc_usage_seconds to SLURM's time limit TIME (D-H:M:S, D-H:M,
+# D-H, H:M:S, M:S or M) in seconds; false for anything else.
+hpc_usage_seconds() {
+  local d=0 rest=$1 h=0 m=0 sec=0
+  local -a p=()
+  if [[ $rest =~ ^([0-9]+)-(.+)$ ]]; then
+    d=$((10#${BASH_REMATCH[1]})) rest=${BASH_REMATCH[2]}
+    [[ $rest =~ ^[0-9]+(:[0-9]+){0,2}$ ]] || return 1
+    IFS=: read -ra p <<<"$rest"
+    h=$((10#${p[0]})) m=$((10#${p[1]:-0})) sec=$((10#${p[2]:-0}))
+  else
+    [[ $rest =~ ^[0-9]+(:[0-9]+){0,2}$ ]] || return 1
+    IFS=: read -ra p <<<"$rest"
+    case ${#p[@]} in
+      1) m=$((10#${p[0]})) ;;
+      2) m=$((10#${p[0]})) sec=$((10#${p[1]})) ;;
+      3) h=$((10#${p[0]})) m=$((10#${p[1]})) sec=$((10#${p[2]})) ;;
+    esac
+  fi
+  hpc_usage_seconds=$((((d * 24 + h) * 60 + m) * 60 + sec))
+}
+
+# hpc_usage_report FILE...: one line per node's usage file (hpc_usage_read): CPU used of CPUs
+# allocated, peak memory of memory allocated, GPU use, elapsed of the time limit; then a
+# suggestion line for each request that was far off (under half used).
+hpc_usage_report() {
+  local file line cpus used elapsed cpu_s mem_mib peak_mib limit limit_s per_process procs suggest
+  for file in "$@"; do
+    hpc_usage_read "$file" || continue
+    # No process of the job was ever seen here: it ended before the sampler's first look.
+    if [[ ${hpc_usage[members]:-1} == 0 ]]; then
+      printf 'usage %s: not measured (the job ended before its first sample)\n' "${hpc_usage[node]}"
+      continue
+    fi
+    line=$(awk -v t="${hpc_usage[cpu_ticks]:-0}" -v hz="${hpc_usage[clock_ticks]:-100}" -v a="${hpc_usage[start_s]:-0}" \
+      -v b="${hpc_usage[now_s]:-0}" 'BEGIN { e = b - a; if (e < 0.001) e = 0.001; printf "%.2f %.1f %.1f", t / hz / e, e, t / hz }')
+    read -r used elapsed cpu_s <<<"$line"
+    cpus=${hpc_usage[cpus]:-1}
+    mem_mib=$(hpc_usage_mib "${hpc_usage[mem]:-}")
+    peak_mib=$(((${hpc_usage[peak_rss_kb]:-0} + 1023) / 1024))
+    limit='' limit_s=0
+    if hpc_usage_seconds "${hpc_usage[time]:-}"; then
+      limit_s=$hpc_usage_seconds
+      ((limit_s == 0)) || limit=$(printf ' of %d:%02d:%02d (%d %%)' $((limit_s / 3600)) $((limit_s % 3600 / 60)) $((limit_s % 60)) \
+        "$(awk -v e="$elapsed" -v l="$limit_s" 'BEGIN { printf "%d", 100 * e / l }')")
+    fi
+    printf 'usage %s: CPU %s of %s allocated (%s %%, %s CPU-s); peak memory %s MiB%s; GPU %s; elapsed %s s%s\n' "${hpc_usage[node]}" \
+      "$used" "$cpus" "$(awk -v u="$used" -v c="$cpus" 'BEGIN { printf "%d", 100 * u / c }')" "$cpu_s" "$peak_mib" \
+      "${mem_mib:+ of $mem_mib MiB allocated}" "${hpc_usage[gpu]:-not measured}" "$elapsed" "$limit"
+    # Suggestions: a request used under half, by a job long enough to tell (10 s).
+    awk -v e="$elapsed" 'BEGIN { exit !(e >= 10) }' || continue
+    procs=${hpc_usage[processes]:-1}
+    ((procs >= 1)) || procs=1
+    suggest=''
+    if awk -v u="$used" -v c="$cpus" 'BEGIN { exit !(c >= 2 && u < c / 2) }'; then
+      per_process=$(awk -v u="$used" -v p="$procs" 'BEGIN { n = int(u / p + 0.999); if (n < 1) n = 1; print n }')
+      suggest+="; asked $cpus CPUs, used $used: -c $per_process would do"
+    fi
+    if [[ -n $mem_mib ]] && ((mem_mib >= 2048 && peak_mib * 2 < mem_mib)); then
+      suggest+="; asked $mem_mib MiB of memory, used at most $peak_mib MiB"
+    fi
+    if ((limit_s >= 1200)) && awk -v e="$elapsed" -v l="$limit_s" 'BEGIN { exit !(e * 4 < l) }'; then
+      suggest+="; used $(awk -v e="$elapsed" 'BEGIN { printf "%d", e }') s of a $limit_s s time limit: --time of twice that would do"
+    fi
+    [[ -z $suggest ]] || printf 'usage %s: suggestion%s\n' "${hpc_usage[node]}" "$suggest"
+  done
+}
