@@ -27,9 +27,10 @@ hpc_usage_dir() {
 # children's whole trees), plus, once, the last value seen of each one that ended since the last
 # sample whose parent is no longer there to hold it (a task's first process, reaped by slurmstepd;
 # torchrun's workers when torchrun ended too: its last value was taken while they ran); what a
-# process used after its last sample is lost only when nothing of the job reaped it. Sets hpc_usage_rss_kb to their summed resident memory now and raises
-# hpc_usage_peak_kb. Whether a process is the job's is read once from its environment (kept by pid
-# and start time); the rest comes from /proc/PID/stat.
+# process used after its last sample is lost only when nothing of the job reaped it. Sets
+# hpc_usage_rss_kb to their summed resident memory now and raises hpc_usage_peak_kb. Whether a
+# process is the job's is read once from its environment (kept by pid and start time); the rest
+# comes from /proc/PID/stat.
 hpc_usage_scan() {
   local job=$1 dir pid stat rest key rss=0 live=0 page_kb=$((${hpc_usage_page_size:-4096} / 1024)) IFS=' ' -
   local -a dirs=(/proc/[0-9]*) fields=() vars=()
