@@ -289,7 +289,7 @@ hpc_job_usage_stop() {
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.2
   done
-  kill -0 "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null
+  ! kill -0 "$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   local -a files=("$hpc_job_usage_dir"/*)
   [[ -e ${files[0]} ]] || {
