@@ -83,10 +83,10 @@ efficiency() {
 @test "a CPU-bound probe in a 1,2 x 1,2 study on nodes of one machine: runs one after another (seen in the queue), each efficiency at most 110 %, each run in its own working folder, every rank sees OMP_NUM_THREADS = -c" {
   cp "$HPC_ROOT/tests/fixtures/scaling/cpu_probe.py" "$PROJECT/"
   hpc_configs "$PROJECT" 'python cpu_probe.py'
-  submit_study --scale-nodes 1,2 --scale-gpus 1,2 -W torchrun -c 1 -e cpuprobe
+  SCALE_STEPS=16 submit_study --scale-nodes 1,2 --scale-gpus 1,2 --repeats 2 -W torchrun -c 1 -e cpuprobe
   grep -q '"order": "serial"' "$study_dir/study.json" || fail "not serial: $(cat "$study_dir/study.json")"
   # From the queue, not the toolkit's files: never two runs of the study running at once.
-  local line running most=0 deadline=$((SECONDS + 400))
+  local line running most=0 deadline=$((SECONDS + 600))
   while ((SECONDS < deadline)); do
     line=$(squeue -h -o '%j|%T' 2>/dev/null | grep '^cpuprobe-scale-[0-9]' || true)
     running=$(grep -c '|RUNNING$' <<<"$line" || true)
@@ -96,11 +96,19 @@ efficiency() {
   done
   assert_equal "$most" 1
   assert_equal "$(hpc_job_state "$report_id")" "COMPLETED 0:0"
-  local config got key
-  for config in 1x1 1x2 2x1 2x2; do
-    got=$(efficiency "$config")
-    python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= 1.10 else 1)' "$got" || fail "efficiency of $config: $got > 1.10"
-  done
+  # No run of a configuration beats its share of the best baseline run by more than 10 %: the
+  # study's runs never overlap, but the suite's other clusters share these two cores and can slow
+  # any one run, the baseline's too; the best baseline run is the one they disturbed least.
+  local key
+  python3 - "$study_dir/results.csv" <<'PY' || fail "a run above 110 % of the best baseline run's share"
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["state"] == "COMPLETED"]
+best = max(float(r["metric_value"]) for r in rows if r["config"] == "1x1")
+for r in rows:
+    efficiency = float(r["metric_value"]) / (best * int(r["world_size"]))
+    print(r["config"], r["repeat"], round(efficiency, 3))
+    assert efficiency <= 1.10, r
+PY
   for key in 1x1-r1 1x2-r1 2x1-r1 2x2-r1; do
     [[ -f $study_dir/runs/$key/work/snapshot.txt ]] || fail "no snapshot.txt in runs/$key/work"
     run cat "$study_dir/runs/$key/"job_*.out
