@@ -76,7 +76,8 @@ bench_report_old() {
 # machine: what is left above it is the toolkit's own Bash work (mostly parsing its libraries).
 # shellcheck disable=SC2016 # the script's lines, written as they are: expanded when it runs
 bench_floor_script() {
-  local common='--nodes=1 --ntasks-per-node=1 --cpus-per-task=1 --mem=1G --time=00-00:10:00 --partition=debug --output=/dev/null --job-name=bench-floor'
+  local common='--nodes=1 --ntasks-per-node=1 --cpus-per-task=1 --mem=1G --time=00-00:10:00 --partition=debug'
+  common+=' --output=/dev/null --job-name=bench-floor'
   {
     printf '%s\n' '#!/usr/bin/env bash' 'set -euo pipefail' 'work=$1 project=$2' \
       'exec {lock}>>"$work/floor.lock"' 'flock -s "$lock"' "common=($common --chdir=\"\$project\")" \
@@ -88,16 +89,19 @@ bench_floor_script() {
       map)
         printf '%s\n' 'id=$(exec sbatch --parsable --hold "${common[@]}" --array=0-5%2 2>&1 <<<"$script")' \
           'mkdir -- "$work/map-$id" "$work/map-$id/tasks"' \
-          'gather=$(exec sbatch --parsable "${common[@]}" --dependency="afterany:$id" --kill-on-invalid-dep=yes 2>&1 <<<"$script")' \
+          'after=(--dependency="afterany:$id" --kill-on-invalid-dep=yes)' \
+          'gather=$(exec sbatch --parsable "${common[@]}" "${after[@]}" 2>&1 <<<"$script")' \
           'out=$(exec scontrol release "$id" 2>&1)'
         ;;
       scaling)
-        printf '%s\n' 'report=$(exec sbatch --parsable --hold "${common[@]}" --kill-on-invalid-dep=yes 2>&1 <<<"$script")' \
+        printf '%s\n' \
+          'report=$(exec sbatch --parsable --hold "${common[@]}" --kill-on-invalid-dep=yes 2>&1 <<<"$script")' \
           'mkdir -- "$work/study-$report"' \
           'mkdir -- "$work/study-$report/runs" "$work/study-$report/runs/"{1x1,1x2,2x1,2x2}' \
           'ids=()' \
           'for shape in 1:1 1:2 2:1 2:2; do' \
-          '  ids+=("$(exec sbatch --parsable --hold "${common[@]/--nodes=1/--nodes=${shape%:*}}" --gres="gpu:${shape#*:}" 2>&1 <<<"$script")")' \
+          '  shaped=("${common[@]/--nodes=1/--nodes=${shape%:*}}" --gres="gpu:${shape#*:}")' \
+          '  ids+=("$(exec sbatch --parsable --hold "${shaped[@]}" 2>&1 <<<"$script")")' \
           'done' \
           'deps=$(IFS=:; printf %s "${ids[*]}")' \
           'out=$(exec scontrol update JobId="$report" Dependency="afterany:$deps" 2>&1)' \
@@ -111,6 +115,7 @@ bench_floor_script() {
 # and what this version adds above it.
 bench_report_floor() {
   awk -v s="$1" -v f="$2" -v t="$3" 'BEGIN {
-    printf "  floor: the same processes, no toolkit  %8.1f ms   %.2fx; the toolkit adds %.1f ms (%.2fx) above it\n", f / 1000, f / s, (t - f) / 1000, (t - f) / s
+    printf "  floor: the same processes, no toolkit  %8.1f ms   %.2fx; the toolkit adds %.1f ms (%.2fx) above it\n",
+      f / 1000, f / s, (t - f) / 1000, (t - f) / s
   }'
 }

@@ -52,7 +52,8 @@ copy_tree "$repo/plai_cleanups" "$dest/plai_cleanups"
 mkdir -p -- "$dest/python_helpers"
 copy_tree "$repo/python_helpers/src" "$dest/python_helpers/src"
 cp -- "$repo/python_helpers/pyproject.toml" "$dest/python_helpers/pyproject.toml"
-echo "installed the toolkit in $dest (job_submitter.sh, lib/, clusters/, virtual_env_hpc_files/, plai_cleanups/, python_helpers/)"
+echo "installed the toolkit in $dest (job_submitter.sh, lib/, clusters/, virtual_env_hpc_files/, plai_cleanups/," \
+  "python_helpers/)"
 for file in experiment_configurations.txt sweeper.yml; do
   [[ -f $src/$file ]] || continue
   if [[ -e $dest/$file ]]; then

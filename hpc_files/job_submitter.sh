@@ -56,6 +56,9 @@
 #                              Run in this Apptainer/Singularity image instead of the venv, with
 #                              binds for /scratch_storage, /data (staged data under data/), /tmp,
 #                              /db, $HOME and the workdir.
+#   --runner NAME              What runs the program: one of the files in hpc_files/lib/runners/:
+#                              venv (the default: the project's virtual_env), singularity (what
+#                              -s IMAGE.sif chooses), or a runner of your own (docs/architecture.md).
 #   --workdir PATH             The folder the program starts in, where its relative paths
 #                              (snapshot.pt, lightning_logs/, wandb/) land; HPC_WORKDIR names it.
 #                              Without -s: a folder on the shared file system, absolute or

@@ -2,8 +2,8 @@
 # hpc_cleanup.bash: the per-node part of submit_plai_cleanup. On one node, finds the user's
 # leftover emulated SLURM_TMPDIR folders (ROOT/hpc_tmpdir.<user>.<job id>.<16 hex digits>, made
 # by hpc_files/lib/hpc_job.bash on clusters that give jobs none, the digits unguessable so that
-# nobody can plant one in advance) and removes those of jobs that have ended. Sourced by cleanup_node.sh (the job each node gets) and by the bats tests, which
-# stub squeue on PATH. Functions are prefixed hpc_cleanup_.
+# nobody can plant one in advance) and removes those of jobs that have ended. Sourced by cleanup_node.sh (the job each
+# node gets) and by the bats tests, which stub squeue on PATH. Functions are prefixed hpc_cleanup_.
 #
 # The rule (hpc_cleanup_select; the dry run and the real run share it): an entry of ROOT is
 # removed only when ALL of these hold, checked in this order; the first that fails keeps it and
@@ -130,7 +130,8 @@ hpc_cleanup_static_reason() {
   elif hpc_cleanup_has_mount_inside "$root_phys/$name"; then
     printf 'mount another file system is mounted inside it\n'
   elif ! hpc_facts_tmpdir_record_matches "$path" "$id"; then
-    printf 'no-record no %s record of job %s in it: not made by the toolkit for that job\n' "$hpc_facts_tmpdir_record" "$id"
+    printf 'no-record no %s record of job %s in it: not made by the toolkit for that job\n' "$hpc_facts_tmpdir_record" \
+      "$id"
   else
     return 0
   fi

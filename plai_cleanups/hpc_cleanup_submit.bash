@@ -73,7 +73,8 @@ hpc_cleanup_opt_set() {
       ;;
     --nodes)
       [[ $value =~ ^[][A-Za-z0-9_.,-]+$ ]] ||
-        hpc_die_usage "$opt" "'$value' is not accepted; accepted: a hostlist of node names and ranges, e.g. 'plai[01-04],plai07'"
+        hpc_die_usage "$opt" \
+          "'$value' is not accepted; accepted: a hostlist of node names and ranges, e.g. 'plai[01-04],plai07'"
       hpc_cleanup_opt_nodes=$value
       ;;
     --cluster)
@@ -82,13 +83,15 @@ hpc_cleanup_opt_set() {
       hpc_cleanup_opt_cluster=$value
       ;;
     --root)
+      local accepted="an absolute path, which may start with \$VAR or \${VAR:-/default} (expanded on each node)"
       [[ ($value == /* || $value == \$*) && $value != *$'\n'* ]] ||
-        hpc_die_usage "$opt" "'$value' is not accepted; accepted: an absolute path, which may start with \$VAR or \${VAR:-/default} (expanded on each node)"
+        hpc_die_usage "$opt" "'$value' is not accepted; accepted: $accepted"
       hpc_cleanup_opt_root=$value
       ;;
     --reports)
       [[ -n $value && $value != *%* && $value != *$'\n'* ]] ||
-        hpc_die_usage "$opt" "'$value' is not accepted; accepted: a folder that the nodes can write to (no % in its path)"
+        hpc_die_usage "$opt" \
+          "'$value' is not accepted; accepted: a folder that the nodes can write to (no % in its path)"
       hpc_cleanup_opt_reports=$value
       ;;
     --timeout)
@@ -105,11 +108,14 @@ hpc_cleanup_opt_set() {
 hpc_cleanup_profile() {
   hpc_profile_load "$hpc_cleanup_opt_cluster"
   if [[ $hpc_profile_tmpdir_provided == true && -z $hpc_cleanup_opt_root ]]; then
-    hpc_die_usage "--cluster" "the cluster '$hpc_profile_name' gives every job SLURM_TMPDIR (tmpdir.provided: true), so the toolkit leaves no folders there; accepted: a cluster without it, or --root"
+    local msg="the cluster '$hpc_profile_name' gives every job SLURM_TMPDIR (tmpdir.provided: true), so the toolkit"
+    msg+=" leaves no folders there; accepted: a cluster without it, or --root"
+    hpc_die_usage "--cluster" "$msg"
   fi
   hpc_cleanup_partition=${hpc_cleanup_opt_partition:-$hpc_profile_partition}
   hpc_cleanup_root=${hpc_cleanup_opt_root:-$hpc_profile_tmpdir_root}
-  [[ -n $hpc_cleanup_root ]] || hpc_die_usage "--root" "the profile '$hpc_profile_name' has no tmpdir.root; accepted: --root ROOT"
+  [[ -n $hpc_cleanup_root ]] ||
+    hpc_die_usage "--root" "the profile '$hpc_profile_name' has no tmpdir.root; accepted: --root ROOT"
 }
 
 # hpc_cleanup_node_name_ok NAME: true for a plain node name (it names a report file).
@@ -128,9 +134,12 @@ hpc_cleanup_find_nodes() {
   if [[ -n $hpc_cleanup_opt_nodes ]]; then
     out=$(hpc_helpers_cli hostlist "$hpc_cleanup_opt_nodes" 2>/dev/null) || rc=$?
     # The helpers exit 2 on a malformed hostlist, 1 when there is no Python to run them.
+    local hostlist="a hostlist of node names and ranges, e.g. 'plai[01-04],plai07'"
     ((rc != 2)) ||
-      hpc_die_usage "--nodes" "'$hpc_cleanup_opt_nodes' is not accepted; accepted: a hostlist of node names and ranges, e.g. 'plai[01-04],plai07'"
-    ((rc == 0)) || hpc_die "could not expand the hostlist '$hpc_cleanup_opt_nodes' with the toolkit's Python helpers (exit status $rc)"
+      hpc_die_usage "--nodes" "'$hpc_cleanup_opt_nodes' is not accepted; accepted: $hostlist"
+    ((rc == 0)) ||
+      hpc_die \
+        "could not expand the hostlist '$hpc_cleanup_opt_nodes' with the toolkit's Python helpers (exit status $rc)"
     while IFS= read -r name; do
       [[ -n $name ]] || continue
       hpc_cleanup_node_name_ok "$name" ||
@@ -147,15 +156,17 @@ hpc_cleanup_find_nodes() {
   while read -r name state line; do
     [[ -n $name ]] || continue
     [[ -z ${states[$name]+x} ]] || continue
-    hpc_cleanup_node_name_ok "$name" || hpc_die "sinfo listed a node name this tool does not accept: $(printf '%q' "$name")"
+    hpc_cleanup_node_name_ok "$name" ||
+      hpc_die "sinfo listed a node name this tool does not accept: $(printf '%q' "$name")"
     states[$name]=$state
     listed+=("$name")
   done <<<"$out"
 
   if ((${#wanted[@]})); then
+    local where="${hpc_cleanup_partition:+partition }${hpc_cleanup_partition:-this cluster}"
     for name in "${wanted[@]}"; do
       [[ -n ${states[$name]+x} ]] ||
-        hpc_die_usage "--nodes" "'$name' is not a node of ${hpc_cleanup_partition:+partition }${hpc_cleanup_partition:-this cluster}; accepted: ${listed[*]:-(sinfo lists none)}"
+        hpc_die_usage "--nodes" "'$name' is not a node of $where; accepted: ${listed[*]:-(sinfo lists none)}"
     done
   else
     ((${#listed[@]})) || hpc_die "sinfo lists no node${hpc_cleanup_partition:+ in partition $hpc_cleanup_partition}"
@@ -327,7 +338,8 @@ hpc_cleanup_table() {
       rc=1
     fi
   done
-  printf '%-*s  %-9s  %-12s  %-12s  %s\n' "$width" all '' "$removed_total" "$(hpc_cleanup_human "$freed_total")" "$kept_total"
+  printf '%-*s  %-9s  %-12s  %-12s  %s\n' "$width" all '' "$removed_total" "$(hpc_cleanup_human "$freed_total")" \
+    "$kept_total"
   return "$rc"
 }
 
@@ -359,7 +371,9 @@ hpc_cleanup_submit_main() {
   printf 'waiting for %s job(s), at most %s s ...\n' "${#hpc_cleanup_job_ids[@]}" "$hpc_cleanup_opt_timeout"
   if ! hpc_cleanup_wait; then
     hpc_cleanup_table || true
-    hpc_die "the jobs did not all end within ${hpc_cleanup_opt_timeout}s; they stay queued, and their reports will be in $hpc_cleanup_reports_dir"
+    local msg="the jobs did not all end within ${hpc_cleanup_opt_timeout}s; they stay queued, and their reports will be"
+    msg+=" in $hpc_cleanup_reports_dir"
+    hpc_die "$msg"
   fi
   hpc_cleanup_table || rc=1
   return "$rc"

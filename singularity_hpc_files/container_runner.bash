@@ -41,9 +41,11 @@ hpc_container_scratch=''
 hpc_container_extra_binds=()
 
 # The bind targets the runner owns: a workdir may not be one of them or inside one.
-_hpc_container_reserved=(/scratch_storage /checkpoints /data /db /tmp /hpc_python_helpers /map /.singularity.d /proc /sys /dev)
+_hpc_container_reserved=(/scratch_storage /checkpoints /data /db /tmp /hpc_python_helpers /map /.singularity.d
+  /proc /sys /dev)
 # Folders of the image a workdir bind would hide as a whole.
-_hpc_container_system=(/ /bin /boot /etc /home /lib /lib32 /lib64 /opt /root /run /sbin /srv /usr /usr/bin /usr/lib /usr/local /var)
+_hpc_container_system=(/ /bin /boot /etc /home /lib /lib32 /lib64 /opt /root /run /sbin /srv
+  /usr /usr/bin /usr/lib /usr/local /var)
 
 # hpc_container_is_sif PATH: true when PATH starts like a SIF file (the magic at byte 32).
 hpc_container_is_sif() {
@@ -74,7 +76,9 @@ hpc_container_check_image() {
   fi
   hpc_container_image=$(cd -- "$(dirname -- "$path")" && pwd)/${path##*/}
   if [[ $hpc_container_image == *[,:]* ]]; then
-    hpc_say "-s/--singularity-container: '$path': a path with ',' or ':' cannot be bound by Apptainer; move or rename the image"
+    local msg="-s/--singularity-container: '$path': a path with ',' or ':' cannot be bound by Apptainer;"
+    msg+=" move or rename the image"
+    hpc_say "$msg"
     return 2
   fi
 }
@@ -140,7 +144,9 @@ hpc_container_check_data() {
     case ${path#./} in
       data | data/*) ;;
       *)
-        hpc_say "-d/--data: '$path': a container job sees staged data only under /data: stage it from data/ (data/x is /data/x in the container)"
+        local msg="-d/--data: '$path': a container job sees staged data only under /data: stage it from data/"
+        msg+=" (data/x is /data/x in the container)"
+        hpc_say "$msg"
         return 2
         ;;
     esac
@@ -234,7 +240,9 @@ hpc_container_argv() {
     return 1
   fi
   if [[ -z $scratch_dir || -z ${SLURM_JOB_ID:-} || $home != /* ]]; then
-    hpc_say "container: scratch_dir, SLURM_JOB_ID and an absolute HOME are needed (got '$scratch_dir', '${SLURM_JOB_ID:-}', '$home')"
+    local msg="container: scratch_dir, SLURM_JOB_ID and an absolute HOME are needed"
+    msg+=" (got '$scratch_dir', '${SLURM_JOB_ID:-}', '$home')"
+    hpc_say "$msg"
     return 1
   fi
   hpc_container_scratch=$scratch_dir${exp_name:+/$exp_name}/singularity_${SLURM_JOB_ID}_${SLURM_ARRAY_TASK_ID:-0}
@@ -340,8 +348,9 @@ hpc_container_export_job_env() {
 
 # hpc_container_expand WORKDIR TEMPLATE...: hpc_configs_expand of the configs templates as the
 # program sees its paths: $scratch_dir is /scratch_storage, $SLURM_TMPDIR is /tmp,
-# $checkpoints_dir is /checkpoints (when the job has one) and $source_dir and $HPC_WORKDIR are WORKDIR (default hpc_container_default_workdir) while it expands; sets
-# hpc_configs_argv, returns its status. The caller's variables are unchanged afterwards.
+# $checkpoints_dir is /checkpoints (when the job has one) and $source_dir and $HPC_WORKDIR are WORKDIR (default
+# hpc_container_default_workdir) while it expands; sets hpc_configs_argv, returns its status. The caller's variables are
+# unchanged afterwards.
 hpc_container_expand() {
   # shellcheck disable=SC2034 # hpc_configs_expand reads them by name (${!NAME}), in this scope
   local scratch_dir=/scratch_storage SLURM_TMPDIR=/tmp source_dir=${1:-$hpc_container_default_workdir}
@@ -363,5 +372,6 @@ hpc_container_expand() {
 hpc_container_map_paths() {
   hpc_container_task_dir=${task_dir:-} hpc_container_map_status_file=${map_status_file:-}
   [[ $hpc_container_task_dir != "$map_dir"/* ]] || hpc_container_task_dir=/map/${hpc_container_task_dir#"$map_dir"/}
-  [[ $hpc_container_map_status_file != "$map_dir"/* ]] || hpc_container_map_status_file=/map/${hpc_container_map_status_file#"$map_dir"/}
+  [[ $hpc_container_map_status_file != "$map_dir"/* ]] ||
+    hpc_container_map_status_file=/map/${hpc_container_map_status_file#"$map_dir"/}
 }

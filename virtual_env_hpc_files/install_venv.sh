@@ -96,5 +96,7 @@ if exec {use_fd}>>"$source_dir/.virtual_env.use.lock" && flock -w "${HPC_VENV_SW
   [[ $(readlink -- "$source_dir/virtual_env" 2>/dev/null) != ".virtual_env_builds/venv-$SLURM_JOB_ID" ]] ||
     hpc_log "venv: $source_dir/virtual_env leads to it"
 else
-  hpc_log "venv: other submissions hold $source_dir/.virtual_env.use.lock: $source_dir/virtual_env stays as it was (new jobs use this build all the same)"
+  msg="venv: other submissions hold $source_dir/.virtual_env.use.lock: $source_dir/virtual_env stays as it was"
+  msg+=" (new jobs use this build all the same)"
+  hpc_log "$msg"
 fi

@@ -5,8 +5,10 @@
 
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
-# venv_runner.bash: its results; hpc_submit_locate: hpc_venv_dir; the plan; the compiled profile; hpc_facts.bash: the plan file a job script names.
-declare -g hpc_facts_script_plan hpc_venv_build hpc_venv_deps hpc_venv_stale hpc_venv_stamp hpc_venv_dir hpc_plan_outputs_dir \
+# venv_runner.bash: its results; hpc_submit_locate: hpc_venv_dir; the plan; the compiled profile; hpc_facts.bash: the
+# plan file a job script names.
+declare -g hpc_facts_script_plan hpc_venv_build hpc_venv_deps hpc_venv_stale hpc_venv_stamp hpc_venv_dir \
+  hpc_plan_outputs_dir \
   hpc_plan_project_name hpc_plan_source_dir hpc_plan_account hpc_plan_partition \
   hpc_profile_venv_system_site_packages
 
@@ -14,7 +16,7 @@ declare -g hpc_facts_script_plan hpc_venv_build hpc_venv_deps hpc_venv_stale hpc
 # hpc_venv_install: (hpc_venv_ensure, no build ready) builds the venv by an install job, one
 # submission at a time per project, and sets hpc_plan_venv as hpc_venv_ensure does.
 hpc_venv_install() {
-  local src=$hpc_plan_source_dir id log state last='' start=$SECONDS sbatch_args=() lock_fd build
+  local src=$hpc_plan_source_dir id log state last='' start=$SECONDS sbatch_args=() lock_fd build msg
   # One install at a time per project: concurrent submissions wait for it, then find it ready.
   exec {lock_fd}>>"$src/.virtual_env.lock" || hpc_die "cannot open $src/.virtual_env.lock"
   if ! flock -n "$lock_fd"; then
@@ -34,9 +36,13 @@ hpc_venv_install() {
   elif [[ -z $hpc_venv_deps ]]; then
     if [[ $hpc_profile_venv_system_site_packages == true ]]; then
       # Not a failure: a project whose packages the cluster provides (torch) needs no file.
-      hpc_say "no Pipfile or requirements.txt in $src: the virtual environment gets no packages of its own; it sees the system's (torch included where the cluster has it), as the cluster profile says"
+      msg="no Pipfile or requirements.txt in $src: the virtual environment gets no packages of its own; it sees"
+      msg+=" the system's (torch included where the cluster has it), as the cluster profile says"
+      hpc_say "$msg"
     else
-      hpc_say "no Pipfile or requirements.txt in $src: the virtual environment will be empty (the cluster profile keeps the system's packages out of it)"
+      msg="no Pipfile or requirements.txt in $src: the virtual environment will be empty (the cluster profile keeps"
+      msg+=" the system's packages out of it)"
+      hpc_say "$msg"
     fi
   elif [[ -e $src/virtual_env ]]; then
     hpc_say "${hpc_venv_deps##*/} changed since $src/virtual_env was built: building it again"
@@ -49,8 +55,9 @@ hpc_venv_install() {
     --output="$log" --chdir="$src")
   [[ -z $hpc_plan_account ]] || sbatch_args+=(--account="$hpc_plan_account")
   [[ -z $hpc_plan_partition ]] || sbatch_args+=(--partition="$hpc_plan_partition")
-  id=$(unset SLURM_TMPDIR && exec sbatch "${sbatch_args[@]}" "$hpc_venv_dir/install_venv.sh" "$hpc_venv_dir/venv_runner.bash" \
-    "$src" "$hpc_profile_venv_system_site_packages") || hpc_die "sbatch refused the virtual environment's install job"
+  id=$(unset SLURM_TMPDIR && exec sbatch "${sbatch_args[@]}" "$hpc_venv_dir/install_venv.sh" \
+    "$hpc_venv_dir/venv_runner.bash" "$src" "$hpc_profile_venv_system_site_packages") ||
+    hpc_die "sbatch refused the virtual environment's install job"
   id=${id%%;*}
   log=${log//%j/$id}
   hpc_say "install job $id submitted; its log: $log"
@@ -72,7 +79,9 @@ hpc_venv_install() {
   if ! hpc_venv_is_ready "$build" "$hpc_venv_stamp"; then
     exec {lock_fd}>&-
     if [[ -e $src/virtual_env ]]; then
-      hpc_die "the virtual environment's install job $id failed; nothing was submitted, and jobs keep using $src/virtual_env as it was. Its log: $log"
+      msg="the virtual environment's install job $id failed; nothing was submitted, and jobs keep using"
+      msg+=" $src/virtual_env as it was. Its log: $log"
+      hpc_die "$msg"
     fi
     hpc_die "the virtual environment's install job $id failed; nothing was submitted. Its log: $log"
   fi
@@ -97,7 +106,9 @@ hpc_venv_install() {
 # nothing was submitted and that the install job goes on, and exits STATUS.
 hpc_venv_interrupted() {
   trap - INT TERM HUP
-  hpc_say "interrupted while waiting for the virtual environment: nothing was submitted; install job $1 goes on (its log: $2) and points virtual_env to its build when it succeeds (cancel it with: scancel $1)"
+  local msg="interrupted while waiting for the virtual environment: nothing was submitted; install job $1 goes on"
+  msg+=" (its log: $2) and points virtual_env to its build when it succeeds (cancel it with: scancel $1)"
+  hpc_say "$msg"
   exit "$3"
 }
 
@@ -131,7 +142,8 @@ hpc_venv_live_jobs() {
     if [[ $script == *$'\n'"hpc_job_main "* ]]; then
       hpc_facts_script_plan "$script" || return 1
       plan=''
-      [[ -f $hpc_facts_script_plan ]] && { IFS= read -r -d '' plan <"$hpc_facts_script_plan" || [[ -n $plan ]]; } || return 1
+      [[ -f $hpc_facts_script_plan ]] && { IFS= read -r -d '' plan <"$hpc_facts_script_plan" || [[ -n $plan ]]; } ||
+        return 1
       hpc_venv_live_scripts+=$plan$'\n'
     fi
   done <<<"$listing"
@@ -146,7 +158,8 @@ hpc_venv_link() {
   if [[ -d $link && ! -L $link ]]; then
     [[ -f $link/.hpc_deps ]] || return 0
     mv -T -- "$link" "$legacy" || return 1
-    hpc_venv_record "$legacy" || hpc_say "could not record that the toolkit moved $link to $legacy: it will not be removed"
+    hpc_venv_record "$legacy" ||
+      hpc_say "could not record that the toolkit moved $link to $legacy: it will not be removed"
   elif [[ -L $link ]]; then
     [[ $(readlink -- "$link") == .virtual_env_builds/venv-* ]] || return 0
   elif [[ -e $link ]]; then
@@ -165,7 +178,7 @@ hpc_venv_link() {
 # those without it are named once. Call with .virtual_env.use.lock held exclusively.
 # Removes nothing, and leaves virtual_env as it is, when SLURM cannot say.
 hpc_venv_collect() {
-  local builds=$1/.virtual_env_builds build name linked='' link_q others=0 unrecorded=''
+  local builds=$1/.virtual_env_builds build name linked='' link_q others=0 unrecorded='' msg
   [[ -d $builds && ! -L $builds ]] || return 0
   for build in "$builds"/venv-*; do
     [[ ! -e $build || ${build##*/} == "$2" ]] || others=$((others + 1))
@@ -176,13 +189,17 @@ hpc_venv_collect() {
     return 0
   fi
   if ! hpc_venv_live_jobs "$1"; then
-    hpc_say "SLURM could not say which jobs use the project's virtual environments: none was removed, and $1/virtual_env was left as it is"
+    msg="SLURM could not say which jobs use the project's virtual environments: none was removed, and"
+    msg+=" $1/virtual_env was left as it is"
+    hpc_say "$msg"
     return 0
   fi
   # A job of the project that the toolkit did not write may use virtual_env by any path, at any
   # time: the link and every build stay while one is queued or running.
   if [[ -n $hpc_venv_live_foreign ]]; then
-    hpc_say "job(s) $hpc_venv_live_foreign of the project, not the toolkit's, are queued or running and may use $1/virtual_env: it and every build stay as they are (new jobs use $builds/$2)"
+    msg="job(s) $hpc_venv_live_foreign of the project, not the toolkit's, are queued or running and may use"
+    msg+=" $1/virtual_env: it and every build stay as they are (new jobs use $builds/$2)"
+    hpc_say "$msg"
     return 0
   fi
   printf -v link_q '%q' "$1/virtual_env"

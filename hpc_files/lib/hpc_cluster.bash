@@ -183,7 +183,8 @@ hpc_cluster_write_files() {
   {
     printf '# Fake GPUs: character devices, one per GPU, per node.\n'
     for node in "${hpc_cluster_nodes[@]}"; do
-      printf 'NodeName=%s Name=gpu%s File=%s/dev/%s-gpu[0-1]\n' "$node" "${hpc_cluster_gpu_type:+ Type=$hpc_cluster_gpu_type}" "$d" "$node"
+      printf 'NodeName=%s Name=gpu%s File=%s/dev/%s-gpu[0-1]\n' "$node" \
+        "${hpc_cluster_gpu_type:+ Type=$hpc_cluster_gpu_type}" "$d" "$node"
     done
   } >"$d/etc/gres.conf"
   hpc_cluster_write_prologs
@@ -241,7 +242,8 @@ hpc_cluster_port_holder() {
   local hex inode fd pid comm cmdline
   printf -v hex '%04X' "$1"
   # /proc/net/tcp{,6}: local ADDR:PORT in hex, state 0A is LISTEN, field 10 the socket's inode.
-  inode=$(awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" { print $10; exit }' /proc/net/tcp /proc/net/tcp6 2>/dev/null) || inode=
+  inode=$(awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" { print $10; exit }' /proc/net/tcp /proc/net/tcp6 2>/dev/null) ||
+    inode=
   [[ -n $inode ]] || return 1
   # find fails on the fd folders it may not read (pid 1's in a container): not an answer.
   fd=$(find /proc/[0-9]*/fd -lname "socket:\[$inode\]" -print -quit 2>/dev/null || true)
@@ -275,8 +277,11 @@ hpc_cluster_check_ports() {
       busy+=("$port")
     fi
   done
-  ((${#busy[@]} == 0)) ||
-    hpc_die "port(s) ${busy[*]} in use: nothing was started; choose another --port-base (this one: $hpc_cluster_port_base) or stop what holds them"
+  if ((${#busy[@]})); then
+    local msg="port(s) ${busy[*]} in use: nothing was started; choose another --port-base"
+    msg+=" (this one: $hpc_cluster_port_base) or stop what holds them"
+    hpc_die "$msg"
+  fi
 }
 
 # hpc_cluster_daemon_log DAEMON [NODE]: the log file of that daemon.
@@ -406,7 +411,9 @@ hpc_cluster_up() {
   fi
   if [[ -n $config && $config != "$hpc_cluster_config" ]]; then
     if hpc_cluster_any_running; then
-      hpc_die "the cluster in $hpc_cluster_dir runs the '$hpc_cluster_config' configuration; bring it down first to start '$config'"
+      local msg="the cluster in $hpc_cluster_dir runs the '$hpc_cluster_config' configuration;"
+      msg+=" bring it down first to start '$config'"
+      hpc_die "$msg"
     fi
     hpc_cluster_configure "$config"
   fi
@@ -494,11 +501,14 @@ hpc_cluster_down() {
 hpc_cluster_status() {
   local node pid rc=0 mode
   mode=$(cat "$hpc_cluster_mode_file" 2>/dev/null) || mode=unknown
-  printf 'cluster folder: %s (configuration: %s, SLURM_TMPDIR mode: %s)\n' "$hpc_cluster_dir" "$hpc_cluster_config" "$mode"
+  printf 'cluster folder: %s (configuration: %s, SLURM_TMPDIR mode: %s)\n' "$hpc_cluster_dir" "$hpc_cluster_config" \
+    "$mode"
   if pid=$(hpc_cluster_pid munged); then echo "munged: running (pid $pid)"; else echo "munged: stopped" && rc=1; fi
-  if pid=$(hpc_cluster_pid slurmctld); then echo "slurmctld: running (pid $pid)"; else echo "slurmctld: stopped" && rc=1; fi
+  if pid=$(hpc_cluster_pid slurmctld); then echo "slurmctld: running (pid $pid)"; else echo "slurmctld: stopped" &&
+    rc=1; fi
   for node in "${hpc_cluster_nodes[@]}"; do
-    if pid=$(hpc_cluster_pid slurmd "$node"); then echo "slurmd $node: running (pid $pid)"; else echo "slurmd $node: stopped" && rc=1; fi
+    if pid=$(hpc_cluster_pid slurmd "$node"); then echo "slurmd $node: running (pid $pid)"; else echo \
+      "slurmd $node: stopped" && rc=1; fi
   done
   if hpc_cluster_pid slurmctld >/dev/null; then sinfo -N -o '%N %P %T %c %m %G' || rc=1; fi
   return "$rc"

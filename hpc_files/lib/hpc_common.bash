@@ -146,11 +146,17 @@ hpc_private_create() {
 # absolute path, not the root folder (by name, or through a link: the outputs would be made in
 # /), and a folder where it exists (a link to one is a folder, as clusters' $SCRATCH often is).
 hpc_scratch_check() {
-  [[ -n ${SCRATCH:-} ]] || hpc_die_usage "SCRATCH" "is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/\$USER in ~/.bashrc"
+  [[ -n ${SCRATCH:-} ]] ||
+    hpc_die_usage "SCRATCH" \
+      "is not set; set it to your scratch folder, e.g. export SCRATCH=/scratch/\$USER in ~/.bashrc"
   [[ $SCRATCH == /* ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is not an absolute path"
-  [[ $SCRATCH == *[!./]* ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is the root folder; accepted: your own scratch folder, e.g. /scratch/\$USER"
-  [[ ! $SCRATCH -ef / ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is the root folder (through a link); accepted: your own scratch folder, e.g. /scratch/\$USER"
-  [[ ! -e $SCRATCH || -d $SCRATCH ]] || hpc_die_usage "SCRATCH" "'$SCRATCH' is not a folder; accepted: your own scratch folder, e.g. /scratch/\$USER"
+  [[ $SCRATCH == *[!./]* ]] ||
+    hpc_die_usage "SCRATCH" "'$SCRATCH' is the root folder; accepted: your own scratch folder, e.g. /scratch/\$USER"
+  [[ ! $SCRATCH -ef / ]] ||
+    hpc_die_usage "SCRATCH" \
+      "'$SCRATCH' is the root folder (through a link); accepted: your own scratch folder, e.g. /scratch/\$USER"
+  [[ ! -e $SCRATCH || -d $SCRATCH ]] ||
+    hpc_die_usage "SCRATCH" "'$SCRATCH' is not a folder; accepted: your own scratch folder, e.g. /scratch/\$USER"
 }
 
 # hpc_split_option WORD: for a command-line parser: sets the caller's locals opt (WORD's option)
@@ -411,7 +417,7 @@ hpc_launcher_load() {
 # with hpc_module_problem saying why, when there is no such runner or its file lacks one of them.
 hpc_runner_load() {
   hpc_module_load "$hpc_runners_dir" "hpc_runner_$1_wrap" "$1" \
-    "hpc_runner_$1_" check prepare preview enter wrap
+    "hpc_runner_$1_" check plan prepare preview folders python node_work node_setup here enter wrap
 }
 
 # hpc_module_load DIR FUNCTION NAME [PREFIX SUFFIX...]: sources DIR/NAME.bash unless FUNCTION is

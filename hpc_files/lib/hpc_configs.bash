@@ -27,9 +27,9 @@
 # whatever its values: never split, and kept when it expands to nothing (then it is an empty
 # argument; a shell would drop an unquoted one). Every other use of $ is plain text that reaches
 # the program as written, not an error: $(...), $((...)), ${#x}, ${x/a/b}, ${x-y}, $1, $@, $$, and
-# so are backquotes ($'...' is no ANSI-C quoting here: a plain $, then a single-quoted part). Outside single quotes, $(...), $((...)), ${...} and `...` stay one piece of
-# their word up to the matching close, as a shell would read them: '--stamp=$(date +%s)' and
-# --stamp=$(date +%s) both give the program the text --stamp=$(date +%s). Nothing is globbed
+# so are backquotes ($'...' is no ANSI-C quoting here: a plain $, then a single-quoted part). Outside single quotes,
+# $(...), $((...)), ${...} and `...` stay one piece of their word up to the matching close, as a shell would read them:
+# '--stamp=$(date +%s)' and --stamp=$(date +%s) both give the program the text --stamp=$(date +%s). Nothing is globbed
 # (*.py stays *.py), brace-expanded or tilde-expanded (write $HOME), and expanded values are
 # inserted verbatim: never split, globbed or expanded again.
 #
@@ -131,7 +131,9 @@ hpc_configs_read() {
     return 2
   fi
   if [[ ! -f $_hpc_configs_file ]]; then
-    hpc_say "-C/--configs: $_hpc_configs_file: is $(_hpc_configs_kind "$_hpc_configs_file"), not a regular file; accepted: a text file"
+    local _hpc_configs_what
+    _hpc_configs_what=$(_hpc_configs_kind "$_hpc_configs_file")
+    hpc_say "-C/--configs: $_hpc_configs_file: is $_hpc_configs_what, not a regular file; accepted: a text file"
     return 2
   fi
   if [[ ! -r $_hpc_configs_file ]] || ! : 2>/dev/null <"$_hpc_configs_file"; then
@@ -141,7 +143,9 @@ hpc_configs_read() {
   # read -d '' stops at a NUL byte or after -n bytes, and succeeds only then (not at the end).
   if IFS= read -r -d '' -n $((_hpc_configs_max + 1)) _hpc_configs_text 2>/dev/null <"$_hpc_configs_file"; then
     if ((${#_hpc_configs_text} > _hpc_configs_max)); then
-      hpc_say "-C/--configs: $_hpc_configs_file: larger than $_hpc_configs_max bytes (4 MiB); a configs file holds one command"
+      local _hpc_configs_msg="-C/--configs: $_hpc_configs_file: larger than $_hpc_configs_max bytes (4 MiB);"
+      _hpc_configs_msg+=" a configs file holds one command"
+      hpc_say "$_hpc_configs_msg"
     else
       hpc_say "-C/--configs: $_hpc_configs_file: contains a NUL byte (not a text file)"
     fi
@@ -165,7 +169,9 @@ hpc_configs_read() {
     local _hpc_configs_all
     printf -v _hpc_configs_all '%s' "${_hpc_configs_found[@]}"
     if ((${#_hpc_configs_all} + 9 * ${#_hpc_configs_found[@]} > hpc_configs_max_args)); then
-      _hpc_configs_error="its ${#_hpc_configs_found[@]} words take $((${#_hpc_configs_all} + 9 * ${#_hpc_configs_found[@]})) bytes as arguments, more than the $hpc_configs_max_args (2 MiB) Linux passes to a program"
+      _hpc_configs_error="its ${#_hpc_configs_found[@]} words take"
+      _hpc_configs_error+=" $((${#_hpc_configs_all} + 9 * ${#_hpc_configs_found[@]})) bytes as arguments, more than"
+      _hpc_configs_error+=" the $hpc_configs_max_args (2 MiB) Linux passes to a program"
     fi
   fi
   if [[ -n $_hpc_configs_error ]]; then
@@ -326,8 +332,8 @@ _hpc_configs_refill() {
 # without blanks can end: after its last byte outside _hpc_configs_no_cut_after, or after its
 # last \c (c any byte) whose backslash follows another byte (an escape, whole), or after its
 # last name character before a \ or $ (a name ends there), or else after the first place
-# further on after a byte outside _hpc_configs_no_cut_after or an escape. A run with none in twice the longest word is a word too long
-# (returns 1, the error recorded).
+# further on after a byte outside _hpc_configs_no_cut_after or an escape. A run with none in twice the longest word is a
+# word too long (returns 1, the error recorded).
 _hpc_configs_cut() {
   local window=$1 head run tail
   head=${window%[!"$_hpc_configs_no_cut_after"]*}
@@ -364,7 +370,8 @@ _hpc_configs_cut() {
 
 # _hpc_configs_too_long: records the error of a word longer than hpc_configs_max_word; returns 2.
 _hpc_configs_too_long() {
-  _hpc_configs_fail "line $_hpc_configs_line: a word longer than $hpc_configs_max_word bytes, the most Linux passes as one argument"
+  _hpc_configs_fail \
+    "line $_hpc_configs_line: a word longer than $hpc_configs_max_word bytes, the most Linux passes as one argument"
 }
 
 # _hpc_configs_push: adds the word (template) in progress to _hpc_configs_found; returns 2 when
@@ -420,7 +427,9 @@ _hpc_configs_parse() {
   set -f
   while :; do
     if ((${#_hpc_configs_found[@]} * 9 > hpc_configs_max_args)); then
-      _hpc_configs_fail "line $_hpc_configs_line: more than $((hpc_configs_max_args / 9)) words, more than Linux passes to a program (2 MiB of arguments, each word its length + 9 bytes)"
+      local _hpc_configs_msg="line $_hpc_configs_line: more than $((hpc_configs_max_args / 9)) words, more than Linux"
+      _hpc_configs_msg+=" passes to a program (2 MiB of arguments, each word its length + 9 bytes)"
+      _hpc_configs_fail "$_hpc_configs_msg"
       return
     fi
     if [[ -z $_hpc_configs_rest ]]; then
@@ -429,7 +438,8 @@ _hpc_configs_parse() {
         _hpc_configs_take_run
       fi
       _hpc_configs_refill || break
-      if ((! started)) && [[ ${_hpc_configs_rest: -1} == [$' \t\n'] && $_hpc_configs_rest != *["$_hpc_configs_not_plain"]* ]]; then
+      if ((! started)) &&
+        [[ ${_hpc_configs_rest: -1} == [$' \t\n'] && $_hpc_configs_rest != *["$_hpc_configs_not_plain"]* ]]; then
         # A plain piece (such as the command's last line) ending a word: its words at once.
         # shellcheck disable=SC2206 # split at blanks on purpose; nothing in it is globbed (set -f)
         plain=($_hpc_configs_rest)
@@ -507,7 +517,10 @@ _hpc_configs_parse() {
     esac
     # Anything else is (part of) a word.
     if ((++nparts > hpc_configs_max_parts)); then
-      _hpc_configs_fail "line $_hpc_configs_line: more than $hpc_configs_max_parts quoted parts, escapes and references in one command, more than the toolkit reads (put such a list in a file that the program reads)"
+      local _hpc_configs_msg="line $_hpc_configs_line: more than $hpc_configs_max_parts quoted parts, escapes and"
+      _hpc_configs_msg+=" references in one command, more than the toolkit reads (put such a list in a file that the"
+      _hpc_configs_msg+=" program reads)"
+      _hpc_configs_fail "$_hpc_configs_msg"
       return
     fi
     if ((! started)); then
@@ -528,7 +541,9 @@ _hpc_configs_parse() {
       ["\$\`"]*) _hpc_configs_dollar || return ;;
       "\\"*) _hpc_configs_backslash_unquoted || return ;;
       [';&|<>()']*)
-        _hpc_configs_fail "line $_hpc_configs_line: unquoted '${_hpc_configs_rest:0:1}': pipes, redirections, command lists and subshells are not supported (quote it to pass it to the program)"
+        local _hpc_configs_msg="line $_hpc_configs_line: unquoted '${_hpc_configs_rest:0:1}': pipes, redirections,"
+        _hpc_configs_msg+=" command lists and subshells are not supported (quote it to pass it to the program)"
+        _hpc_configs_fail "$_hpc_configs_msg"
         return
         ;;
       '#'*)
@@ -564,7 +579,8 @@ _hpc_configs_after_command() {
     case $text in
       '' | $'\n' | '#'*) ;;
       *)
-        _hpc_configs_fail "line $((i + 1)): a second command; the file holds one command (end a line with \\ to continue it)"
+        _hpc_configs_fail \
+          "line $((i + 1)): a second command; the file holds one command (end a line with \\ to continue it)"
         return
         ;;
     esac

@@ -139,7 +139,9 @@ _hpc_configs_dollar() {
         ':-'*)
           # shellcheck disable=SC2154 # hpc_configs_max_depth: hpc_configs.bash
           if ((_hpc_configs_depth >= hpc_configs_max_depth)); then
-            _hpc_configs_fail "line $_hpc_configs_line: references nested deeper than $hpc_configs_max_depth levels (\${NAME:-\${NAME:-...}})"
+            local _hpc_configs_msg="line $_hpc_configs_line: references nested deeper than"
+            _hpc_configs_msg+=" $hpc_configs_max_depth levels (\${NAME:-\${NAME:-...}})"
+            _hpc_configs_fail "$_hpc_configs_msg"
             return
           fi
           _hpc_configs_rest=${after:2}

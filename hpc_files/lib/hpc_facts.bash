@@ -63,7 +63,8 @@ hpc_facts_locate() {
   [[ ! -d $1/virtual_env_hpc_files ]] || hpc_toolkit_dir=$1
   hpc_toolkit_dir=${hpc_toolkit_dir:-/}
   # shellcheck disable=SC2034 # read by the submitter, venv_runner.bash and plai_cleanups
-  hpc_venv_dir=$hpc_toolkit_dir/virtual_env_hpc_files hpc_container_lib=$hpc_toolkit_dir/singularity_hpc_files/container_runner.bash \
+  hpc_venv_dir=$hpc_toolkit_dir/virtual_env_hpc_files \
+    hpc_container_lib=$hpc_toolkit_dir/singularity_hpc_files/container_runner.bash \
     hpc_python_helpers_dir=$hpc_toolkit_dir/python_helpers
 }
 
@@ -74,7 +75,8 @@ hpc_facts_locate() {
 # node's ranks do not fight over its CPUs; one this shell exported (sbatch passes it on) wins,
 # and is left out here (hpc_facts_omp_threads says which).
 hpc_facts_program_env() {
-  # shellcheck disable=SC2154,SC2034 # reads the plan's fields (hpc_plan.bash, or the job's plan file); the result is read by the caller
+  # shellcheck disable=SC2154,SC2034 # reads the plan's fields (hpc_plan.bash, or the job's plan file); the result
+  # is read by the caller
   hpc_facts_program_env=("source_dir=$hpc_plan_source_dir" "project_name=$hpc_plan_project_name"
     "scratch_dir=$hpc_plan_scratch_dir" "exp_name=$hpc_plan_exp_name" "num_nodes=$hpc_plan_nodes"
     "gpus_per_node=$hpc_plan_gpus" "num_processes=$hpc_plan_num_processes")
@@ -125,4 +127,28 @@ hpc_facts_script_plan() {
 # node, else the host's short name.
 hpc_log() {
   printf '[hpc %s] %s\n' "${SLURMD_NODENAME:-${HOSTNAME%%.*}}" "$*" >&2
+}
+
+# hpc_facts_seconds TIME: sets hpc_facts_seconds to SLURM's time TIME in seconds: a time limit
+# (--time, scontrol's TimeLimit: D-H:M:S, D-H:M, D-H, H:M:S, M:S or M) or squeue's time left (%L,
+# the same forms); false for anything else (UNLIMITED, INVALID). The one reader of SLURM's times.
+hpc_facts_seconds() {
+  local d=0 rest=$1 h=0 m=0 sec=0
+  local -a fields=()
+  if [[ $rest =~ ^([0-9]+)-(.+)$ ]]; then
+    d=$((10#${BASH_REMATCH[1]})) rest=${BASH_REMATCH[2]}
+    [[ $rest =~ ^[0-9]+(:[0-9]+){0,2}$ ]] || return 1
+    IFS=: read -ra fields <<<"$rest"
+    h=$((10#${fields[0]})) m=$((10#${fields[1]:-0})) sec=$((10#${fields[2]:-0}))
+  else
+    [[ $rest =~ ^[0-9]+(:[0-9]+){0,2}$ ]] || return 1
+    IFS=: read -ra fields <<<"$rest"
+    case ${#fields[@]} in
+      1) m=$((10#${fields[0]})) ;;
+      2) m=$((10#${fields[0]})) sec=$((10#${fields[1]})) ;;
+      3) h=$((10#${fields[0]})) m=$((10#${fields[1]})) sec=$((10#${fields[2]})) ;;
+    esac
+  fi
+  # shellcheck disable=SC2034 # read by the callers
+  hpc_facts_seconds=$((((d * 24 + h) * 60 + m) * 60 + sec))
 }

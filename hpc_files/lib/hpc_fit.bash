@@ -167,7 +167,8 @@ hpc_fit_check() {
   factor=$((per_node / hpc_plan_cpus))
   if ((max_cpus > 0 && per_node > max_cpus)); then
     hpc_plan_misfit_option=-c/--cpus
-    hpc_plan_misfit="$hpc_plan_cpus CPUs per process (x $factor) is more than a node of $where has ($max_cpus); accepted: 1 to $((max_cpus / factor))"
+    hpc_plan_misfit="$hpc_plan_cpus CPUs per process (x $factor) is more than a node of $where has ($max_cpus);"
+    hpc_plan_misfit+=" accepted: 1 to $((max_cpus / factor))"
     return 0
   fi
   # Nodes without a RealMemory show 1 MB: nothing to compare with then.
@@ -175,11 +176,13 @@ hpc_fit_check() {
     hpc_plan_mem_mb "$hpc_plan_mem"
     if ((hpc_plan_mb > max_mb && hpc_plan_gpus > 0)); then
       hpc_plan_misfit_option=-m/--mem-per-gpu
-      hpc_plan_misfit="$hpc_plan_mem_per_gpu x $hpc_plan_gpus GPU(s) is more memory than a node of $where has (${max_mb}M); accepted: at most $((max_mb / hpc_plan_gpus))M"
+      hpc_plan_misfit="$hpc_plan_mem_per_gpu x $hpc_plan_gpus GPU(s) is more memory than a node of $where has"
+      hpc_plan_misfit+=" (${max_mb}M); accepted: at most $((max_mb / hpc_plan_gpus))M"
       return 0
     elif ((hpc_plan_mb > max_mb)); then
       hpc_plan_misfit_option=memory
-      hpc_plan_misfit="the profile's defaults.mem_no_gpu $hpc_plan_mem is more than a node of $where has (${max_mb}M); accepted: at most ${max_mb}M in hpc_files/clusters/$hpc_profile_name.yaml"
+      hpc_plan_misfit="the profile's defaults.mem_no_gpu $hpc_plan_mem is more than a node of $where has (${max_mb}M);"
+      hpc_plan_misfit+=" accepted: at most ${max_mb}M in hpc_files/clusters/$hpc_profile_name.yaml"
       return 0
     fi
   fi

@@ -26,6 +26,9 @@
 #   status_file) on stdout; exit 0 when the policy is met, 1 when not, 2 on bad input.
 #   Policies: all-ok, always, min-ok=K, min-ok=P%.
 
+# What this file reads, set by the others: declared here, not set. The plan: its runner; the
+# runner module: the Python for the toolkit's helpers.
+declare -g hpc_plan_runner hpc_runner_python hpc_followup_start_utc
 # hpc_followup_json_string NAME VALUE: sets the variable NAME to VALUE as a JSON string (quoted;
 # backslash, quote and control characters escaped). Pure Bash: a task writes two of these files.
 hpc_followup_json_string() {
@@ -107,6 +110,22 @@ hpc_followup_status_write() {
   return 1
 }
 
+# hpc_followup_member_start: (a member's batch shell: a map's task, a study's run) its clock starts:
+# hpc_followup_start_utc, hpc_followup_start_s (epoch seconds, a dot before the microseconds).
+hpc_followup_member_start() {
+  hpc_followup_utc hpc_followup_start_utc
+  hpc_followup_start_s=${EPOCHREALTIME/,/.}
+}
+
+# hpc_followup_member_status FILE KEY STATE EXIT_CODE END_UTC END_S LOG [FIELD...]: writes a member's
+# status file FILE (the interface above): its key, this job, the state and exit code, this node,
+# the clock (hpc_followup_member_start's and END_*), its log, and the caller's own FIELD...
+hpc_followup_member_status() {
+  hpc_followup_status_write "$1" "key=$2" "job_id=${SLURM_JOB_ID:-}" "state=$3" "exit_code:=$4" \
+    "node=${SLURMD_NODENAME:-}" "start_utc=$hpc_followup_start_utc" "end_utc=$5" "start_s:=$hpc_followup_start_s" \
+    "end_s:=$6" "log=$7" "${@:8}"
+}
+
 # hpc_followup_utc NAME: sets the variable NAME to the time now in UTC, 2026-11-23T12:00:05Z.
 hpc_followup_utc() {
   local TZ=UTC0
@@ -147,7 +166,8 @@ hpc_followup_final_state() {
 hpc_followup_seconds() {
   local re='^(([0-9]+)-)?(([0-9]+):)?([0-9]+):([0-9]+)$'
   [[ $1 =~ $re ]] || return 1
-  printf '%d\n' "$(((10#${BASH_REMATCH[2]:-0} * 24 + 10#${BASH_REMATCH[4]:-0}) * 3600 + 10#${BASH_REMATCH[5]} * 60 + 10#${BASH_REMATCH[6]}))"
+  local hours=$((10#${BASH_REMATCH[2]:-0} * 24 + 10#${BASH_REMATCH[4]:-0}))
+  printf '%d\n' "$((hours * 3600 + 10#${BASH_REMATCH[5]} * 60 + 10#${BASH_REMATCH[6]}))"
 }
 
 # hpc_followup_sbatch_args ID...: sets hpc_followup_sbatch to the follow-up job's dependency
@@ -161,10 +181,8 @@ hpc_followup_sbatch_args() {
 # hpc_followup_python: sets hpc_followup_py to the Python that runs the reader in a job: the
 # job's venv's when it has one, else python3 of the node.
 hpc_followup_python() {
-  hpc_followup_py=python3
-  if [[ ${hpc_plan_runner:-venv} == venv && -x ${hpc_plan_venv:-}/bin/python ]]; then
-    hpc_followup_py=$hpc_plan_venv/bin/python
-  fi
+  "hpc_runner_${hpc_plan_runner}_python"
+  hpc_followup_py=$hpc_runner_python
 }
 
 # hpc_followup_read DIR KEYS POLICY PREFIX RERUN [WHAT]: in the follow-up job: runs the reader

@@ -119,7 +119,8 @@ hpc_commands_usage() {
       '# '*) printf '%s\n' "${line#'# '}" ;;
     esac
   done <"$hpc_lib_dir/commands/$1.bash"
-  ((started)) || printf 'Usage: bash job_submitter.sh %s ... (its file, lib/commands/%s.bash, has no # Usage: line)\n' "$1" "$1"
+  ((started)) ||
+    printf 'Usage: bash job_submitter.sh %s ... (its file, lib/commands/%s.bash, has no # Usage: line)\n' "$1" "$1"
 }
 
 # hpc_commands_help_asked WORD...: true when -h or --help is among the words (a command's, which

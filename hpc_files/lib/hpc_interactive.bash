@@ -31,21 +31,28 @@ hpc_interactive_salloc_options=(--job-name --nodes --ntasks-per-node --cpus-per-
 
 # hpc_interactive_refuse: exit 2, one line, for the options that make no sense in one shell.
 hpc_interactive_refuse() {
-  local name=''
+  local name='' gather scale
+  # Any of the options of a gather, or of a scaling test, given (each is empty when not).
+  gather=$hpc_opt_gather$hpc_opt_gather_configs$hpc_opt_gather_when
+  gather+=$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time
+  scale=$hpc_opt_scale_nodes$hpc_opt_scale_gpus$hpc_opt_repeats
+  scale+=$hpc_opt_scaling_mode$hpc_opt_report_time$hpc_opt_scale_target_efficiency
   [[ -z $hpc_opt_wandb_sweepid ]] || name=-w/--wandb-sweepid
   [[ -n $name || $hpc_opt_wandb_offline == 0 ]] || name=--wandb-offline
   [[ -n $name || -z $hpc_opt_repeat ]] || name=--repeat
   [[ -n $name || -z $hpc_opt_map_range ]] || name=--map-range
   [[ -n $name || -z $hpc_opt_map_over ]] || name=--map-over
-  [[ -n $name || -z $hpc_opt_gather$hpc_opt_gather_configs$hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]] || name=--gather
+  [[ -n $name || -z $gather ]] || name=--gather
   [[ -n $name || $hpc_opt_scaling_test == 0 ]] || name=--scaling-test
   if [[ -z $name ]] && ((hpc_opt_scale_serial || hpc_opt_scale_parallel)) ||
-    [[ -z $name && -n $hpc_opt_scale_nodes$hpc_opt_scale_gpus$hpc_opt_repeats$hpc_opt_scaling_mode$hpc_opt_report_time$hpc_opt_scale_target_efficiency ]]; then
+    [[ -z $name && -n $scale ]]; then
     name='--scale-*'
   fi
   [[ -n $name || $hpc_opt_requeue == 0 ]] || name=--requeue
   [[ -n $name || -z $hpc_opt_singularity ]] || name=-s/--singularity-container
-  [[ -z $name ]] || hpc_die_usage "$name" "not with interactive; accepted there: the options of one job (see 'bash job_submitter.sh interactive --help')"
+  [[ -z $name ]] ||
+    hpc_die_usage "$name" \
+      "not with interactive; accepted there: the options of one job (see 'bash job_submitter.sh interactive --help')"
 }
 
 # hpc_interactive_salloc_args: sets hpc_interactive_salloc to salloc's options: those of the
@@ -71,7 +78,9 @@ hpc_interactive_main() {
   hpc_interactive_refuse
   hpc_opt_check_combinations
   if ((hpc_opt_dry_run == 0)) && [[ ! -t 0 ]]; then
-    hpc_say "interactive needs a terminal on its standard input (not a pipe, a file or a batch job); --dry-run shows what it would ask"
+    local msg="interactive needs a terminal on its standard input (not a pipe, a file or a batch job);"
+    msg+=" --dry-run shows what it would ask"
+    hpc_say "$msg"
     exit 2
   fi
   hpc_submit_runner_check
@@ -182,7 +191,9 @@ hpc_interactive_setup() {
 hpc_interactive_shell() {
   hpc_job_status=0
   trap 'exec >/dev/null 2>&1; hpc_interactive_hangup=1' HUP
-  hpc_job_log "interactive session of $exp_name on $SLURMD_NODENAME: hpc-run starts the configs file's command across the allocation; exit ends the session"
+  local msg="interactive session of $exp_name on $SLURMD_NODENAME: hpc-run starts the configs file's command across"
+  msg+=" the allocation; exit ends the session"
+  hpc_job_log "$msg"
   [[ ! -t 0 ]] || set -m
   srun --pty --overlap --nodes=1 --ntasks=1 --nodelist="$SLURMD_NODENAME" \
     bash "$hpc_plan_toolkit_dir/job_step.sh" shell || hpc_job_status=$?

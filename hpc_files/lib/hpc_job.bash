@@ -23,12 +23,14 @@
 # hpc_job_guards_PID: set by bash for the coprocess hpc_job_guards; hpc_runner_argv: by the
 # runner module's wrap (hpc_files/lib/runners/).
 declare -g scratch_dir exp_name hpc_plan_launcher hpc_plan_runner hpc_plan_python_helpers \
-  hpc_plan_tmpdir_provided hpc_plan_tmpdir_root hpc_plan_toolkit_dir hpc_plan_venv hpc_plan_mode \
+  hpc_plan_tmpdir_provided hpc_plan_tmpdir_root hpc_plan_toolkit_dir hpc_plan_mode \
   hpc_plan_signal hpc_plan_requeue hpc_plan_workdir hpc_plan_data_archive \
-  hpc_plan_image hpc_plan_container_lib hpc_plan_nodes hpc_plan_gpus hpc_job_guards_PID
+  hpc_plan_nodes hpc_plan_gpus hpc_job_guards_PID
 # hpc_scaling.bash (a scaling run's): its folder, its key, the folder its program starts in;
 # hpc_map.bash: a map task's count.
-declare -g scaling_run_dir hpc_plan_scaling_key hpc_scaling_workdir map_count
+declare -g scaling_run_dir hpc_plan_scaling_key hpc_scaling_workdir map_count task_dir
+# The runner module (hpc_files/lib/runners/): its Python and its folders.
+declare -g hpc_runner_python hpc_runner_wandb_dir hpc_runner_wandb_host
 declare -ga hpc_plan_modules hpc_plan_command hpc_plan_offline_commands hpc_plan_copy_back \
   hpc_runner_argv
 
@@ -81,6 +83,12 @@ hpc_job_plan_load() {
   exec {fd}<&-
 }
 
+# hpc_job_runner_load: (the batch shell, each node's guard) loads the plan's runner
+# (hpc_files/lib/runners/NAME.bash): what the job does with it, on every side, is its functions.
+hpc_job_runner_load() {
+  hpc_runner_load "$hpc_plan_runner" || hpc_job_fail "runner" "no runner '$hpc_plan_runner' in this toolkit"
+}
+
 # hpc_job_elapsed: seconds since the batch script started (HPC_JOB_T0), e.g. 0.042.
 hpc_job_elapsed() {
   local now=${EPOCHREALTIME/[.,]/} start=${HPC_JOB_T0/[.,]/}
@@ -93,10 +101,9 @@ hpc_job_elapsed() {
 hpc_job_master() {
   export MASTER_ADDR=${MASTER_ADDR:-$SLURMD_NODENAME}
   if [[ -z ${MASTER_PORT:-} ]]; then
-    local py=python3
-    # The venv's Python is the one sure to be there in a venv job; container jobs use the node's.
-    [[ $hpc_plan_runner != venv ]] || py=$hpc_plan_venv/bin/python
-    MASTER_PORT=$(PYTHONPATH="$hpc_plan_python_helpers" "$py" -m hpc_helpers port \
+    # The runner's Python for the toolkit's helpers (a venv job's venv, else the node's python3).
+    "hpc_runner_${hpc_plan_runner}_python"
+    MASTER_PORT=$(PYTHONPATH="$hpc_plan_python_helpers" "$hpc_runner_python" -m hpc_helpers port \
       --job-id "$SLURM_JOB_ID" --check-free) || hpc_job_fail "port" "no free port for the rendezvous"
     export MASTER_PORT
   fi
@@ -152,7 +159,9 @@ hpc_job_run_program() {
     done
     line=$(<"$first_failure")
     if [[ $line =~ Exited\ with\ exit\ code\ ([0-9]+)$ ]] && ((BASH_REMATCH[1] != hpc_job_status)); then
-      hpc_job_log "srun exited with $hpc_job_status; the first task that failed${line%%: Exited*} exited with ${BASH_REMATCH[1]}: that is the job's status"
+      local msg="srun exited with $hpc_job_status; the first task that failed${line%%: Exited*}"
+      msg+=" exited with ${BASH_REMATCH[1]}: that is the job's status"
+      hpc_job_log "$msg"
       hpc_job_status=${BASH_REMATCH[1]}
     fi
   fi
@@ -228,11 +237,12 @@ hpc_job_own_folders() {
   mkdir -p -- "$checkpoints_dir" || hpc_job_fail "folders" "cannot make $checkpoints_dir"
   if [[ -n ${WANDB_DIR:-} ]]; then
     hpc_job_log "WANDB_DIR=$WANDB_DIR from the submitting shell is kept"
-  elif [[ $hpc_plan_runner == singularity ]]; then
-    export WANDB_DIR=/scratch_storage
   else
-    export WANDB_DIR=$scratch_dir/$exp_name${task:+/$task}
-    mkdir -p -- "$WANDB_DIR" || hpc_job_fail "folders" "cannot make $WANDB_DIR"
+    # The runner's rule: the experiment's (or task's) folder on scratch; a container's own.
+    "hpc_runner_${hpc_plan_runner}_folders" "$scratch_dir/$exp_name" "$task"
+    export WANDB_DIR=$hpc_runner_wandb_dir
+    [[ -z $hpc_runner_wandb_host ]] || mkdir -p -- "$hpc_runner_wandb_host" ||
+      hpc_job_fail "folders" "cannot make $hpc_runner_wandb_host"
   fi
   if [[ ${hpc_plan_mode:-single} == scaling ]]; then
     # Every run of a study starts in a folder of its own, so that relative files (a tutorial's
@@ -307,6 +317,7 @@ hpc_job_main() {
   local needs_guards=0 cleanup_rc=0
   export HPC_JOB_T0=${HPC_JOB_T0:-$EPOCHREALTIME}
   hpc_job_plan_load "${1-}"
+  hpc_job_runner_load
   # The tasks, the guards and the scontrol shim load the same file; nothing else is handed on.
   export HPC_JOB_PLAN=$1
   hpc_job_omp_kept=${OMP_NUM_THREADS:-}
@@ -325,7 +336,10 @@ hpc_job_main() {
   # id to one of its tasks), which reads as another job's.
   local name="job ${SLURM_JOB_ID} ("
   [[ -z ${SLURM_ARRAY_TASK_ID:-} ]] || name="job ${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID (job id $SLURM_JOB_ID; "
-  hpc_job_log "$name$hpc_plan_runner, launcher $hpc_plan_launcher) on ${SLURM_JOB_NODELIST}: $hpc_plan_nodes node(s) x $hpc_plan_gpus GPU(s), restart $HPC_RESTART_COUNT, OMP_NUM_THREADS=$OMP_NUM_THREADS${hpc_job_omp_kept:+ (from the submitting shell)}, $hpc_job_warning_text"
+  local msg="$name$hpc_plan_runner, launcher $hpc_plan_launcher) on ${SLURM_JOB_NODELIST}: $hpc_plan_nodes node(s)"
+  msg+=" x $hpc_plan_gpus GPU(s), restart $HPC_RESTART_COUNT,"
+  msg+=" OMP_NUM_THREADS=$OMP_NUM_THREADS${hpc_job_omp_kept:+ (from the submitting shell)}, $hpc_job_warning_text"
+  hpc_job_log "$msg"
   hpc_job_load_modules
   hpc_job_array_setup
   # The launcher (hpc_files/lib/launchers/NAME.bash): how its tasks are started.
@@ -343,7 +357,8 @@ hpc_job_main() {
     hpc_job_fail "tmpdir" "the cluster profile says SLURM_TMPDIR is provided, but this job has none"
   [[ $HPC_JOB_TMPDIR_MODE != emulated ]] || needs_guards=1
   # Data to unpack, results to copy back, an image to copy: work for a guard on every node.
-  [[ -z $hpc_plan_data_archive && -z ${hpc_plan_copy_back[*]+x} && $hpc_plan_runner != singularity ]] || needs_guards=1
+  [[ -z $hpc_plan_data_archive && -z ${hpc_plan_copy_back[*]+x} ]] || needs_guards=1
+  ! "hpc_runner_${hpc_plan_runner}_node_work" || needs_guards=1
   if ((needs_guards)); then
     # However the batch shell ends, the guards are told to copy back and clean up.
     trap hpc_job_stop_guards EXIT
@@ -368,16 +383,26 @@ hpc_job_main() {
   elif ((hpc_job_warned && hpc_job_status == warning_code)); then
     # The program ended of the warning (128+the signal's number): a stop, not a crash; only the
     # program knows whether it saved its work.
-    hpc_job_log "stopped at the time-limit warning (SIG$HPC_WARNING_SIGNAL): the program exited with $hpc_job_status (128+SIG$HPC_WARNING_SIGNAL) after $(hpc_job_elapsed) s; whether it saved its work, its own lines above say"
+    local msg
+    printf -v msg '%s' "stopped at the time-limit warning (SIG$HPC_WARNING_SIGNAL):" \
+      " the program exited with $hpc_job_status (128+SIG$HPC_WARNING_SIGNAL) after" \
+      " $(hpc_job_elapsed) s; whether it saved its work, its own lines above say"
+    hpc_job_log "$msg"
   elif ((hpc_job_warned && hpc_job_status == 0)); then
     # 0 after the warning: a program that stopped early as asked, or one that finished its work
     # in the time left (a refused requeue lets it go on); only its own lines tell which.
-    hpc_job_log "ended after the time-limit warning (SIG$HPC_WARNING_SIGNAL): the program exited with 0 after $(hpc_job_elapsed) s; whether it stopped early and saved its work or finished, its own lines above say"
+    local msg
+    printf -v msg '%s' "ended after the time-limit warning (SIG$HPC_WARNING_SIGNAL): the program exited with 0 after" \
+      " $(hpc_job_elapsed) s; whether it stopped early and saved its work or finished, its own lines above say"
+    hpc_job_log "$msg"
   elif ((hpc_job_status == 0)); then
     hpc_job_log "the program finished successfully after $(hpc_job_elapsed) s"
   elif ((hpc_job_ended_by_slurm)); then
     # Not the program's failure: SLURM ended it (its state says CANCELLED or TIMEOUT).
-    hpc_job_log "the program was ended by SLURM (SIGTERM: ${hpc_job_term_why:-scancel or the time limit}) after $(hpc_job_elapsed) s, exit status $hpc_job_status"
+    local msg
+    printf -v msg '%s' "the program was ended by SLURM (SIGTERM:" \
+      " ${hpc_job_term_why:-scancel or the time limit}) after $(hpc_job_elapsed) s, exit status $hpc_job_status"
+    hpc_job_log "$msg"
   else
     hpc_job_log "the program failed with exit status $hpc_job_status after $(hpc_job_elapsed) s"
   fi

@@ -9,7 +9,9 @@
 # kept), so that the linter knows each name and catches a misspelt one.
 # The plan file (hpc_job_plan_load); hpc_facts.bash: the tmpdir's name; hpc_configs_expand: the
 # expanded root; hpc_job_guards_PID: set by bash for the coprocess hpc_job_guards.
-declare -g hpc_plan_container_lib hpc_plan_image hpc_plan_runner hpc_plan_tmpdir_root \
+# hpc_facts.bash (loaded by hpc_common.bash): SLURM's times in seconds.
+declare -g hpc_facts_seconds
+declare -g hpc_plan_runner hpc_plan_tmpdir_root \
   hpc_plan_toolkit_dir hpc_facts_tmpdir_name hpc_job_guards_PID
 declare -ga hpc_configs_argv hpc_plan_copy_back
 
@@ -53,8 +55,11 @@ hpc_job_tmpdir_choose() {
         HPC_JOB_TMPDIR_MODE=provided
         return 0
       fi
-      [[ -z ${SLURM_TMPDIR:-} ]] ||
-        hpc_job_log "ignoring SLURM_TMPDIR=$SLURM_TMPDIR: it was not made by the cluster for job $SLURM_JOB_ID (inherited from the submitting shell?); this job makes its own"
+      if [[ -n ${SLURM_TMPDIR:-} ]]; then
+        local msg="ignoring SLURM_TMPDIR=$SLURM_TMPDIR: it was not made by the cluster for job"
+        msg+=" $SLURM_JOB_ID (inherited from the submitting shell?); this job makes its own"
+        hpc_job_log "$msg"
+      fi
       ;;
   esac
   unset SLURM_TMPDIR
@@ -185,7 +190,9 @@ hpc_job_copy_back() {
     hpc_job_copy_found+=("$rel")
     final=$rel$suffix
     if hpc_job_copy_link "$dest" "$final"; then
-      hpc_job_log "copy-back of $rel FAILED: $hpc_job_copy_link_path is a symbolic link, and the toolkit never writes through one; nothing was changed"
+      local msg="copy-back of $rel FAILED: $hpc_job_copy_link_path is a symbolic"
+      msg+=" link, and the toolkit never writes through one; nothing was changed"
+      hpc_job_log "$msg"
       failed+=("$final")
       continue
     fi
@@ -205,6 +212,7 @@ hpc_job_copy_back() {
 # Its lines reach the batch shell through the guards' srun.
 hpc_job_guard() {
   local path sleeper made=0
+  hpc_job_runner_load
   if ! hpc_job_node_tmpdir; then
     printf 'failed %s\n' "$SLURMD_NODENAME"
     exit 1
@@ -229,9 +237,13 @@ hpc_job_guard() {
     if ! hpc_job_copy_back "$path"; then
       ((${#hpc_job_copy_found[@]} == 0)) || printf 'found %s\n' "${hpc_job_copy_found[@]}"
       if ((made)); then
-        hpc_job_log "copy-back failed: the complete results stay in $path on $SLURMD_NODENAME (not removed; plai_cleanups removes it later)"
+        local msg="copy-back failed: the complete results stay in $path on"
+        msg+=" $SLURMD_NODENAME (not removed; plai_cleanups removes it later)"
+        hpc_job_log "$msg"
       else
-        hpc_job_log "copy-back failed: the complete results are in the cluster's $path on $SLURMD_NODENAME, which the cluster removes when the job ends"
+        local msg="copy-back failed: the complete results are in the cluster's $path"
+        msg+=" on $SLURMD_NODENAME, which the cluster removes when the job ends"
+        hpc_job_log "$msg"
       fi
       printf 'cleanup-failed %s\n' "$SLURMD_NODENAME" 2>/dev/null || true
       exit 1
@@ -254,10 +266,9 @@ hpc_job_guard() {
     ((made == 0)) || hpc_job_tmpdir_remove "$path" || true
     exit 1
   fi
-  if [[ $hpc_plan_runner == singularity ]]; then
-    # shellcheck source=singularity_hpc_files/container_runner.bash
-    source "$hpc_plan_container_lib"
-    if ! hpc_container_node_setup "$hpc_plan_image" "$path"; then
+  if "hpc_runner_${hpc_plan_runner}_node_work"; then
+    # The runner's work on every node (a container's image copied into SLURM_TMPDIR).
+    if ! "hpc_runner_${hpc_plan_runner}_node_setup" "$path"; then
       printf 'failed %s\n' "$SLURMD_NODENAME"
       ((made == 0)) || hpc_job_tmpdir_remove "$path" || true
       exit 1
@@ -272,9 +283,8 @@ hpc_job_guard() {
 # hpc_job_seconds DURATION: prints SLURM's duration text ([D-]HH:MM:SS, MM:SS, as squeue's %L
 # writes it) in seconds; returns 1 for anything else (UNLIMITED, NOT_SET, INVALID).
 hpc_job_seconds() {
-  local re='^(([0-9]+)-)?(([0-9]+):)?([0-9]+):([0-9]+)$'
-  [[ $1 =~ $re ]] || return 1
-  printf '%d\n' "$(((10#${BASH_REMATCH[2]:-0} * 24 + 10#${BASH_REMATCH[4]:-0}) * 3600 + 10#${BASH_REMATCH[5]} * 60 + 10#${BASH_REMATCH[6]}))"
+  hpc_facts_seconds "$1" || return 1
+  printf '%d\n' "$hpc_facts_seconds"
 }
 
 # hpc_job_time_bounds: sets hpc_job_time_left (seconds this job has left, from squeue; one day
@@ -324,14 +334,20 @@ hpc_job_start_guards() {
     status=0
     ((left > 0)) && IFS= read -r -t "$left" line <&"$hpc_job_guard_fd" || status=$?
     if ((left <= 0 || status > 128)); then
-      hpc_job_fail "node setup" "node(s) $(hpc_job_nodes_except "${ready[@]}") not ready within ${hpc_job_setup_timeout} s (the bound: 3/4 of the job's time left, or HPC_JOB_SETUP_TIMEOUT)"
+      local msg
+      printf -v msg '%s' "node(s) $(hpc_job_nodes_except "${ready[@]}") not ready within" \
+        " ${hpc_job_setup_timeout} s (the bound: 3/4 of the job's time left, or HPC_JOB_SETUP_TIMEOUT)"
+      hpc_job_fail "node setup" "$msg"
     elif ((status != 0)); then
       # A guard that ends without a word closes the pipe.
       hpc_job_fail "node setup" "a node's setup step ended without saying it was ready (see above)"
     fi
     case $line in
       ready\ *) ready+=("${line#ready }") ;;
-      failed\ *) hpc_job_fail "node setup" "node ${line#failed } could not make its SLURM_TMPDIR, stage the data or copy the image (see above)" ;;
+      failed\ *)
+        hpc_job_fail "node setup" \
+          "node ${line#failed } could not make its SLURM_TMPDIR, stage the data or copy the image (see above)"
+        ;;
     esac
   done
 }
@@ -365,13 +381,20 @@ hpc_job_stop_guards() {
       ((${#finished[@]} < SLURM_JOB_NUM_NODES)) || break
     elif ((status <= 128)); then
       # The pipe closed: every guard has ended.
-      hpc_job_log "the guards' step ended before node(s) $(hpc_job_nodes_except "${!finished[@]}") confirmed its cleanup (see above)"
+      local msg
+      printf -v msg '%s' "the guards' step ended before node(s)" \
+        " $(hpc_job_nodes_except "${!finished[@]}") confirmed its cleanup (see above)"
+      hpc_job_log "$msg"
       break
     fi
     now=$SECONDS
     if ((${#acked[@]} < SLURM_JOB_NUM_NODES)); then
       if ((now - start >= ack_timeout)); then
-        hpc_job_log "the guard of node(s) $(hpc_job_nodes_except "${!acked[@]}") did not answer the stop signal within ${ack_timeout} s (sent every ${resend} s): the cleanup of its SLURM_TMPDIR may not have run; SLURM's end of the job will signal it again"
+        local msg
+        printf -v msg '%s' "the guard of node(s) $(hpc_job_nodes_except "${!acked[@]}") did not" \
+          " answer the stop signal within ${ack_timeout} s (sent every ${resend} s): the cleanup" \
+          " of its SLURM_TMPDIR may not have run; SLURM's end of the job will signal it again"
+        hpc_job_log "$msg"
         break
       fi
       if ((now >= next_send)); then
@@ -379,11 +402,15 @@ hpc_job_stop_guards() {
         next_send=$((now + resend))
       fi
     elif ((now >= end_by)); then
-      hpc_job_log "the guard of node(s) $(hpc_job_nodes_except "${!finished[@]}") did not finish its cleanup before the job's time was up"
+      local msg
+      printf -v msg '%s' "the guard of node(s) $(hpc_job_nodes_except "${!finished[@]}")" \
+        " did not finish its cleanup before the job's time was up"
+      hpc_job_log "$msg"
       break
     fi
   done
-  if ((${#finished[@]} < SLURM_JOB_NUM_NODES)) && [[ -z ${finished[${SLURMD_NODENAME:-?}]:-} && -n ${hpc_plan_copy_back[*]+x} ]]; then
+  if ((${#finished[@]} < SLURM_JOB_NUM_NODES)) &&
+    [[ -z ${finished[${SLURMD_NODENAME:-?}]:-} && -n ${hpc_plan_copy_back[*]+x} ]]; then
     # This (the first) node copies back: without its word the copy cannot count as done.
     rc=1
   fi
@@ -406,12 +433,15 @@ hpc_job_copy_back_missing() {
   local rel
   [[ -n ${hpc_plan_copy_back[*]+x} ]] || return 0
   if [[ -n ${1:-} ]]; then
-    hpc_job_log "copy-back: node(s) $1 did not report what they copied back (their own lines above say it); the copy-back is not confirmed"
+    local msg="copy-back: node(s) $1 did not report what they copied back"
+    msg+=" (their own lines above say it); the copy-back is not confirmed"
+    hpc_job_log "$msg"
     return 0
   fi
   for rel in "${hpc_plan_copy_back[@]}"; do
     while [[ $rel == ?*/ ]]; do rel=${rel%/}; done
     [[ -n $rel && -z ${hpc_job_copy_found_paths[$rel]:-} ]] || continue
-    hpc_job_log "copy-back WARNING: $rel was found on none of the $SLURM_JOB_NUM_NODES node(s): nothing was copied back for it"
+    hpc_job_log \
+      "copy-back WARNING: $rel was found on none of the $SLURM_JOB_NUM_NODES node(s): nothing was copied back for it"
   done
 }

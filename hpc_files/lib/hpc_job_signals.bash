@@ -83,7 +83,9 @@ hpc_job_warn() {
     if ((${#hpc_job_warned_to[@]})); then
       hpc_job_log "time-limit warning SIG$signal passed to ${hpc_job_warned_to[*]}"
     elif ((said == 0)) && [[ -z $hpc_job_warned_pids ]]; then
-      hpc_job_log "no process of the program catches SIG$signal (yet): it gets the warning once it installs a handler, else it runs on until the time limit"
+      local msg="no process of the program catches SIG$signal (yet): it gets the warning once it installs a handler,"
+      msg+=" else it runs on until the time limit"
+      hpc_job_log "$msg"
       said=1
     fi
     ((hpc_job_warn_waiting)) || return 0
@@ -108,7 +110,8 @@ hpc_job_forward() {
       local target=$SLURM_JOB_ID
       # An array task by its own name: the array's first task shares the array's job id.
       [[ -z ${SLURM_ARRAY_TASK_ID:-} ]] || target=${SLURM_ARRAY_JOB_ID:?}_$SLURM_ARRAY_TASK_ID
-      scancel --signal=URG "$target" || hpc_job_log "scancel --signal=URG $target failed: the warning did not reach the program"
+      scancel --signal=URG "$target" ||
+        hpc_job_log "scancel --signal=URG $target failed: the warning did not reach the program"
     fi
     return 0
   fi
@@ -118,7 +121,9 @@ hpc_job_forward() {
     hpc_job_term_reason
   fi
   if [[ $1 == TERM ]] && hpc_job_requeued_by_program; then
-    hpc_job_log "received SIGTERM: SLURM ends this run for the requeue the program asked for (restart $((${SLURM_RESTART_COUNT:-0} + 1)) of $hpc_plan_requeue); passing it to the program"
+    local msg="received SIGTERM: SLURM ends this run for the requeue the program asked for"
+    msg+=" (restart $((${SLURM_RESTART_COUNT:-0} + 1)) of $hpc_plan_requeue); passing it to the program"
+    hpc_job_log "$msg"
   else
     hpc_job_log "received SIG$1; passing it to the program"
   fi
@@ -202,32 +207,43 @@ hpc_job_real_scontrol() {
 # is made first (so the batch shell neither requeues again nor says otherwise), then REAL
 # requeues the job; else it is refused (status 1) and the run goes on. Once per run.
 hpc_job_program_requeue() {
-  local real=$1 restarts=${SLURM_RESTART_COUNT:-0} max=${hpc_plan_requeue:-0} record status=0
+  local real=$1 restarts=${SLURM_RESTART_COUNT:-0} max=${hpc_plan_requeue:-0} record status=0 msg
   shift
   # The requeue ends this run: SLURM's SIGTERM must not cut the bookkeeping short.
   trap '' TERM
   if ((max == 0)); then
-    hpc_job_log "not requeued: the program asked (scontrol $*), but this job was submitted without --requeue N (no restarts allowed); the run goes on"
+    msg="not requeued: the program asked (scontrol $*), but this job was submitted without --requeue N"
+    msg+=" (no restarts allowed); the run goes on"
+    hpc_job_log "$msg"
     return 1
   fi
   if ((restarts >= max)); then
-    hpc_job_log "not requeued: the program asked (scontrol $*), but $restarts restart(s) done of the $max allowed (--requeue $max); the run goes on"
+    msg="not requeued: the program asked (scontrol $*), but $restarts restart(s) done of the $max allowed"
+    msg+=" (--requeue $max); the run goes on"
+    hpc_job_log "$msg"
     return 1
   fi
   if ! record=$(hpc_job_requeue_record); then
-    hpc_job_log "not requeued by the program (scontrol $*): without the job's scratch_dir it cannot be recorded; the batch shell's requeue after the run applies"
+    msg="not requeued by the program (scontrol $*): without the job's scratch_dir it cannot be recorded;"
+    msg+=" the batch shell's requeue after the run applies"
+    hpc_job_log "$msg"
     return 1
   fi
   if ! (set -C && printf '%s\n' "$((restarts + 1))" >"$record") 2>/dev/null; then
     if [[ -f $record && ! -L $record ]]; then
-      hpc_job_log "not requeued again: the program already requeued this job in this run (restart $((restarts + 1)) of $max)"
+      hpc_job_log \
+        "not requeued again: the program already requeued this job in this run (restart $((restarts + 1)) of $max)"
       return 0
     fi
-    hpc_job_log "not requeued by the program (scontrol $*): cannot write the record $record; the batch shell's requeue after the run applies"
+    msg="not requeued by the program (scontrol $*): cannot write the record $record;"
+    msg+=" the batch shell's requeue after the run applies"
+    hpc_job_log "$msg"
     return 1
   fi
   # Said before the requeue: once SLURM ends the step, a line written after it may be lost.
-  hpc_job_log "requeueing for the program (scontrol $*), restart $((restarts + 1)) of $max: SLURM ends this run now and starts the job again"
+  msg="requeueing for the program (scontrol $*), restart $((restarts + 1)) of $max:"
+  msg+=" SLURM ends this run now and starts the job again"
+  hpc_job_log "$msg"
   "$real" "$@" || status=$?
   if ((status != 0)); then
     rm -f -- "${record:?}"
@@ -262,12 +278,14 @@ hpc_job_scontrol() {
 hpc_job_maybe_requeue() {
   local restarts=${SLURM_RESTART_COUNT:-0}
   if hpc_job_requeued_by_program; then
-    hpc_job_log "requeued by the program in this run (restart $((restarts + 1)) of $hpc_plan_requeue): not requeued again"
+    hpc_job_log \
+      "requeued by the program in this run (restart $((restarts + 1)) of $hpc_plan_requeue): not requeued again"
     return 0
   fi
   ((hpc_job_warned && hpc_plan_requeue > 0)) || return 0
   if ((${hpc_job_ended_by_slurm:-0})); then
-    hpc_job_log "not requeued: SLURM ended this run (SIGTERM: the time limit or scancel) before the program ended by itself"
+    hpc_job_log \
+      "not requeued: SLURM ended this run (SIGTERM: the time limit or scancel) before the program ended by itself"
     return 0
   fi
   if ((restarts >= hpc_plan_requeue)); then

@@ -84,7 +84,8 @@ if command -v awk >/dev/null 2>&1; then
   hpc_awk=(awk -v ORS=)
   case $(awk -W version 2>&1 </dev/null) in mawk*) hpc_awk+=(-W interactive) ;; esac
   exec {err}>&2
-  exec 2> >(trap '' INT TERM HUP QUIT USR1 USR2 && exec "${hpc_awk[@]}" -v p="$label" '{ print p $0 "\n"; fflush() }' >&"$err") {err}>&-
+  exec 2> >(trap '' INT TERM HUP QUIT USR1 USR2 &&
+    exec "${hpc_awk[@]}" -v p="$label" '{ print p $0 "\n"; fflush() }' >&"$err") {err}>&-
   exec > >(trap '' INT TERM HUP QUIT USR1 USR2 && exec "${hpc_awk[@]}" -v p="$label" '{ print p $0 "\n"; fflush() }')
 fi
 exec "$@"
@@ -114,7 +115,8 @@ hpc_job_task() {
   local -a argv
   if [[ ${hpc_plan_mode:-single} == sweep ]]; then
     # The agent's key, from the job's environment or read here on the node: never on argv.
-    hpc_sweep_load_key || hpc_job_fail "wandb key" "no WANDB_API_KEY in the job and no readable $(hpc_sweep_credentials)"
+    hpc_sweep_load_key ||
+      hpc_job_fail "wandb key" "no WANDB_API_KEY in the job and no readable $(hpc_sweep_credentials)"
   fi
   hpc_launcher_load "$hpc_plan_launcher" || hpc_job_fail "launcher" "no launcher '$hpc_plan_launcher' in this toolkit"
   hpc_runner_load "$hpc_plan_runner" || hpc_job_fail "runner" "no runner '$hpc_plan_runner' in this toolkit"
@@ -198,7 +200,7 @@ cause && $1 == "exitcode" { print $3, rank, lrank, host; cause = 0; done = 1 }
 # line: the awk ends when the last worker's output has drained. Keeps STATUS when torchrun named
 # no worker.
 hpc_job_worker_status() {
-  local file=$1 i code rank local_rank host
+  local file=$1 i code rank local_rank host msg
   for ((i = 0; i < 20; i++)); do
     [[ -s $file ]] && break
     sleep 0.1
@@ -208,6 +210,8 @@ hpc_job_worker_status() {
   ((code >= 0)) || code=$((128 - code))
   # Only an exit status a process can have: 'exit 256' would end the job COMPLETED.
   ((code > 0 && code <= 255 && code != $2)) || return 0
-  hpc_job_log "${hpc_plan_launcher:-torchrun} exited with $2: its first failed worker, rank $rank (local rank $local_rank) on ${SLURMD_NODENAME:-$host}, exited with $code: that is this node's status"
+  msg="${hpc_plan_launcher:-torchrun} exited with $2: its first failed worker, rank $rank (local rank $local_rank)"
+  msg+=" on ${SLURMD_NODENAME:-$host}, exited with $code: that is this node's status"
+  hpc_job_log "$msg"
   status=$code
 }

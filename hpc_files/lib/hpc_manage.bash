@@ -61,8 +61,12 @@ hpc_manage_index() {
     mapfile -d '' found < <(find "$hpc_manage_dir" -mindepth 1 -maxdepth 1 -name '*.manifest' \
       \( ! -type f -o ! -user "$EUID" -o -perm /022 \) -print0 2>/dev/null)
     for f in ${found[@]+"${found[@]}"}; do untrusted[$f]=1; done
-    ((${#found[@]} == 0)) ||
-      hpc_say "not read: ${#found[@]} manifest(s) in $hpc_manage_dir that others can change or that are not your own files (${found[0]##*/}$( ((${#found[@]} == 1)) || printf ', ...')); if they are yours, make them yours alone: chmod go-w"
+    if ((${#found[@]})); then
+      local msg="not read: ${#found[@]} manifest(s) in $hpc_manage_dir that others can change or that are not"
+      msg+=" your own files (${found[0]##*/}$( ((${#found[@]} == 1)) || printf ', ...'));"
+      msg+=" if they are yours, make them yours alone: chmod go-w"
+      hpc_say "$msg"
+    fi
   fi
   for f in "$hpc_manage_dir"/*.manifest; do
     [[ -z ${untrusted[$f]-} ]] || continue
@@ -132,7 +136,9 @@ hpc_manage_target() {
     hpc_pending_scan "${hpc_manage_dir%/*}" "$word"
     ((${#hpc_pending_tokens[@]} == 0)) || return 0
     if [[ $word =~ ^[0-9]+(_[0-9]+)?$ ]]; then
-      hpc_die_usage "$word" "not a job or an experiment recorded for project $hpc_manage_project (see 'bash job_submitter.sh status'); $(hpc_manage_known)"
+      local msg="not a job or an experiment recorded for project $hpc_manage_project"
+      msg+=" (see 'bash job_submitter.sh status')"
+      hpc_die_usage "$word" "$msg; $(hpc_manage_known)"
     fi
     hpc_die_usage "$word" "unknown experiment of project $hpc_manage_project; $(hpc_manage_known)"
   fi
@@ -305,7 +311,9 @@ hpc_manage_states() {
       [[ -z ${kept[$key]-} ]] || hpc_manage_set "$key" "${kept_raw[$key]}" "${kept[$key]}" "${kept_exit[$key]}"
       if [[ -z ${hpc_st_state[$key]-} ]]; then
         hpc_st_state[$key]='UNKNOWN (forgotten by SLURM)' hpc_st_exit[$key]=- hpc_st_raw[$key]=''
-      elif [[ $hpc_manifest_ended_states == *" ${hpc_st_state[$key]} "* && ${kept[$key]-} != "${hpc_st_state[$key]}" ]]; then
+      elif
+        [[ $hpc_manifest_ended_states == *" ${hpc_st_state[$key]} "* && ${kept[$key]-} != "${hpc_st_state[$key]}" ]]
+      then
         new+=$key$'\t'${hpc_st_raw[$key]}$'\t'${hpc_st_state[$key]}$'\t'${hpc_st_exit[$key]}$'\n'
       fi
     done

@@ -14,8 +14,8 @@
 #   hpc_plan_manifest_keys (time_limit, project, sbatch). 'plan' is the job's plan file: the
 #   plan's values here are copied from the same fields, in one loop.
 # A manifest is written once, ends with the line 'end<TAB>1' (one not ending so is still being
-# written, and is skipped), and is never changed. A resubmission writes a manifest of its own for the new job, a copy of the one it
-# repeats with its own time, job_id, array, output_path, resubmit_of (the job it repeats) and
+# written, and is skipped), and is never changed. A resubmission writes a manifest of its own for the new job, a copy of
+# the one it repeats with its own time, job_id, array, output_path, resubmit_of (the job it repeats) and
 # resubmit (how); origin is the job id of the first submission of the chain in every manifest.
 # status keeps the ended states it saw in EXP_JOBID.states beside the manifest (appended lines
 # 'KEY<TAB>JOBID<TAB>STATE<TAB>EXIT', the last one wins), so that ended jobs keep their state
@@ -85,7 +85,8 @@ hpc_manifest_git() {
   done
   command -v git >/dev/null 2>&1 || return 0
   # One process for both: the commit (# branch.oid) and the changed tracked files.
-  out=$(export GIT_OPTIONAL_LOCKS=0 && exec git -C "$1" status --porcelain=v2 --branch --untracked-files=no 2>/dev/null) || return 0
+  out=$(export GIT_OPTIONAL_LOCKS=0 &&
+    exec git -C "$1" status --porcelain=v2 --branch --untracked-files=no 2>/dev/null) || return 0
   hpc_manifest_git_dirty=no
   while IFS= read -r line; do
     case $line in
@@ -170,8 +171,8 @@ hpc_manifest_write() {
 # submitted again from the manifest OLD_FILE, in a manifest of its own beside it: OLD_FILE's lines
 # with this job's time, id, array (ARRAY, empty for none), output path, origin (the chain's first
 # job), resubmit_of (OLD_FILE's job) and resubmit (HOW); OUTPUT, when given, is its new --output
-# pattern, PLAN its new plan file (a resubmission that changed values wrote one). Sets hpc_manifest_path (the output file) and leaves OLD_FILE in hpc_mf; false when
-# OLD_FILE cannot be read or the new one written.
+# pattern, PLAN its new plan file (a resubmission that changed values wrote one). Sets hpc_manifest_path (the output
+# file) and leaves OLD_FILE in hpc_mf; false when OLD_FILE cannot be read or the new one written.
 hpc_manifest_copy() {
   local old=$1 id=$2 array=$3 how=$4 output=${5-} plan=${6-} now line name=''
   hpc_manifest_read "$old" || return 1
@@ -200,7 +201,8 @@ hpc_manifest_copy() {
       format | time | array | job_id | origin | resubmit_of | resubmit | output_path) ;;
       plan) [[ -n $plan ]] || hpc_manifest_text+=$line$'\n' ;;
       output) [[ -n $output ]] && hpc_manifest_put output "$output" || hpc_manifest_text+=$line$'\n' ;;
-      sbatch) [[ -n $output && $line == $'sbatch\t--output='* ]] && hpc_manifest_put sbatch "--output=$output" || hpc_manifest_text+=$line$'\n' ;;
+      sbatch) [[ -n $output && $line == $'sbatch\t--output='* ]] && hpc_manifest_put sbatch "--output=$output" ||
+        hpc_manifest_text+=$line$'\n' ;;
       *) hpc_manifest_text+=$line$'\n' ;;
     esac
   done
@@ -334,7 +336,8 @@ hpc_manifest_check_array_size() {
       hpc_manifest_check_array_size "$@"
       return
     fi
-    hpc_die_usage "--repeat/--num-sweeps" "$count tasks exceed this cluster's MaxArraySize $max (indices 0..$((max - 1)))"
+    hpc_die_usage "--repeat/--num-sweeps" \
+      "$count tasks exceed this cluster's MaxArraySize $max (indices 0..$((max - 1)))"
   fi
 }
 
@@ -366,7 +369,8 @@ hpc_manifest_limits_read() {
   hpc_manifest_limits_fresh=0
   hpc_manifest_limits_file
   # Only this user's own file, never through a link: another's could say any limits.
-  [[ -n $hpc_manifest_limits_file && -f $hpc_manifest_limits_file && -O $hpc_manifest_limits_file && ! -L $hpc_manifest_limits_file ]] || return 1
+  [[ -n $hpc_manifest_limits_file && -f $hpc_manifest_limits_file ]] &&
+    [[ -O $hpc_manifest_limits_file && ! -L $hpc_manifest_limits_file ]] || return 1
   {
     IFS= read -r stamp && IFS= read -r conf && { IFS= read -r -d '' rest || true; }
   } <"$hpc_manifest_limits_file" || return 1
@@ -382,7 +386,8 @@ hpc_manifest_limits_read() {
 # asks scontrol; true when the MaxArraySize in use was a kept one.
 hpc_manifest_limits_forget() {
   hpc_manifest_limits_file
-  [[ -n $hpc_manifest_limits_file && -f $hpc_manifest_limits_file && -O $hpc_manifest_limits_file && ! -L $hpc_manifest_limits_file ]] || return 1
+  [[ -n $hpc_manifest_limits_file && -f $hpc_manifest_limits_file ]] &&
+    [[ -O $hpc_manifest_limits_file && ! -L $hpc_manifest_limits_file ]] || return 1
   rm -f -- "${hpc_manifest_limits_file:?}"
   ((${hpc_manifest_limits_kept:-0})) && [[ -n ${hpc_manifest_max_array_size:-} ]]
 }

@@ -33,12 +33,14 @@ declare -g hpc_opt_count_max hpc_source_dir hpc_python_helpers_dir hpc_opt_time_
   hpc_profile_gpu_gres_name hpc_profile_name hpc_plan_map_keys hpc_plan_map_policy hpc_plan_map_rerun \
   hpc_manage_dir hpc_plan_text hpc_plan_file hpc_files_dir hpc_plan_gpu_type hpc_slurm_fresh hpc_slurm_raw \
   hpc_plan_misfit_option hpc_plan_misfit \
-  hpc_manage_project hpc_manifest_path hpc_manifest_ranges hpc_map_start_utc hpc_configs_max_word
+  hpc_manage_project hpc_manifest_path hpc_manifest_ranges hpc_configs_max_word
 declare -ga hpc_submit_argv hpc_configs_argv hpc_configs_names hpc_manage_keys hpc_mf_lines hpc_mf_argv
 declare -gA hpc_mf
 
 # shellcheck source=hpc_files/lib/hpc_followup.bash
 source "${BASH_SOURCE[0]%/*}/hpc_followup.bash"
+# shellcheck source=hpc_files/lib/hpc_group.bash
+source "${BASH_SOURCE[0]%/*}/hpc_group.bash"
 
 # The map's fields of the plan (hpc_plan.bash's list, where it is loaded: the submitter's). A
 # task's: map_root, map_stamp (its folder, once the array's id is known), map_count,
@@ -62,22 +64,29 @@ hpc_map_read_items() {
   local file=$1 line n=0
   local -a lines
   [[ -e $file ]] || hpc_die_usage "--map-over" "'$file': no such file; accepted: a list file, one item per line"
-  [[ -f $file && -r $file ]] || hpc_die_usage "--map-over" "'$file' is not a readable regular file; accepted: a list file, one item per line"
+  [[ -f $file && -r $file ]] ||
+    hpc_die_usage "--map-over" "'$file' is not a readable regular file; accepted: a list file, one item per line"
   if ! cmp -s -- "$file" <(LC_ALL=C tr -d '\000' <"$file"); then
-    hpc_die_usage "--map-over" "'$file' holds a NUL byte (a binary file?); accepted: a text list file, one item per line"
+    hpc_die_usage "--map-over" \
+      "'$file' holds a NUL byte (a binary file?); accepted: a text list file, one item per line"
   fi
   mapfile -t lines <"$file"
   hpc_map_items=()
   for line in "${lines[@]}"; do
     n=$((n + 1))
     line=${line%$'\r'}
-    ((${#line} <= hpc_configs_max_word)) ||
-      hpc_die_usage "--map-over" "'$file' line $n: an item of ${#line} bytes, longer than $hpc_configs_max_word, the most Linux passes as one argument; accepted: items of at most $hpc_configs_max_word bytes"
+    if ! ((${#line} <= hpc_configs_max_word)); then
+      local msg="'$file' line $n: an item of ${#line} bytes, longer than $hpc_configs_max_word, the"
+      msg+=" most Linux passes as one argument; accepted: items of at most $hpc_configs_max_word bytes"
+      hpc_die_usage "--map-over" "$msg"
+    fi
     [[ $line == *[![:space:]]* ]] || continue
     [[ $line =~ ^[[:space:]]*# ]] && continue
     hpc_map_items+=("$line")
   done
-  ((${#hpc_map_items[@]})) || hpc_die_usage "--map-over" "'$file' has no items (only blank lines and comments); accepted: a list file, one item per line"
+  ((${#hpc_map_items[@]})) ||
+    hpc_die_usage "--map-over" \
+      "'$file' has no items (only blank lines and comments); accepted: a list file, one item per line"
 }
 
 # hpc_map_parse_command OPTION TEXT: reads TEXT, a command written as in the configs file, into
@@ -92,8 +101,10 @@ hpc_map_parse_command() {
   [[ $_hpc_configs_text == *$'\n' ]] || _hpc_configs_text+=$'\n'
   _hpc_configs_split_lines
   _hpc_configs_parse || true
-  [[ -z $_hpc_configs_error ]] || hpc_die_usage "$option" "$_hpc_configs_error; accepted: one command written as in a shell"
-  ((${#_hpc_configs_found[@]})) || hpc_die_usage "$option" "no command in it; accepted: one command written as in a shell"
+  [[ -z $_hpc_configs_error ]] ||
+    hpc_die_usage "$option" "$_hpc_configs_error; accepted: one command written as in a shell"
+  ((${#_hpc_configs_found[@]})) ||
+    hpc_die_usage "$option" "no command in it; accepted: one command written as in a shell"
   hpc_map_gather_words=("${_hpc_configs_found[@]}")
 }
 
@@ -117,7 +128,8 @@ hpc_map_check_options() {
     hpc_die_usage "--map-range/--map-over" "choose one: a range of indices or a list file"
   fi
   hpc_map_repeat=0
-  if [[ -n $hpc_opt_repeat && -z $hpc_opt_map_range$hpc_opt_map_over && -n $hpc_opt_gather$hpc_opt_gather_configs ]]; then
+  if [[ -n $hpc_opt_repeat && -z $hpc_opt_map_range$hpc_opt_map_over &&
+    -n $hpc_opt_gather$hpc_opt_gather_configs ]]; then
     # --repeat K with a gather: a map over 0..K-1 whose tasks also get seed and their own
     # checkpoints_dir, as repeats do.
     hpc_opt_map_range=0-$((hpc_opt_repeat - 1)) hpc_opt_repeat='' hpc_map_repeat=1
@@ -133,7 +145,8 @@ hpc_map_check_options() {
   fi
   if [[ -n $hpc_opt_map_range ]]; then
     if ! [[ $hpc_opt_map_range =~ $re ]] || ((10#${BASH_REMATCH[1]} > 10#${BASH_REMATCH[2]})); then
-      hpc_die_usage "--map-range" "'$hpc_opt_map_range' is not accepted; accepted: A-B, whole numbers with A <= B, e.g. 0-3"
+      hpc_die_usage "--map-range" \
+        "'$hpc_opt_map_range' is not accepted; accepted: A-B, whole numbers with A <= B, e.g. 0-3"
     fi
     hpc_map_first=$((10#${BASH_REMATCH[1]})) hpc_map_last=$((10#${BASH_REMATCH[2]}))
   else
@@ -144,7 +157,8 @@ hpc_map_check_options() {
   if [[ -n $hpc_opt_gather && -n $hpc_opt_gather_configs ]]; then
     hpc_die_usage "--gather/--gather-configs" "choose one: the command, or a file holding it"
   fi
-  if [[ -z $hpc_opt_gather$hpc_opt_gather_configs && -n $hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]; then
+  if [[ -z $hpc_opt_gather$hpc_opt_gather_configs &&
+    -n $hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]; then
     hpc_map_gather_option_given
     hpc_die_usage "$hpc_map_given" "is for a gather; accepted with --gather or --gather-configs"
   fi
@@ -154,20 +168,29 @@ hpc_map_check_options() {
       hpc_die_usage "--gather-when" "'$hpc_map_policy': a percentage must be 1 to 100"
   elif [[ $hpc_map_policy =~ ^min-ok=([0-9]{1,9})$ ]]; then
     ((10#${BASH_REMATCH[1]} >= 1)) ||
-      hpc_die_usage "--gather-when" "'$hpc_map_policy': at least 1 task must be ok; accepted: min-ok=1 to min-ok=$hpc_map_count"
-    ((10#${BASH_REMATCH[1]} <= hpc_map_count)) ||
-      hpc_die_usage "--gather-when" "'$hpc_map_policy' asks for more tasks than the map has ($hpc_map_count); accepted: min-ok=1 to min-ok=$hpc_map_count"
+      hpc_die_usage "--gather-when" \
+        "'$hpc_map_policy': at least 1 task must be ok; accepted: min-ok=1 to min-ok=$hpc_map_count"
+    if ! ((10#${BASH_REMATCH[1]} <= hpc_map_count)); then
+      local msg="'$hpc_map_policy' asks for more tasks than the map has"
+      msg+=" ($hpc_map_count); accepted: min-ok=1 to min-ok=$hpc_map_count"
+      hpc_die_usage "--gather-when" "$msg"
+    fi
   elif [[ $hpc_map_policy != all-ok && $hpc_map_policy != always ]]; then
     hpc_die_usage "--gather-when" "'$hpc_map_policy' is not accepted; accepted: all-ok, always, min-ok=K or min-ok=P%"
   fi
   if [[ -n $hpc_opt_gather_cpus ]]; then
-    hpc_opt_is_count "$hpc_opt_gather_cpus" 1 || hpc_die_usage "--gather-cpus" "'$hpc_opt_gather_cpus' is not accepted; accepted: a whole number of CPUs, 1 to $hpc_opt_count_max"
+    hpc_opt_is_count "$hpc_opt_gather_cpus" 1 ||
+      hpc_die_usage "--gather-cpus" \
+        "'$hpc_opt_gather_cpus' is not accepted; accepted: a whole number of CPUs, 1 to $hpc_opt_count_max"
   fi
   if [[ -n $hpc_opt_gather_gpus ]]; then
-    hpc_opt_is_count "$hpc_opt_gather_gpus" 0 || hpc_die_usage "--gather-gpus" "'$hpc_opt_gather_gpus' is not accepted; accepted: a whole number of GPUs, 0 to $hpc_opt_count_max"
+    hpc_opt_is_count "$hpc_opt_gather_gpus" 0 ||
+      hpc_die_usage "--gather-gpus" \
+        "'$hpc_opt_gather_gpus' is not accepted; accepted: a whole number of GPUs, 0 to $hpc_opt_count_max"
   fi
   if [[ -n $hpc_opt_gather_time ]]; then
-    hpc_opt_check_time "$hpc_opt_gather_time" || hpc_die_usage "--gather-time" "'$hpc_opt_gather_time' is not accepted; accepted: $hpc_opt_time_accepted"
+    hpc_opt_check_time "$hpc_opt_gather_time" ||
+      hpc_die_usage "--gather-time" "'$hpc_opt_gather_time' is not accepted; accepted: $hpc_opt_time_accepted"
   fi
   hpc_map_gather_words=()
   if [[ -n $hpc_opt_gather ]]; then
@@ -193,8 +216,11 @@ hpc_map_plan() {
   local throttle i max
   hpc_plan_mode=map
   throttle=${hpc_opt_max_concurrent:-${hpc_profile_array_throttle:-10}}
-  if [[ -n $hpc_opt_gather_gpus && -n $hpc_profile_gpu_max_per_node ]] && ((hpc_opt_gather_gpus > hpc_profile_gpu_max_per_node)); then
-    hpc_die_usage "--gather-gpus" "$hpc_opt_gather_gpus GPUs is more than a node of cluster $hpc_profile_name has; accepted: 0 to $hpc_profile_gpu_max_per_node"
+  if [[ -n $hpc_opt_gather_gpus && -n $hpc_profile_gpu_max_per_node ]] &&
+    ((hpc_opt_gather_gpus > hpc_profile_gpu_max_per_node)); then
+    local msg="$hpc_opt_gather_gpus GPUs is more than a node of cluster"
+    msg+=" $hpc_profile_name has; accepted: 0 to $hpc_profile_gpu_max_per_node"
+    hpc_die_usage "--gather-gpus" "$msg"
   fi
   hpc_manifest_check_array_size 1 0
   max=${hpc_manifest_max_job_count:-}
@@ -208,7 +234,8 @@ hpc_map_plan() {
     local option=--map-range
     [[ -z $hpc_opt_map_over ]] || option=--map-over
     ((hpc_map_repeat == 0)) || option=--repeat
-    hpc_die_usage "$option" "$hpc_map_count tasks are more than this cluster can hold (MaxJobCount $max); accepted: at most $max tasks"
+    hpc_die_usage "$option" \
+      "$hpc_map_count tasks are more than this cluster can hold (MaxJobCount $max); accepted: at most $max tasks"
   fi
   max=${hpc_manifest_max_array_size:-}
   # Indices at or above MaxArraySize: several arrays (parts) of at most MaxArraySize tasks,
@@ -274,22 +301,31 @@ hpc_map_check_gather_fit() {
     [[ -z $hpc_plan_misfit ]] || hpc_die_usage "$hpc_plan_misfit_option" "$hpc_plan_misfit"
   fi
   if [[ $cpus =~ ^[0-9]+$ ]] && ((cpus > 0 && ${hpc_opt_gather_cpus:-1} > cpus)); then
-    hpc_die_usage "--gather-cpus" "$hpc_opt_gather_cpus CPUs is more than a node of partition $part has ($cpus); accepted: 1 to $cpus"
+    hpc_die_usage "--gather-cpus" \
+      "$hpc_opt_gather_cpus CPUs is more than a node of partition $part has ($cpus); accepted: 1 to $cpus"
   fi
   if [[ $gpus =~ ^[0-9]+$ ]] && ((gather_gpus > gpus)); then
-    hpc_die_usage "--gather-gpus" "$hpc_opt_gather_gpus GPUs is more than a node of partition $part has ($gpus); accepted: 0 to $gpus"
+    hpc_die_usage "--gather-gpus" \
+      "$hpc_opt_gather_gpus GPUs is more than a node of partition $part has ($gpus); accepted: 0 to $gpus"
   fi
   # The gather's memory as hpc_map_gather_plan asks for it: -m per GPU times its GPUs, else the
   # profile's mem_no_gpu. Nodes without a RealMemory show 1 MB: nothing to compare with then.
   [[ $mb =~ ^[0-9]+$ ]] && ((mb > 1)) || return 0
   if ((gather_gpus > 0)) && [[ -n ${hpc_plan_mem_per_gpu:-} ]]; then
     hpc_plan_mem_mb "$hpc_plan_mem_per_gpu"
-    ((hpc_plan_mb * gather_gpus <= mb)) ||
-      hpc_die_usage "--gather-gpus" "$gather_gpus GPUs x $hpc_plan_mem_per_gpu (-m/--mem-per-gpu) is more memory than a node of partition $part has (${mb}M); accepted: 0 to $((mb / hpc_plan_mb))"
+    if ! ((hpc_plan_mb * gather_gpus <= mb)); then
+      local msg
+      printf -v msg '%s' "$gather_gpus GPUs x $hpc_plan_mem_per_gpu (-m/--mem-per-gpu) is more" \
+        " memory than a node of partition $part has (${mb}M); accepted: 0 to $((mb / hpc_plan_mb))"
+      hpc_die_usage "--gather-gpus" "$msg"
+    fi
   elif [[ -n $hpc_profile_defaults_mem_no_gpu ]]; then
     hpc_plan_mem_mb "$hpc_profile_defaults_mem_no_gpu"
-    ((hpc_plan_mb <= mb)) ||
-      hpc_die_usage "memory" "the profile's defaults.mem_no_gpu $hpc_profile_defaults_mem_no_gpu (the gather's) is more than a node of partition $part has (${mb}M); accepted: at most ${mb}M in hpc_files/clusters/$hpc_profile_name.yaml"
+    if ! ((hpc_plan_mb <= mb)); then
+      local msg="the profile's defaults.mem_no_gpu $hpc_profile_defaults_mem_no_gpu (the gather's) is more than a node"
+      msg+=" of partition $part has (${mb}M); accepted: at most ${mb}M in hpc_files/clusters/$hpc_profile_name.yaml"
+      hpc_die_usage "memory" "$msg"
+    fi
   fi
   return 0
 }
@@ -306,12 +342,15 @@ hpc_map_dry_run() {
       "$hpc_map_count" "$hpc_plan_array" "${hpc_plan_array#*%}" "$hpc_map_dir"
   else
     # Split: the first part's --array alone would read as the whole map.
-    printf '\n== map\n%s tasks in %s arrays (MaxArraySize %s), each after the one before (afterany), indices %s: at most %s at once, folder %s\n' \
-      "$hpc_map_count" "${#hpc_map_parts[@]}" "$hpc_manifest_max_array_size" "${hpc_map_parts[*]}" \
+    printf '\n== map\n%s tasks in %s arrays (MaxArraySize %s), each after the one before (afterany), ' \
+      "$hpc_map_count" "${#hpc_map_parts[@]}" "$hpc_manifest_max_array_size"
+    printf 'indices %s: at most %s at once, folder %s\n' "${hpc_map_parts[*]}" \
       "${hpc_plan_array#*%}" "$hpc_map_dir"
   fi
-  printf 'first task: map_index=%s map_item=%s map_count=%s task_dir=%s\n' "$hpc_map_first" "$first_item" "$hpc_map_count" "$hpc_map_dir/tasks/$hpc_map_first"
-  printf 'last task:  map_index=%s map_item=%s map_count=%s task_dir=%s\n' "$hpc_map_last" "$last_item" "$hpc_map_count" "$hpc_map_dir/tasks/$hpc_map_last"
+  printf 'first task: map_index=%s map_item=%s map_count=%s task_dir=%s\n' \
+    "$hpc_map_first" "$first_item" "$hpc_map_count" "$hpc_map_dir/tasks/$hpc_map_first"
+  printf 'last task:  map_index=%s map_item=%s map_count=%s task_dir=%s\n' \
+    "$hpc_map_last" "$last_item" "$hpc_map_count" "$hpc_map_dir/tasks/$hpc_map_last"
   ((${#hpc_map_gather_words[@]})) || return 0
   hpc_map_array_ids=(ARRAYID)
   hpc_map_gather_plan
@@ -336,7 +375,8 @@ hpc_map_check_gather_references() {
   for name in ${hpc_configs_names[@]+"${hpc_configs_names[@]}"}; do
     case ${name%:-} in
       map_item | map_index | task_dir)
-        hpc_say "warning: the gather command uses \${${name%:-}}, which is each task's own and undefined in the gather job"
+        hpc_say \
+          "warning: the gather command uses \${${name%:-}}, which is each task's own and undefined in the gather job"
         ;;
     esac
   done
@@ -391,7 +431,8 @@ hpc_map_gather_plan() {
   for arg in "${hpc_plan_sbatch_args[@]}"; do
     case $arg in
       --job-name=*) keep+=("$arg-gather") ;;
-      --nodes=* | --ntasks-per-node=* | --cpus-per-task=* | --mem=* | --time=* | --output=* | --gres=* | --array=* | --signal=*) ;;
+      --nodes=* | --ntasks-per-node=* | --cpus-per-task=* | --mem=* | \
+        --time=* | --output=* | --gres=* | --array=* | --signal=*) ;;
       --requeue | --open-mode=*) ;;
       *) keep+=("$arg") ;;
     esac
@@ -439,7 +480,8 @@ hpc_map_submit_gather() {
   id=${id%%;*}
   # Its own manifest: status and cancel of the experiment show and cancel the gather too (the
   # git commit is the one just asked for the array's: hpc_manifest_git asks once).
-  hpc_manifest_write "$id" "$hpc_map_dir/gather.sh" "$hpc_plan_file" || hpc_say "gather job $id was submitted, but its manifest could not be written"
+  hpc_manifest_write "$id" "$hpc_map_dir/gather.sh" "$hpc_plan_file" ||
+    hpc_say "gather job $id was submitted, but its manifest could not be written"
   printf 'id %s\n' "$id"
 }
 
@@ -448,77 +490,52 @@ hpc_map_submit_gather() {
 # record, its first index and the map's folder appended: the last assignment wins) and a manifest
 # of its own; adds its id to hpc_map_array_ids.
 hpc_map_submit_part() {
-  local first=${1%-*} last=${1#*-} script text out id prev=${hpc_map_array_ids[-1]} plan
-  printf -v text '%s# A part of the map: its first index, the map folder.\nhpc_plan_map_offset=%q\nhpc_plan_map_dir=%q\n' \
-    "$hpc_plan_text" "$first" "$hpc_map_dir"
-  hpc_plan_write_file "$hpc_plan_outputs_dir/${hpc_plan_exp_name}_$hpc_plan_kind" "$text" || {
-    hpc_say "cannot write the plan of part $1 of the map in $hpc_plan_outputs_dir"
-    return 1
-  }
+  local first=${1%-*} last=${1#*-} text prev=${hpc_map_array_ids[-1]} plan
+  printf -v text '%s# A part of the map: its first index, the map folder.\nhpc_plan_map_offset=%q\n' \
+    "$hpc_plan_text" "$first"
+  printf -v text '%shpc_plan_map_dir=%q\n' "$text" "$hpc_map_dir"
+  hpc_plan_write_file "$hpc_plan_outputs_dir/${hpc_plan_exp_name}_$hpc_plan_kind" "$text" ||
+    hpc_group_undo "cannot write the plan of part $1 of the map in $hpc_plan_outputs_dir"
   plan=$hpc_plan_file
-  script=${hpc_plan_script%$'\n'hpc_job_main *}
-  printf -v script '%s\nhpc_job_main %q\n' "$script" "$plan"
-  if ! out=$(hpc_submit_sbatch --parsable --hold --dependency="afterany:$prev" \
-    "${hpc_plan_sbatch_args[@]/#--array=*/--array=0-$((last - first))%${hpc_plan_array#*%}}" 2>&1 <<<"$script"); then
-    hpc_say "sbatch refused part $1 of the map: $out"
-    return 1
-  fi
-  id=${out##*$'\n'}
-  id=${id%%;*}
-  hpc_map_array_ids+=("$id")
+  hpc_group_script_for "$hpc_plan_script" "$plan"
+  hpc_group_sbatch "part $1 of the map" "$hpc_group_script" --dependency="afterany:$prev" \
+    "${hpc_plan_sbatch_args[@]/#--array=*/--array=0-$((last - first))%${hpc_plan_array#*%}}"
+  hpc_map_array_ids+=("$hpc_group_id")
   # Its own manifest: status and cancel of the experiment show and cancel this part too (the
   # git commit is the one just asked for the first part's: hpc_manifest_git asks once).
   hpc_plan_array=0-$((last - first))%${hpc_plan_array#*%} hpc_plan_map_offset=$first hpc_plan_map_dir=$hpc_map_dir \
-    hpc_manifest_write "$id" "$hpc_map_dir/task.sh" "$plan" || hpc_say "part $1 of the map (job $id) was submitted, but its manifest could not be written"
+    hpc_manifest_write "$hpc_group_id" "$hpc_map_dir/task.sh" "$plan" ||
+    hpc_say "part $1 of the map (job $hpc_group_id) was submitted, but its manifest could not be written"
 }
 
-# hpc_map_undo MESSAGE: cancels the map's jobs submitted so far, removes the folder made for
-# it (only that one, never through a link), says MESSAGE and exits 1 (by a signal that came
-# meanwhile, hpc_submit_stop).
-hpc_map_undo() {
-  local sig=${hpc_submit_signal:-} message=$1
-  trap - EXIT
-  hpc_submit_scancel "${hpc_map_array_ids[@]}" "${hpc_map_gather_ids[@]}"
-  if [[ -n ${hpc_map_made:-} && ! -L $hpc_map_made && -d $hpc_map_made ]]; then rm -rf -- "${hpc_map_made:?}"; fi
-  # The plan files of the map's jobs (the array's, its parts', the gather's).
-  hpc_plan_unwrite
-  # A signal that came meanwhile is the reason, whatever failed after it; the submitter ends by it.
-  [[ -z $sig ]] || message="stopped by SIG$sig"
-  hpc_submit_stop "$message; the map (job ${hpc_map_array_ids[*]}${hpc_map_gather_ids[*]:+, gather ${hpc_map_gather_ids[*]}}) was cancelled"
-}
-
-# hpc_map_signalled: (signals deferred, hpc_submit_defer_signals) cancels the map when one came.
-hpc_map_signalled() {
-  [[ -z ${hpc_submit_signal:-} ]] || hpc_map_undo "stopped"
+# hpc_map_group_cancelled: what an undo of the map says it cancelled.
+hpc_map_group_cancelled() {
+  hpc_group_text="the map (job ${hpc_map_array_ids[*]}"
+  hpc_group_text+="${hpc_map_gather_ids[*]:+, gather ${hpc_map_gather_ids[*]}}) was cancelled"
 }
 
 # hpc_map_after_submit ARRAY_ID: the array was accepted, held: makes the map's folder (items.txt,
-# tasks/), submits the gather, writes manifest.json, then releases the array. On any failure,
-# also an unexpected one (the EXIT trap), the jobs are cancelled and the folder removed; exit 1.
+# tasks/), submits the gather, writes manifest.json, then releases the array (the group workflow,
+# hpc_group.bash). On any failure, also an unexpected one (the EXIT trap), the jobs are cancelled
+# and the folder removed; exit 1.
 hpc_map_after_submit() {
-  local id=$1 out gather_id items
-  hpc_map_array_ids=("$id") hpc_map_gather_ids=() hpc_map_made=''
-  trap 'hpc_map_undo "the submission stopped before the map was released"' EXIT
+  local id=$1 out gather_id='' items
+  hpc_map_array_ids=("$id") hpc_map_gather_ids=()
+  hpc_group_begin map "the submission stopped before the map was released"
   # A signal while the held array was submitted.
-  hpc_map_signalled
+  hpc_group_add "$id" held
   hpc_map_id=$hpc_map_stamp-$id
   hpc_map_dir=$hpc_map_root/$hpc_map_id
-  [[ -d $hpc_map_root ]] || mkdir -p -- "$hpc_map_root" 2>/dev/null || hpc_map_undo "cannot make $hpc_map_root"
-  # One process for both; the folder is new (its name holds the new job id): never reused.
-  # (On failure nothing is removed: whether the folder was made here cannot be told then.) The
-  # user's alone (0700): it holds the scripts and records that resubmit and gather run again.
-  mkdir -m 700 -- "$hpc_map_dir" "$hpc_map_dir/tasks" 2>/dev/null || hpc_map_undo "cannot make $hpc_map_dir/tasks"
-  hpc_map_made=$hpc_map_dir
+  hpc_group_make_dir "$hpc_map_root" "$hpc_map_dir" tasks
   if ((${#hpc_map_items[@]})); then
     # Never more readable than the user's list: the user's alone.
     printf -v items '%s\n' "${hpc_map_items[@]}"
-    hpc_private_write "$hpc_map_dir/items.txt" "$items" || hpc_map_undo "cannot write $hpc_map_dir/items.txt"
+    hpc_private_write "$hpc_map_dir/items.txt" "$items" || hpc_group_undo "cannot write $hpc_map_dir/items.txt"
   fi
-  hpc_private_write "$hpc_map_dir/task.sh" "$hpc_plan_script" || hpc_map_undo "cannot write $hpc_map_dir/task.sh"
+  hpc_private_write "$hpc_map_dir/task.sh" "$hpc_plan_script" || hpc_group_undo "cannot write $hpc_map_dir/task.sh"
   local part
   for part in "${hpc_map_parts[@]:1}"; do
-    hpc_map_submit_part "$part" || hpc_map_undo "a part of the map was not submitted (see above)"
-    hpc_map_signalled
+    hpc_map_submit_part "$part"
   done
   if ((${#hpc_map_gather_words[@]})); then
     local line rc=0 text=''
@@ -531,19 +548,20 @@ hpc_map_after_submit() {
       esac
     done <<<"$out"
     # An id it printed is the gather's, whatever came after: cancelled with the map.
-    [[ -z ${gather_id:-} ]] || hpc_map_gather_ids=("$gather_id")
-    ((rc == 0)) || hpc_map_undo "the gather job was not submitted (see above)"
-    hpc_map_signalled
+    if [[ -n $gather_id ]]; then
+      hpc_map_gather_ids=("$gather_id")
+      hpc_group_ids+=("$gather_id")
+    fi
+    ((rc == 0)) || hpc_group_undo "the gather job was not submitted (see above)"
+    hpc_group_signalled
   fi
-  hpc_map_manifest_json || hpc_map_undo "cannot write $hpc_map_dir/manifest.json"
-  # A signal while the folder, its files or the parts were made: cancelled, never released.
-  hpc_map_signalled
-  out=$(exec scontrol release "${hpc_map_array_ids[@]}" 2>&1) || hpc_map_undo "scontrol release ${hpc_map_array_ids[*]} failed: ${out//$'\n'/ }"
-  trap - EXIT
+  hpc_map_manifest_json || hpc_group_undo "cannot write $hpc_map_dir/manifest.json"
+  hpc_group_release "$hpc_plan_exp_name"
   printf 'Map %s: array job %s (%s), folder %s\n' "$hpc_map_id" "$id" "$hpc_plan_array" "$hpc_map_dir"
   ((${#hpc_map_parts[@]} == 0)) ||
     printf 'The map is above MaxArraySize %s: %s arrays, one after the other: %s (indices %s)\n' \
       "$hpc_manifest_max_array_size" "${#hpc_map_parts[@]}" "${hpc_map_array_ids[*]}" "${hpc_map_parts[*]}"
-  ((${#hpc_map_gather_ids[@]} == 0)) || printf 'Gather job %s: after the array ends (afterany), policy %s; output %s\n' \
-    "$gather_id" "$hpc_map_policy" "$hpc_map_dir/gather_$gather_id.out"
+  ((${#hpc_map_gather_ids[@]} == 0)) ||
+    printf 'Gather job %s: after the array ends (afterany), policy %s; output %s\n' \
+      "$gather_id" "$hpc_map_policy" "$hpc_map_dir/gather_$gather_id.out"
 }

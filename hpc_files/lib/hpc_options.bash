@@ -4,13 +4,18 @@
 # globals, and on bad input prints one line naming the option and what it accepts, then exits 2.
 # Checks that need the cluster profile (accounts, GPU types, GPUs per node) are in hpc_plan.bash.
 
+# The old names of launchers, each with its launcher and why: the one place that knows them (-W
+# accepts them with a note; refusals list them).
+declare -gA hpc_opt_launcher_aliases=([script]=torchrun)
+declare -gA hpc_opt_launcher_alias_why=([script]="torch.distributed.launch became torchrun")
+
 # hpc_opt_defaults: sets every hpc_opt_* global to "not given" (empty) or its fixed default.
 hpc_opt_defaults() {
   hpc_opt_account='' hpc_opt_gpus='' hpc_opt_cpus='' hpc_opt_launcher=none hpc_opt_time=''
   hpc_opt_mem_per_gpu='' hpc_opt_gpu_type='' hpc_opt_exp_name='' hpc_opt_num_nodes=1
   hpc_opt_configs='' hpc_opt_partition='' hpc_opt_cluster=${HPC_CLUSTER:-} hpc_opt_dry_run=0
   hpc_opt_yes=0 hpc_opt_wandb_sweepid='' hpc_opt_singularity='' hpc_opt_help=0
-  hpc_opt_requeue=0 hpc_opt_signal_lead='' hpc_opt_workdir=''
+  hpc_opt_requeue=0 hpc_opt_signal_lead='' hpc_opt_workdir='' hpc_opt_runner=''
   hpc_opt_repeat='' hpc_opt_num_sweeps='' hpc_opt_max_concurrent='' hpc_opt_wandb_offline=0
   hpc_opt_sweep_config='' hpc_opt_label_ranks=0
   # Map + gather (hpc_map.bash checks them).
@@ -18,12 +23,14 @@ hpc_opt_defaults() {
   hpc_opt_gather_when='' hpc_opt_gather_cpus='' hpc_opt_gather_gpus='' hpc_opt_gather_time=''
   hpc_opt_data=() hpc_opt_copy_back=()
   # Scaling test (hpc_scaling.bash checks them).
-  hpc_opt_scaling_test=0 hpc_opt_scale_nodes='' hpc_opt_scale_gpus='' hpc_opt_repeats='' hpc_opt_scaling_mode='' hpc_opt_report_time=''
+  hpc_opt_scaling_test=0 hpc_opt_scale_nodes='' hpc_opt_scale_gpus='' hpc_opt_repeats='' hpc_opt_scaling_mode=''
+  hpc_opt_report_time=''
   hpc_opt_scale_serial=0 hpc_opt_scale_parallel=0 hpc_opt_scale_target_efficiency=''
   hpc_opt_num_nodes_given=0
   # The variable names a profile as --cluster does: never a path.
   [[ -z $hpc_opt_cluster ]] || hpc_opt_is_profile_name "$hpc_opt_cluster" ||
-    hpc_die_usage "HPC_CLUSTER" "'$hpc_opt_cluster' is not accepted; accepted: the name of a profile in hpc_files/clusters/"
+    hpc_die_usage "HPC_CLUSTER" \
+      "'$hpc_opt_cluster' is not accepted; accepted: the name of a profile in hpc_files/clusters/"
 }
 
 # hpc_opt_is_profile_name VALUE: true for the name of a cluster profile, never a path.
@@ -44,7 +51,8 @@ hpc_opt_is_count() {
 # is_slurm_mem in python_helpers' profile.py); both sides are tested on tests/fixtures/grammar/.
 
 # hpc_opt_time_accepted: what hpc_opt_check_time accepts, for the messages of every time option.
-hpc_opt_time_accepted='a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a day count), e.g. 48:00:00 or 1-12:00:00'
+hpc_opt_time_accepted='a SLURM time M, M:S, H:M:S, D-H, D-H:M or D-H:M:S (minutes and seconds < 60, hours < 24 after a'
+hpc_opt_time_accepted+=' day count), e.g. 48:00:00 or 1-12:00:00'
 # hpc_opt_check_time VALUE: true for a SLURM time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S, with
 # minutes and seconds < 60 (a leading minutes or hours field is free: SLURM takes 48:00:00, which
 # users type) and hours < 24 after a day count, not zero. No UNLIMITED: the warning signal is
@@ -110,6 +118,7 @@ hpc_opt_parse() {
       --cluster) name=--cluster ;;
       -w | --wandb-sweepid) name=-w/--wandb-sweepid ;;
       -s | --singularity-container) name=-s/--singularity-container ;;
+      --runner) name=--runner ;;
       -d | --data) name=-d/--data ;;
       --copy-back) name=--copy-back ;;
       --workdir) name=--workdir ;;
@@ -117,8 +126,10 @@ hpc_opt_parse() {
       --num-sweeps) name=--num-sweeps ;;
       --max-concurrent) name=--max-concurrent ;;
       --sweep-config) name=--sweep-config ;;
-      --map-range | --map-over | --gather | --gather-configs | --gather-when | --gather-cpus | --gather-gpus | --gather-time) name=$opt ;;
-      --scale-nodes | --scale-gpus | --repeats | --scaling-mode | --report-time | --scale-target-efficiency) name=$opt ;;
+      --map-range | --map-over | --gather | --gather-configs) name=$opt ;;
+      --gather-when | --gather-cpus | --gather-gpus | --gather-time) name=$opt ;;
+      --scale-nodes | --scale-gpus | --repeats | --scaling-mode) name=$opt ;;
+      --report-time | --scale-target-efficiency) name=$opt ;;
       --scaling-test | --scale-serial | --scale-parallel)
         ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
         case $opt in
@@ -176,7 +187,8 @@ hpc_opt_parse() {
       shift
     fi
     [[ ! -v given[$name] ]] ||
-      hpc_die_usage "$name" "given twice ('${given[$name]}', then '$value'); accepted: once (only -d/--data and --copy-back take several)"
+      hpc_die_usage "$name" \
+        "given twice ('${given[$name]}', then '$value'); accepted: once (only -d/--data and --copy-back take several)"
     given[$name]=$value
     hpc_opt_set "$name" "$value"
   done
@@ -220,21 +232,28 @@ hpc_opt_set() {
   local name=$1 value=$2
   case $name in
     -a/--account)
-      [[ $value =~ ^[A-Za-z0-9_.-]+$ ]] || hpc_die_usage "$name" "'$value' is not an account name (letters, digits, _ . -)"
+      [[ $value =~ ^[A-Za-z0-9_.-]+$ ]] ||
+        hpc_die_usage "$name" "'$value' is not an account name (letters, digits, _ . -)"
       hpc_opt_account=$value
       ;;
     -g/--gpus)
-      hpc_opt_is_count "$value" 0 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of GPUs per node, 0 to $hpc_opt_count_max"
+      hpc_opt_is_count "$value" 0 ||
+        hpc_die_usage "$name" \
+          "'$value' is not accepted; accepted: a whole number of GPUs per node, 0 to $hpc_opt_count_max"
       hpc_opt_gpus=$((10#$value))
       ;;
     -c/--cpus)
-      hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of CPUs per GPU process, 1 to $hpc_opt_count_max"
+      hpc_opt_is_count "$value" 1 ||
+        hpc_die_usage "$name" \
+          "'$value' is not accepted; accepted: a whole number of CPUs per GPU process, 1 to $hpc_opt_count_max"
       hpc_opt_cpus=$((10#$value))
       ;;
     -W/--which-distributed)
-      if [[ $value == script ]]; then
-        hpc_say "note: -W script is the old name of -W torchrun (torch.distributed.launch became torchrun)"
-        value=torchrun
+      if [[ -n ${hpc_opt_launcher_aliases[$value]+x} ]]; then
+        local msg="note: -W $value is the old name of -W ${hpc_opt_launcher_aliases[$value]}"
+        msg+=" (${hpc_opt_launcher_alias_why[$value]})"
+        hpc_say "$msg"
+        value=${hpc_opt_launcher_aliases[$value]}
       fi
       # The launchers are the files in hpc_files/lib/launchers/.
       hpc_launcher_list
@@ -248,7 +267,9 @@ hpc_opt_set() {
       hpc_opt_time=$value
       ;;
     -m/--mem-per-gpu)
-      hpc_opt_check_mem "$value" || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole amount with a unit K, M, G or T, e.g. 10G or 512M"
+      hpc_opt_check_mem "$value" ||
+        hpc_die_usage "$name" \
+          "'$value' is not accepted; accepted: a whole amount with a unit K, M, G or T, e.g. 10G or 512M"
       hpc_opt_mem_per_gpu=$value
       ;;
     -G/--gpu-type)
@@ -257,12 +278,15 @@ hpc_opt_set() {
       ;;
     -e/--exp-name)
       # Not starting with '-': status, logs and cancel take the name as a word.
-      [[ $value =~ ^[A-Za-z0-9_.+-]+$ && $value != [.-]* ]] ||
-        hpc_die_usage "$name" "'$value' is not accepted; accepted: letters, digits and _ . + - (it names folders and files), not starting with '.' or '-'"
+      [[ $value =~ ^[A-Za-z0-9_.+-]+$ && $value != [.-]* ]] || {
+        local accepted="letters, digits and _ . + - (it names folders and files), not starting with '.' or '-'"
+        hpc_die_usage "$name" "'$value' is not accepted; accepted: $accepted"
+      }
       hpc_opt_exp_name=$value
       ;;
     -n/--num-nodes)
-      hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of nodes, 1 to $hpc_opt_count_max"
+      hpc_opt_is_count "$value" 1 ||
+        hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of nodes, 1 to $hpc_opt_count_max"
       hpc_opt_num_nodes=$((10#$value)) hpc_opt_num_nodes_given=1
       ;;
     -C/--configs)
@@ -271,7 +295,9 @@ hpc_opt_set() {
       hpc_opt_configs=$value
       ;;
     -p/--partition)
-      [[ $value =~ ^[A-Za-z0-9_.,-]+$ ]] || hpc_die_usage "$name" "'$value' is not a partition name; accepted: letters, digits, _ . - (several: separated by commas)"
+      [[ $value =~ ^[A-Za-z0-9_.,-]+$ ]] ||
+        hpc_die_usage "$name" \
+          "'$value' is not a partition name; accepted: letters, digits, _ . - (several: separated by commas)"
       hpc_opt_partition=$value
       ;;
     --cluster)
@@ -282,12 +308,16 @@ hpc_opt_set() {
       ;;
     --workdir)
       # Empty would silently mean the default; -s checks the container's path later.
-      [[ -n $value && $value != *$'\n'* ]] ||
-        hpc_die_usage "$name" "'$value' is not accepted; accepted: a folder path (without -s: absolute or relative to the current folder; with -s: absolute in the container)"
+      [[ -n $value && $value != *$'\n'* ]] || {
+        local accepted="a folder path (without -s: absolute or relative to the current folder; with -s: absolute in the"
+        accepted+=" container)"
+        hpc_die_usage "$name" "'$value' is not accepted; accepted: $accepted"
+      }
       hpc_opt_workdir=$value
       ;;
     --repeat | --num-sweeps | --max-concurrent)
-      hpc_opt_is_count "$value" 1 || hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number, 1 to $hpc_opt_count_max"
+      hpc_opt_is_count "$value" 1 ||
+        hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number, 1 to $hpc_opt_count_max"
       case $name in
         --repeat) hpc_opt_repeat=$((10#$value)) ;;
         --num-sweeps) hpc_opt_num_sweeps=$((10#$value)) ;;
@@ -298,7 +328,8 @@ hpc_opt_set() {
       [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a sweep configuration file (sweeper.yml)"
       hpc_opt_sweep_config=$value
       ;;
-    --map-range | --map-over | --gather | --gather-configs | --gather-when | --gather-cpus | --gather-gpus | --gather-time)
+    --map-range | --map-over | --gather | --gather-configs | --gather-when | --gather-cpus | --gather-gpus | \
+      --gather-time)
       # Stored as given; hpc_map_check_options checks them together.
       [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value (see --help)"
       name=${name#--}
@@ -311,14 +342,24 @@ hpc_opt_set() {
       printf -v "hpc_opt_${name//-/_}" '%s' "$value"
       ;;
     --requeue)
-      hpc_opt_is_count "$value" 0 || hpc_die_usage "$name" "'$value' is not accepted; accepted: how many times a warned job may requeue itself, 0 to $hpc_opt_count_max"
+      hpc_opt_is_count "$value" 0 || {
+        local accepted="how many times a warned job may requeue itself, 0 to $hpc_opt_count_max"
+        hpc_die_usage "$name" "'$value' is not accepted; accepted: $accepted"
+      }
       hpc_opt_requeue=$((10#$value))
       ;;
     --signal-lead)
       # SLURM's --signal takes at most 65535 seconds; the plan checks it against the time limit.
       { hpc_opt_is_count "$value" 0 && ((10#$value <= 65535)); } ||
-        hpc_die_usage "$name" "'$value' is not accepted; accepted: seconds before the time limit for the warning signal, 0 to 65535"
+        hpc_die_usage "$name" \
+          "'$value' is not accepted; accepted: seconds before the time limit for the warning signal, 0 to 65535"
       hpc_opt_signal_lead=$((10#$value))
+      ;;
+    --runner)
+      # The runners are the files in hpc_files/lib/runners/.
+      [[ ", $(hpc_opt_runners_text), " == *", $value, "* && $value =~ ^[a-z][a-z0-9_]*$ ]] ||
+        hpc_die_usage "$name" "'$value' is not accepted; accepted: $(hpc_opt_runners_text)"
+      hpc_opt_runner=$value
       ;;
     -w/--wandb-sweepid | -s/--singularity-container)
       # Empty would silently mean "not given".
@@ -335,28 +376,54 @@ hpc_opt_check_combinations() {
   [[ -z $hpc_opt_wandb_sweepid ]] || modes=$((modes + 1))
   [[ -z $hpc_opt_repeat ]] || modes=$((modes + 1))
   ((hpc_opt_wandb_offline == 0)) || modes=$((modes + 1))
-  ((modes <= 1)) || hpc_die_usage "-w/--repeat/--wandb-offline" "choose one: a W&B sweep (-w), an offline grid sweep (--wandb-offline) or repeats (--repeat)"
-  [[ -z $hpc_opt_num_sweeps || -n $hpc_opt_wandb_sweepid ]] || hpc_die_usage "--num-sweeps" "is for W&B sweeps; accepted with -w/--wandb-sweepid"
+  ((modes <= 1)) ||
+    hpc_die_usage "-w/--repeat/--wandb-offline" \
+      "choose one: a W&B sweep (-w), an offline grid sweep (--wandb-offline) or repeats (--repeat)"
+  [[ -z $hpc_opt_num_sweeps || -n $hpc_opt_wandb_sweepid ]] ||
+    hpc_die_usage "--num-sweeps" "is for W&B sweeps; accepted with -w/--wandb-sweepid"
   [[ -z $hpc_opt_sweep_config || -n $hpc_opt_wandb_sweepid || $hpc_opt_wandb_offline == 1 ]] ||
     hpc_die_usage "--sweep-config" "is for sweeps; accepted with -w/--wandb-sweepid or --wandb-offline"
   if [[ -n $hpc_opt_wandb_sweepid || $hpc_opt_wandb_offline == 1 ]]; then
     # One agent per task, on one node with one GPU.
-    [[ $hpc_opt_launcher == none ]] || hpc_die_usage "-W/--which-distributed" "sweeps run one agent per array task, on one node: accepted without -W"
-    ((hpc_opt_num_nodes == 1)) || hpc_die_usage "-n/--num-nodes" "sweeps run one agent per array task, on one node: accepted: 1"
+    [[ $hpc_opt_launcher == none ]] ||
+      hpc_die_usage "-W/--which-distributed" "sweeps run one agent per array task, on one node: accepted without -W"
+    ((hpc_opt_num_nodes == 1)) ||
+      hpc_die_usage "-n/--num-nodes" "sweeps run one agent per array task, on one node: accepted: 1"
   fi
+  # -s chooses the container's runner itself (the runner's check then needs its image).
+  [[ -z $hpc_opt_singularity || -z $hpc_opt_runner ]] ||
+    hpc_die_usage "--runner" "-s/--singularity-container chooses the container's runner; accepted: one of the two"
   # A W&B agent runs the sweep's program (program: train.py) from its working folder.
   [[ -n $hpc_opt_singularity || -z $hpc_opt_workdir || -z $hpc_opt_wandb_sweepid ]] ||
-    hpc_die_usage "--workdir" "W&B agents (-w) start the sweep's program in the project folder; accepted without -w (or with -s: the container's folder)"
+    {
+      local message="W&B agents (-w) start the sweep's program in the project folder; accepted without -w (or with"
+      message+=" -s: the container's folder)"
+      hpc_die_usage "--workdir" "$message"
+    }
+}
+
+# hpc_opt_runners_text: prints the runners --runner accepts (the files in hpc_files/lib/runners/),
+# comma-separated.
+hpc_opt_runners_text() {
+  local file name text=''
+  for file in "${BASH_SOURCE[0]%/*}"/runners/*.bash; do
+    name=${file##*/} name=${name%.bash}
+    # Only names that can be part of a function's name.
+    [[ -f $file && $name =~ ^[a-z][a-z0-9_]*$ ]] && text+="$name, "
+  done
+  printf '%s\n' "${text%, }"
 }
 
 # hpc_opt_launchers_text: prints the launchers -W accepts (the files in hpc_files/lib/launchers/),
 # as a refusal lists them: 'lightning, none, torchrun (alias: script)'.
 hpc_opt_launchers_text() {
-  local name text=''
+  local name alias text=''
   hpc_launcher_list
   for name in "${hpc_launcher_names[@]}"; do
     text+="$name, "
-    [[ $name != torchrun ]] || text="${text%, } (alias: script), "
+    for alias in "${!hpc_opt_launcher_aliases[@]}"; do
+      [[ ${hpc_opt_launcher_aliases[$alias]} != "$name" ]] || text="${text%, } (alias: $alias), "
+    done
   done
   printf '%s\n' "${text%, }"
 }
@@ -373,6 +440,10 @@ hpc_opt_help() {
       # shellcheck source=hpc_files/lib/hpc_help.bash
       source "${BASH_SOURCE[0]%/*}/hpc_help.bash"
       hpc_commands_summaries
+      continue
+    fi
+    if [[ $line == *"one of the files in hpc_files/lib/runners/:" ]]; then
+      printf '%29saccepted: %s\n' '' "$(hpc_opt_runners_text)"
       continue
     fi
     [[ $line == *"one of the files in hpc_files/lib/launchers/:" ]] || continue

@@ -88,7 +88,8 @@ hpc_pending_sbatch_starts() {
 # stopped and no job of it can come any more: it started no sbatch, or its last one started
 # hpc_pending_settle_s seconds ago or more.
 hpc_pending_settled() {
-  ((hpc_pending_stopped[$1] && (hpc_pending_last[$1] == 0 || hpc_pending_now - hpc_pending_last[$1] >= hpc_pending_settle_s)))
+  ((hpc_pending_stopped[$1])) &&
+    ((hpc_pending_last[$1] == 0 || hpc_pending_now - hpc_pending_last[$1] >= hpc_pending_settle_s))
 }
 
 # hpc_pending_sweep: (after hpc_pending_scan) once it found hpc_pending_sweep_at ended records or
@@ -148,7 +149,8 @@ hpc_pending_scan() {
       hpc_pending_start_time current "$pid" || true
       [[ -n $current && $current == "$start" ]] && hpc_pending_stopped[$token]=0 || hpc_pending_stopped[$token]=1
     else
-      ((hpc_pending_now - time < hpc_pending_foreign_s)) && hpc_pending_stopped[$token]=0 || hpc_pending_stopped[$token]=1
+      ((hpc_pending_now - time < hpc_pending_foreign_s)) && hpc_pending_stopped[$token]=0 ||
+        hpc_pending_stopped[$token]=1
     fi
     printf -v when '%(%Y-%m-%d %H:%M:%S)T' "$time"
     hpc_pending_where[$token]="pid $pid on ${host:-an unknown host}, $when"
@@ -186,7 +188,8 @@ hpc_pending_jobs() {
       hpc_pending_job_left[$id]=1 || hpc_pending_job_left[$id]=0
   done <<<"$out"
   # Ascending, as submitted (squeue lists pending jobs by priority).
-  ((${#hpc_pending_job_token[@]} == 0)) || mapfile -t hpc_pending_ids < <(printf '%s\n' "${!hpc_pending_job_token[@]}" | sort -n)
+  ((${#hpc_pending_job_token[@]} == 0)) ||
+    mapfile -t hpc_pending_ids < <(printf '%s\n' "${!hpc_pending_job_token[@]}" | sort -n)
 }
 
 # hpc_pending_left TOKEN: (after hpc_pending_jobs) sets hpc_pending_left to the squeue ids of the
@@ -195,7 +198,8 @@ hpc_pending_left() {
   local id
   hpc_pending_left=()
   for id in ${hpc_pending_ids[@]+"${hpc_pending_ids[@]}"}; do
-    [[ ${hpc_pending_job_token[$id]} != "$1" ]] || ((hpc_pending_job_left[$id] == 0)) || hpc_pending_left+=("${hpc_pending_job_key[$id]}")
+    [[ ${hpc_pending_job_token[$id]} != "$1" ]] || ((hpc_pending_job_left[$id] == 0)) ||
+      hpc_pending_left+=("${hpc_pending_job_key[$id]}")
   done
 }
 
@@ -215,7 +219,7 @@ hpc_pending_prune() {
 # stopped on the way, names the jobs it left in SLURM and how to cancel them; removes the records
 # of those that left none. Never fails the submission.
 hpc_pending_warn() {
-  local token stopped=0
+  local token stopped=0 msg
   hpc_pending_scan "$1" "$2"
   hpc_pending_sweep
   for token in ${hpc_pending_tokens[@]+"${hpc_pending_tokens[@]}"}; do
@@ -227,7 +231,10 @@ hpc_pending_warn() {
     ((hpc_pending_stopped[$token])) || continue
     hpc_pending_left "$token"
     ((${#hpc_pending_left[@]})) || continue
-    hpc_say "warning: an earlier submission of $2 stopped before it had recorded and released its jobs (${hpc_pending_where[$token]}); SLURM still holds ${hpc_pending_left[*]}: see them with 'bash job_submitter.sh status $2', cancel them with 'bash job_submitter.sh cancel $2'"
+    msg="warning: an earlier submission of $2 stopped before it had recorded and released its jobs"
+    msg+=" (${hpc_pending_where[$token]}); SLURM still holds ${hpc_pending_left[*]}: see them with"
+    msg+=" 'bash job_submitter.sh status $2', cancel them with 'bash job_submitter.sh cancel $2'"
+    hpc_say "$msg"
   done
   hpc_pending_prune
 }

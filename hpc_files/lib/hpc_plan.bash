@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2034 # the hpc_plan_* globals are this library's output, read by hpc_submit.bash and venv_runner.bash
+# shellcheck disable=SC2034 # the hpc_plan_* globals are this library's output, read by hpc_submit.bash and
+# venv_runner.bash
 # hpc_plan.bash: the plan of a submission, a pure function of the options (hpc_opt_*), the
 # cluster profile (hpc_profile_*), the project's location and the configs file's command
 # (hpc_configs_words). It fills hpc_plan_* and the sbatch arguments; hpc_plan_record makes the
@@ -14,6 +15,8 @@
 # the launcher's module (hpc_files/lib/launchers/): the ratios it sets, its processes per node;
 # hpc_common.bash: the launchers' names; hpc_submit.bash: the container's image and working
 # folder, --workdir's folder and the data archive.
+# hpc_facts.bash (loaded by hpc_common.bash): SLURM's times in seconds.
+declare -g hpc_facts_seconds
 declare -g hpc_plan_ntasks_per_node hpc_plan_cpus_per_task hpc_launcher_processes hpc_module_problem
 declare -ga hpc_launcher_names
 # Set by hpc_plan_check_lead for the summary: how the profile's warning lead was made to fit.
@@ -85,29 +88,6 @@ hpc_plan_mem_mb() {
   esac
 }
 
-# hpc_plan_time_seconds TIME: sets hpc_plan_seconds to SLURM time TIME (M, M:S, H:M:S, D-H,
-# D-H:M, D-H:M:S) in seconds; empty for UNLIMITED or anything else.
-hpc_plan_time_seconds() {
-  local days=0 rest=$1 parts
-  hpc_plan_seconds=
-  if [[ $rest == *-* ]]; then
-    days=${rest%%-*} rest=${rest#*-}
-    [[ $days =~ ^[0-9]+$ ]] || return 0
-    IFS=: read -ra parts <<<"$rest:0:0"
-    parts=("${parts[@]:0:3}")
-  else
-    IFS=: read -ra parts <<<"$rest"
-    case ${#parts[@]} in
-      1) parts=(0 "${parts[0]}" 0) ;;
-      2) parts=(0 "${parts[@]}") ;;
-      3) ;;
-      *) return 0 ;;
-    esac
-  fi
-  [[ ${parts[0]}${parts[1]}${parts[2]} =~ ^[0-9]+$ ]] || return 0
-  hpc_plan_seconds=$((((10#$days * 24 + 10#${parts[0]}) * 60 + 10#${parts[1]}) * 60 + 10#${parts[2]}))
-}
-
 # hpc_plan_is_python WORD: true for python, python3, python3.11, or such a name with a path.
 hpc_plan_is_python() {
   [[ ${1##*/} =~ ^python([0-9]+(\.[0-9]+)?)?$ ]]
@@ -116,16 +96,26 @@ hpc_plan_is_python() {
 # hpc_plan_check_gpus_python: (a launcher's plan) exit 2 unless the job has GPUs (the launcher
 # starts one process per GPU) and the configs file's command starts with python.
 hpc_plan_check_gpus_python() {
-  ((hpc_plan_gpus > 0)) || hpc_die_usage "-g/--gpus" "0 GPUs cannot be used with -W $hpc_plan_launcher, which starts one process per GPU; accepted: 1 or more, or no -W"
-  hpc_plan_is_python "${hpc_configs_words[0]}" ||
-    hpc_die_usage "-W/--which-distributed" "with -W $hpc_plan_launcher the command must start with python; the configs file's starts with '${hpc_configs_words[0]}'"
+  if ! ((hpc_plan_gpus > 0)); then
+    local msg="0 GPUs cannot be used with -W $hpc_plan_launcher, which"
+    msg+=" starts one process per GPU; accepted: 1 or more, or no -W"
+    hpc_die_usage "-g/--gpus" "$msg"
+  fi
+  if ! hpc_plan_is_python "${hpc_configs_words[0]}"; then
+    local msg="with -W $hpc_plan_launcher the command must start with"
+    msg+=" python; the configs file's starts with '${hpc_configs_words[0]}'"
+    hpc_die_usage "-W/--which-distributed" "$msg"
+  fi
   # A launcher inside the launcher would start its own processes in every process, all at the
   # job's one rendezvous port: the job would hang to its time limit. Only the launchers: the
   # package's other modules (accelerate.test_utils.scripts.test_script) are programs.
   hpc_plan_python_module "${hpc_configs_words[@]:1}"
   case $hpc_plan_module in
-    accelerate | accelerate.commands.launch | accelerate.commands.accelerate_cli | torch.distributed.run | torch.distributed.launch)
-      hpc_die_usage "-W/--which-distributed" "with -W $hpc_plan_launcher the command must not start a launcher itself (python -m $hpc_plan_module); -W $hpc_plan_launcher starts it: write the program's own command (python train.py)"
+    accelerate | accelerate.commands.launch | accelerate.commands.accelerate_cli | \
+      torch.distributed.run | torch.distributed.launch)
+      local msg="with -W $hpc_plan_launcher the command must not start a launcher itself (python -m"
+      msg+=" $hpc_plan_module); -W $hpc_plan_launcher starts it: write the program's own command (python train.py)"
+      hpc_die_usage "-W/--which-distributed" "$msg"
       ;;
   esac
 }
@@ -167,10 +157,10 @@ hpc_plan_distributed_text() {
   printf '%s\n' "$text${names[*]: -1}"
 }
 
-# hpc_plan_choose_runner: sets hpc_plan_runner to the runner the options choose: singularity
-# with -s, else venv (the runner modules, hpc_files/lib/runners/).
+# hpc_plan_choose_runner: sets hpc_plan_runner to the runner the options choose: --runner NAME (a
+# file of hpc_files/lib/runners/), singularity with -s (its image), else venv.
 hpc_plan_choose_runner() {
-  hpc_plan_runner=venv
+  hpc_plan_runner=${hpc_opt_runner:-venv}
   [[ -z $hpc_opt_singularity ]] || hpc_plan_runner=singularity
 }
 
@@ -194,24 +184,29 @@ hpc_plan_make() {
     hpc_plan_partition_option=SBATCH_PARTITION
     # The variable's value goes into the job script's #SBATCH line as -p's does: the same names.
     [[ $hpc_plan_partition =~ ^[A-Za-z0-9_.,-]+$ ]] ||
-      hpc_die_usage "SBATCH_PARTITION" "'$hpc_plan_partition' is not a partition name; accepted: letters, digits, _ . - (several: separated by commas)"
+      hpc_die_usage "SBATCH_PARTITION" \
+        "'$hpc_plan_partition' is not a partition name; accepted: letters, digits, _ . - (several: separated by commas)"
   fi
 
   # Account: the profile's list, when it has one, is what the cluster accepts.
   hpc_plan_account=${hpc_opt_account:-$hpc_profile_account_default}
   if [[ -n $hpc_opt_account && ${#hpc_profile_account_allowed[@]} -gt 0 ]] &&
     ! hpc_plan_in_list "$hpc_opt_account" "${hpc_profile_account_allowed[@]}"; then
-    hpc_die_usage "-a/--account" "'$hpc_opt_account' is not an account of cluster $hpc_profile_name; accepted: ${hpc_profile_account_allowed[*]}"
+    hpc_die_usage "-a/--account" \
+      "'$hpc_opt_account' is not an account of cluster $hpc_profile_name; accepted: ${hpc_profile_account_allowed[*]}"
   fi
 
   # GPU type: the profile's list, when it has one.
   hpc_plan_gpu_type=${hpc_opt_gpu_type:-$hpc_profile_gpu_default_type}
   if [[ -n $hpc_opt_gpu_type && ${#hpc_profile_gpu_types[@]} -gt 0 ]] &&
     ! hpc_plan_in_list "$hpc_opt_gpu_type" "${hpc_profile_gpu_types[@]}"; then
-    hpc_die_usage "-G/--gpu-type" "'$hpc_opt_gpu_type' is not a GPU type of cluster $hpc_profile_name; accepted: ${hpc_profile_gpu_types[*]}"
+    hpc_die_usage "-G/--gpu-type" \
+      "'$hpc_opt_gpu_type' is not a GPU type of cluster $hpc_profile_name; accepted: ${hpc_profile_gpu_types[*]}"
   fi
   if [[ -n $hpc_profile_gpu_max_per_node ]] && ((hpc_plan_gpus > hpc_profile_gpu_max_per_node)); then
-    hpc_die_usage "-g/--gpus" "$hpc_plan_gpus GPUs per node is more than a node of cluster $hpc_profile_name has; accepted: 0 to $hpc_profile_gpu_max_per_node"
+    local msg="$hpc_plan_gpus GPUs per node is more than a node of cluster"
+    msg+=" $hpc_profile_name has; accepted: 0 to $hpc_profile_gpu_max_per_node"
+    hpc_die_usage "-g/--gpus" "$msg"
   fi
 
   # The ratios: the launcher's (hpc_files/lib/launchers/NAME.bash). -c/--cpus is the number of
@@ -225,7 +220,8 @@ hpc_plan_make() {
   if ((hpc_plan_gpus > 0)); then
     hpc_plan_mem_per_gpu=${hpc_opt_mem_per_gpu:-$hpc_profile_defaults_mem_per_gpu}
     # hpc_plan_mem_times, without the subshell that capturing its output costs (every plan).
-    [[ -z $hpc_plan_mem_per_gpu ]] || hpc_plan_mem=$((10#${hpc_plan_mem_per_gpu%?} * hpc_plan_gpus))${hpc_plan_mem_per_gpu: -1}
+    [[ -z $hpc_plan_mem_per_gpu ]] ||
+      hpc_plan_mem=$((10#${hpc_plan_mem_per_gpu%?} * hpc_plan_gpus))${hpc_plan_mem_per_gpu: -1}
     hpc_plan_gres=$hpc_profile_gpu_gres_name:${hpc_plan_gpu_type:+$hpc_plan_gpu_type:}$hpc_plan_gpus
   else
     value=${hpc_profile_defaults_mem_no_gpu:-"SLURM's default memory"}
@@ -248,8 +244,11 @@ hpc_plan_make() {
     # --output as a pattern (%j: the job id) and removes backslashes from it: the job would then
     # fail to open its output and leave no log at all.
     # shellcheck disable=SC2053 # the right side is a pattern on purpose
-    [[ $value != $hpc_plan_bad_path ]] ||
-      hpc_die_usage "$name" "'$value' contains a backslash, a double quote, a % or a newline, which SLURM's job options cannot hold; accepted: a path without them"
+    if [[ $value == $hpc_plan_bad_path ]]; then
+      local msg="'$value' contains a backslash, a double quote, a % or a newline,"
+      msg+=" which SLURM's job options cannot hold; accepted: a path without them"
+      hpc_die_usage "$name" "$msg"
+    fi
   done
   hpc_plan_exp_name=${hpc_opt_exp_name:-default}
   hpc_plan_outputs_dir=$hpc_plan_scratch_dir/hpc_outputs
@@ -260,11 +259,14 @@ hpc_plan_make() {
   # The output's file name, EXP_KIND_ID.out, must fit NAME_MAX (255 on the usual file systems),
   # with room for the longest job id: JOBID_TASK of an array (20 characters).
   local longest=$((255 - ${#hpc_plan_kind} - 2 - 20 - 4))
-  ((${#hpc_plan_exp_name} <= longest)) ||
-    hpc_die_usage "-e/--exp-name" "a name of ${#hpc_plan_exp_name} characters is too long; accepted: at most $longest characters (the output file ${hpc_plan_exp_name:0:8}..._${hpc_plan_kind}_JOBID.out must fit in 255)"
-  # The venv a venv job runs from (hpc_runner_venv_prepare names the build); a container job has none.
-  hpc_plan_venv=''
-  [[ $hpc_plan_runner != venv ]] || hpc_plan_venv=$hpc_plan_source_dir/virtual_env
+  if ! ((${#hpc_plan_exp_name} <= longest)); then
+    local msg="a name of ${#hpc_plan_exp_name} characters is too long; accepted: at most $longest characters"
+    msg+=" (the output file ${hpc_plan_exp_name:0:8}..._${hpc_plan_kind}_JOBID.out must fit in 255)"
+    hpc_die_usage "-e/--exp-name" "$msg"
+  fi
+  # The runner's fields (the venv a venv job runs from; a container job has none).
+  hpc_runner_load "$hpc_plan_runner" || hpc_die "runner $hpc_module_problem"
+  "hpc_runner_${hpc_plan_runner}_plan"
 
   hpc_plan_sbatch_args=(
     --job-name="$hpc_plan_job_name"
@@ -339,18 +341,23 @@ hpc_plan_clear_mode_fields() {
 hpc_plan_check_lead() {
   local limit profile_lead=$hpc_plan_signal_lead
   hpc_submit_signal_note=''
-  hpc_plan_time_seconds "$hpc_plan_time"
-  [[ -n $hpc_plan_seconds ]] || return 0
-  limit=$(((hpc_plan_seconds + 59) / 60 * 60))
+  hpc_facts_seconds "$hpc_plan_time" || return 0
+  limit=$(((hpc_facts_seconds + 59) / 60 * 60))
   ((limit - hpc_plan_signal_lead < 60)) || return 0
   if [[ -n $hpc_opt_signal_lead ]]; then
-    hpc_die_usage "--signal-lead" "$hpc_plan_signal_lead s before the time limit $hpc_plan_time ($limit s: SLURM counts whole minutes) leaves less than 60 s, and SLURM may send the warning up to 60 s early; accepted: at most $((limit - 60 > 0 ? limit - 60 : 0)) s with this time limit"
+    local msg
+    printf -v msg '%s' "$hpc_plan_signal_lead s before the time limit $hpc_plan_time ($limit s:" \
+      " SLURM counts whole minutes) leaves less than 60 s, and SLURM may send the warning up to" \
+      " 60 s early; accepted: at most $((limit - 60 > 0 ? limit - 60 : 0)) s with this time limit"
+    hpc_die_usage "--signal-lead" "$msg"
   fi
   hpc_plan_signal_lead=$((limit - 60))
   if ((hpc_plan_signal_lead > 0)); then
-    hpc_submit_signal_note="signal lead $hpc_plan_signal_lead s (the profile's $profile_lead s shortened to fit --time $hpc_plan_time)"
+    hpc_submit_signal_note="signal lead $hpc_plan_signal_lead s (the profile's $profile_lead s shortened"
+    hpc_submit_signal_note+=" to fit --time $hpc_plan_time)"
   else
-    hpc_submit_signal_note="no time-limit warning signal (the profile's lead of $profile_lead s does not fit --time $hpc_plan_time)"
+    hpc_submit_signal_note="no time-limit warning signal (the profile's lead of $profile_lead s does not fit"
+    hpc_submit_signal_note+=" --time $hpc_plan_time)"
   fi
 }
 
@@ -364,9 +371,11 @@ hpc_plan_summary() {
 hpc_plan_summary_text() {
   local gpu_text=''
   ((hpc_plan_gpus == 0)) || gpu_text=" x ${hpc_plan_gpus} GPU${hpc_plan_gpu_type:+ $hpc_plan_gpu_type}"
-  printf -v hpc_plan_summary '%s job on %s: %s node(s) x %s task(s) x %s CPU(s)%s per node, memory %s per node, time %s%s, output %s' \
+  printf -v hpc_plan_summary '%s job on %s: %s node(s) x %s task(s) x %s CPU(s)%s per node, ' \
     "$hpc_plan_kind" "$hpc_plan_cluster" "$hpc_plan_nodes" "$hpc_plan_ntasks_per_node" \
-    "$hpc_plan_cpus_per_task" "$gpu_text" "${hpc_plan_mem:-"(SLURM's default)"}" "$hpc_plan_time" \
+    "$hpc_plan_cpus_per_task" "$gpu_text"
+  printf -v hpc_plan_summary '%smemory %s per node, time %s%s, output %s' "$hpc_plan_summary" \
+    "${hpc_plan_mem:-"(SLURM's default)"}" "$hpc_plan_time" \
     "${hpc_submit_signal_note:+, $hpc_submit_signal_note}" "$hpc_plan_output"
 }
 
@@ -384,7 +393,8 @@ hpc_plan_record() {
     args+=("$ref" "${!ref-}")
   done
   printf -v hpc_plan_text '%s=%q\n' "${args[@]}"
-  hpc_plan_text="# The plan of a job (hpc_files/job_submitter.sh): read by hpc_files/lib/hpc_job.bash."$'\n'$hpc_plan_text
+  hpc_plan_text=$'\n'$hpc_plan_text
+  hpc_plan_text="# The plan of a job (hpc_files/job_submitter.sh): read by hpc_files/lib/hpc_job.bash."$hpc_plan_text
   for name in "${hpc_plan_array_fields[@]}"; do
     ref="hpc_plan_${name}[@]"
     values=(${!ref+"${!ref}"})
@@ -453,7 +463,7 @@ hpc_plan_unwrite() {
 # default hpc_plan_file), which holds every value of the job: the script holds none of its own.
 # Built in a variable, with no subshell: it runs on every submission.
 hpc_plan_render() {
-  local arg user='\u' sbatch=''
+  local arg user='\u' sbatch='' part
   hpc_plan_summary_text
   for arg in "${hpc_plan_sbatch_args[@]}"; do
     # sbatch reads #SBATCH values in double quotes, so paths with spaces stay whole.
@@ -465,9 +475,17 @@ hpc_plan_render() {
   done
   # ${user@P} is the user name, as a prompt shows it, without starting id -un. The toolkit's
   # time in the job is measured from HPC_JOB_T0 to the program's start.
+  printf -v hpc_plan_script '#!/bin/bash\n%s#\n# Generated by hpc_files/job_submitter.sh on %(%Y-%m-%d %H:%M:%S)T' \
+    "$sbatch" -1
+  printf -v part ' for %s\n# %s\n# Every value of the job is in its plan file, named below.' \
+    "${user@P}" "$hpc_plan_summary"
+  hpc_plan_script+=$part
+  hpc_plan_script+=$' To change the job, change the options or\n# the configs file and submit again.\n'
+  hpc_plan_script+=$'set -euo pipefail\n# shellcheck disable=SC2034 # read by hpc_job.bash\n'
   # shellcheck disable=SC2016 # $EPOCHREALTIME is for the job script to expand
-  printf -v hpc_plan_script '#!/bin/bash\n%s#\n# Generated by hpc_files/job_submitter.sh on %(%Y-%m-%d %H:%M:%S)T for %s\n# %s\n# Every value of the job is in its plan file, named below. To change the job, change the options or\n# the configs file and submit again.\nset -euo pipefail\n# shellcheck disable=SC2034 # read by hpc_job.bash\nHPC_JOB_T0=$EPOCHREALTIME\n\n# shellcheck source=/dev/null\nsource %q\nhpc_job_main %q\n' \
-    "$sbatch" -1 "${user@P}" "$hpc_plan_summary" "$hpc_files_dir/lib/hpc_job.bash" "${1:-$hpc_plan_file}"
+  hpc_plan_script+='HPC_JOB_T0=$EPOCHREALTIME'$'\n\n# shellcheck source=/dev/null\n'
+  printf -v part 'source %q\nhpc_job_main %q\n' "$hpc_files_dir/lib/hpc_job.bash" "${1:-$hpc_plan_file}"
+  hpc_plan_script+=$part
 }
 
 # hpc_plan_processes: sets hpc_plan_num_processes to the job's total of program processes:

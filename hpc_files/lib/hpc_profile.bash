@@ -21,10 +21,12 @@ hpc_python_for_helpers() {
       return 0
     fi
   done
-  command -v python3 >/dev/null 2>&1 || hpc_die "no python3 found: the toolkit needs Python 3.9 or newer on the login node (e.g. 'module load python')"
+  command -v python3 >/dev/null 2>&1 ||
+    hpc_die "no python3 found: the toolkit needs Python 3.9 or newer on the login node (e.g. 'module load python')"
   hpc_say "preparing a Python with PyYAML for the toolkit's helpers in $venv (once)"
   if ! python3 -m venv "$venv" >&2 || ! "$venv/bin/python" -m pip install -q PyYAML >&2; then
-    hpc_die "could not prepare $venv (python3 -m venv, then pip install PyYAML); install PyYAML for python3 or set HPC_PYTHON"
+    hpc_die \
+      "could not prepare $venv (python3 -m venv, then pip install PyYAML); install PyYAML for python3 or set HPC_PYTHON"
   fi
   printf '%s\n' "$venv/bin/python"
 }
@@ -34,7 +36,8 @@ hpc_helpers_cli() {
   local py
   py=$(hpc_python_for_helpers) || return 1
   # No __pycache__ in the toolkit's folder: a --dry-run creates nothing.
-  PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}" "$py" -m hpc_helpers "$@"
+  PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}" "$py" -m hpc_helpers \
+    "$@"
 }
 
 # hpc_profile_read_file FILE: sets hpc_profile_text to FILE's content (no subshell, no fork).
@@ -80,7 +83,8 @@ hpc_profile_source() {
     rm -f -- "${tmp:?}"
     hpc_die_usage "--cluster" "the profile $file is not valid (see above)"
   fi
-  printf 'hpc_profile_source_text=%q\nhpc_profile_source_version=%q\n' "$hpc_profile_text" "$hpc_profile_helpers_version" >>"$tmp"
+  printf 'hpc_profile_source_text=%q\nhpc_profile_source_version=%q\n' "$hpc_profile_text" \
+    "$hpc_profile_helpers_version" >>"$tmp"
   # Renamed into place when complete: a concurrent submission never reads half a file.
   mv -f -- "$tmp" "$cache"
   # shellcheck source=/dev/null

@@ -8,7 +8,8 @@
 # then the process), so that the submitter prints the nodes' answers in rank order.
 
 # The launcher modules whose python process is an agent, not a program process.
-hpc_stack_agent_modules=' torch.distributed.run torch.distributed.launch accelerate.commands.launch accelerate.commands.accelerate_cli '
+hpc_stack_agent_modules=' torch.distributed.run torch.distributed.launch '
+hpc_stack_agent_modules+='accelerate.commands.launch accelerate.commands.accelerate_cli '
 
 # hpc_stack_environ PID: sets hpc_stack_env (NAME -> VALUE) to PID's environment; false when it
 # cannot be read (another user's, or gone).
@@ -36,13 +37,16 @@ hpc_stack_cmdline() {
 # module, the accelerate launcher's python -c that runs accelerate.commands.launch). Only the
 # words before the program count: a program's own arguments may say anything.
 hpc_stack_is_program() {
-  local word i=1 n=${#hpc_stack_words[@]}
+  local word i=1 n=${#hpc_stack_words[@]} code
   [[ ${hpc_stack_words[0]##*/} =~ ^python([0-9]+(\.[0-9]+)?)?$ ]] || return 1
   while ((i < n)); do
     word=${hpc_stack_words[i]}
     case $word in
       -m) [[ $hpc_stack_agent_modules != *" ${hpc_stack_words[i + 1]:-} "* ]] ;;
-      -c) [[ ${hpc_stack_words[i + 1]:-} != *accelerate.commands.launch* && ${hpc_stack_words[i + 1]:-} != *torch.distributed.run* ]] ;;
+      -c)
+        code=${hpc_stack_words[i + 1]:-}
+        [[ $code != *accelerate.commands.launch* && $code != *torch.distributed.run* ]]
+        ;;
       -[WX]) i=$((i + 2)) && continue ;;
       -*) i=$((i + 1)) && continue ;;
       *) [[ ${word##*/} != torchrun && ${word##*/} != accelerate ]] ;;
@@ -88,9 +92,11 @@ hpc_stack_find() {
     hpc_stack_environ "$pid" || continue
     [[ ${hpc_stack_env[SLURM_JOB_ID]-} == "$job" ]] || continue
     # This node's: where nodes share a machine (the embedded cluster), /proc shows them all.
-    [[ -z ${SLURMD_NODENAME:-} || ${hpc_stack_env[SLURMD_NODENAME]-$SLURMD_NODENAME} == "$SLURMD_NODENAME" ]] || continue
+    [[ -z ${SLURMD_NODENAME:-} || ${hpc_stack_env[SLURMD_NODENAME]-$SLURMD_NODENAME} == "$SLURMD_NODENAME" ]] ||
+      continue
     # This command's own step, and the job's steps of earlier stack commands.
-    [[ ${hpc_stack_env[HPC_STACK_STEP]-} != 1 && ${hpc_stack_env[HPC_USAGE_STEP]-} != 1 && ${hpc_stack_env[SLURM_STEP_ID]-x} != "$step" ]] || continue
+    [[ ${hpc_stack_env[HPC_STACK_STEP]-} != 1 && ${hpc_stack_env[HPC_USAGE_STEP]-} != 1 ]] &&
+      [[ ${hpc_stack_env[SLURM_STEP_ID]-x} != "$step" ]] || continue
     hpc_stack_cmdline "$pid" || continue
     hpc_stack_pids+=("$pid")
     hpc_stack_secrets
@@ -141,7 +147,7 @@ hpc_stack_tree() {
 
 # hpc_stack_node JOBID VENV: the step's whole work on this node.
 hpc_stack_node() {
-  local pid out rc key node=${SLURMD_NODENAME:-$HOSTNAME} scope=''
+  local pid out rc key node=${SLURMD_NODENAME:-$HOSTNAME} scope='' msg
   hpc_stack_job=$1
   hpc_stack_find "$1"
   if ((${#hpc_stack_python[@]} == 0)); then
@@ -150,7 +156,9 @@ hpc_stack_node() {
     return 0
   fi
   if ! hpc_stack_py_spy "${2:-}"; then
-    hpc_stack_emit "~$node" "== $node: py-spy is not installed here: pip install py-spy (in the job's venv: ${2:-VENV}/bin/pip install py-spy, or pip install --user py-spy); the processes instead:"
+    msg="== $node: py-spy is not installed here: pip install py-spy (in the job's venv: ${2:-VENV}/bin/pip install"
+    msg+=" py-spy, or pip install --user py-spy); the processes instead:"
+    hpc_stack_emit "~$node" "$msg"
     hpc_stack_tree "~$node"
     return 0
   fi
@@ -165,7 +173,9 @@ hpc_stack_node() {
       [[ ! -r /proc/sys/kernel/yama/ptrace_scope ]] || scope=$(</proc/sys/kernel/yama/ptrace_scope)
       case $out in
         *ermission* | *"not permitted"*)
-          hpc_stack_emit "$key" "py-spy may not read this process: it needs ptrace permission (the same user, and kernel.yama.ptrace_scope 0${scope:+, here $scope}, or CAP_SYS_PTRACE: ask the cluster's admins): $out"
+          msg="py-spy may not read this process: it needs ptrace permission (the same user, and"
+          msg+=" kernel.yama.ptrace_scope 0${scope:+, here $scope}, or CAP_SYS_PTRACE: ask the cluster's admins): $out"
+          hpc_stack_emit "$key" "$msg"
           ;;
         *) hpc_stack_emit "$key" "py-spy failed (exit $rc): $out" ;;
       esac

@@ -80,7 +80,8 @@ hpc_stage_place() {
       return 1
     fi
     if [[ -L $dest/$q || ! -d $dest/$q ]]; then
-      hpc_stage_log "FAILED: $dest/$q is in the way (a symlink or a file where the data has a folder); nothing was removed"
+      hpc_stage_log \
+        "FAILED: $dest/$q is in the way (a symlink or a file where the data has a folder); nothing was removed"
       return 1
     fi
   done
@@ -100,7 +101,7 @@ hpc_stage_extract() {
 # hpc_stage_extract_run ARCHIVE TMPDIR: hpc_stage_extract's work, in its own subshell (traps, fds).
 hpc_stage_extract_run() {
   local archive=$1 dest=${2%/} real='' afd='' lfd='' size mtime id expected='' verdir need margin avail
-  local start err reason p
+  local start err reason p msg
   local -a paths=() hpc_stage_owned=()
   # Not local (this runs in a subshell): the EXIT trap reads it after this function's scope is gone.
   hpc_stage_tmp=''
@@ -143,7 +144,9 @@ hpc_stage_extract_run() {
   fi
   [[ ! -f $verdir/size ]] || expected=$(<"$verdir/size")
   if [[ -n $expected && $expected != "$size" ]]; then
-    hpc_stage_log "FAILED: the archive $archive is truncated or damaged ($size bytes; it was built with $expected); nothing was extracted. Submit again to rebuild it."
+    msg="FAILED: the archive $archive is truncated or damaged ($size bytes; it was built with $expected);"
+    msg+=" nothing was extracted. Submit again to rebuild it."
+    hpc_stage_log "$msg"
     return 1
   fi
   rm -f -- "$dest/.hpc_staged"
@@ -155,13 +158,16 @@ hpc_stage_extract_run() {
   # with the archive), else the archive's size; plus 2% and hpc_stage_margin_bytes.
   need=$size
   if [[ -f $verdir/manifest ]]; then
-    need=$(awk -F '\t' '$1 == "f" {n += int(($2 + 4095) / 4096) * 4096} $1 == "d" {n += 4096} END {printf "%.0f\n", n}' "$verdir/manifest") || need=$size
+    need=$(awk -F '\t' '$1 == "f" {n += int(($2 + 4095) / 4096) * 4096}
+      $1 == "d" {n += 4096} END {printf "%.0f\n", n}' "$verdir/manifest") || need=$size
   fi
   margin=$((need / 50 + hpc_stage_margin_bytes))
   avail=$(df -B1 --output=avail -- "$dest" 2>/dev/null) || avail=''
   avail=${avail##*[!0-9]}
   if [[ -n $avail ]] && ((need + margin > avail)); then
-    hpc_stage_log "FAILED: not enough space in $dest: the data needs $(hpc_stage_human "$need") (plus a margin of $(hpc_stage_human "$margin")), $(hpc_stage_human "$avail") is free; nothing was extracted"
+    printf -v msg '%s' "FAILED: not enough space in $dest: the data needs $(hpc_stage_human "$need")" \
+      " (plus a margin of $(hpc_stage_human "$margin")), $(hpc_stage_human "$avail") is free; nothing was extracted"
+    hpc_stage_log "$msg"
     return 1
   fi
 
@@ -173,7 +179,8 @@ hpc_stage_extract_run() {
   if ! err=$(tar -b 2048 -xf - -C "$hpc_stage_tmp" --no-same-owner --warning=no-timestamp <&"$afd" 2>&1); then
     case $err in
       *'No space left on device'*) reason="the disk of $dest is full" ;;
-      *'Unexpected EOF'* | *'does not look like a tar archive'* | *'Skipping to next header'* | *'Damaged'* | *'checksum'*)
+      *'Unexpected EOF'* | *'does not look like a tar archive'* | *'Skipping to next header'* | *'Damaged'* | \
+        *'checksum'*)
         reason="the archive is truncated or corrupt; submit again to rebuild it"
         ;;
       *) reason="tar failed" ;;

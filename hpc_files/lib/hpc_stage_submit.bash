@@ -59,7 +59,9 @@ hpc_stage_validate() {
     elif [[ -z $base_real ]]; then
       problem="does not exist: there is no $base"
     elif [[ ! -e $base/$norm ]]; then
-      if [[ -L $base/$norm ]]; then problem="is a symlink to something that does not exist"; else problem="does not exist in $base"; fi
+      if [[ -L $base/$norm ]]; then problem="is a symlink to something that does not exist"; else
+        problem="does not exist in $base"
+      fi
     elif ! hpc_stage_realpath real -e -- "$base/$norm"; then
       problem="cannot be resolved"
     elif [[ $real != "$base_real"/* ]]; then
@@ -122,7 +124,7 @@ hpc_stage_is_current() {
 # hpc_stage_progress FILE TOTAL: (in the background) every hpc_stage_progress_s seconds, one line
 # on stderr with FILE's size, TOTAL and the rate; ends on SIGTERM.
 hpc_stage_progress() {
-  local file=$1 total=$2 start=$EPOCHREALTIME size pct sleeper=''
+  local file=$1 total=$2 start=$EPOCHREALTIME size pct sleeper='' msg
   # shellcheck disable=SC2317,SC2329 # invoked by the trap
   hpc_stage_progress_end() {
     [[ -z $sleeper ]] || kill "$sleeper" 2>/dev/null || true
@@ -137,7 +139,9 @@ hpc_stage_progress() {
     size=$(stat -c %s -- "$file" 2>/dev/null) || continue
     pct=$((total > 0 ? size * 100 / total : 0))
     ((pct < 100)) || pct=99
-    hpc_say "archiving: $(hpc_stage_human "$size") of about $(hpc_stage_human "$total") ($pct%) in $(hpc_stage_rate "$size" "$start")"
+    printf -v msg '%s' "archiving: $(hpc_stage_human "$size") of about $(hpc_stage_human "$total")" \
+      " ($pct%) in $(hpc_stage_rate "$size" "$start")"
+    hpc_say "$msg"
   done
 }
 
@@ -148,7 +152,8 @@ hpc_stage_prune() {
   local staging=$1 key=$2 locked=$3 mine=${4:-} current d name
   local -a old=()
   current=$(readlink -- "$staging/$key" 2>/dev/null) || return 0
-  mapfile -d '' -t old < <(find "$staging" -mindepth 1 -maxdepth 1 \( -name '.tmp.*' -o -name "$key.v*" \) -mmin +1440 -print0 2>/dev/null)
+  mapfile -d '' -t old < \
+    <(find "$staging" -mindepth 1 -maxdepth 1 \( -name '.tmp.*' -o -name "$key.v*" \) -mmin +1440 -print0 2>/dev/null)
   for d in "$staging/$key".v*; do
     name=${d##*/}
     [[ $locked == 1 || $name == "$mine" ]] && old+=("$d")
@@ -190,7 +195,8 @@ hpc_stage_archive_once() {
   rc=0
   if ((${#targs[@]})); then
     tar -C "$base" -b 2048 -cf "$hpc_stage_tmp/data.tar" "${targs[@]}" || rc=$?
-    if ((rc == 0 && ${#hargs[@]})); then tar -C "$base" -b 2048 -rhf "$hpc_stage_tmp/data.tar" "${hargs[@]}" || rc=$?; fi
+    if ((rc == 0 && ${#hargs[@]})); then tar -C "$base" -b 2048 -rhf "$hpc_stage_tmp/data.tar" "${hargs[@]}" ||
+      rc=$?; fi
   else
     tar -C "$base" -b 2048 -chf "$hpc_stage_tmp/data.tar" "${hargs[@]}" || rc=$?
   fi
@@ -211,7 +217,7 @@ hpc_stage_archive_once() {
 # traps and exits.
 hpc_stage_build() {
   local base=$1 key=$2 staging=$1/.staging lock_fd='' locked=0 rc=0
-  local total nfiles data size start ver link_tmp
+  local total nfiles data size start ver link_tmp msg
   shift 2
   # Not local (this runs in a subshell): the EXIT trap reads them after this function's scope is gone.
   hpc_stage_tmp='' hpc_stage_monitor=''
@@ -241,7 +247,8 @@ hpc_stage_build() {
   fi
 
   start=$EPOCHREALTIME
-  hpc_stage_tmp=$(mktemp -d "$staging/.tmp.$key.XXXXXXXX") || { hpc_say "cannot create a folder in $staging" && exit 1; }
+  hpc_stage_tmp=$(mktemp -d "$staging/.tmp.$key.XXXXXXXX") || { hpc_say "cannot create a folder in $staging" &&
+    exit 1; }
   # mktemp makes it 0700: give the build the permissions of any new folder (umask).
   chmod -- "$(umask -S)" "$hpc_stage_tmp" || exit 1
   # A listing that differs after tar (the data changed meanwhile) archives again, twice at most:
@@ -259,7 +266,9 @@ hpc_stage_build() {
     changed=$(diff -- "$hpc_stage_tmp/manifest" "$hpc_stage_tmp/manifest.after" | sed -n '/^[<>] /{s/^..//p;q}') || true
     IFS=$'\t' read -r _ _ _ _ changed _ <<<"$changed" || true
     if ((attempt == 3)); then
-      hpc_say "the data changed while it was being archived (${changed:-the listing}, three times); submit again once it is stable"
+      msg="the data changed while it was being archived (${changed:-the listing}, three times);"
+      msg+=" submit again once it is stable"
+      hpc_say "$msg"
       exit 1
     fi
     hpc_say "the data changed while it was being archived (${changed:-the listing}): archiving it again"
@@ -269,7 +278,8 @@ hpc_stage_build() {
 
   # Publish: the complete folder gets its version name, then the KEY symlink is swapped to it.
   ver=$key.v$(printf '%(%Y%m%dT%H%M%S)T' -1).${hpc_stage_tmp##*.}
-  mv -T -- "$hpc_stage_tmp" "$staging/$ver" || { hpc_say "cannot rename the archive folder into $staging/$ver" && exit 1; }
+  mv -T -- "$hpc_stage_tmp" "$staging/$ver" || { hpc_say "cannot rename the archive folder into $staging/$ver" &&
+    exit 1; }
   hpc_stage_tmp=''
   link_tmp=$staging/.tmp.link.$key.$BASHPID
   if ! ln -s -- "$ver" "$link_tmp" || ! mv -T -- "$link_tmp" "$staging/$key"; then
@@ -280,7 +290,9 @@ hpc_stage_build() {
   fi
   hpc_stage_prune "$staging" "$key" "$locked" "$ver"
   # The data's size and the archive's apart: a small data set makes a 1 MiB archive (tar's padding).
-  hpc_say "archived $nfiles files, $(hpc_stage_human "$data") of data (archive $(hpc_stage_human "$size")) in $(hpc_stage_rate "$size" "$start"): $staging/$key/data.tar"
+  printf -v msg '%s' "archived $nfiles files, $(hpc_stage_human "$data") of data (archive $(hpc_stage_human "$size"))" \
+    " in $(hpc_stage_rate "$size" "$start"): $staging/$key/data.tar"
+  hpc_say "$msg"
   exit 0
 }
 

@@ -6,16 +6,14 @@
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # job_submitter.sh: its own path and folder; hpc_options.bash: the options.
-declare -g hpc_opt_scale_serial hpc_opt_scale_parallel hpc_submitter hpc_files_dir hpc_opt_cluster hpc_opt_dry_run hpc_opt_help \
-  hpc_opt_scaling_test hpc_opt_wandb_offline hpc_opt_yes
+declare -g hpc_opt_scale_serial hpc_opt_scale_parallel hpc_submitter hpc_files_dir hpc_opt_cluster \
+  hpc_opt_dry_run hpc_opt_help hpc_opt_scaling_test hpc_opt_wandb_offline hpc_opt_yes
 declare -ga hpc_opt_data
 # hpc_plan.bash: the plan.
 declare -g hpc_plan_checkpoints_dir hpc_plan_exp_name hpc_plan_job_name hpc_plan_outputs_dir \
   hpc_plan_runner hpc_plan_scratch_dir hpc_plan_summary hpc_plan_file
 # hpc_manifest.bash: the manifest's path and the cluster's MaxArraySize.
 declare -g hpc_manifest_path hpc_manifest_max_array_size
-# hpc_map_submit.bash (a map): its arrays' and its gather's job ids.
-declare -ga hpc_map_array_ids hpc_map_gather_ids
 
 # shellcheck source=hpc_files/lib/hpc_pending.bash
 source "${BASH_SOURCE[0]%/*}/hpc_pending.bash"
@@ -46,7 +44,8 @@ hpc_submit_configs() {
   hpc_submit_configs_file=${hpc_opt_configs:-$hpc_files_dir/experiment_configurations.txt}
   local rc=0
   # Sweeps make their own command; a configs file is read only when there is one.
-  if [[ -n $hpc_opt_wandb_sweepid || $hpc_opt_wandb_offline == 1 ]] && [[ -z $hpc_opt_configs && ! -e $hpc_submit_configs_file ]]; then
+  if [[ -n $hpc_opt_wandb_sweepid || $hpc_opt_wandb_offline == 1 ]] &&
+    [[ -z $hpc_opt_configs && ! -e $hpc_submit_configs_file ]]; then
     hpc_configs_words=()
     return 0
   fi
@@ -85,7 +84,8 @@ hpc_submit_make_folders() {
   ((${#hpc_submit_made[@]})) || return 0
   trap hpc_submit_unmake_folders EXIT
   mkdir -p -- "$hpc_plan_outputs_dir" "$hpc_plan_checkpoints_dir" ${hpc_plan_workdir:+"$hpc_plan_workdir"} ||
-    hpc_die "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir${hpc_plan_workdir:+ and $hpc_plan_workdir}"
+    hpc_die \
+      "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir${hpc_plan_workdir:+ and $hpc_plan_workdir}"
 }
 
 # hpc_submit_unmake_folders: removes the folders hpc_submit_make_folders created, deepest first,
@@ -93,7 +93,8 @@ hpc_submit_make_folders() {
 # step put in them (an install job's log) keeps them.
 hpc_submit_unmake_folders() {
   local top dir
-  for top in "$hpc_plan_outputs_dir/submissions" ${hpc_plan_workdir:+"$hpc_plan_workdir"} "$hpc_plan_checkpoints_dir" "$hpc_plan_outputs_dir"; do
+  for top in "$hpc_plan_outputs_dir/submissions" ${hpc_plan_workdir:+"$hpc_plan_workdir"} \
+    "$hpc_plan_checkpoints_dir" "$hpc_plan_outputs_dir"; do
     dir=$top
     while hpc_plan_in_list "$dir" "${hpc_submit_made[@]}" && [[ -d $dir && ! -L $dir ]]; do
       rmdir -- "${dir:?}" 2>/dev/null || break
@@ -116,10 +117,11 @@ hpc_submit_undo() {
 # returned, so that a job SLURM accepted keeps its plan file (the EXIT trap would remove it from
 # under the job, which then fails at its start) and gets its kept script and manifest. A map or a
 # scaling study, whose jobs stay held until all are in place, looks at hpc_submit_signal after
-# each sbatch and cancels them all (hpc_map_undo, hpc_scaling_undo): no job is left held with
+# each sbatch and cancels them all (hpc_group_undo): no job is left held with
 # nobody knowing its id.
 hpc_submit_defer_signals() {
-  hpc_submit_signal=''
+  # One that came while they were deferred already (a map's held array) is kept.
+  hpc_submit_signal=${hpc_submit_signal:-}
   trap 'hpc_submit_signal=INT' INT
   trap 'hpc_submit_signal=TERM' TERM
   trap 'hpc_submit_signal=HUP' HUP
@@ -171,9 +173,13 @@ hpc_submit_resume_signals() {
   trap - INT TERM HUP
   [[ -n $hpc_submit_signal ]] || return 0
   if (($# == 2)); then
-    hpc_say "stopped by SIG$hpc_submit_signal after job $2 was submitted (its plan file, script and manifest are kept; cancel it with: scancel $2)"
+    local msg="stopped by SIG$hpc_submit_signal after job $2 was submitted (its"
+    msg+=" plan file, script and manifest are kept; cancel it with: scancel $2)"
+    hpc_say "$msg"
   else
-    hpc_say "stopped by SIG$hpc_submit_signal after jobs ${*:2} were submitted and released (their plan files, scripts and manifests are kept; cancel them all with: bash job_submitter.sh cancel $1)"
+    local msg="stopped by SIG$hpc_submit_signal after jobs ${*:2} were submitted and released (their plan"
+    msg+=" files, scripts and manifests are kept; cancel them all with: bash job_submitter.sh cancel $1)"
+    hpc_say "$msg"
   fi
   kill -s "$hpc_submit_signal" "$$"
 }
@@ -201,11 +207,12 @@ hpc_submit_pending_open() {
   ((made == 0)) || [[ ! -v hpc_submit_made ]] || hpc_submit_made+=("$dir/submissions")
 }
 
-# hpc_submit_confirm: on a terminal without -y, shows the summary and asks; false means no.
+# hpc_submit_confirm [SUMMARY]: on a terminal without -y, shows SUMMARY (the plan's by default) and
+# asks; false means no. Never asks without a terminal (a script, a pipe, a batch job): it proceeds.
 hpc_submit_confirm() {
   local answer
   ((hpc_opt_yes == 0)) && [[ -t 0 ]] || return 0
-  printf '%s\nSubmit? [y/N] ' "$(hpc_plan_summary)" >&2
+  printf '%s\nSubmit? [y/N] ' "${1:-$(hpc_plan_summary)}" >&2
   read -r answer || answer=
   [[ $answer == [yY] || $answer == [yY][eE][sS] ]]
 }
@@ -217,6 +224,64 @@ hpc_submit_interrupted() {
   (($1 >= 128)) || return 0
   hpc_say "interrupted $2: nothing was submitted${3:+; $3}"
   exit "$1"
+}
+
+# hpc_submit_prepare: (after the confirmation) what every submission needs before its first plan
+# file: SLURM's facts kept, the outputs and checkpoints folders (and --workdir's) made, the runner
+# made ready (the venv's install job), --data packed once.
+hpc_submit_prepare() {
+  hpc_profile_slurm_facts_save
+  hpc_manifest_limits_save
+  # Made before the venv's install job, which writes its log there; removed again when the
+  # submission fails before SLURM accepts the job.
+  hpc_submit_made=()
+  [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir && -d ${hpc_plan_workdir:-/} ]] || hpc_submit_make_folders
+  "hpc_runner_${hpc_plan_runner}_prepare"
+  ((${#hpc_opt_data[@]})) || return 0
+  local rc=0
+  hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?
+  ((rc != 2)) || exit 2
+  hpc_submit_interrupted "$rc" "while packing the data (--data)"
+  ((rc == 0)) || hpc_die "staging the data failed (see above); nothing was submitted"
+  # Every plan made from now on names the archive (hpc_plan_record; a study's runs: hpc_plan_adopt).
+  # shellcheck disable=SC2034 # read by hpc_plan_record (this plan) and hpc_plan_adopt (a later one)
+  hpc_plan_data_archive=$hpc_stage_archive hpc_submit_data_archive=$hpc_stage_archive
+}
+
+# hpc_submit_job [SBATCH_ARGS...]: (signals deferred, the submission's record open) submits the
+# plan as one job: its plan file written (before sbatch: the job may start as soon as sbatch
+# returns), its script rendered and given to sbatch with the plan's options and SBATCH_ARGS (--hold,
+# a dependency). Sets hpc_submit_id; false, with hpc_submit_error, when the plan file cannot be
+# written or sbatch refuses the job. Every job of a submission goes this way: a single job, an
+# array, a map's array, each run of a scaling study.
+hpc_submit_job() {
+  local out
+  hpc_plan_write || {
+    hpc_submit_error="cannot write the job's plan in $hpc_plan_outputs_dir; nothing was submitted"
+    return 1
+  }
+  # sbatch reads the script from its standard input; the file is kept once the job id is known
+  # (hpc_submit_keep; SLURM keeps its own copy of what it runs).
+  hpc_plan_render
+  if ! out=$(hpc_submit_sbatch --parsable "${hpc_plan_sbatch_args[@]}" "$@" 2>&1 <<<"$hpc_plan_script"); then
+    # A kept MaxArraySize may be above what the cluster takes now: asked again next time.
+    if [[ $out == *'Invalid job array specification'* ]] && hpc_manifest_limits_forget; then
+      out+=" (this cluster's MaxArraySize was taken as $hpc_manifest_max_array_size, kept from scontrol show config"
+      out+=" within the last 10 minutes; the next submission asks again)"
+    fi
+    hpc_submit_error="sbatch refused the job: $out"
+    return 1
+  fi
+  out=${out##*$'\n'}
+  hpc_submit_id=${out%%;*}
+}
+
+# hpc_submit_keep FILE: (after hpc_submit_job) keeps the job's script as FILE and writes its
+# manifest (status, logs, cancel and resubmit read it). False when the script cannot be kept.
+hpc_submit_keep() {
+  hpc_private_write "$1" "$hpc_plan_script" || return 1
+  hpc_manifest_write "$hpc_submit_id" "$1" "$hpc_plan_file" ||
+    hpc_say "job $hpc_submit_id was submitted, but its manifest could not be written"
 }
 
 # hpc_submit_main ARGS...: the whole submission.
@@ -232,18 +297,21 @@ hpc_submit_main() {
     exit 0
   fi
   hpc_opt_check_combinations
+  # shellcheck disable=SC2034 # hpc_submit_data_archive: read by hpc_plan_adopt
   hpc_submit_hold=() hpc_submit_data_archive=''
-  if [[ -n $hpc_opt_map_range$hpc_opt_map_over$hpc_opt_gather$hpc_opt_gather_configs$hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]; then
+  if [[ -n $hpc_opt_map_range$hpc_opt_map_over$hpc_opt_gather$hpc_opt_gather_configs ||
+    -n $hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]; then
     # Map + gather: loaded only when asked for.
     # shellcheck source=/dev/null # hpc_map_submit.bash: linted on its own (see docs/architecture.md)
     source "$hpc_files_dir/lib/hpc_map_submit.bash"
     hpc_map_check_options
   fi
   if ((hpc_opt_scaling_test || hpc_opt_scale_serial || hpc_opt_scale_parallel)) ||
-    [[ -n $hpc_opt_scale_nodes$hpc_opt_scale_gpus$hpc_opt_repeats$hpc_opt_scaling_mode$hpc_opt_report_time$hpc_opt_scale_target_efficiency ]]; then
+    [[ -n $hpc_opt_scale_nodes$hpc_opt_scale_gpus$hpc_opt_repeats ||
+      -n $hpc_opt_scaling_mode$hpc_opt_report_time$hpc_opt_scale_target_efficiency ]]; then
     # Scaling test: loaded only when asked for.
-    # shellcheck source=/dev/null # hpc_scaling.bash: linted on its own (see docs/architecture.md)
-    source "$hpc_files_dir/lib/hpc_scaling.bash"
+    # shellcheck source=/dev/null # hpc_scaling_submit.bash: linted on its own (see docs/architecture.md)
+    source "$hpc_files_dir/lib/hpc_scaling_submit.bash"
     hpc_scaling_check_options
   fi
   hpc_submit_runner_check
@@ -255,7 +323,9 @@ hpc_submit_main() {
     # shellcheck source=hpc_files/lib/hpc_sweep.bash
     source "$hpc_files_dir/lib/hpc_sweep.bash"
     if [[ -n $hpc_opt_wandb_sweepid && -z ${HOME:-} ]] && ! [[ -v WANDB_API_KEY && ${#WANDB_API_KEY} -gt 0 ]]; then
-      hpc_die_usage "HOME" "is not set, and neither is WANDB_API_KEY: the W&B API key is read from \$HOME/wandb_credentials.txt; set one of them"
+      local msg="is not set, and neither is WANDB_API_KEY: the W&B API key"
+      msg+=" is read from \$HOME/wandb_credentials.txt; set one of them"
+      hpc_die_usage "HOME" "$msg"
     fi
     hpc_sweep_before_plan
     hpc_plan_make
@@ -287,62 +357,35 @@ hpc_submit_main() {
     hpc_say "not submitted"
     exit 1
   fi
-
-  hpc_profile_slurm_facts_save
-  hpc_manifest_limits_save
-  # Made before the venv's install job, which writes its log there; removed again when the
-  # submission fails before SLURM accepts the job.
-  hpc_submit_made=()
-  [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir && -d ${hpc_plan_workdir:-/} ]] || hpc_submit_make_folders
-  "hpc_runner_${hpc_plan_runner}_prepare"
-  if ((${#hpc_opt_data[@]})); then
-    local rc=0
-    hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?
-    ((rc != 2)) || exit 2
-    hpc_submit_interrupted "$rc" "while packing the data (--data)"
-    ((rc == 0)) || hpc_die "staging the data failed (see above); nothing was submitted"
-    # shellcheck disable=SC2034 # read by hpc_plan_record (this plan) and hpc_plan_adopt (a later one)
-    hpc_plan_data_archive=$hpc_stage_archive hpc_submit_data_archive=$hpc_stage_archive
-  fi
-
+  hpc_submit_prepare
   # The plan file, before sbatch (the job may start as soon as sbatch returns); removed again,
   # with the folders made, when the submission fails before SLURM accepts the job.
   trap hpc_submit_undo EXIT
-  hpc_plan_write || hpc_die "cannot write the job's plan in $hpc_plan_outputs_dir; nothing was submitted"
   hpc_submit_pending_open
-  # sbatch reads the script from its standard input; the file is written once the job id is
-  # known, beside the job's output and named like it (SLURM keeps its own copy of what it runs).
-  hpc_plan_render
   hpc_submit_defer_signals
-  if ! out=$(hpc_submit_sbatch --parsable "${hpc_submit_hold[@]}" "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
-    # A kept MaxArraySize may be above what the cluster takes now: asked again next time.
-    [[ $out != *'Invalid job array specification'* ]] || ! hpc_manifest_limits_forget ||
-      out+=" (this cluster's MaxArraySize was taken as $hpc_manifest_max_array_size, kept from scontrol show config within the last 10 minutes; the next submission asks again)"
-    hpc_die "sbatch refused the job: $out"
-  fi
+  hpc_submit_job ${hpc_submit_hold[@]+"${hpc_submit_hold[@]}"} || hpc_die "$hpc_submit_error"
   trap - EXIT
-  id=${out##*$'\n'}
-  id=${id%%;*}
+  id=$hpc_submit_id
   final=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_$id.sh
-  hpc_private_write "$final" "$hpc_plan_script" || hpc_say "job $id was submitted, but its script could not be kept as $final"
-  hpc_manifest_write "$id" "$final" "$hpc_plan_file" || hpc_say "job $id was submitted, but its manifest could not be written"
-  # A map's array is held until its folder and gather are in place: a signal until then cancels
-  # the whole map (hpc_map_after_submit), never leaves the array held.
-  [[ $hpc_plan_mode != map ]] || hpc_map_after_submit "$id"
-  # Recorded (and a map released): nothing of this submission is left to find by its tag.
-  hpc_pending_close
+  hpc_submit_keep "$final" || hpc_say "job $id was submitted, but its script could not be kept as $final"
   if [[ $hpc_plan_mode == map ]]; then
-    hpc_submit_resume_signals "$hpc_plan_exp_name" "${hpc_map_array_ids[@]}" ${hpc_map_gather_ids[@]+"${hpc_map_gather_ids[@]}"}
+    # A map's array is held until its folder and gather are in place (the group workflow): a
+    # signal until then cancels the whole map, never leaves the array held.
+    hpc_map_after_submit "$id"
   else
+    # Recorded: nothing of this submission is left to find by its tag.
+    hpc_pending_close
     hpc_submit_resume_signals "$hpc_plan_exp_name" "$id"
   fi
   printf 'Submitted job %s (%s)\n' "$id" "$hpc_plan_summary"
   if [[ ${hpc_plan_mode:-single} == offline ]]; then
     if [[ -n ${WANDB_DIR:-} ]]; then
-      printf 'Offline runs go to %s/wandb (WANDB_DIR of this shell); when the array has ended, upload them from a machine with internet:\n  wandb sync %q/wandb\n' "$WANDB_DIR" "$WANDB_DIR"
+      printf 'Offline runs go to %s/wandb (WANDB_DIR of this shell); ' "$WANDB_DIR"
+      printf 'when the array has ended, upload them from a machine with internet:\n  wandb sync %q/wandb\n' "$WANDB_DIR"
     else
-      printf 'Offline runs go to %s/task_N/wandb; when the array has ended, upload them from a machine with internet:\n  wandb sync %q/task_*/wandb\n' \
-        "$hpc_plan_scratch_dir/$hpc_plan_exp_name" "$hpc_plan_scratch_dir/$hpc_plan_exp_name"
+      printf 'Offline runs go to %s/task_N/wandb; ' "$hpc_plan_scratch_dir/$hpc_plan_exp_name"
+      printf 'when the array has ended, upload them from a machine with internet:\n  wandb sync %q/task_*/wandb\n' \
+        "$hpc_plan_scratch_dir/$hpc_plan_exp_name"
     fi
   fi
   local others='' first=${hpc_plan_array%%[-,:%]*}
@@ -354,5 +397,6 @@ hpc_submit_main() {
   else
     hpc_manifest_output "$hpc_plan_output" "$id" '' "$id" "$hpc_plan_job_name"
   fi
-  printf 'Job script: %s\nOutput:     %s%s\nFollow it:  tail -F %q\n' "$final" "$hpc_manifest_path" "$others" "$hpc_manifest_path"
+  printf 'Job script: %s\nOutput:     %s%s\nFollow it:  tail -F %q\n' \
+    "$final" "$hpc_manifest_path" "$others" "$hpc_manifest_path"
 }

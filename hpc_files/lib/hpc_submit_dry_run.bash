@@ -8,9 +8,10 @@
 # hpc_options.bash: the options; hpc_plan.bash: the plan; the compiled profile; the runner: its
 # preview; hpc_configs.bash: the command's words; hpc_stage_submit.bash: the data's archive.
 declare -g hpc_plan_array_count hpc_plan_exp_name hpc_plan_kind hpc_plan_launcher hpc_plan_outputs_dir \
-  hpc_plan_python_helpers hpc_plan_runner hpc_plan_scratch_dir hpc_plan_script hpc_plan_source_dir \
-  hpc_plan_text hpc_plan_venv hpc_profile_tmpdir_provided hpc_profile_tmpdir_root hpc_stage_archive \
-  hpc_runner_preview hpc_facts_omp_threads
+  hpc_plan_python_helpers hpc_plan_runner hpc_plan_scratch_dir hpc_plan_script \
+  hpc_plan_text hpc_profile_tmpdir_provided hpc_profile_tmpdir_root hpc_stage_archive \
+  hpc_runner_preview hpc_facts_omp_threads hpc_runner_wandb_dir hpc_runner_wandb_note hpc_runner_env_text \
+  hpc_runner_sets_workdir hpc_runner_start_text
 declare -ga hpc_configs_words hpc_facts_program_env hpc_opt_data hpc_plan_sbatch_args hpc_stage_paths
 
 # hpc_submit_own_folders_text: prints where the job's files land: checkpoints_dir, WANDB_DIR and
@@ -32,15 +33,15 @@ hpc_submit_own_folders_text() {
   fi
   if [[ -n ${WANDB_DIR:-} ]]; then
     printf 'WANDB_DIR=%s (from this shell)\n' "$WANDB_DIR"
-  elif [[ $hpc_plan_runner == singularity ]]; then
-    printf 'WANDB_DIR=/scratch_storage (in the container: %s/singularity_JOBID_TASK)\n' "$exp"
   else
-    printf 'WANDB_DIR=%s\n' "$exp$task"
+    # The job's own rule (hpc_job_own_folders), the runner's.
+    "hpc_runner_${hpc_plan_runner}_folders" "$exp" "${task#/}"
+    printf 'WANDB_DIR=%s%s\n' "$hpc_runner_wandb_dir" "$hpc_runner_wandb_note"
   fi
   if [[ -n ${hpc_plan_workdir:-} ]]; then
     printf 'working folder: %s%s (HPC_WORKDIR)\n' "$hpc_plan_workdir" "$task"
-  elif [[ $hpc_plan_runner == venv ]]; then
-    printf 'working folder: %s (the project)\n' "$hpc_plan_source_dir"
+  elif [[ -n $hpc_runner_start_text ]]; then
+    printf 'working folder: %s\n' "$hpc_runner_start_text"
   fi
 }
 
@@ -55,20 +56,24 @@ hpc_submit_environment() {
   hpc_facts_program_env
   printf '%s\n' "${hpc_facts_program_env[@]}"
   # One exported here is passed on by sbatch and wins.
-  [[ -z ${OMP_NUM_THREADS:-} ]] || printf 'OMP_NUM_THREADS=%s (from this shell; the CPUs of each process are %s)\n' "$OMP_NUM_THREADS" "$hpc_facts_omp_threads"
+  [[ -z ${OMP_NUM_THREADS:-} ]] ||
+    printf 'OMP_NUM_THREADS=%s (from this shell; the CPUs of each process are %s)\n' \
+      "$OMP_NUM_THREADS" "$hpc_facts_omp_threads"
   hpc_submit_own_folders_text
   case $hpc_profile_tmpdir_provided in
     true) printf 'SLURM_TMPDIR=(made by the cluster on every node)\n' ;;
-    false) printf 'SLURM_TMPDIR=(made by the toolkit on every node under %s, removed at the end)\n' "$hpc_profile_tmpdir_root" ;;
-    *) printf "SLURM_TMPDIR=(the cluster's when it has one, else made by the toolkit under %s)\n" "$hpc_profile_tmpdir_root" ;;
+    false)
+      printf 'SLURM_TMPDIR=(made by the toolkit on every node under %s, removed at the end)\n' \
+        "$hpc_profile_tmpdir_root"
+      ;;
+    *)
+      printf "SLURM_TMPDIR=(the cluster's when it has one, else made by the toolkit under %s)\n" \
+        "$hpc_profile_tmpdir_root"
+      ;;
   esac
   [[ $hpc_plan_launcher == none ]] ||
     printf 'MASTER_ADDR=(the first node)\nMASTER_PORT=%s\n' "${MASTER_PORT:-(derived from the job id, checked free)}"
-  if [[ $hpc_plan_runner == venv ]]; then
-    printf 'PYTHONPATH=%s (the toolkit'"'"'s hpc_helpers) and the venv %s\n' "$hpc_plan_python_helpers" "$hpc_plan_venv"
-  else
-    printf 'PYTHONPATH=%s (the toolkit'"'"'s hpc_helpers)\n' "$hpc_plan_python_helpers"
-  fi
+  printf 'PYTHONPATH=%s (the toolkit'"'"'s hpc_helpers)%s\n' "$hpc_plan_python_helpers" "$hpc_runner_env_text"
   printf 'and the rest of this shell'"'"'s environment, as sbatch passes it on.\n'
   while IFS= read -r _hpc_env_name; do
     _hpc_env_required=1 _hpc_env_defined=''
@@ -76,11 +81,14 @@ hpc_submit_environment() {
     case $_hpc_env_name in
       # --repeat's tasks see their index as seed (hpc_job_own_folders); other jobs have none.
       seed) [[ ${hpc_plan_mode:-single} != repeat ]] || _hpc_env_defined="defined by the job" ;;&
-      source_dir | project_name | scratch_dir | exp_name | num_nodes | gpus_per_node | num_processes | checkpoints_dir | WANDB_DIR | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | PATH | MASTER_ADDR | MASTER_PORT) _hpc_env_defined="defined by the job" ;;
+      source_dir | project_name | scratch_dir | exp_name | \
+        num_nodes | gpus_per_node | num_processes | checkpoints_dir | \
+        WANDB_DIR | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | \
+        PATH | MASTER_ADDR | MASTER_PORT) _hpc_env_defined="defined by the job" ;;
       HPC_WORKDIR)
         # --workdir's (a container's always): one of this shell is not passed on.
         _hpc_env_defined="NOT DEFINED: the job will fail before the program starts"
-        [[ -z $hpc_plan_workdir && $hpc_plan_runner == venv ]] || _hpc_env_defined="defined by the job"
+        [[ -z $hpc_plan_workdir && $hpc_runner_sets_workdir == 0 ]] || _hpc_env_defined="defined by the job"
         ;;
       map_index | map_item | map_count | map_dir | task_dir)
         _hpc_env_defined="NOT DEFINED: only the tasks of a map (--map-range, --map-over) have it"
@@ -138,7 +146,8 @@ hpc_submit_dry_run() {
     if hpc_stage_cached "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}"; then
       printf 'Data: the archive %s is current and would be reused.\n' "$hpc_stage_archive"
     else
-      printf 'Data: an archive of %s would be built under %s/.staging/ first.\n' "${hpc_stage_paths[*]}" "$hpc_plan_scratch_dir"
+      printf 'Data: an archive of %s would be built under %s/.staging/ first.\n' \
+        "${hpc_stage_paths[*]}" "$hpc_plan_scratch_dir"
     fi
   fi
   if command -v sbatch >/dev/null 2>&1; then

@@ -27,7 +27,8 @@ hpc_sweep_check_key() {
     return 0
   fi
   file=$(hpc_sweep_credentials)
-  [[ -f $file ]] || hpc_die_usage "-w/--wandb-sweepid" "no W&B API key: set WANDB_API_KEY, or put the key in $file (chmod 600)"
+  [[ -f $file ]] ||
+    hpc_die_usage "-w/--wandb-sweepid" "no W&B API key: set WANDB_API_KEY, or put the key in $file (chmod 600)"
   [[ -O $file ]] || hpc_die_usage "-w/--wandb-sweepid" "$file belongs to someone else; it must be yours, mode 600"
   mode=$(stat -c %a -- "$file") || hpc_die "cannot read the mode of $file"
   if ((8#$mode & 8#077)); then
@@ -56,7 +57,8 @@ hpc_sweep_load_key() {
 # hpc_sweep_method, hpc_sweep_count, hpc_sweep_entity, hpc_sweep_project (Python, once).
 hpc_sweep_info() {
   local out line
-  out=$(hpc_helpers_cli sweep-info "$1") || hpc_die_usage "--sweep-config" "'$1' is not a usable sweep configuration (see above)"
+  out=$(hpc_helpers_cli sweep-info "$1") ||
+    hpc_die_usage "--sweep-config" "'$1' is not a usable sweep configuration (see above)"
   hpc_sweep_method='' hpc_sweep_count='' hpc_sweep_entity='' hpc_sweep_project=''
   while IFS= read -r line; do
     case $line in
@@ -91,7 +93,9 @@ hpc_sweep_agent_path() {
   [[ $given =~ ^([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/)?[A-Za-z0-9]+$ ]] ||
     hpc_die_usage "-w/--wandb-sweepid" "'$given' is not accepted; accepted: ID or ENTITY/PROJECT/ID"
   if [[ -n $configs_path && ${configs_path##*/} != "${given##*/}" ]]; then
-    hpc_say "warning: the configs file runs sweep '$configs_path' but -w says '$given': using the configs file's, which states the experiment"
+    local msg="warning: the configs file runs sweep '$configs_path' but -w says '$given': using the configs file's,"
+    msg+=" which states the experiment"
+    hpc_say "$msg"
     given=$configs_path
   elif [[ $configs_path == */*/* && $given != */*/* ]]; then
     given=$configs_path
@@ -100,7 +104,8 @@ hpc_sweep_agent_path() {
     file=$(hpc_sweep_config_file)
     [[ -z $file ]] || hpc_sweep_info "$file"
     [[ -n ${hpc_sweep_entity:-} && -n ${hpc_sweep_project:-} ]] ||
-      hpc_die_usage "-w/--wandb-sweepid" "'$given' names no entity and project; give ENTITY/PROJECT/ID, or entity: and project: in sweeper.yml"
+      hpc_die_usage "-w/--wandb-sweepid" \
+        "'$given' names no entity and project; give ENTITY/PROJECT/ID, or entity: and project: in sweeper.yml"
     given=$hpc_sweep_entity/$hpc_sweep_project/$given
   fi
   hpc_sweep_path=$given
@@ -118,14 +123,16 @@ hpc_sweep_ask_count() {
   printf 'How many sweep agents (array tasks)?%s ' "${1:+ [$1]}" >&2
   read -r answer || answer=
   answer=${answer:-$1}
-  hpc_opt_is_count "$answer" 1 || hpc_die_usage "--num-sweeps" "'$answer' is not accepted; accepted: a whole number, 1 to $hpc_opt_count_max"
+  hpc_opt_is_count "$answer" 1 ||
+    hpc_die_usage "--num-sweeps" "'$answer' is not accepted; accepted: a whole number, 1 to $hpc_opt_count_max"
   hpc_sweep_agents=$((10#$answer))
 }
 
 # hpc_sweep_before_plan: forces what array modes need before the plan: one GPU per agent.
 hpc_sweep_before_plan() {
   if [[ -n $hpc_opt_wandb_sweepid || $hpc_opt_wandb_offline == 1 ]]; then
-    [[ -z $hpc_opt_gpus || $hpc_opt_gpus -le 1 ]] || hpc_die_usage "-g/--gpus" "a sweep agent gets one GPU; accepted: 0 or 1"
+    [[ -z $hpc_opt_gpus || $hpc_opt_gpus -le 1 ]] ||
+      hpc_die_usage "-g/--gpus" "a sweep agent gets one GPU; accepted: 0 or 1"
     hpc_opt_gpus=${hpc_opt_gpus:-1}
   fi
 }
@@ -147,18 +154,23 @@ hpc_sweep_plan() {
   elif ((hpc_opt_wandb_offline)); then
     hpc_plan_mode=offline
     file=$(hpc_sweep_config_file)
-    [[ -n $file ]] || hpc_die_usage "--wandb-offline" "needs a sweep configuration: --sweep-config FILE, or sweeper.yml beside job_submitter.sh"
+    [[ -n $file ]] ||
+      hpc_die_usage "--wandb-offline" \
+        "needs a sweep configuration: --sweep-config FILE, or sweeper.yml beside job_submitter.sh"
     hpc_sweep_info "$file"
     [[ $hpc_sweep_method == grid ]] ||
-      hpc_die_usage "--wandb-offline" "method '$hpc_sweep_method' samples from a server; offline sweeps need method: grid"
-    out=$(hpc_helpers_cli sweep-commands "$file") || hpc_die_usage "--wandb-offline" "cannot expand the grid of $file (see above)"
+      hpc_die_usage "--wandb-offline" \
+        "method '$hpc_sweep_method' samples from a server; offline sweeps need method: grid"
+    out=$(hpc_helpers_cli sweep-commands "$file") ||
+      hpc_die_usage "--wandb-offline" "cannot expand the grid of $file (see above)"
     while IFS= read -r line; do
       # Literal words: \ and $ are escaped so the job expands nothing in them.
       line=${line//\\/\\\\}
       hpc_plan_offline_commands+=("${line//\$/\\\$}")
     done <<<"$out"
     count=${#hpc_plan_offline_commands[@]}
-    ((count == hpc_sweep_count)) || hpc_die "the grid of $file has $hpc_sweep_count points but $count commands came back"
+    ((count == hpc_sweep_count)) ||
+      hpc_die "the grid of $file has $hpc_sweep_count points but $count commands came back"
     IFS=$'\x1f' read -r -a hpc_configs_words <<<"${hpc_plan_offline_commands[0]}"
   elif [[ -n $hpc_opt_repeat ]]; then
     hpc_plan_mode=repeat

@@ -12,6 +12,8 @@
 # What this file reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # The plan (the job's plan file): what the job asked for.
+# hpc_facts.bash (loaded by hpc_common.bash): SLURM's times in seconds.
+declare -g hpc_facts_seconds
 declare -g hpc_plan_cpus_per_task hpc_plan_ntasks_per_node hpc_plan_mem hpc_plan_time hpc_plan_gpus \
   hpc_plan_num_processes hpc_plan_nodes
 
@@ -110,9 +112,11 @@ hpc_usage_gpu() {
     hpc_usage_gpu_util_sum=$((hpc_usage_gpu_util_sum + util)) hpc_usage_gpu_samples=$((hpc_usage_gpu_samples + 1))
     ((used <= hpc_usage_gpu_mem_peak)) || hpc_usage_gpu_mem_peak=$used
     hpc_usage_gpu_mem_total=$total
-  done < <(timeout 10 nvidia-smi --query-gpu=index,utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits 2>/dev/null)
+  done < <(timeout 10 nvidia-smi --query-gpu=index,utilization.gpu,memory.used,memory.total \
+    --format=csv,noheader,nounits 2>/dev/null)
   if ((hpc_usage_gpu_samples)); then
-    hpc_usage_gpu_text="$((hpc_usage_gpu_util_sum / hpc_usage_gpu_samples)) % busy on average, peak memory $hpc_usage_gpu_mem_peak of $hpc_usage_gpu_mem_total MiB per GPU"
+    hpc_usage_gpu_text="$((hpc_usage_gpu_util_sum / hpc_usage_gpu_samples)) % busy on average,"
+    hpc_usage_gpu_text+=" peak memory $hpc_usage_gpu_mem_peak of $hpc_usage_gpu_mem_total MiB per GPU"
   else
     hpc_usage_gpu_text='not measured (nvidia-smi gave no figures)'
   fi
@@ -123,12 +127,14 @@ hpc_usage_write() {
   local ticks=$hpc_usage_ticks now
   now=${EPOCHREALTIME/,/.}
   if ! {
-    printf 'node=%s\nstart_s=%s\nnow_s=%s\ncpu_ticks=%s\nclock_ticks=%s\n' "${SLURMD_NODENAME:-$HOSTNAME}" \
-      "$hpc_usage_start_s" "$now" "$ticks" "$hpc_usage_clock_ticks"
-    printf 'peak_rss_kb=%s\nrss_kb=%s\ncpus=%s\nmem=%s\ntime=%s\ngpus=%s\nprocesses=%s\ngpu=%s\nsamples=%s\nmembers=%s\n' \
-      "$hpc_usage_peak_kb" "$hpc_usage_rss_kb" "$((${hpc_plan_cpus_per_task:-1} * ${hpc_plan_ntasks_per_node:-1}))" \
+    printf 'node=%s\nstart_s=%s\nnow_s=%s\ncpu_ticks=%s\nclock_ticks=%s\npeak_rss_kb=%s\nrss_kb=%s\n' \
+      "${SLURMD_NODENAME:-$HOSTNAME}" "$hpc_usage_start_s" "$now" "$ticks" "$hpc_usage_clock_ticks" \
+      "$hpc_usage_peak_kb" "$hpc_usage_rss_kb"
+    printf 'cpus=%s\nmem=%s\ntime=%s\ngpus=%s\nprocesses=%s\ngpu=%s\nsamples=%s\nmembers=%s\n' \
+      "$((${hpc_plan_cpus_per_task:-1} * ${hpc_plan_ntasks_per_node:-1}))" \
       "${hpc_plan_mem:-}" "${hpc_plan_time:-}" "${hpc_plan_gpus:-0}" \
-      "$((${hpc_plan_num_processes:-1} / (${hpc_plan_nodes:-1} > 0 ? ${hpc_plan_nodes:-1} : 1)))" "$hpc_usage_gpu_text" "$hpc_usage_samples" "$hpc_usage_members"
+      "$((${hpc_plan_num_processes:-1} / (${hpc_plan_nodes:-1} > 0 ? ${hpc_plan_nodes:-1} : 1)))" \
+      "$hpc_usage_gpu_text" "$hpc_usage_samples" "$hpc_usage_members"
   } >"$1.tmp.$$" 2>/dev/null || ! mv -f -- "$1.tmp.$$" "$1" 2>/dev/null; then
     rm -f -- "$1.tmp.$$"
   fi
@@ -139,7 +145,8 @@ hpc_usage_write() {
 hpc_usage_sample_loop() {
   local job=$1 file=$2 sleeper='' interval
   declare -gA hpc_usage_member=() hpc_usage_last=() hpc_usage_parent=() hpc_usage_alive=()
-  hpc_usage_ended=0 hpc_usage_ticks=0 hpc_usage_peak_kb=0 hpc_usage_members=0 hpc_usage_rss_kb=0 hpc_usage_samples=0 hpc_usage_gpu_text=''
+  hpc_usage_ended=0 hpc_usage_ticks=0 hpc_usage_peak_kb=0 hpc_usage_members=0 hpc_usage_rss_kb=0 \
+    hpc_usage_samples=0 hpc_usage_gpu_text=''
   hpc_usage_gpu_util_sum=0 hpc_usage_gpu_samples=0 hpc_usage_gpu_mem_peak=0 hpc_usage_gpu_mem_total=0
   hpc_usage_clock_ticks=$(getconf CLK_TCK 2>/dev/null) || hpc_usage_clock_ticks=100
   hpc_usage_page_size=$(getconf PAGESIZE 2>/dev/null) || hpc_usage_page_size=4096
@@ -194,28 +201,6 @@ hpc_usage_mib() {
   esac
 }
 
-# hpc_usage_seconds TIME: sets hpc_usage_seconds to SLURM's time limit TIME (D-H:M:S, D-H:M,
-# D-H, H:M:S, M:S or M) in seconds; false for anything else.
-hpc_usage_seconds() {
-  local d=0 rest=$1 h=0 m=0 sec=0
-  local -a p=()
-  if [[ $rest =~ ^([0-9]+)-(.+)$ ]]; then
-    d=$((10#${BASH_REMATCH[1]})) rest=${BASH_REMATCH[2]}
-    [[ $rest =~ ^[0-9]+(:[0-9]+){0,2}$ ]] || return 1
-    IFS=: read -ra p <<<"$rest"
-    h=$((10#${p[0]})) m=$((10#${p[1]:-0})) sec=$((10#${p[2]:-0}))
-  else
-    [[ $rest =~ ^[0-9]+(:[0-9]+){0,2}$ ]] || return 1
-    IFS=: read -ra p <<<"$rest"
-    case ${#p[@]} in
-      1) m=$((10#${p[0]})) ;;
-      2) m=$((10#${p[0]})) sec=$((10#${p[1]})) ;;
-      3) h=$((10#${p[0]})) m=$((10#${p[1]})) sec=$((10#${p[2]})) ;;
-    esac
-  fi
-  hpc_usage_seconds=$((((d * 24 + h) * 60 + m) * 60 + sec))
-}
-
 # hpc_usage_report FILE...: one line per node's usage file (hpc_usage_read): CPU used of CPUs
 # allocated, peak memory of memory allocated, GPU use, elapsed of the time limit; then a
 # suggestion line for each request that was far off (under half used).
@@ -228,20 +213,23 @@ hpc_usage_report() {
       printf 'usage %s: not measured (the job ended before its first sample)\n' "${hpc_usage[node]}"
       continue
     fi
-    line=$(awk -v t="${hpc_usage[cpu_ticks]:-0}" -v hz="${hpc_usage[clock_ticks]:-100}" -v a="${hpc_usage[start_s]:-0}" \
-      -v b="${hpc_usage[now_s]:-0}" 'BEGIN { e = b - a; if (e < 0.001) e = 0.001; printf "%.2f %.1f %.1f", t / hz / e, e, t / hz }')
+    line=$(awk -v t="${hpc_usage[cpu_ticks]:-0}" -v hz="${hpc_usage[clock_ticks]:-100}" \
+      -v a="${hpc_usage[start_s]:-0}" -v b="${hpc_usage[now_s]:-0}" \
+      'BEGIN { e = b - a; if (e < 0.001) e = 0.001; printf "%.2f %.1f %.1f", t / hz / e, e, t / hz }')
     read -r used elapsed cpu_s <<<"$line"
     cpus=${hpc_usage[cpus]:-1}
     mem_mib=$(hpc_usage_mib "${hpc_usage[mem]:-}")
     peak_mib=$(((${hpc_usage[peak_rss_kb]:-0} + 1023) / 1024))
     limit='' limit_s=0
-    if hpc_usage_seconds "${hpc_usage[time]:-}"; then
-      limit_s=$hpc_usage_seconds
-      ((limit_s == 0)) || limit=$(printf ' of %d:%02d:%02d (%d %%)' $((limit_s / 3600)) $((limit_s % 3600 / 60)) $((limit_s % 60)) \
-        "$(awk -v e="$elapsed" -v l="$limit_s" 'BEGIN { printf "%d", 100 * e / l }')")
+    if hpc_facts_seconds "${hpc_usage[time]:-}"; then
+      limit_s=$hpc_facts_seconds
+      ((limit_s == 0)) ||
+        limit=$(printf ' of %d:%02d:%02d (%d %%)' $((limit_s / 3600)) $((limit_s % 3600 / 60)) $((limit_s % 60)) \
+          "$(awk -v e="$elapsed" -v l="$limit_s" 'BEGIN { printf "%d", 100 * e / l }')")
     fi
-    printf 'usage %s: CPU %s of %s allocated (%s %%, %s CPU-s); peak memory %s MiB%s; GPU %s; elapsed %s s%s\n' "${hpc_usage[node]}" \
-      "$used" "$cpus" "$(awk -v u="$used" -v c="$cpus" 'BEGIN { printf "%d", 100 * u / c }')" "$cpu_s" "$peak_mib" \
+    printf 'usage %s: CPU %s of %s allocated (%s %%, %s CPU-s); peak memory %s MiB%s; GPU %s; elapsed %s s%s\n' \
+      "${hpc_usage[node]}" "$used" "$cpus" \
+      "$(awk -v u="$used" -v c="$cpus" 'BEGIN { printf "%d", 100 * u / c }')" "$cpu_s" "$peak_mib" \
       "${mem_mib:+ of $mem_mib MiB allocated}" "${hpc_usage[gpu]:-not measured}" "$elapsed" "$limit"
     # Suggestions: a request used under half, by a job long enough to tell (10 s).
     awk -v e="$elapsed" 'BEGIN { exit !(e >= 10) }' || continue
@@ -256,7 +244,8 @@ hpc_usage_report() {
       suggest+="; asked $mem_mib MiB of memory, used at most $peak_mib MiB"
     fi
     if ((limit_s >= 1200)) && awk -v e="$elapsed" -v l="$limit_s" 'BEGIN { exit !(e * 4 < l) }'; then
-      suggest+="; used $(awk -v e="$elapsed" 'BEGIN { printf "%d", e }') s of a $limit_s s time limit: --time of twice that would do"
+      suggest+="; used $(awk -v e="$elapsed" 'BEGIN { printf "%d", e }') s of a $limit_s s time limit:"
+      suggest+=" --time of twice that would do"
     fi
     [[ -z $suggest ]] || printf 'usage %s: suggestion%s\n' "${hpc_usage[node]}" "$suggest"
   done

@@ -44,11 +44,12 @@ hpc_job_field() {
 # cancels it and fails the test. Polls scontrol itself: sbatch --wait polls only every 2-8 s.
 hpc_wait_job() {
   local id=$1 timeout=${2:-120} start=$SECONDS states
+  local live='JobState=(PENDING|RUNNING|COMPLETING|CONFIGURING|SUSPENDED|REQUEUED)'
   while :; do
     states=$(squeue -h -j "$id" -o '%T' 2>/dev/null) || states=
     if [[ -z $states ]]; then
       # squeue forgets finished jobs at once; scontrol keeps them for MinJobAge.
-      states=$(scontrol show job "$id" 2>/dev/null | grep -oE 'JobState=(PENDING|RUNNING|COMPLETING|CONFIGURING|SUSPENDED|REQUEUED)' || true)
+      states=$(scontrol show job "$id" 2>/dev/null | grep -oE "$live" || true)
       [[ -z $states ]] && return 0
     fi
     if ((SECONDS - start > timeout)); then
@@ -97,7 +98,8 @@ hpc_test_project() {
 hpc_project_make() {
   mkdir -p "$1"
   bash "$HPC_ROOT/hpc_files/install.sh" "$1" >/dev/null
-  cp "$HPC_ROOT/tests/fixtures/project/"{probe.py,lightning_train.py,ckpt.py,sweep_train.py,tree_sums.py,requirements.txt} "$1/"
+  local fixtures=$HPC_ROOT/tests/fixtures/project
+  cp "$fixtures/"{probe.py,lightning_train.py,ckpt.py,sweep_train.py,tree_sums.py,requirements.txt} "$1/"
 }
 
 # hpc_configs PROJECT LINE...: writes the project's experiment_configurations.txt.
@@ -147,7 +149,8 @@ hpc_warm_venv() {
 # succeeds for it (the run has started and done what the test needs before the warning), instead
 # of waiting minutes for its time limit.
 hpc_wait_requeued() {
-  local id=$1 restarts=$2 timeout=$3 ready=${4:-} warned=-1 start=$SECONDS state pending_since='' ended_since='' done_restarts
+  local id=$1 restarts=$2 timeout=$3 ready=${4:-} warned=-1 start=$SECONDS state pending_since='' ended_since='' \
+    done_restarts
 
   while :; do
     if [[ -n $ready ]] && ((warned < restarts)) && "$ready" "$((warned + 1))"; then
@@ -172,7 +175,9 @@ hpc_wait_requeued() {
           [[ $done_restarts != "$restarts" ]] || return 0
           ended_since=${ended_since:-$SECONDS}
           ((SECONDS - ended_since < 30)) ||
-            fail "job $id ended after $done_restarts of $restarts restarts: $(scontrol show job "$id" | grep -E 'JobState|Restarts'); its output: $(cat "${job_out:-/dev/null}" 2>&1)"
+            fail "job $id ended after $done_restarts of $restarts restarts:" \
+              "$(scontrol show job "$id" | grep -E 'JobState|Restarts');" \
+              "its output: $(cat "${job_out:-/dev/null}" 2>&1)"
           ;;
         *) ended_since='' ;;
       esac
@@ -180,7 +185,8 @@ hpc_wait_requeued() {
       ended_since=''
     fi
     ((SECONDS - start < timeout)) ||
-      fail "job $id did not end after $restarts restarts within ${timeout}s: $(scontrol show job "$id" | grep -E 'JobState|Restarts')"
+      fail "job $id did not end after $restarts restarts within ${timeout}s:" \
+        "$(scontrol show job "$id" | grep -E 'JobState|Restarts')"
     sleep 1
   done
 }
@@ -229,7 +235,8 @@ hpc_submit_held() {
   printf '#!/usr/bin/env bash\nexec %q --hold "$@"\n' "$real" >"$dir/sbatch"
   chmod +x "$dir/sbatch"
   PATH=$dir:$PATH hpc_submit_job "$@"
-  [[ $(squeue -h -j "$job_id" -o %r) == JobHeldUser ]] || fail "job $job_id is not held: $(squeue -h -j "$job_id" -o '%T %r')"
+  [[ $(squeue -h -j "$job_id" -o %r) == JobHeldUser ]] ||
+    fail "job $job_id is not held: $(squeue -h -j "$job_id" -o '%T %r')"
 }
 
 # hpc_keep_max_array_size N: the project's submissions take this cluster's MaxArraySize to be N
@@ -237,7 +244,8 @@ hpc_submit_held() {
 hpc_keep_max_array_size() {
   local dir=${HPC_CACHE_DIR:-$PROJECT/hpc_files/.cache}/slurm
   mkdir -p "$dir"
-  printf '%s\nSLURM_CONF=%s\nMaxArraySize = %s\nMaxJobCount = 10000\n' "$(date +%s)" "$SLURM_CONF" "$1" >"$dir/$HPC_CLUSTER.limits"
+  printf '%s\nSLURM_CONF=%s\nMaxArraySize = %s\nMaxJobCount = 10000\n' "$(date +%s)" "$SLURM_CONF" "$1" \
+    >"$dir/$HPC_CLUSTER.limits"
 }
 
 # hpc_kill_loop N PREFIX ARGS...: one submission (job_submitter.sh -y ARGS -e PREFIX00x; a PREFIX
@@ -249,7 +257,8 @@ hpc_kill_loop() {
   shift 2
   hpc_kill_exps=("${prefix}00x")
   start=${EPOCHREALTIME/./}
-  bash "$PROJECT/hpc_files/job_submitter.sh" -y "$@" -e "${prefix}00x" >/dev/null 2>&1 || fail "the submission left to end failed"
+  bash "$PROJECT/hpc_files/job_submitter.sh" -y "$@" -e "${prefix}00x" >/dev/null 2>&1 ||
+    fail "the submission left to end failed"
   took=$(((${EPOCHREALTIME/./} - start) / 1000 + 1))
   for ((k = 1; k <= n; k++)); do
     printf -v exp '%s%02dx' "$prefix" "$k"

@@ -131,8 +131,10 @@ generated_file() {
 # bound is a hang, not a speed); passes when it is refused with status 2 and exactly MESSAGE
 # (after 'job_submitter.sh: -C/--configs: FILE: '), or, with MESSAGE '', read into 2 words.
 read_bounded() {
-  run timeout 120 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
-    hpc_program=job_submitter.sh; hpc_configs_read "$1" || exit; printf "%s\n" "${#hpc_configs_words[@]}" "${#hpc_configs_words[1]}"' _ "$CONFIGS"
+  run timeout 120 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
+    source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+    hpc_program=job_submitter.sh; hpc_configs_read "$1" || exit
+    printf "%s\n" "${#hpc_configs_words[@]}" "${#hpc_configs_words[1]}"' _ "$CONFIGS"
   if [[ -z $1 ]]; then
     assert_success
     assert_line --index 0 2

@@ -124,7 +124,8 @@ hpc_test_signal_during_sbatch() {
   [[ $1 != *@group ]] || runner=(setsid env --default-signal=INT)
   shift
   rm -f -- "$BATS_TEST_TMPDIR/in-sbatch"
-  PATH=$BATS_TEST_TMPDIR/bin:$PATH ${runner[@]+"${runner[@]}"} bash "$submitter" "$@" </dev/null >"$tmp/out" 2>"$tmp/err" &
+  PATH=$BATS_TEST_TMPDIR/bin:$PATH ${runner[@]+"${runner[@]}"} bash "$submitter" "$@" </dev/null >"$tmp/out" \
+    2>"$tmp/err" &
   pid=$!
   for _ in {1..200}; do
     [[ -e $BATS_TEST_TMPDIR/in-sbatch ]] && break

@@ -11,8 +11,8 @@ setup() {
   # shellcheck source=/dev/null # hpc_map.bash is linted on its own (tests/run.sh)
   source "$HPC_ROOT/hpc_files/lib/hpc_map.bash"
   export SLURM_JOB_ID=41 SLURM_ARRAY_JOB_ID=40 SLURM_ARRAY_TASK_ID=1
-  # shellcheck disable=SC2034 # read by hpc_map.bash
-  map_index=1 map_item=one hpc_map_start_utc=2026-11-23T12:00:00Z hpc_map_start_s=1.5
+  # shellcheck disable=SC2034 # read by hpc_map.bash and hpc_followup.bash
+  map_index=1 map_item=one hpc_followup_start_utc=2026-11-23T12:00:00Z hpc_followup_start_s=1.5
 }
 
 @test "a task whose final status.json cannot be written (full disk, folder gone) fails: step map-status, never COMPLETED-but-LOST" {

@@ -63,7 +63,7 @@ listing() {
   before=$(listing "$outputs/scaling")
   run --separate-stderr bash "$submitter" --scaling-test --scale-gpus 1,2 -e probe -y </dev/null
   assert_equal "$status" 1
-  [[ $stderr == *"cannot make "*"-4245; the study's jobs (4245) were cancelled"* ]] || fail "$stderr"
+  [[ $stderr == *"cannot make "*"-4245: it exists; the study's jobs (4245) were cancelled"* ]] || fail "$stderr"
   assert_equal "$(listing "$outputs/scaling")" "$before"
 }
 
@@ -206,7 +206,7 @@ submitted_study() {
   HPC_STUB_LIVE_IDS='' hpc_test_signal_during_sbatch TERM resubmit probe --failed
   assert_equal "$hpc_test_rc" 143
   assert_equal "$(hpc_test_cancelled)" "4242 4243"
-  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the study's jobs (4242 4243) were cancelled"
+  assert_equal "$(<"$tmp/err")" "job_submitter.sh: stopped by SIGTERM; the resubmission (jobs 4242 4243) was cancelled"
   local n=1
   while [[ -e $stub_log/scontrol.$n.args ]]; do
     mapfile -d '' argv <"$stub_log/scontrol.$n.args"
@@ -220,7 +220,7 @@ submitted_study() {
   hpc_test_squeue_like_slurm 4242
   run --separate-stderr bash "$submitter" resubmit probe --failed </dev/null
   assert_equal "$status" 1
-  assert_equal "$stderr" "job_submitter.sh: the study ${study_dir##*/} still has jobs pending or running; resubmit --failed once its report job has ended"
+  assert_equal "$stderr" "job_submitter.sh: the study ${study_dir##*/} still has jobs pending or running; resubmit --failed once they have ended"
   assert_equal "$(calls sbatch)" 0
   HPC_STUB_LIVE_IDS='' run --separate-stderr bash "$submitter" resubmit probe --failed </dev/null
   assert_success
@@ -273,6 +273,6 @@ submitted_study() {
   # New job ids, not the study's own (the stub counts from 4242 again).
   HPC_STUB_JOB_ID=5000 run --separate-stderr bash "$submitter" resubmit probe --failed </dev/null
   assert_equal "$status" 1
-  [[ $stderr == *"the plan file '$plan' of the report job 4242 can be changed by others (mode 664): not read; the study's jobs (5000) were cancelled" ]] || fail "$stderr"
+  [[ $stderr == *"the plan file '$plan' of the report job 4242 can be changed by others (mode 664): not read; the resubmission (jobs 5000) was cancelled" ]] || fail "$stderr"
   assert_equal "$(find "$outputs" -name '*.plan' | sort)" "$plans_before"
 }

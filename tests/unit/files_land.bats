@@ -183,6 +183,8 @@ EOT
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
   export SLURM_JOB_ID=77 SLURMD_NODENAME=n1
   scratch_dir="$tmp/scratch/my project" exp_name=exp hpc_plan_runner=venv
+  # The job loads the plan's runner, whose rule WANDB_DIR is.
+  hpc_job_runner_load
   mkdir -p "$tmp/work"
   (
     hpc_plan_mode=single hpc_plan_workdir=$tmp/work
@@ -212,6 +214,7 @@ EOT
   (
     # shellcheck disable=SC2034 # read by hpc_job.bash
     hpc_plan_mode=single hpc_plan_runner=singularity
+    hpc_job_runner_load
     hpc_job_own_folders
     assert_equal "$WANDB_DIR" /scratch_storage
   )

@@ -468,7 +468,7 @@ hpc_tmpdir.$user.1104"
   for flag in --help -h; do
     run --separate-stderr bash "$submitter" "$flag"
     assert_success
-    assert_line --index 0 "Usage: bash plai_cleanups/submit_plai_cleanup [--dry-run] [--wait] [--partition P] [--nodes HOSTLIST] [--cluster NAME] [options]"
+    assert_line --index 0 "Usage: bash plai_cleanups/submit_plai_cleanup [--dry-run] [--wait] [--partition P] [--nodes HOSTLIST] [options]"
     assert_line "  --dry-run             Submit the same jobs, but each only lists what it would remove (the"
     [ -z "$stderr" ]
   done

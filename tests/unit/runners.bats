@@ -30,7 +30,7 @@ sif() {
   bash "$HPC_ROOT/tests/fixtures/apptainer/make_sif.sh" "$1" >/dev/null
 }
 
-@test "each runner module defines the runner interface, and nothing else under its prefix: check, prepare, preview (submission), enter, wrap (each task)" {
+@test "each runner module defines the runner interface, and nothing else under its prefix: check, plan, prepare, preview (submission), folders, python, node_work, node_setup (the job), here (gather --here), enter, wrap (each task)" {
   local file name defined
   for file in "$HPC_ROOT"/hpc_files/lib/runners/*.bash; do
     name=${file##*/}
@@ -40,7 +40,7 @@ sif() {
       source "$file"
       compgen -A function "hpc_runner_${name}_" | sed "s/^hpc_runner_${name}_//" | sort | tr '\n' ' '
     )
-    assert_equal "$name: $defined" "$name: check enter prepare preview wrap "
+    assert_equal "$name: $defined" "$name: check enter folders here node_setup node_work plan prepare preview python wrap "
   done
 }
 
@@ -78,4 +78,27 @@ sif() {
   assert_equal "$stderr" "job_submitter.sh: -s/--singularity-container: '$tmp/missing.sif': no such file"
   [ ! -e "$SCRATCH/my project" ]
   [ ! -e "$stub_log/sbatch.1.args" ]
+}
+
+@test "a runner is one file: a copy of venv.bash under a new name is chosen by --runner, listed by --help, and submits a job of its own kind; no code outside runners/ names a runner" {
+  local dir=$project/hpc_files/lib/runners outputs="$SCRATCH/my project/hpc_outputs"
+  sed 's/hpc_runner_venv_/hpc_runner_mine_/g' "$dir/venv.bash" >"$dir/mine.bash"
+  run --separate-stderr bash "$submitter" --help </dev/null
+  assert_success
+  [[ $output == *"--runner NAME"*"accepted: mine, singularity, venv"* ]] || fail "--help: $(grep -n -A3 -- '--runner' <<<"$output")"
+  hpc_test_venv_built "$project"
+  submit -y -g 0 --runner mine -e mine
+  assert_success
+  local plan
+  plan=$(printf '%s\n' "$outputs"/mine_mine-none_*.plan)
+  [[ -f $plan ]] || fail "no plan of kind mine-none: $(ls "$outputs")"
+  grep -qx "hpc_plan_runner=mine" "$plan" || fail "plan: $(grep runner "$plan")"
+  [[ -f $outputs/mine_mine-none_4242.sh ]] || fail "no kept job script: $(ls "$outputs")"
+  submit -g 0 --runner nosuch -e mine --dry-run
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: --runner: 'nosuch' is not accepted; accepted: mine, singularity, venv"
+  # The runner's name is compared nowhere else: everything that depends on it is a function of its module.
+  local pattern='hpc_plan_runner[}"]* *(==|!=)|runner *(==|!=) *.?(venv|singularity)|[$]kind == venv'
+  run grep -rnE "$pattern" "$HPC_ROOT/hpc_files" "$HPC_ROOT/plai_cleanups" --include=*.bash --include=*.sh
+  assert_output ''
 }

@@ -195,7 +195,7 @@ as_mate() {
     assert_equal "$file -> $status" "$file -> 1"
     case $file in
       study.json) assert_equal "$stderr" "job_submitter.sh: the study's record $study_dir/study.json can be changed by others (mode 664): not read; nothing was submitted" ;;
-      report.sh) [[ $stderr == *"the kept report script $study_dir/report.sh can be changed by others (mode 664): not run; the study's jobs (5000) were cancelled" ]] || fail "$stderr" ;;
+      report.sh) [[ $stderr == *"the kept report script $study_dir/report.sh can be changed by others (mode 664): not run; the resubmission (jobs 5000) was cancelled" ]] || fail "$stderr" ;;
       *) [[ $stderr == *"the kept job script $study_dir/$file of run 1x2-r1 can be changed by others (mode 664): not run"* ]] || fail "$stderr" ;;
     esac
     [[ ! -e $ran ]] || fail "the planted command ran"

@@ -76,9 +76,9 @@ forks_of() {
   [[ " $files " == *" hpc_map_submit.bash "* && " $files " != *" hpc_map.bash "* ]] || fail "map libraries read: $files"
 }
 
-@test "a scaling study of 4 runs starts eleven processes: the fit check's subshell, flock, the held report job's and the 4 runs' sbatch, one mkdir each for the study's folder and its runs' folders, scontrol update and release; sinfo is asked no more once its answer is kept" {
+@test "a scaling study of 4 runs starts ten processes: the fit check's subshell, flock, the held report job's and the 4 runs' sbatch, one mkdir for the study's folder and its runs' folders, scontrol update and release; sinfo is asked no more once its answer is kept" {
   forks_of -y --scaling-test --scale-nodes 1,2 --scale-gpus 1,2 -W torchrun -e speed
-  assert_equal "$forks" "- flock mkdir mkdir sbatch sbatch sbatch sbatch sbatch scontrol scontrol"
+  assert_equal "$forks" "- flock mkdir sbatch sbatch sbatch sbatch sbatch scontrol scontrol"
 }
 
 @test "a map with a gather and a scaling study work out the secrets to mask once: /proc/self/environ is read once per submission, not once per job and manifest" {

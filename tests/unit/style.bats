@@ -16,6 +16,26 @@ shipped_bash() {
     done
 }
 
+# shipped_text: prints the toolkit's tracked text files (shipped code, its helpers, the benchmarks,
+# the CI and the tests' helpers), one a line: images and the JSON and CSV fixtures left out, and
+# any other binary file skipped by long_lines (grep -I).
+shipped_text() {
+  git ls-files -- hpc_files virtual_env_hpc_files singularity_hpc_files plai_cleanups python_helpers bench .ci \
+    tests/helpers Makefile ':(exclude)*.png' ':(exclude)*.json' ':(exclude)*.csv'
+}
+
+# max_line_length: prints the max_line_length that .editorconfig sets for every file ([*]).
+max_line_length() {
+  awk -F '[[:space:]]*=[[:space:]]*' '/^\[/ { section = $0 } section == "[*]" && $1 == "max_line_length" { print $2 }' \
+    .editorconfig
+}
+
+# long_lines WIDTH FILE...: prints FILE:LINE for each line of the text FILEs longer than WIDTH
+# characters (UTF-8: a character, not a byte); binary files are skipped.
+long_lines() {
+  LC_ALL=C.UTF-8 grep -InE -- "^.{$(($1 + 1))}" "${@:2}" /dev/null | sed -E 's/^([^:]+:[0-9]+):.*/\1/' || true
+}
+
 # unused_functions FILE...: prints each function defined in FILEs (NAME() {) that no code line
 # of FILEs (comments not counted) names besides its definition.
 unused_functions() {
@@ -23,8 +43,13 @@ unused_functions() {
   code=$(grep -hvE '^[[:space:]]*#' -- "$@")
   grep -hoE '^[a-z_][a-z0-9_]*\(\) \{' -- "$@" | sed 's/() {//' | sort -u | while IFS= read -r name; do
     # A launcher's or runner's function is called by name: "hpc_launcher_${name}_plan".
-    if [[ $name =~ ^hpc_(launcher|runner)_[a-z0-9_]+_(describe|plan|processes|srun|task|workers|check|prepare|preview|enter|wrap)$ ]]; then
+    if [[ $name =~ ^hpc_(launcher|runner)_[a-z0-9_]+_(describe|plan|processes|srun|task|workers|check|prepare|preview|folders|python|node_work|node_setup|here|enter|wrap)$ ]]; then
       grep -qE "hpc_${BASH_REMATCH[1]}_\\\$\{[^}]+\}_${BASH_REMATCH[2]}([^a-z0-9_]|$)" <<<"$code" || printf '%s\n' "$name"
+      continue
+    fi
+    # A group kind's hook is called by name (hpc_group.bash): "hpc_${kind}_resubmit_read".
+    if [[ $name =~ ^hpc_(map|scaling)_(group_[a-z]+|resubmit_[a-z]+)$ ]]; then
+      grep -qE "hpc_\\\$\{[^}]+\}_${BASH_REMATCH[2]}([^a-z0-9_]|$)" <<<"$code" || printf '%s\n' "$name"
       continue
     fi
     # A command's function is called by name, "hpc_command_$hpc_command" (job_submitter.sh), for
@@ -65,6 +90,28 @@ banned_constructs() {
   run banned_constructs "${files[@]}"
   assert_success
   assert_output ''
+}
+
+@test "style: no line of the shipped text files is longer than .editorconfig's max_line_length" {
+  local width
+  width=$(max_line_length)
+  [[ $width =~ ^[1-9][0-9]*$ ]] || fail "no max_line_length under [*] in .editorconfig: '$width'"
+  local -a files
+  mapfile -t files < <(shipped_text)
+  ((${#files[@]} > 50))
+  run long_lines "$width" "${files[@]}"
+  assert_success
+  assert_output ''
+}
+
+@test "style: the width check finds a planted line one character too long, counts characters not bytes, and passes one at the width" {
+  local f=$BATS_TEST_TMPDIR/wide.bash
+  printf '%s\n' "$(printf 'x%.0s' {1..120})" "# $(printf 'é%.0s' {1..118})" >"$f"
+  run long_lines 120 "$f"
+  assert_output ''
+  printf '%s\n' "$(printf 'y%.0s' {1..121})" >>"$f"
+  run long_lines 120 "$f"
+  assert_output "$f:3"
 }
 
 @test "style: the banned-constructs check finds each planted construct; the allow marker needs a reason" {

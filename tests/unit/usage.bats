@@ -6,6 +6,8 @@ bats_require_minimum_version 1.5.0
 
 setup() {
   load '../helpers/common'
+  # shellcheck source=hpc_files/lib/hpc_facts.bash
+  source "$HPC_ROOT/hpc_files/lib/hpc_facts.bash"
   # shellcheck source=hpc_files/lib/hpc_usage.bash
   source "$HPC_ROOT/hpc_files/lib/hpc_usage.bash"
 }
@@ -43,11 +45,11 @@ usage_file() {
 @test "time limits as SLURM writes them, in seconds; anything else is refused" {
   local t
   for t in 10:600 1:30:90 2:00:00:7200 1-12:129600 00-00:10:00:600 1-0:30:88200; do
-    hpc_usage_seconds "${t%:*}"
-    assert_equal "$hpc_usage_seconds" "${t##*:}"
+    hpc_facts_seconds "${t%:*}"
+    assert_equal "$hpc_facts_seconds" "${t##*:}"
   done
   for t in '' x UNLIMITED 1-x 1:2:3:4; do
-    run hpc_usage_seconds "$t"
+    run hpc_facts_seconds "$t"
     assert_failure
   done
 }

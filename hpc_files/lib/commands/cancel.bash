@@ -40,14 +40,16 @@ hpc_command_cancel() {
 hpc_manage_cancel() {
   (($# == 1)) || hpc_die_usage "cancel" "needs one experiment, job id or JOBID_TASK; usage: cancel EXP|JOBID[_TASK]"
   hpc_manage_target "$1"
-  local id key token
+  local id key token line
   local -a ids=(${hpc_manage_ids[@]+"${hpc_manage_ids[@]}"}) targets=() lines=() active=()
   hpc_manage_unrecorded=()
   [[ -z $hpc_manage_target_exp ]] || hpc_manage_pending "$hpc_manage_target_exp"
   ((${#ids[@]} == 0)) || hpc_manage_states "${ids[@]}"
   for id in ${hpc_manage_unrecorded[@]+"${hpc_manage_unrecorded[@]}"}; do
     targets+=("$id")
-    lines+=("cancelled ${hpc_pending_job_key[$id]} ($hpc_manage_target_exp, was ${hpc_pending_job_state[$id]}; not recorded: its submission stopped first)")
+    printf -v line 'cancelled %s (%s, was %s; not recorded: its submission stopped first)' \
+      "${hpc_pending_job_key[$id]}" "$hpc_manage_target_exp" "${hpc_pending_job_state[$id]}"
+    lines+=("$line")
   done
   for id in ${ids[@]+"${ids[@]}"}; do
     hpc_manage_task_keys "$id"

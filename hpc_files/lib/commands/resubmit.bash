@@ -74,21 +74,25 @@ hpc_manage_resubmit() {
   done
   [[ -n $target ]] || hpc_die_usage "resubmit" "needs an experiment or a job id; $(hpc_manage_known)"
   hpc_manage_target "$target"
-  [[ -z $hpc_manage_task ]] || hpc_die_usage "$target" "resubmit takes an experiment or a job id, not an array task; use --failed"
+  [[ -z $hpc_manage_task ]] ||
+    hpc_die_usage "$target" "resubmit takes an experiment or a job id, not an array task; use --failed"
   # The submission: the chain (first submission and its resubmissions) of the newest job named.
   newest=${hpc_manage_ids[${#hpc_manage_ids[@]} - 1]}
   # A map and its gather (hpc_map.bash): the failed indices come from the tasks' status files.
-  if ((failed)) && hpc_manifest_read "${hpc_manage_file[newest]}" && [[ ${hpc_mf[mode]-} == map || ${hpc_mf[mode]-} == gather ]]; then
+  if ((failed)) && hpc_manifest_read "${hpc_manage_file[newest]}" &&
+    [[ ${hpc_mf[mode]-} == map || ${hpc_mf[mode]-} == gather ]]; then
     # shellcheck source=/dev/null # hpc_map.bash: linted on its own (see docs/architecture.md)
     source "${hpc_manage_lib%/*}/hpc_map.bash"
-    hpc_map_resubmit_failed "${hpc_manage_dir%/*}/map/${hpc_manage_exp[$newest]}"
+    hpc_group_resubmit_failed map "${hpc_manage_dir%/*}/map/${hpc_manage_exp[$newest]}"
     return
   fi
   # A scaling study and its report job (hpc_scaling.bash): the failed runs from their status files.
   if ((failed)) && [[ ${hpc_mf[mode]-} == scaling || ${hpc_mf[mode]-} == scaling-report ]]; then
     # shellcheck source=/dev/null # hpc_scaling.bash: linted on its own (see docs/architecture.md)
     source "${hpc_manage_lib%/*}/hpc_scaling.bash"
-    hpc_scaling_resubmit_failed "${hpc_manage_dir%/*}/scaling/${hpc_manage_exp[$newest]}"
+    # shellcheck source=/dev/null # hpc_group.bash: linted on its own (see docs/architecture.md)
+    source "${hpc_manage_lib%/*}/hpc_group.bash"
+    hpc_group_resubmit_failed scaling "${hpc_manage_dir%/*}/scaling/${hpc_manage_exp[$newest]}"
     return
   fi
   origin=${hpc_manage_origin[$newest]}
@@ -138,11 +142,13 @@ hpc_manage_resubmit() {
     # nothing is resubmitted while nothing has failed (never an older, replaced run's id).
     if ((${#redo[@]} == 0 && ${#live[@]})); then
       if [[ -n $spec ]]; then
-        printf "Nothing to resubmit yet: task(s) %s of %s still pending or running (job %s); run 'resubmit %s --failed' again once they have ended.\n" \
-          "${live[*]}" "${hpc_manage_exp[$newest]}" "$(hpc_manage_join ", " "${!live_jobs[@]}")" "$target"
+        printf 'Nothing to resubmit yet: task(s) %s of %s still pending or running (job %s); %s\n' \
+          "${live[*]}" "${hpc_manage_exp[$newest]}" "$(hpc_manage_join ", " "${!live_jobs[@]}")" \
+          "run 'resubmit $target --failed' again once they have ended."
       else
-        printf "Nothing to resubmit yet: the newest run of %s, job %s, is still %s; run 'resubmit %s --failed' again once it has ended.\n" \
-          "${hpc_manage_exp[$newest]}" "$key" "${hpc_st_state[$key]}" "$target"
+        printf 'Nothing to resubmit yet: the newest run of %s, job %s, is still %s; %s\n' \
+          "${hpc_manage_exp[$newest]}" "$key" "${hpc_st_state[$key]}" \
+          "run 'resubmit $target --failed' again once it has ended."
       fi
       return 0
     fi
@@ -162,18 +168,21 @@ hpc_manage_resubmit() {
 
   # The newest manifest of the chain holds the options; its kept job script is resubmitted.
   hpc_manifest_read "${hpc_manage_file[newest]}" || hpc_die "cannot read ${hpc_manage_file[newest]}"
-  local script=${hpc_mf[script]-} out new_id arg
+  local script=${hpc_mf[script]-} out new_id arg again
   if [[ -z $script ]] || [[ ! -e $script && ! -L $script ]]; then
-    hpc_die "the kept job script '$script' of job $newest is gone; submit again with: bash job_submitter.sh$(printf ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"})"
+    printf -v again ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"}
+    hpc_die "the kept job script '$script' of job $newest is gone; submit again with: bash job_submitter.sh$again"
   fi
   # What sbatch runs is the text read from the one descriptor checked: the user's own file that
   # nobody else can change (on a group-writable scratch another member could have edited it).
-  hpc_trusted_read "$script" || hpc_die "the kept job script '$script' of job $newest $hpc_trusted_problem: not run; nothing was submitted"
+  hpc_trusted_read "$script" ||
+    hpc_die "the kept job script '$script' of job $newest $hpc_trusted_problem: not run; nothing was submitted"
   local script_text=$hpc_trusted_text
   # The kept script names the job's plan file, which holds every value of the job.
   local plan=${hpc_mf[plan]-}
   if [[ -n $plan && ! -e $plan && ! -L $plan ]]; then
-    hpc_die "the plan file '$plan' of job $newest is gone; submit again with: bash job_submitter.sh$(printf ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"})"
+    printf -v again ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"}
+    hpc_die "the plan file '$plan' of job $newest is gone; submit again with: bash job_submitter.sh$again"
   fi
   # One that the job would refuse at its start (a link, others can write it): refused now.
   if [[ -n $plan ]] && ! hpc_trusted_check "$plan"; then

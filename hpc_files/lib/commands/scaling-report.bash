@@ -23,10 +23,55 @@ declare -g hpc_lib_dir
 # shellcheck source=hpc_files/lib/hpc_manage.bash
 source "$hpc_lib_dir/hpc_manage.bash"
 
-# shellcheck source=/dev/null # hpc_scaling.bash: linted on its own (see docs/architecture.md)
-source "$hpc_lib_dir/hpc_scaling.bash"
+# What the command reads, set by hpc_common.bash.
+declare -g hpc_python_helpers_dir hpc_trusted_problem hpc_manage_dir
 
-# hpc_command_scaling_report EXP|PATH [--out DIR]: the command 'scaling-report'.
+# hpc_command_scaling_report EXP|PATH [--out DIR]: the command: writes the report of
+# experiment EXP's newest study, or of the study folder PATH (a copied one too), into the study
+# or DIR. Exit 2 on a folder without study.json or an experiment without a study.
 hpc_command_scaling_report() {
-  hpc_scaling_report_command "$@"
+  local target='' out='' root py dir study=''
+  local usage='usage: scaling-report EXP|PATH [--out DIR]'
+  while (($#)); do
+    case $1 in
+      --out)
+        (($# >= 2)) && [[ -n $2 ]] || hpc_die_usage "--out" "needs a folder; $usage"
+        out=$2
+        shift 2
+        ;;
+      -*) hpc_commands_die_unknown_option scaling-report "$1" ;;
+      *)
+        [[ -z $target ]] || hpc_die_usage "scaling-report" "takes one experiment or study folder; $usage"
+        target=$1
+        shift
+        ;;
+    esac
+  done
+  [[ -n $target ]] || hpc_die_usage "scaling-report" "needs an experiment or a study folder; $usage"
+  if [[ $target == */* || $target == . || $target == .. ]]; then
+    [[ -f $target/study.json ]] ||
+      hpc_die_usage "scaling-report" \
+        "'$target' has no study.json; accepted: a scaling study's folder, or an experiment with a study"
+    study=$target
+  else
+    [[ $target =~ ^[A-Za-z0-9_.+-]+$ && $target != [.-]* ]] ||
+      hpc_die_usage "scaling-report" \
+        "'$target' is not an experiment name; accepted: an experiment (-e) or a study folder (a path with a /)"
+    hpc_manage_locate
+    root=${hpc_manage_dir%/*}/scaling/$target
+    # Study folders are named YYYYmmdd-HHMMSS-ID: the last in order is the newest.
+    for dir in "$root"/*/; do
+      [[ -f $dir/study.json && ! -L ${dir%/} ]] && study=${dir%/}
+    done
+    if [[ -z $study ]]; then
+      local msg="experiment '$target' has no scaling study under $root; accepted:"
+      msg+=" an experiment submitted with --scaling-test, or a study folder"
+      hpc_die_usage "scaling-report" "$msg"
+    fi
+  fi
+  # The report is built from what the study's record says: read only as the user's own.
+  hpc_trusted_check "$study/study.json" || hpc_die "the study's record $study/study.json $hpc_trusted_problem: not read"
+  py=$(hpc_python_for_helpers) || exit 1
+  PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$hpc_python_helpers_dir/src${PYTHONPATH:+:$PYTHONPATH}" \
+    "$py" -m hpc_helpers.scaling_report "$study" ${out:+--out "$out"}
 }

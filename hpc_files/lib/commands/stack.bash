@@ -68,7 +68,9 @@ hpc_command_stack() {
       hpc_stack_job_nodes "$raw" "$nodes" "$venv" || rc=1
     done
   done
-  ((running)) || hpc_die_usage "stack" "no recorded job of $1 is running; accepted: a running job or experiment (see 'bash job_submitter.sh status $1')"
+  ((running)) ||
+    hpc_die_usage "stack" \
+      "no recorded job of $1 is running; accepted: a running job or experiment (see 'bash job_submitter.sh status $1')"
   return "$rc"
 }
 

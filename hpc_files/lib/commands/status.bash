@@ -87,14 +87,17 @@ hpc_manage_status() {
       hpc_manage_task_output "$id" "$key"
       # SLURM has forgotten it: how it ended is in its own log, if the toolkit wrote it there.
       if [[ ${hpc_st_state[$key]} == UNKNOWN* ]] && hpc_status_from_log "$hpc_manifest_path"; then
-        hpc_st_state[$key]="$hpc_status_log_state (from its log; SLURM has forgotten it)" hpc_st_exit[$key]=$hpc_status_log_exit
+        hpc_st_state[$key]="$hpc_status_log_state (from its log; SLURM has forgotten it)" \
+          hpc_st_exit[$key]=$hpc_status_log_exit
       fi
       rows_job+=("$key") rows_exp+=("${hpc_manage_exp[$id]}") rows_kind+=("${hpc_manage_kind[$id]}")
-      rows_state+=("${hpc_st_state[$key]}${hpc_st_note[$key]:+ (${hpc_st_note[$key]})}") rows_exit+=("${hpc_st_exit[$key]}") rows_out+=("$hpc_manifest_path")
+      rows_state+=("${hpc_st_state[$key]}${hpc_st_note[$key]:+ (${hpc_st_note[$key]})}") \
+      rows_exit+=("${hpc_st_exit[$key]}") rows_out+=("$hpc_manifest_path")
     done
   done
   for id in ${hpc_manage_unrecorded[@]+"${hpc_manage_unrecorded[@]}"}; do
-    rows_job+=("${hpc_pending_job_key[$id]}") rows_exp+=("${hpc_pending_exp[${hpc_pending_job_token[$id]}]}") rows_kind+=(unrecorded)
+    rows_job+=("${hpc_pending_job_key[$id]}") rows_exp+=("${hpc_pending_exp[${hpc_pending_job_token[$id]}]}") \
+    rows_kind+=(unrecorded)
     rows_state+=("${hpc_pending_job_state[$id]}") rows_exit+=(-) rows_out+=(-)
   done
   local w1=0 w2=0 w3=0 w4=0 w5=0
@@ -112,12 +115,13 @@ hpc_manage_status() {
   # What a job's log says it lost: a --copy-back path that no node had (hpc_job_copy_back_missing);
   # and a stop at the time-limit warning, which a state of FAILED (exit 128+SIGUSR1) hides.
   local line
+  local -a says=(-e '] copy-back WARNING: ' -e '] stopped at the time-limit warning ')
   for ((i = 1; i < ${#rows_job[@]}; i++)); do
     # The user's own log, as hpc_status_from_log reads it.
     [[ -f ${rows_out[i]} && ! -L ${rows_out[i]} && -O ${rows_out[i]} && -r ${rows_out[i]} ]] || continue
     while IFS= read -r line; do
       printf '%s: %s\n' "${rows_job[i]}" "${line#\[hpc * }"
-    done < <(grep -m 5 -h -e '] copy-back WARNING: ' -e '] stopped at the time-limit warning ' -- "${rows_out[i]}" 2>/dev/null)
+    done < <(grep -m 5 -h "${says[@]}" -- "${rows_out[i]}" 2>/dev/null)
   done
   hpc_manage_pending_notes
 }
@@ -127,16 +131,19 @@ hpc_manage_status() {
 # the log says nothing of it (gone, unreadable, or still being written by a job that was lost).
 # Only the user's own regular file, not a link: a log someone else wrote or replaced says nothing.
 hpc_status_from_log() {
-  local line re='^\[hpc [^]]*\] (the program |FAILED at step |stopped at the time-limit warning|ended after the time-limit warning)'
+  local line re='^\[hpc [^]]*\] (the program |FAILED at step |stopped at the time-limit warning|'
+  re+='ended after the time-limit warning)'
   [[ -f $1 && ! -L $1 && -O $1 && -r $1 ]] || return 1
   line=$(grep -E -- "$re" "$1" 2>/dev/null | tail -n 1) || return 1
   line=${line#\[hpc * }
   hpc_status_log_exit=-
   case $line in
-    'the program finished successfully '* | 'ended after the time-limit warning '*) hpc_status_log_state=COMPLETED hpc_status_log_exit=0 ;;
+    'the program finished successfully '* | \
+      'ended after the time-limit warning '*) hpc_status_log_state=COMPLETED hpc_status_log_exit=0 ;;
     'the program was ended by SLURM (SIGTERM: the time limit)'*) hpc_status_log_state=TIMEOUT ;;
     'the program was ended by SLURM '*) hpc_status_log_state=CANCELLED ;;
-    "the program exited with status 0 after SLURM's SIGTERM"*) hpc_status_log_state='ENDED by SLURM' hpc_status_log_exit=0 ;;
+    "the program exited with status 0 after SLURM's SIGTERM"*) hpc_status_log_state='ENDED by SLURM' \
+      hpc_status_log_exit=0 ;;
     'the program failed with exit status '*)
       hpc_status_log_state=FAILED hpc_status_log_exit=${line#the program failed with exit status }
       hpc_status_log_exit=${hpc_status_log_exit%% *}
@@ -161,13 +168,15 @@ hpc_manage_pending_notes() {
     if ((${#hpc_pending_left[@]} == 0)); then
       # sbatch outlives a killed submitter: a job may still come.
       if ! ((hpc_pending_stopped[$token])) || hpc_pending_settled "$token"; then continue; fi
-      printf '%s: a submission stopped (%s) while an sbatch of it may still be answering; status %s shows its job if one comes\n' \
-        "${hpc_pending_exp[$token]}" "${hpc_pending_where[$token]}" "${hpc_pending_exp[$token]}"
+      printf '%s: a submission stopped (%s) while an sbatch of it may still be answering; %s\n' \
+        "${hpc_pending_exp[$token]}" "${hpc_pending_where[$token]}" \
+        "status ${hpc_pending_exp[$token]} shows its job if one comes"
       continue
     fi
     if ((hpc_pending_stopped[$token])); then
-      printf '%s: a submission stopped before it had recorded and released its jobs (%s): SLURM still holds %s; cancel them with: bash job_submitter.sh cancel %s\n' \
-        "${hpc_pending_exp[$token]}" "${hpc_pending_where[$token]}" "${hpc_pending_left[*]}" "${hpc_pending_exp[$token]}"
+      printf '%s: a submission stopped before it had recorded and released its jobs (%s): SLURM still holds %s; %s\n' \
+        "${hpc_pending_exp[$token]}" "${hpc_pending_where[$token]}" "${hpc_pending_left[*]}" \
+        "cancel them with: bash job_submitter.sh cancel ${hpc_pending_exp[$token]}"
     else
       printf '%s: a submission is still running (%s): %s not yet recorded or released\n' \
         "${hpc_pending_exp[$token]}" "${hpc_pending_where[$token]}" "${hpc_pending_left[*]}"

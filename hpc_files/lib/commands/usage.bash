@@ -49,7 +49,8 @@ hpc_command_usage() {
       [[ -L ${dir%/*} || -L $dir || ! -d $dir ]] || files=("$dir"/*)
       [[ -z ${files[0]:-} || ! -e ${files[0]} ]] || report=$(hpc_usage_report "${files[@]}")
       if [[ -z $report ]]; then
-        printf '=== job %s (%s): no usage recorded (not started yet, or a job of an earlier toolkit)\n' "$key" "${hpc_manage_exp[$id]}"
+        printf '=== job %s (%s): no usage recorded (not started yet, or a job of an earlier toolkit)\n' "$key" \
+          "${hpc_manage_exp[$id]}"
         continue
       fi
       any=1

@@ -40,7 +40,9 @@ def _hpc_check():
     if os.environ.get("RANK") == "0":
         kind = state._shared_state.get("distributed_type")
         node = os.environ.get("SLURMD_NODENAME", "?")
-        print(f"[hpc {node}] Accelerate ran this process alone ({kind}, {seen} process), not in the job\x27s world of {world}: torch sees no CUDA device here; make Accelerate\x27s state with Accelerator() or PartialState(cpu=True); failing the job", file=sys.stderr)
+        print(f"[hpc {node}] Accelerate ran this process alone ({kind}, {seen} process), not in the job\x27s world"
+              f" of {world}: torch sees no CUDA device here; make Accelerate\x27s state with Accelerator() or"
+              " PartialState(cpu=True); failing the job", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(1)
@@ -65,7 +67,8 @@ if args[:1] == ["--multi_gpu"] and not torch.cuda.is_available():
     os.environ["ACCELERATE_USE_CPU"] = "true"
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
     count = args[args.index("--num_processes") + 1]
-    print(f"[hpc {node}] torch sees no CUDA device on {node}: Accelerate runs its {count} processes on CPUs (gloo)", file=sys.stderr, flush=True)
+    print(f"[hpc {node}] torch sees no CUDA device on {node}: Accelerate runs its {count} processes on CPUs (gloo)",
+          file=sys.stderr, flush=True)
     hook = tempfile.mkdtemp(prefix="hpc_accelerate_", dir=os.environ.get("SLURM_TMPDIR") or None)
     with open(os.path.join(hook, "sitecustomize.py"), "w") as file:
         file.write(CHECK)

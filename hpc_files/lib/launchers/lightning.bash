@@ -40,7 +40,8 @@ hpc_launcher_lightning_srun() {
 hpc_launcher_lightning_task() {
   hpc_job_runner_wrap "$@"
   if ((hpc_plan_label_ranks)); then
-    hpc_launcher_argv=(bash -c "$hpc_job_rank_lines_code" hpc_rank_lines "rank=${SLURM_PROCID:?}" "${hpc_launcher_argv[@]}")
+    hpc_launcher_argv=(bash -c "$hpc_job_rank_lines_code" hpc_rank_lines "rank=${SLURM_PROCID:?}"
+      "${hpc_launcher_argv[@]}")
   fi
 }
 

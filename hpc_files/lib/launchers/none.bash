@@ -16,8 +16,12 @@ hpc_launcher_none_describe() {
 # on options that need a distributed launcher.
 # shellcheck disable=SC2034 # sets the plan's ratios from the plan and options (hpc_plan.bash)
 hpc_launcher_none_plan() {
-  ((hpc_plan_nodes == 1)) || hpc_die_usage "-n/--num-nodes" "$hpc_plan_nodes nodes need a launcher; accepted with $(hpc_plan_distributed_text), else 1"
-  ((hpc_opt_label_ranks == 0)) || hpc_die_usage "--label-ranks" "labels the lines of each rank of a distributed job; accepted with $(hpc_plan_distributed_text)"
+  ((hpc_plan_nodes == 1)) ||
+    hpc_die_usage "-n/--num-nodes" \
+      "$hpc_plan_nodes nodes need a launcher; accepted with $(hpc_plan_distributed_text), else 1"
+  ((hpc_opt_label_ranks == 0)) ||
+    hpc_die_usage "--label-ranks" \
+      "labels the lines of each rank of a distributed job; accepted with $(hpc_plan_distributed_text)"
   hpc_plan_ntasks_per_node=1
   hpc_plan_cpus_per_task=$((hpc_plan_cpus * (hpc_plan_gpus > 1 ? hpc_plan_gpus : 1)))
 }

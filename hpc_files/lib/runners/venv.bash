@@ -34,19 +34,30 @@ hpc_runner_venv_check() {
       *) clean+=("$part") ;;
     esac
   done
-  ((${#clean[@]})) || hpc_die_usage "--workdir" "'$hpc_opt_workdir' is the root folder; accepted: a folder of your own, absolute or relative to the current folder"
+  if ! ((${#clean[@]})); then
+    local msg="'$hpc_opt_workdir' is the root folder; accepted: a folder"
+    msg+=" of your own, absolute or relative to the current folder"
+    hpc_die_usage "--workdir" "$msg"
+  fi
   for part in "${clean[@]}"; do
     # No file system holds a longer name (NAME_MAX): mkdir would fail after the checks.
-    ((${#part} <= 255)) || hpc_die_usage "--workdir" "'$hpc_opt_workdir' has a name longer than 255 bytes; accepted: a folder path whose names are at most 255 bytes each"
+    if ! ((${#part} <= 255)); then
+      local msg="'$hpc_opt_workdir' has a name longer than 255 bytes;"
+      msg+=" accepted: a folder path whose names are at most 255 bytes each"
+      hpc_die_usage "--workdir" "$msg"
+    fi
   done
   for part in "${clean[@]}"; do
     dir+=/$part
     [[ -e $dir || -L $dir ]] || break
-    [[ -d $dir ]] || hpc_die_usage "--workdir" "'$hpc_opt_workdir': $dir is not a folder; accepted: a folder, absolute or relative to the current folder"
+    [[ -d $dir ]] ||
+      hpc_die_usage "--workdir" \
+        "'$hpc_opt_workdir': $dir is not a folder; accepted: a folder, absolute or relative to the current folder"
     parent=$dir
   done
   # The folder itself, or where it is to be made: tasks make their task_N folders in it.
-  [[ -z $parent || -w $parent ]] || hpc_die_usage "--workdir" "'$hpc_opt_workdir': $parent is not writable for you; accepted: a folder you can write in"
+  [[ -z $parent || -w $parent ]] ||
+    hpc_die_usage "--workdir" "'$hpc_opt_workdir': $parent is not writable for you; accepted: a folder you can write in"
   printf -v hpc_plan_workdir '/%s' "${clean[@]}"
   hpc_submit_host_workdir=$hpc_plan_workdir
 }
@@ -61,19 +72,69 @@ hpc_runner_venv_prepare() {
   hpc_venv_ensure
 }
 
-# shellcheck disable=SC2034 # hpc_runner_preview is read by hpc_submit_dry_run
+# shellcheck disable=SC2034 # hpc_runner_* are read by hpc_submit_dry_run
 # hpc_runner_venv_preview: (dry run, nothing made) the plan names the build the job would run
 # from when one is ready; else hpc_runner_preview says that an install job would build it first.
+# Also sets what the dry run says of the program's start: hpc_runner_start_text (where it starts
+# without --workdir), hpc_runner_sets_workdir (1: HPC_WORKDIR is always defined) and
+# hpc_runner_env_text (added to the PYTHONPATH line).
 hpc_runner_venv_preview() {
   # shellcheck source=virtual_env_hpc_files/venv_runner.bash
   declare -F hpc_venv_expect >/dev/null || source "$hpc_venv_dir/venv_runner.bash"
   hpc_runner_preview=''
+  # Without --workdir the program starts in the project, and HPC_WORKDIR is not defined.
+  hpc_runner_start_text="$hpc_plan_source_dir (the project)" hpc_runner_sets_workdir=0
+  hpc_runner_env_text=" and the venv $hpc_plan_venv"
   hpc_venv_expect "$hpc_plan_source_dir"
   if hpc_venv_find "$hpc_plan_source_dir" "$hpc_venv_stamp"; then
     hpc_plan_venv=$hpc_venv_build
   else
     hpc_runner_preview="The virtual environment $hpc_plan_venv would be built first by an install job."
   fi
+}
+
+# hpc_runner_venv_plan: (the plan, hpc_plan_make) the venv a venv job runs from
+# (hpc_runner_venv_prepare names the build).
+hpc_runner_venv_plan() {
+  hpc_plan_venv=$hpc_plan_source_dir/virtual_env
+}
+
+# shellcheck disable=SC2034 # read by the job (hpc_job.bash) and the dry run
+# hpc_runner_venv_folders EXP_DIR [TASK]: (the batch shell, hpc_job_own_folders; and the dry run)
+# W&B writes into the experiment's folder on scratch, each array task's its own: sets
+# hpc_runner_wandb_dir, hpc_runner_wandb_host (the host folder to make) and hpc_runner_wandb_note
+# (what the dry run adds).
+hpc_runner_venv_folders() {
+  hpc_runner_wandb_dir=$1${2:+/$2} hpc_runner_wandb_host=$1${2:+/$2} hpc_runner_wandb_note=''
+}
+
+# shellcheck disable=SC2034 # read by the job (hpc_job.bash) and the dry run
+# hpc_runner_venv_python: (the job) sets hpc_runner_python to the Python that runs the toolkit's
+# helpers: the venv's, the one sure to be there in a venv job; python3 of the node without one.
+hpc_runner_venv_python() {
+  hpc_runner_python=python3
+  [[ ! -x ${hpc_plan_venv:-}/bin/python ]] || hpc_runner_python=$hpc_plan_venv/bin/python
+}
+
+# hpc_runner_venv_node_work: (the job) false: a node needs nothing of the venv before the program
+# (it is on the shared file system).
+hpc_runner_venv_node_work() {
+  return 1
+}
+
+# hpc_runner_venv_node_setup PATH: (each node's guard, PATH its SLURM_TMPDIR) nothing to do.
+hpc_runner_venv_node_setup() {
+  :
+}
+
+# shellcheck disable=SC2034 # hpc_runner_here_env and hpc_runner_here_unset: read by the caller
+# hpc_runner_venv_here SOURCE_DIR: (the login node: gather EXP --here) the environment that runs a
+# command here as a job would: the project's venv when it has one (hpc_runner_here_env: NAME=VALUE
+# to export; hpc_runner_here_unset: names to unset). Never false.
+hpc_runner_venv_here() {
+  hpc_runner_here_env=() hpc_runner_here_unset=()
+  [[ -x $1/virtual_env/bin/python ]] || return 0
+  hpc_runner_here_env=("VIRTUAL_ENV=$1/virtual_env" "PATH=$1/virtual_env/bin:$PATH") hpc_runner_here_unset=(PYTHONHOME)
 }
 
 # hpc_runner_venv_enter TEMPLATE...: enters the venv (without sourcing bin/activate), puts the
