@@ -12,7 +12,8 @@
 #                                   resubmission's says "the resubmission (jobs ...)")
 #   hpc_KIND_group_facts            sets hpc_group_record (the folder's record file), hpc_group_members
 #                                   (the folder holding one folder per member), hpc_group_member
-#                                   (task, run) and hpc_group_noun (map, study)
+#                                   (task, run), hpc_group_noun (map, study) and hpc_group_lockers
+#                                   (the commands that lock its folder, for a message)
 #   hpc_KIND_resubmit_read INFO DIR reads `python -m hpc_helpers.followup NOUN-info`'s lines: sets
 #                                   hpc_group_live (the group's recorded job ids) and hpc_group_failed
 #                                   (the keys of members to run again)
@@ -28,7 +29,8 @@
 declare -g hpc_trusted_problem hpc_trusted_text hpc_manage_dir hpc_python_helpers_dir hpc_plan_file
 declare -ga hpc_group_live hpc_group_failed hpc_group_members_ids
 # A kind's hooks: its folder's facts, what an undo cancelled, what a resubmission said.
-declare -g hpc_group_record hpc_group_members hpc_group_member hpc_group_noun hpc_group_text hpc_group_summary
+declare -g hpc_group_record hpc_group_members hpc_group_member hpc_group_noun hpc_group_lockers hpc_group_text \
+  hpc_group_summary
 
 # ---------------------------------------------------------------------------------------------
 # Submitting a group
@@ -39,6 +41,7 @@ declare -g hpc_group_record hpc_group_members hpc_group_member hpc_group_noun hp
 hpc_group_begin() {
   local undo
   hpc_group_kind=$1 hpc_group_ids=() hpc_group_held=() hpc_group_made='' hpc_group_resubmitting=0
+  hpc_group_record_file='' hpc_group_record_text=''
   printf -v undo 'hpc_group_undo %q' "$2"
   # shellcheck disable=SC2064 # MESSAGE is fixed now
   trap "$undo" EXIT
@@ -59,6 +62,12 @@ hpc_group_undo() {
   fi
   # The plan files of the group's jobs (hpc_plan.bash is loaded once one was written).
   ! declare -F hpc_plan_unwrite >/dev/null || hpc_plan_unwrite
+  # A resubmission's record as it was: it must not name the jobs just cancelled (their plan files
+  # are gone), or the next resubmit --failed would build on them.
+  if [[ -n ${hpc_group_record_file:-} ]]; then
+    hpc_private_write "$hpc_group_record_file" "$hpc_group_record_text" ||
+      hpc_say "cannot restore $hpc_group_record_file: it names the cancelled jobs"
+  fi
   # A signal that came meanwhile is the reason, whatever failed after it; the submitter ends by it.
   [[ -z $sig ]] || message="stopped by SIG$sig"
   if ((${#hpc_group_ids[@]} == 0)); then
@@ -154,16 +163,38 @@ hpc_group_newest_dir() {
   [[ -n $hpc_group_dir ]] || hpc_die_usage "$3" "no $4 of this experiment under $1"
 }
 
-# hpc_group_lock DIR NOUN: locks the group's folder DIR (flock, held until this shell exits; at most
-# 60 s of waiting): resubmit --failed and gather EXP read its record's ids and write them back, and
-# each must see the other's (two resubmissions at once would run the same failed members twice).
+# hpc_group_lock DIR NOUN LOCKERS: locks the group's folder DIR (flock, held until this shell exits;
+# at most 60 s of waiting): the commands LOCKERS (resubmit --failed, a map's gather EXP) read its
+# record's ids and write them back, and each must see the other's (two resubmissions at once would
+# run the same failed members twice).
 hpc_group_lock() {
   local lock_fd
   if ! { exec {lock_fd}<"$1"; } || ! flock -w 60 "$lock_fd"; then
-    local msg="cannot lock the $2 folder ${1##*/} within 60 s: a resubmit"
-    msg+=" --failed or gather of it still runs (or its file system has no locks)"
-    hpc_die "$msg"
+    hpc_die "cannot lock the $2 folder ${1##*/} within 60 s: $3 of it still runs (or its file system has no locks)"
   fi
+}
+
+# hpc_group_check_root ROOT WHOSE: (before anything is submitted) exit 1 when the group's folders'
+# root ROOT (map/EXP, scaling/EXP) or the folder above it is a link: a group's folder is removed
+# when its submission fails, and never one reached through a link.
+hpc_group_check_root() {
+  local x msg
+  for x in "${1%/*}" "$1"; do
+    [[ -L $x ]] || continue
+    msg="$x is a symbolic link; the $2 folders are made in a folder of their own, never through a link:"
+    hpc_die "$msg nothing was submitted"
+  done
+}
+
+# hpc_group_check_ids FILE ID...: exit 1, nothing submitted, when an ID read from the record FILE
+# is not a job id (a record edited by hand): checked before any use, since an id indexes arrays
+# (where bash would evaluate it) and goes to squeue and scancel.
+hpc_group_check_ids() {
+  local file=$1 id
+  shift
+  for id; do
+    [[ $id =~ ^[0-9]+$ ]] || hpc_die "$file holds '$id', which is not a job id; nothing was submitted"
+  done
 }
 
 # hpc_group_jobs_live FILE ID...: true when one of the jobs ID (read from FILE) is pending or
@@ -171,11 +202,9 @@ hpc_group_lock() {
 # list) or squeue fails otherwise than for ids that SLURM has all forgotten: neither is taken for
 # "nothing runs".
 hpc_group_jobs_live() {
-  local file=$1 id out
+  local out
+  hpc_group_check_ids "$@"
   shift
-  for id; do
-    [[ $id =~ ^[0-9]+$ ]] || hpc_die "$file holds '$id', which is not a job id; nothing was submitted"
-  done
   (($#)) || return 1
   if ! out=$(exec squeue -h -j "$(IFS=, && printf '%s' "$*")" -o %i 2>&1); then
     [[ $out == *'Invalid job id specified'* ]] && return 1
@@ -228,7 +257,7 @@ hpc_group_fail() {
 hpc_group_replan() {
   local plan=$1 text
   [[ -n $plan ]] && [[ -e $plan || -L $plan ]] ||
-    hpc_group_fail "the plan file '${plan:-(none recorded)}' of $2 is gone; submit again"
+    hpc_group_fail "the plan file '${plan:-(none recorded)}' of $2 is gone; submit the $hpc_group_noun again"
   hpc_trusted_read "$plan" || hpc_group_fail "the plan file '$plan' of $2 $hpc_trusted_problem: not read"
   text=$hpc_trusted_text$3
   if ! declare -F hpc_plan_write_file >/dev/null; then
@@ -261,7 +290,7 @@ hpc_group_resubmit_failed() {
     msg+=" ${hpc_group_member}s are never followed; nothing was submitted"
     hpc_die "$msg"
   fi
-  hpc_group_lock "$dir" "$hpc_group_noun"
+  hpc_group_lock "$dir" "$hpc_group_noun" "$hpc_group_lockers"
   # Its record names the jobs and the failed members: read only as the user's own.
   hpc_trusted_check "$dir/$hpc_group_record" ||
     hpc_die "the $hpc_group_noun's record $dir/$hpc_group_record $hpc_trusted_problem: not read; nothing was submitted"
@@ -283,6 +312,10 @@ hpc_group_resubmit_failed() {
   hpc_group_members_ids=() hpc_group_followup_id=''
   "hpc_${kind}_resubmit_members" "$dir"
   "hpc_${kind}_resubmit_followup" "$dir"
+  # The record as it is (read without a process), restored if the resubmission is undone from here.
+  hpc_group_record_text=''
+  IFS= read -r -d '' hpc_group_record_text <"$dir/$hpc_group_record" || true
+  hpc_group_record_file=$dir/$hpc_group_record
   "hpc_${kind}_resubmit_record" "$dir"
   hpc_group_release "${root##*/}"
   printf '%s' "$hpc_group_summary"

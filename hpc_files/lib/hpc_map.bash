@@ -19,6 +19,7 @@ declare -ga hpc_runner_here_env hpc_runner_here_unset
 # hpc_map_group_facts: a map's folder holds manifest.json and tasks/<index>/.
 hpc_map_group_facts() {
   hpc_group_record=manifest.json hpc_group_members=tasks hpc_group_member=task hpc_group_noun=map
+  hpc_group_lockers="a resubmit --failed or gather"
 }
 
 # hpc_map_resubmit_read INFO DIR: reads map-info's lines: the array ids (the jobs that must have
@@ -38,6 +39,16 @@ hpc_map_resubmit_read() {
     esac
   done <<<"$1"
   [[ -n $first ]] || hpc_die "cannot read the map in $dir"
+  # Its ids are used below as keys (bash would evaluate a word there) and its throttle goes to sbatch.
+  local -a gather_ids=()
+  read -ra gather_ids <<<"$hpc_map_r_gather_ids"
+  hpc_group_check_ids "$dir/manifest.json" ${hpc_group_live[@]+"${hpc_group_live[@]}"} \
+    ${gather_ids[@]+"${gather_ids[@]}"}
+  ((${#hpc_group_live[@]})) || hpc_die "$dir/manifest.json names no array job; nothing was submitted"
+  if ! [[ $hpc_map_r_throttle =~ ^[0-9]*$ ]]; then
+    local msg="$dir/manifest.json holds the throttle '$hpc_map_r_throttle', which is not a whole number;"
+    hpc_die "$msg nothing was submitted"
+  fi
   for i in ${hpc_group_failed[@]+"${hpc_group_failed[@]}"}; do
     # A task may have replaced its folder by a link: its earlier status would be moved, and the
     # new attempt would write, through it.
@@ -129,6 +140,7 @@ hpc_map_resubmit_followup() {
     hpc_group_undo "the new gather job was not submitted"
   }
   out=${out##*$'\n'} out=${out%%;*}
+  [[ $out =~ ^[0-9]+$ ]] || hpc_group_undo "sbatch gave no job id for the new gather job"
   hpc_group_followup_id=$out hpc_map_gather_ids=("$out")
   hpc_group_add "$out"
 }
@@ -234,7 +246,8 @@ hpc_map_gather_again() {
   hpc_map_dir=$hpc_group_dir
   [[ -e $hpc_map_dir/gather.sh || -L $hpc_map_dir/gather.sh ]] ||
     hpc_die_usage "gather" "the map ${hpc_map_dir##*/} has no gather job (submitted without --gather)"
-  hpc_group_lock "$hpc_map_dir" map
+  hpc_map_group_facts
+  hpc_group_lock "$hpc_map_dir" map "$hpc_group_lockers"
   hpc_trusted_check "$hpc_map_dir/manifest.json" ||
     hpc_die "the map's record $hpc_map_dir/manifest.json $hpc_trusted_problem: not read; nothing was submitted"
   hpc_trusted_read "$hpc_map_dir/gather.sh" ||

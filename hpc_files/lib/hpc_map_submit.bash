@@ -259,6 +259,8 @@ hpc_map_plan() {
   hpc_plan_sbatch_args+=(--array="$hpc_plan_array")
   printf -v hpc_map_stamp '%(%Y%m%d-%H%M%S)T' -1
   hpc_map_root=$hpc_plan_outputs_dir/map/$hpc_plan_exp_name
+  # Its folder is removed when the submission fails: never one reached through a link.
+  hpc_group_check_root "$hpc_map_root" "map's"
   hpc_plan_map_root=$hpc_map_root hpc_plan_map_stamp=$hpc_map_stamp hpc_plan_map_count=$hpc_map_count
   hpc_plan_map_has_items=$((${#hpc_map_items[@]} > 0)) hpc_plan_map_attempt=1 hpc_plan_map_log=$hpc_plan_output
   hpc_plan_map_repeat=$hpc_map_repeat hpc_plan_map_offset=$((${#hpc_map_parts[@]} ? hpc_map_first : 0))
@@ -478,6 +480,10 @@ hpc_map_submit_gather() {
   fi
   id=${out##*$'\n'}
   id=${id%%;*}
+  [[ $id =~ ^[0-9]+$ ]] || {
+    printf 'sbatch gave no job id for the gather job: %s\n' "${out//$'\n'/ }" >&2
+    return 1
+  }
   # Its own manifest: status and cancel of the experiment show and cancel the gather too (the
   # git commit is the one just asked for the array's: hpc_manifest_git asks once).
   hpc_manifest_write "$id" "$hpc_map_dir/gather.sh" "$hpc_plan_file" ||

@@ -155,6 +155,7 @@ hpc_scaling_newest_study() {
 # hpc_scaling_group_facts: a study's folder holds study.json and runs/<key>/.
 hpc_scaling_group_facts() {
   hpc_group_record=study.json hpc_group_members=runs hpc_group_member=run hpc_group_noun=study
+  hpc_group_lockers="another resubmit --failed"
 }
 
 # hpc_scaling_group_cancelled: what an undo of the study says it cancelled.
@@ -182,6 +183,8 @@ hpc_scaling_resubmit_read() {
   ((${#hpc_scaling_r_job_of[@]})) || hpc_die "cannot read the study in $2"
   read -ra reports <<<"$hpc_scaling_r_reports"
   hpc_group_live+=(${reports[@]+"${reports[@]}"})
+  # Its ids are used as keys (bash would evaluate a word there): checked before any use.
+  hpc_group_check_ids "$2/study.json" "${hpc_group_live[@]}"
 }
 
 # hpc_scaling_resubmit_members DIR: each failed run again, held, from its kept job.sh and its

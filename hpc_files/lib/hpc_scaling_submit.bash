@@ -439,14 +439,7 @@ hpc_scaling_main() {
     hpc_say "not submitted"
     exit 1
   fi
-  for x in "${hpc_scaling_root%/*}" "$hpc_scaling_root"; do
-    # A study's folder is removed when its submission fails: never one reached through a link.
-    if [[ -L $x ]]; then
-      local msg="$x is a symbolic link; the scaling study's folders are made in"
-      msg+=" a folder of their own, never through a link: nothing was submitted"
-      hpc_die "$msg"
-    fi
-  done
+  hpc_group_check_root "$hpc_scaling_root" "scaling study's"
   hpc_plan_make
   hpc_submit_prepare
   trap - EXIT

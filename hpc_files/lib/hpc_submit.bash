@@ -34,7 +34,12 @@ hpc_submit_locate() {
 hpc_submit_runner_check() {
   hpc_submit_image='' hpc_submit_workdir='' hpc_submit_host_workdir='' hpc_plan_workdir=''
   hpc_plan_choose_runner
-  hpc_runner_load "$hpc_plan_runner" || hpc_die "runner $hpc_module_problem"
+  if ! hpc_runner_load "$hpc_plan_runner"; then
+    # The option that chose it (the default is --runner's).
+    local option=--runner
+    [[ -z $hpc_opt_singularity ]] || option=-s/--singularity-container
+    hpc_die_usage "$option" "runner $hpc_module_problem"
+  fi
   "hpc_runner_${hpc_plan_runner}_check"
 }
 
@@ -272,8 +277,13 @@ hpc_submit_job() {
     hpc_submit_error="sbatch refused the job: $out"
     return 1
   fi
-  out=${out##*$'\n'}
-  hpc_submit_id=${out%%;*}
+  hpc_submit_id=${out##*$'\n'}
+  hpc_submit_id=${hpc_submit_id%%;*}
+  # What a broken sbatch prints is never taken for a job id (it names files and goes to scancel).
+  [[ $hpc_submit_id =~ ^[0-9]+$ ]] || {
+    hpc_submit_error="sbatch gave no job id: ${out//$'\n'/ }"
+    return 1
+  }
 }
 
 # hpc_submit_keep FILE: (after hpc_submit_job) keeps the job's script as FILE and writes its

@@ -276,3 +276,31 @@ submitted_study() {
   [[ $stderr == *"the plan file '$plan' of the report job 4242 can be changed by others (mode 664): not read; the resubmission (jobs 5000) was cancelled" ]] || fail "$stderr"
   assert_equal "$(find "$outputs" -name '*.plan' | sort)" "$plans_before"
 }
+
+@test "resubmit --failed of a study undone (scontrol release failed): study.json is as it was, so the next resubmit --failed works; the same for a map's manifest.json" {
+  submitted_study
+  local record
+  record=$(<"$study_dir/study.json")
+  HPC_STUB_LIVE_IDS='' HPC_STUB_RELEASE=fail run --separate-stderr bash "$submitter" resubmit probe --failed </dev/null
+  assert_equal "$status" 1
+  [[ $stderr == *"scontrol release 4242 failed: "*"; the resubmission (jobs 4242 4243) was cancelled" ]] || fail "$stderr"
+  assert_equal "$(<"$study_dir/study.json")" "$record"
+  HPC_STUB_LIVE_IDS='' run --separate-stderr bash "$submitter" resubmit probe --failed </dev/null
+  assert_success
+  assert_line --index 0 "Resubmitted run(s) 1x2-r1 of study ${study_dir##*/} as job(s) 4244"
+  # A map.
+  rm -f "$stub_log"/*
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 --gather "python -c pass" \
+    -e relmap </dev/null
+  assert_success
+  local map_dir
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  mkdir -p "$map_dir/tasks/1"
+  printf '{"index": 1, "array_job_id": "4242", "task_id": "1", "state": "FAILED", "exit_code": 1, "attempt": 1}\n' \
+    >"$map_dir/tasks/1/status.json"
+  record=$(<"$map_dir/manifest.json")
+  HPC_STUB_MAX_ARRAY_SIZE=1001 HPC_STUB_LIVE_IDS='' HPC_STUB_RELEASE=fail run --separate-stderr \
+    bash "$submitter" resubmit relmap --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "$(<"$map_dir/manifest.json")" "$record"
+}

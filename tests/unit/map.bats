@@ -374,6 +374,56 @@ json.dump(doc, open(path, \"w\"))
   assert_equal "$(find "$map_dir" -printf '%P %y %s\n' | sort)" "$before"
 }
 
+@test "a map whose folder's root (map/EXP, or map/) is a symbolic link is refused before anything is submitted, as a study's is; the link's target untouched" {
+  local outputs="$SCRATCH/my project/hpc_outputs" target=$BATS_TEST_TMPDIR/elsewhere
+  mkdir -p "$outputs/map" "$target"
+  ln -s "$target" "$outputs/map/lnk"
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 -e lnk </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: $outputs/map/lnk is a symbolic link; the map's folders are made in a folder of their own, never through a link: nothing was submitted"
+  [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
+  [[ -z $(ls -A "$target") ]] || fail "written through the link: $(ls -A "$target")"
+}
+
+@test "resubmit --failed of a map whose manifest.json was edited: an array or gather id holding shell code (PPID[\$(...)]), an empty id list or a throttle with more than digits are refused with one line before any use; nothing runs, nothing is submitted" {
+  HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 --gather "python gather.py" -e inj </dev/null
+  assert_success
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$output")
+  [[ -d $map_dir ]] || fail "no map folder in: $output"
+  local i key value pwned=$BATS_TEST_TMPDIR/pwned
+  for i in 0 1; do
+    mkdir -p "$map_dir/tasks/$i"
+    printf '{"index": %s, "array_job_id": "4242", "task_id": "%s", "state": "FAILED", "exit_code": 1, "attempt": 1}\n' \
+      "$i" "$i" >"$map_dir/tasks/$i/status.json"
+  done
+  cp "$map_dir/manifest.json" "$BATS_TEST_TMPDIR/manifest.json"
+  for key in array_ids gather_ids; do
+    value="PPID[\$(touch $pwned)]"
+    python3 -c 'import json,sys; p,k,v=sys.argv[1:]; d=json.load(open(p)); d[k]=[v]; json.dump(d, open(p, "w"))' \
+      "$map_dir/manifest.json" "$key" "$value"
+    rm -f "$stub_log"/*
+    run --separate-stderr bash "$submitter" resubmit inj --failed </dev/null
+    assert_equal "$status" 1
+    # The record's ids are words: the first word of the edited id is named.
+    assert_equal "${stderr##*$'\n'}" "job_submitter.sh: $map_dir/manifest.json holds '${value%% *}', which is not a job id; nothing was submitted"
+    [[ ! -e $pwned ]] || fail "the id ran as code ($key)"
+    [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called ($key)"
+    cp "$BATS_TEST_TMPDIR/manifest.json" "$map_dir/manifest.json"
+  done
+  python3 -c 'import json,sys; p=sys.argv[1]; d=json.load(open(p)); d["array_ids"]=[]; json.dump(d, open(p, "w"))' "$map_dir/manifest.json"
+  run --separate-stderr bash "$submitter" resubmit inj --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "${stderr##*$'\n'}" "job_submitter.sh: $map_dir/manifest.json names no array job; nothing was submitted"
+  cp "$BATS_TEST_TMPDIR/manifest.json" "$map_dir/manifest.json"
+  python3 -c 'import json,sys; p,v=sys.argv[1:]; d=json.load(open(p)); d["array"]=v; json.dump(d, open(p, "w"))' \
+    "$map_dir/manifest.json" "0-1%4\$(touch x)"
+  rm -f "$stub_log"/*
+  run --separate-stderr bash "$submitter" resubmit inj --failed </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: $map_dir/manifest.json holds the throttle '4\$(touch x)', which is not a whole number; nothing was submitted"
+  [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
+}
+
 @test "resubmit --failed of a map whose task planted status.attempt1.json as a link to a folder: the earlier status becomes status.attempt2.json; nothing moved into the folder, the link stays" {
   HPC_STUB_MAX_ARRAY_SIZE=1001 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 -e planted </dev/null
   assert_success

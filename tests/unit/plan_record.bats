@@ -451,3 +451,22 @@ STUB
   assert_equal "${#plans[@]}" 1
   [[ ${plans[0]} == *-gather_*.plan && $(<"${plans[0]}") == theirs ]] || fail "left: ${plans[*]}"
 }
+
+@test "an sbatch that answers without a job id (exit 0) is never taken for one: a plain job, a map's gather and a study's run end with one line naming it; the group's other jobs are cancelled" {
+  hpc_test_venv_built "$project"
+  HPC_STUB_SBATCH_NOID=1 run --separate-stderr bash "$submitter" -y -g 0 -e noid </dev/null
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: sbatch gave no job id: Submitted batch job"
+  [[ -z $(find "$outputs" -name 'noid_*.sh' -o -name 'noid_*.manifest') ]] || fail "kept: $(ls "$outputs")"
+  rm -f "$stub_log"/*
+  HPC_STUB_MAX_ARRAY_SIZE=1001 HPC_STUB_SBATCH_NOID=2 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 \
+    --gather "python -c pass" -e noidmap </dev/null
+  assert_equal "$status" 1
+  assert_equal "${stderr##*$'\n'}" "job_submitter.sh: the gather job was not submitted (see above); the map (job 4242) was cancelled"
+  [[ $stderr == *"sbatch gave no job id for the gather job: Submitted batch job"* ]] || fail "$stderr"
+  rm -f "$stub_log"/*
+  HPC_STUB_SBATCH_NOID=3 run --separate-stderr bash "$submitter" -y --scaling-test --scale-gpus 1,2 -e noidstudy </dev/null
+  assert_equal "$status" 1
+  assert_equal "${stderr##*$'\n'}" "job_submitter.sh: run 1x2-r1 was not submitted; the study's jobs (4242 4243) were cancelled"
+  [[ $stderr == *"sbatch gave no job id: Submitted batch job"* ]] || fail "$stderr"
+}

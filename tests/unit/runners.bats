@@ -102,3 +102,22 @@ sif() {
   run grep -rnE "$pattern" "$HPC_ROOT/hpc_files" "$HPC_ROOT/plai_cleanups" --include=*.bash --include=*.sh
   assert_output ''
 }
+
+@test "a runner file that lacks functions (a copy cut short): --runner refuses it with exit 2 and one line naming what is missing, nothing made" {
+  local dir=$project/hpc_files/lib/runners
+  sed '/^hpc_runner_venv_enter()/,$d' "$dir/venv.bash" | sed 's/hpc_runner_venv_/hpc_runner_short_/g' >"$dir/short.bash"
+  submit -g 0 --runner short -e short
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: --runner: runner 'short' ($dir/short.bash) lacks hpc_runner_short_enter hpc_runner_short_wrap; it must define hpc_runner_short_{check,plan,prepare,preview,folders,python,node_work,node_setup,here,enter,wrap} (docs/architecture.md)"
+  [[ ! -e $SCRATCH/my\ project/hpc_outputs ]] || fail "made: $(ls "$SCRATCH/my project/hpc_outputs")"
+}
+
+@test "--runner singularity without its image, or --runner beside -s: exit 2, one line naming --runner, nothing made" {
+  submit -g 0 --runner singularity -e img
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: --runner: 'singularity' runs an image; accepted: -s/--singularity-container IMAGE.sif"
+  submit -g 0 --runner venv -s "$BATS_TEST_TMPDIR/app.sif" -e img
+  assert_equal "$status" 2
+  assert_equal "$stderr" "job_submitter.sh: --runner: -s/--singularity-container chooses the container's runner; accepted: one of the two"
+  [[ ! -e $SCRATCH/my\ project/hpc_outputs ]] || fail "made: $(ls "$SCRATCH/my project/hpc_outputs")"
+}

@@ -18,6 +18,9 @@ declare -ga hpc_opt_data
 # --workdir an absolute path inside the container, --data what the container sees (exit 2
 # otherwise, one line); sets hpc_submit_image and hpc_submit_workdir, which the plan copies.
 hpc_runner_singularity_check() {
+  # --runner singularity without its image.
+  [[ -n $hpc_opt_singularity ]] ||
+    hpc_die_usage "--runner" "'singularity' runs an image; accepted: -s/--singularity-container IMAGE.sif"
   # shellcheck source=singularity_hpc_files/container_runner.bash
   source "$hpc_container_lib"
   hpc_container_check_image "$hpc_opt_singularity" || exit 2
