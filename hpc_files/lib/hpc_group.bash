@@ -92,11 +92,16 @@ hpc_group_sbatch() {
   local what=$1 script=$2 out
   shift 2
   out=$(hpc_submit_sbatch --parsable --hold "$@" 2>&1 <<<"$script") || {
+    hpc_submit_lost "$out"
     hpc_say "sbatch refused $what: ${out//$'\n'/ }"
     hpc_group_undo "$what was not submitted"
   }
   out=${out##*$'\n'} out=${out%%;*}
-  [[ $out =~ ^[0-9]+$ ]] || hpc_group_undo "sbatch gave no job id for $what"
+  [[ $out =~ ^[0-9]+$ ]] || {
+    # shellcheck disable=SC2034 # read by hpc_submit_forget
+    hpc_submit_unsure=1
+    hpc_group_undo "sbatch gave no job id for $what"
+  }
   hpc_group_add "$out" held
 }
 

@@ -136,11 +136,15 @@ hpc_map_resubmit_followup() {
   printf -v text '%s:' "${hpc_group_members_ids[@]}"
   out=$(hpc_submit_sbatch --parsable --dependency="afterany:${text%:}" \
     --kill-on-invalid-dep=yes 2>&1 <<<"$hpc_map_r_gather") || {
+    hpc_submit_lost "$out"
     hpc_say "sbatch refused the new gather job: ${out//$'\n'/ }"
     hpc_group_undo "the new gather job was not submitted"
   }
   out=${out##*$'\n'} out=${out%%;*}
-  [[ $out =~ ^[0-9]+$ ]] || hpc_group_undo "sbatch gave no job id for the new gather job"
+  [[ $out =~ ^[0-9]+$ ]] || {
+    hpc_submit_unsure=1
+    hpc_group_undo "sbatch gave no job id for the new gather job"
+  }
   hpc_group_followup_id=$out hpc_map_gather_ids=("$out")
   hpc_group_add "$out"
 }
@@ -261,7 +265,8 @@ hpc_map_gather_again() {
   script=$kept
   hpc_submit_pending_open "${hpc_manage_dir%/*}" "${1##*/}"
   out=$(hpc_submit_sbatch --parsable 2>&1 <<<"$script") || {
-    hpc_pending_close rm
+    hpc_submit_lost "$out"
+    hpc_submit_forget
     hpc_die "sbatch refused the gather job: ${out//$'\n'/ }"
   }
   id=${out##*$'\n'}

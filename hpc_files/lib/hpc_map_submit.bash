@@ -476,12 +476,17 @@ hpc_map_submit_gather() {
   hpc_private_write "$hpc_map_dir/gather.sh" "$hpc_plan_script" || return 1
   if ! out=$(hpc_submit_sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
     printf 'sbatch refused the gather job: %s\n' "$out" >&2
+    # The caller's hpc_submit_unsure (this runs in a subshell).
+    hpc_submit_unsure=0
+    hpc_submit_lost "$out"
+    ((hpc_submit_unsure == 0)) || printf 'lost\n'
     return 1
   fi
   id=${out##*$'\n'}
   id=${id%%;*}
   [[ $id =~ ^[0-9]+$ ]] || {
     printf 'sbatch gave no job id for the gather job: %s\n' "${out//$'\n'/ }" >&2
+    printf 'lost\n'
     return 1
   }
   # Its own manifest: status and cancel of the experiment show and cancel the gather too (the
@@ -551,6 +556,8 @@ hpc_map_after_submit() {
         'text '*) text+=${line#text }$'\n' ;;
         'plan '*) hpc_plan_written_add "${line#plan }" "$text" ;;
         'id '*) gather_id=${line#id } ;;
+        # Its sbatch's answer was lost: SLURM may hold a gather job nobody knows the id of.
+        lost) hpc_submit_unsure=1 ;;
       esac
     done <<<"$out"
     # An id it printed is the gather's, whatever came after: cancelled with the map.

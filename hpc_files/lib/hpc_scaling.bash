@@ -245,11 +245,15 @@ hpc_scaling_resubmit_followup() {
   printf -v ids '%s:' "${hpc_group_members_ids[@]}"
   out=$(hpc_submit_sbatch --parsable "${args[@]}" --output="$dir/report_%j.out" \
     --dependency="afterany:${ids%:}" 2>&1 <<<"$hpc_group_script") || {
+    hpc_submit_lost "$out"
     hpc_say "sbatch refused the report job: ${out//$'\n'/ }"
     hpc_group_undo "the report job was not submitted"
   }
   out=${out##*$'\n'} out=${out%%;*}
-  [[ $out =~ ^[0-9]+$ ]] || hpc_group_undo "sbatch gave no job id for the report job"
+  [[ $out =~ ^[0-9]+$ ]] || {
+    hpc_submit_unsure=1
+    hpc_group_undo "sbatch gave no job id for the report job"
+  }
   hpc_group_followup_id=$out
   hpc_group_add "$out"
 }

@@ -111,8 +111,9 @@ hpc_submit_unmake_folders() {
 # hpc_submit_undo: (the EXIT trap from the plan file's writing until SLURM has the job) removes
 # the plan files this submission wrote (hpc_plan_unwrite), then the folders it made.
 hpc_submit_undo() {
-  # sbatch refused the job, or was never reached: no job has the submission's tag.
-  hpc_pending_close rm
+  # sbatch refused the job, or was never reached: no job has the submission's tag (unless its
+  # answer was lost: hpc_submit_forget).
+  hpc_submit_forget
   hpc_plan_unwrite
   ((${#hpc_submit_made[@]} == 0)) || hpc_submit_unmake_folders
 }
@@ -159,16 +160,39 @@ hpc_submit_sbatch() {
 # where it failed, status and cancel still find the jobs by it.
 hpc_submit_scancel() {
   (($#)) || {
-    hpc_pending_close rm
+    hpc_submit_forget
     return 0
   }
   if (
     trap '' INT HUP TERM
     exec scancel "$@"
   ) 2>/dev/null; then
-    hpc_pending_close rm
+    hpc_submit_forget
   fi
   return 0
+}
+
+# hpc_submit_lost OUTPUT: (an sbatch that failed, or answered without a job id) notes in
+# hpc_submit_unsure whether SLURM may have taken the job all the same: an answer lost on the way
+# back (a socket timeout, no job id) is no refusal.
+hpc_submit_lost() {
+  local text=${1,,}
+  [[ $text == *'timed out'* || $text == *'zero bytes were transmitted'* ]] || return 0
+  hpc_submit_unsure=1
+}
+
+# hpc_submit_forget: (a submission undone: every job it knows of cancelled, or none submitted) its
+# record goes (hpc_pending_close rm); but where an sbatch's answer was lost (hpc_submit_lost) it
+# stays as written: a job SLURM took all the same carries its tag, and status, cancel and the next
+# submission find it by the record (hpc_pending.bash), which goes once SLURM holds none.
+hpc_submit_forget() {
+  if ((${hpc_submit_unsure:-0})); then
+    [[ -z ${hpc_pending_file:-} ]] ||
+      hpc_say "an sbatch's answer was lost: if SLURM took its job all the same, 'bash job_submitter.sh status' lists it"
+    hpc_pending_file='' hpc_pending_token=''
+    return 0
+  fi
+  hpc_pending_close rm
 }
 
 # hpc_submit_resume_signals EXP ID...: (once the files of experiment EXP's jobs ID are written, and
@@ -275,6 +299,7 @@ hpc_submit_job() {
       out+=" within the last 10 minutes; the next submission asks again)"
     fi
     hpc_submit_error="sbatch refused the job: $out"
+    hpc_submit_lost "$out"
     return 1
   fi
   hpc_submit_id=${out##*$'\n'}
@@ -282,6 +307,7 @@ hpc_submit_job() {
   # What a broken sbatch prints is never taken for a job id (it names files and goes to scancel).
   [[ $hpc_submit_id =~ ^[0-9]+$ ]] || {
     hpc_submit_error="sbatch gave no job id: ${out//$'\n'/ }"
+    hpc_submit_unsure=1
     return 1
   }
 }

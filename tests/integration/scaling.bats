@@ -80,7 +80,7 @@ efficiency() {
   assert_line --index 0 --partial "scaling report: metric samples_per_s, baseline 1x1; efficiency: 1x1 1, 1x2 0."
 }
 
-@test "a CPU-bound probe in a 1,2 x 1,2 study on nodes of one machine: runs one after another (seen in the queue), each efficiency at most 110 %, each run in its own working folder, every rank sees OMP_NUM_THREADS = -c" {
+@test "a CPU-bound probe in a 1,2 x 1,2 study on nodes of one machine: runs one after another (seen in the queue), no efficiency above 150 %, each run in its own working folder, every rank sees OMP_NUM_THREADS = -c" {
   cp "$HPC_ROOT/tests/fixtures/scaling/cpu_probe.py" "$PROJECT/"
   hpc_configs "$PROJECT" 'python cpu_probe.py'
   SCALE_STEPS=16 submit_study --scale-nodes 1,2 --scale-gpus 1,2 --repeats 2 -W torchrun -c 1 -e cpuprobe
@@ -96,18 +96,20 @@ efficiency() {
   done
   assert_equal "$most" 1
   assert_equal "$(hpc_job_state "$report_id")" "COMPLETED 0:0"
-  # No run of a configuration beats its share of the best baseline run by more than 10 %: the
-  # study's runs never overlap, but the suite's other clusters share these two cores and can slow
-  # any one run, the baseline's too; the best baseline run is the one they disturbed least.
+  # No run of a configuration beats its share of the best baseline run by more than half: the
+  # study's runs never overlap (the queue above says so), but the suite's other clusters share
+  # these two cores and slow any run, both baseline runs too (one CI run measured a baseline at
+  # 72 % of the other, and a later run at 111 % of the better one). Runs that shared nodes
+  # measured 1052 %: far above this bound, which noise does not reach.
   local key
-  python3 - "$study_dir/results.csv" <<'PY' || fail "a run above 110 % of the best baseline run's share"
+  python3 - "$study_dir/results.csv" <<'PY' || fail "a run above 150 % of the best baseline run's share"
 import csv, sys
 rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["state"] == "COMPLETED"]
 best = max(float(r["metric_value"]) for r in rows if r["config"] == "1x1")
 for r in rows:
     efficiency = float(r["metric_value"]) / (best * int(r["world_size"]))
     print(r["config"], r["repeat"], round(efficiency, 3))
-    assert efficiency <= 1.10, r
+    assert efficiency <= 1.50, r
 PY
   for key in 1x1-r1 1x2-r1 2x1-r1 2x2-r1; do
     [[ -f $study_dir/runs/$key/work/snapshot.txt ]] || fail "no snapshot.txt in runs/$key/work"

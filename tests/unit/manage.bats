@@ -688,6 +688,32 @@ killed_map() {
   assert_equal "$(records)" ""
 }
 
+@test "an sbatch whose answer was lost (a socket timeout after SLURM took the job): the submission fails, its record stays, and status lists the job SLURM holds by its tag; a map undone so keeps it too" {
+  ready_venv
+  stub sinfo "-h -e -o %P|%D|%c|%m|%G : echo 'debug*|2|4|8000|gpu:2'"
+  HPC_STUB_SBATCH_LOST=1 manage -y -g 0 -e lost
+  unstub sinfo
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: sbatch refused the job: sbatch: error: Batch job submission failed: Socket timed out on send/recv operation
+job_submitter.sh: an sbatch's answer was lost: if SLURM took its job all the same, 'bash job_submitter.sh status' lists it"
+  argv_of sbatch 1
+  local tag=$sbatch_tag
+  assert_equal "$(records)" "${tag#hpc-toolkit:}"
+  slurm_jobs <<EOT
+squeue 5000 5000 PENDING - $tag
+EOT
+  manage status lost
+  assert_equal "$status" 0
+  assert_line --partial "SLURM still holds 5000"
+  # A map whose gather's answer was lost: the array is cancelled, the record stays for the gather.
+  printf 'item%s\n' 0 1 >"$tmp/items.txt"
+  HPC_STUB_MAX_ARRAY_SIZE=10 HPC_STUB_SBATCH_LOST=3 manage -y -g 0 -e lostmap --map-over "$tmp/items.txt" \
+    --gather 'python gather.py'
+  assert_equal "$status" 1
+  argv_of sbatch 3
+  records | grep -qxF "${sbatch_tag#hpc-toolkit:}" || fail "no record of the map: $(records)"
+}
+
 @test "a map's submitter killed after its second array: status names the held arrays and the unrecorded one, cancel EXP cancels all three in one scancel and its record goes" {
   ready_venv
   stub sinfo "-h -e -o %P|%D|%c|%m|%G : echo 'debug*|2|4|8000|gpu:2'"

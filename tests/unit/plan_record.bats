@@ -456,7 +456,9 @@ STUB
   hpc_test_venv_built "$project"
   HPC_STUB_SBATCH_NOID=1 run --separate-stderr bash "$submitter" -y -g 0 -e noid </dev/null
   assert_equal "$status" 1
-  assert_equal "$stderr" "job_submitter.sh: sbatch gave no job id: Submitted batch job"
+  # Such an answer may hide a job SLURM took: the submission's record stays, and the user is told.
+  assert_equal "$stderr" "job_submitter.sh: sbatch gave no job id: Submitted batch job
+job_submitter.sh: an sbatch's answer was lost: if SLURM took its job all the same, 'bash job_submitter.sh status' lists it"
   [[ -z $(find "$outputs" -name 'noid_*.sh' -o -name 'noid_*.manifest') ]] || fail "kept: $(ls "$outputs")"
   rm -f "$stub_log"/*
   HPC_STUB_MAX_ARRAY_SIZE=1001 HPC_STUB_SBATCH_NOID=2 run --separate-stderr bash "$submitter" -y -g 0 --map-range 0-1 \
