@@ -160,12 +160,18 @@ hpc_group_helpers() {
 # (the experiment's maps or studies) that holds RECORD and is not a link; exit 2 naming COMMAND
 # when none. Folders are named YYYYmmdd-HHMMSS-ID: the last in order is the newest.
 hpc_group_newest_dir() {
+  hpc_group_newest "$1" "$2" || hpc_die_usage "$3" "no $4 of this experiment under $1"
+}
+
+# hpc_group_newest ROOT RECORD: hpc_group_newest_dir's search (also for scaling-report, which says
+# its own refusal); false when there is none.
+hpc_group_newest() {
   local dir
   hpc_group_dir=''
   for dir in "$1"/*/; do
     [[ -f $dir$2 && ! -L ${dir%/} ]] && hpc_group_dir=${dir%/}
   done
-  [[ -n $hpc_group_dir ]] || hpc_die_usage "$3" "no $4 of this experiment under $1"
+  [[ -n $hpc_group_dir ]]
 }
 
 # hpc_group_lock DIR NOUN LOCKERS: locks the group's folder DIR (flock, held until this shell exits;

@@ -280,13 +280,6 @@ hpc_job_guard() {
   while :; do wait "$sleeper" || true; done
 }
 
-# hpc_job_seconds DURATION: prints SLURM's duration text ([D-]HH:MM:SS, MM:SS, as squeue's %L
-# writes it) in seconds; returns 1 for anything else (UNLIMITED, NOT_SET, INVALID).
-hpc_job_seconds() {
-  hpc_facts_seconds "$1" || return 1
-  printf '%d\n' "$hpc_facts_seconds"
-}
-
 # hpc_job_time_bounds: sets hpc_job_time_left (seconds this job has left, from squeue; one day
 # when unlimited or unknown), hpc_job_end_by (the value of SECONDS then) and
 # hpc_job_setup_timeout (how long the nodes' setup may take: HPC_JOB_SETUP_TIMEOUT, else 3/4 of
@@ -295,7 +288,9 @@ hpc_job_seconds() {
 hpc_job_time_bounds() {
   local left
   left=$(squeue -h -j "${SLURM_JOB_ID:?}" -o %L 2>/dev/null) || left=
-  hpc_job_time_left=$(hpc_job_seconds "$left") || hpc_job_time_left=86400
+  # squeue's %L ([D-]HH:MM:SS, MM:SS); UNLIMITED, NOT_SET or INVALID: a day.
+  hpc_job_time_left=86400
+  ! hpc_facts_seconds "$left" || hpc_job_time_left=$hpc_facts_seconds
   hpc_job_end_by=$((SECONDS + hpc_job_time_left))
   hpc_job_setup_timeout=${HPC_JOB_SETUP_TIMEOUT:-$((hpc_job_time_left * 3 / 4))}
   ((hpc_job_setup_timeout >= 60)) || [[ -n ${HPC_JOB_SETUP_TIMEOUT:-} ]] || hpc_job_setup_timeout=60

@@ -8,6 +8,8 @@
 # kept), so that the linter knows each name and catches a misspelt one.
 # The plan file (hpc_job_plan_load); hpc_job.bash: the launcher's srun options.
 declare -g hpc_plan_requeue
+# hpc_facts.bash (loaded by hpc_common.bash): SLURM's times in seconds.
+declare -g hpc_facts_seconds
 declare -ga hpc_launcher_srun
 
 # hpc_job_catches PID SIGNAL [MASK]: true when process PID has a handler for SIGNAL (a name, e.g.
@@ -139,7 +141,8 @@ hpc_job_term_reason() {
   local limit t0=${HPC_JOB_T0:-$EPOCHSECONDS} elapsed
   elapsed=$((EPOCHSECONDS - ${t0%%[.,]*}))
   hpc_job_term_why='scancel, a requeue or preemption'
-  limit=$(hpc_job_seconds "${hpc_plan_time:-}") || return 0
+  hpc_facts_seconds "${hpc_plan_time:-}" || return 0
+  limit=$hpc_facts_seconds
   ((elapsed + 60 < limit)) || hpc_job_term_why='the time limit'
 }
 

@@ -182,9 +182,8 @@ hpc_scaling_resubmit_read() {
   done <<<"$1"
   ((${#hpc_scaling_r_job_of[@]})) || hpc_die "cannot read the study in $2"
   read -ra reports <<<"$hpc_scaling_r_reports"
+  # Its ids are used only once hpc_group_jobs_live has checked them, right after this hook.
   hpc_group_live+=(${reports[@]+"${reports[@]}"})
-  # Its ids are used as keys (bash would evaluate a word there): checked before any use.
-  hpc_group_check_ids "$2/study.json" "${hpc_group_live[@]}"
 }
 
 # hpc_scaling_resubmit_members DIR: each failed run again, held, from its kept job.sh and its

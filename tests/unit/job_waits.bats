@@ -29,16 +29,24 @@ hpc_plan_toolkit_dir=$HPC_ROOT/hpc_files
 '"$1"
 }
 
-@test "hpc_job_seconds reads squeue's durations and refuses the rest" {
+# seconds DURATION: prints what the job's one reader of SLURM's times (hpc_facts_seconds) makes of
+# DURATION; false when it refuses it.
+seconds() {
+  hpc_facts_seconds "$1" || return
+  # shellcheck disable=SC2154 # set by hpc_facts_seconds (hpc_facts.bash)
+  printf '%s\n' "$hpc_facts_seconds"
+}
+
+@test "hpc_facts_seconds reads squeue's durations and refuses the rest" {
   # shellcheck source=/dev/null # hpc_job.bash is linted on its own (tests/run.sh)
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
-  assert_equal "$(hpc_job_seconds 5:00)" 300
-  assert_equal "$(hpc_job_seconds 1:02:03)" 3723
-  assert_equal "$(hpc_job_seconds 2-00:00:09)" 172809
-  assert_equal "$(hpc_job_seconds 08:09)" 489
-  run hpc_job_seconds UNLIMITED
+  assert_equal "$(seconds 5:00)" 300
+  assert_equal "$(seconds 1:02:03)" 3723
+  assert_equal "$(seconds 2-00:00:09)" 172809
+  assert_equal "$(seconds 08:09)" 489
+  run seconds UNLIMITED
   assert_failure 1
-  run hpc_job_seconds INVALID
+  run seconds INVALID
   assert_failure 1
 }
 

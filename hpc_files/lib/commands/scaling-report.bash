@@ -22,6 +22,8 @@ declare -g hpc_lib_dir
 
 # shellcheck source=hpc_files/lib/hpc_manage.bash
 source "$hpc_lib_dir/hpc_manage.bash"
+# shellcheck source=hpc_files/lib/hpc_group.bash
+source "$hpc_lib_dir/hpc_group.bash"
 
 # What the command reads, set by hpc_common.bash.
 declare -g hpc_python_helpers_dir hpc_trusted_problem hpc_manage_dir
@@ -30,7 +32,7 @@ declare -g hpc_python_helpers_dir hpc_trusted_problem hpc_manage_dir
 # experiment EXP's newest study, or of the study folder PATH (a copied one too), into the study
 # or DIR. Exit 2 on a folder without study.json or an experiment without a study.
 hpc_command_scaling_report() {
-  local target='' out='' root py dir study=''
+  local target='' out='' root py study=''
   local usage='usage: scaling-report EXP|PATH [--out DIR]'
   while (($#)); do
     case $1 in
@@ -59,11 +61,10 @@ hpc_command_scaling_report() {
         "'$target' is not an experiment name; accepted: an experiment (-e) or a study folder (a path with a /)"
     hpc_manage_locate
     root=${hpc_manage_dir%/*}/scaling/$target
-    # Study folders are named YYYYmmdd-HHMMSS-ID: the last in order is the newest.
-    for dir in "$root"/*/; do
-      [[ -f $dir/study.json && ! -L ${dir%/} ]] && study=${dir%/}
-    done
-    if [[ -z $study ]]; then
+    # The newest study folder, as resubmit --failed finds it.
+    if hpc_group_newest "$root" study.json; then
+      study=$hpc_group_dir
+    else
       local msg="experiment '$target' has no scaling study under $root; accepted:"
       msg+=" an experiment submitted with --scaling-test, or a study folder"
       hpc_die_usage "scaling-report" "$msg"
