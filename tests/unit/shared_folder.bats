@@ -15,6 +15,7 @@ setup_file() {
 
 setup() {
   load '../helpers/common'
+  load '../helpers/mate'
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
   # The shared folder: outside bats' own temporary folders (0700), so that the other member can
@@ -34,21 +35,6 @@ teardown() {
 # submit ARGS...: runs the submitter with umask 002 (a lab's shared folder), stdout and stderr apart.
 submit() {
   run --separate-stderr bash -c 'umask 002 && exec bash "$@" </dev/null' _ "$submitter" "$@"
-}
-
-# mate_ready: the other member of the group, hpc_mate (group hpc_lab, which SCRATCH then belongs
-# to, setgid and group-writable as a lab's folder is); skips where no user can be made.
-mate_ready() {
-  command -v runuser >/dev/null || skip "no runuser"
-  getent group hpc_lab >/dev/null || groupadd hpc_lab 2>/dev/null || skip "cannot make a group (groupadd)"
-  id hpc_mate >/dev/null 2>&1 || useradd -M -N -g hpc_lab -s /bin/bash hpc_mate 2>/dev/null || skip "cannot make a user (useradd)"
-  chgrp -R hpc_lab "$SCRATCH"
-  find "$SCRATCH" -type d -exec chmod g+ws {} +
-}
-
-# as_mate COMMAND: runs the bash COMMAND as the other member ($1.. as its arguments).
-as_mate() {
-  runuser -u hpc_mate -- bash -c "$@"
 }
 
 @test "umask 002: the kept job script, the manifest and the plan file are the user's alone (0600); a map's folder 0700, its task.sh, gather.sh, items.txt and manifest.json 0600" {
