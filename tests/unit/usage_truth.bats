@@ -143,6 +143,32 @@ pathlib.Path(sys.argv[1]).touch(); time.sleep(60)' "$T/outsider" &
   unstub scontrol
 }
 
+@test "two busy processes of the job pinned to one CPU: the sampler records how long they waited for it (at least a third of their CPU time)" {
+  export T
+  fake_listpids
+  # shellcheck disable=SC2016 # expanded by the stub's call
+  stub scontrol 'listpids 4242 n1 : bash "$T/listpids.sh"'
+  [[ -r /proc/self/schedstat ]] || skip "this kernel records no schedstat"
+  # shellcheck disable=SC2016 # expanded by that shell
+  taskset -c 0 bash -c 'for i in 1 2; do python3 -c "import os, time, pathlib, sys
+while time.process_time() < 1.0: pass
+pathlib.Path(sys.argv[1] + \".tmp\").write_text(str(os.getpid())); os.replace(sys.argv[1] + \".tmp\", sys.argv[1])
+time.sleep(60)" "$T/burnt$i" & done; wait' &
+  started $!
+  printf '%s\n' "$!" >"$T/root"
+  wait_for "$T/burnt1"
+  wait_for "$T/burnt2"
+  started "$(<"$T/burnt1")"
+  started "$(<"$T/burnt2")"
+  hpc_usage_begin
+  hpc_usage_scan 4242
+  ((hpc_usage_ticks >= 150)) || fail "only $hpc_usage_ticks ticks"
+  # Ticks to ns: the wait, in ns, against a third of the CPU time.
+  ((hpc_usage_wait_ns * hpc_usage_clock_ticks >= hpc_usage_ticks * 1000000000 / 3)) ||
+    fail "waited $hpc_usage_wait_ns ns for $hpc_usage_ticks ticks of CPU"
+  unstub scontrol
+}
+
 # usage_file FILE KEY=VALUE...: a node's usage file, as the sampler writes it.
 usage_file() {
   local file=$1
