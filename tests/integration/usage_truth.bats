@@ -38,14 +38,18 @@ cpu_within_20() {
     "$used" "$2" || fail "CPU-s $used, the program's own $2: $1"
 }
 
-@test "a program run by 'bash wrap.sh' (no exec): its CPU counted once, within 20 % of its own /proc figures, not doubled" {
-  hpc_configs "$PROJECT" 'bash wrap.sh'
-  HOLD_MB=50 HOLD_SECONDS=12 hpc_run_job "$PROJECT" -g 0 -t 00:10:00 -e wrapped
-  assert_equal "$job_state" "COMPLETED 0:0"
-  local hold usage
-  hold=$(grep '^HOLD ' "$job_out") || fail "no HOLD line: $(cat "$job_out")"
-  usage=$(grep -E '^\[hpc n[12]\] usage n[12]: CPU ' "$job_out") || fail "no usage line: $(cat "$job_out")"
-  cpu_within_20 "$usage" "$(sed -n 's/.*cpu_s=\([0-9.]*\).*/\1/p' <<<"$hold")"
+@test "a program run by 'bash wrap.sh' or /usr/bin/time -v (no exec): its CPU counted once, within 20 % of its own /proc figures, not doubled" {
+  local command hold usage
+  local -a commands=('bash wrap.sh')
+  [[ ! -x /usr/bin/time ]] || commands+=('/usr/bin/time -v python hold.py')
+  for command in "${commands[@]}"; do
+    hpc_configs "$PROJECT" "$command"
+    HOLD_MB=50 HOLD_SECONDS=12 hpc_run_job "$PROJECT" -g 0 -t 00:10:00 -e wrapped
+    assert_equal "$job_state" "COMPLETED 0:0"
+    hold=$(grep '^HOLD ' "$job_out") || fail "$command: no HOLD line: $(cat "$job_out")"
+    usage=$(grep -E '^\[hpc n[12]\] usage n[12]: CPU ' "$job_out") || fail "$command: no usage line: $(cat "$job_out")"
+    cpu_within_20 "$usage" "$(sed -n 's/.*cpu_s=\([0-9.]*\).*/\1/p' <<<"$hold")"
+  done
 }
 
 @test "a process outside the job with the job's SLURM_JOB_ID and SLURMD_NODENAME exported (300 MiB held): not counted by 'usage', not shown by 'stack'" {
