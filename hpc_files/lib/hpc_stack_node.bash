@@ -118,8 +118,11 @@ try:
 except Exception:
     raise SystemExit
 paths = [str(d.locate_file(f)) for f in d.files or () if f.name in ("py-spy", "py-spy.exe")]
-paths += [os.path.join(sysconfig.get_path("scripts", s), "py-spy") for s in (sysconfig.get_default_scheme(),
-    os.name + "_user") if s in sysconfig.get_scheme_names()]
+for scheme in (None, os.name + "_user"):
+    try:
+        paths.append(os.path.join(sysconfig.get_path("scripts", *([scheme] if scheme else [])), "py-spy"))
+    except Exception:
+        pass
 for p in paths:
     if os.path.isfile(p) and os.access(p, os.X_OK):
         print("program=" + os.path.normpath(p))
@@ -134,7 +137,7 @@ print("package=" + os.path.normpath(str(d.locate_file(""))))
 # is none, with hpc_stack_py_spy_why: what to do (install it, or reinstall a package that lost
 # its program).
 hpc_stack_py_spy() {
-  local venv=$1 candidate python out package=''
+  local venv=$1 candidate python out package='' owner=''
   shift
   hpc_stack_py_spy='' hpc_stack_py_spy_why=''
   for candidate in "${venv:+$venv/bin/py-spy}" "$(command -v py-spy 2>/dev/null || true)" "$HOME/.local/bin/py-spy"; do
@@ -152,12 +155,12 @@ hpc_stack_py_spy() {
         hpc_stack_py_spy=${out#program=}
         return 0
         ;;
-      package=*) package=${out#package=} ;;
+      package=*) [[ -n $package ]] || package=${out#package=} owner=$python ;;
     esac
   done
   if [[ -n $package ]]; then
-    hpc_stack_py_spy_why="py-spy's package is in $package but its program is not: pip install --force-reinstall"
-    hpc_stack_py_spy_why+=" py-spy (with that Python's pip)"
+    hpc_stack_py_spy_why="py-spy's package is in $package but its program is not: $owner -m pip install"
+    hpc_stack_py_spy_why+=" --force-reinstall py-spy"
   else
     hpc_stack_py_spy_why="py-spy is not installed here: pip install py-spy (in the job's venv: ${venv:-VENV}/bin/pip"
     hpc_stack_py_spy_why+=" install py-spy, or pip install --user py-spy)"

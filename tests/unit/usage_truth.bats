@@ -251,6 +251,6 @@ fake_py_spy() {
     bash -c 'source "$1"; source "$2"; hpc_stack_py_spy "" || { echo "$hpc_stack_py_spy_why"; exit 1; }' _ \
     "$HPC_ROOT/hpc_files/lib/hpc_common.bash" "$HPC_ROOT/hpc_files/lib/hpc_stack_node.bash"
   assert_failure
-  assert_output --partial "pip install --force-reinstall py-spy"
+  assert_output --partial "$T/venv/bin/python3 -m pip install --force-reinstall py-spy"
   assert_output --partial "$T/b/site"
 }
