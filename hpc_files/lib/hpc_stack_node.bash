@@ -1,11 +1,14 @@
 # shellcheck shell=bash
 # hpc_stack_node.bash: the node's side of the command 'stack' (commands/stack.bash), run by
 # job_step.sh stack JOBID VENV in a step beside the job's (srun --overlap, one task per node).
-# Finds the job's program processes on this node (this user's processes whose environment
-# names the job and this node, this step's own left out), and prints the Python stack of each (py-spy dump,
+# Finds the job's program processes on this node (SLURM's list of the job's processes here,
+# hpc_usage_job_pids; this step's own left out), and prints the Python stack of each (py-spy dump,
 # native frames where py-spy can), labelled with node, rank and local rank; the process tree
 # when none is a Python program. Each line goes out prefixed by a sort key and a tab (the rank,
 # then the process), so that the submitter prints the nodes' answers in rank order.
+
+# shellcheck source=hpc_files/lib/hpc_usage.bash
+source "$(dirname "${BASH_SOURCE[0]}")/hpc_usage.bash"
 
 # The launcher modules whose python process is an agent, not a program process.
 hpc_stack_agent_modules=' torch.distributed.run torch.distributed.launch '
@@ -79,24 +82,17 @@ hpc_stack_mask() {
 }
 
 # hpc_stack_find JOBID: sets hpc_stack_pids to this user's processes of job JOBID on this node
-# (SLURM_JOB_ID in their environment), the steps of this command left out, and hpc_stack_python
-# to those of them that run a Python program (not a launcher's agent), each with its label in
-# hpc_stack_label.
+# (SLURM's own list: hpc_usage_job_pids, the steps of this command and the sampler left out), and
+# hpc_stack_python to those of them that run a Python program (not a launcher's agent), each with
+# its label in hpc_stack_label.
 hpc_stack_find() {
-  local job=$1 dir pid rank local_rank key step=${SLURM_STEP_ID:-}
+  local job=$1 pid rank local_rank key
   hpc_stack_pids=() hpc_stack_python=()
   declare -gA hpc_stack_label=() hpc_stack_key=() hpc_stack_secret_values=()
-  for dir in /proc/[0-9]*; do
-    pid=${dir#/proc/}
-    [[ -O $dir && $pid != "$$" && $pid != "$BASHPID" ]] || continue
+  hpc_usage_job_pids "$job"
+  for pid in "${!hpc_usage_job_pid[@]}"; do
+    [[ -O /proc/$pid && $pid != "$$" && $pid != "$BASHPID" ]] || continue
     hpc_stack_environ "$pid" || continue
-    [[ ${hpc_stack_env[SLURM_JOB_ID]-} == "$job" ]] || continue
-    # This node's: where nodes share a machine (the embedded cluster), /proc shows them all.
-    [[ -z ${SLURMD_NODENAME:-} || ${hpc_stack_env[SLURMD_NODENAME]-$SLURMD_NODENAME} == "$SLURMD_NODENAME" ]] ||
-      continue
-    # This command's own step, and the job's steps of earlier stack commands.
-    [[ ${hpc_stack_env[HPC_STACK_STEP]-} != 1 && ${hpc_stack_env[HPC_USAGE_STEP]-} != 1 ]] &&
-      [[ ${hpc_stack_env[SLURM_STEP_ID]-x} != "$step" ]] || continue
     hpc_stack_cmdline "$pid" || continue
     hpc_stack_pids+=("$pid")
     hpc_stack_secrets
@@ -112,16 +108,63 @@ hpc_stack_find() {
   done
 }
 
-# hpc_stack_py_spy VENV: sets hpc_stack_py_spy to py-spy: the job's venv's, else the one on
-# PATH, else ~/.local/bin's; false when there is none.
+# What a Python says of the py-spy package it sees (hpc_stack_py_spy): program=PATH, the program
+# its wheel installed (listed in its RECORD, or in the scripts folders of this Python and of its
+# user scheme); else package=FOLDER where the package is without its program; else nothing.
+hpc_stack_py_spy_code='
+import importlib.metadata as m, os, sysconfig
+try:
+    d = m.distribution("py-spy")
+except Exception:
+    raise SystemExit
+paths = [str(d.locate_file(f)) for f in d.files or () if f.name in ("py-spy", "py-spy.exe")]
+for scheme in (None, os.name + "_user"):
+    try:
+        paths.append(os.path.join(sysconfig.get_path("scripts", *([scheme] if scheme else [])), "py-spy"))
+    except Exception:
+        pass
+for p in paths:
+    if os.path.isfile(p) and os.access(p, os.X_OK):
+        print("program=" + os.path.normpath(p))
+        raise SystemExit
+print("package=" + os.path.normpath(str(d.locate_file(""))))
+'
+
+# hpc_stack_py_spy VENV [PYTHON...]: sets hpc_stack_py_spy to py-spy: the job's venv's, the one
+# on PATH, ~/.local/bin's, else the program of the py-spy package that the venv's python, each
+# PYTHON (the job's own interpreters) or python3 on PATH sees (a system's site-packages whose
+# scripts folder is not on PATH: "pip install py-spy" says it is already there). False when there
+# is none, with hpc_stack_py_spy_why: what to do (install it, or reinstall a package that lost
+# its program).
 hpc_stack_py_spy() {
-  local candidate
-  hpc_stack_py_spy=''
-  for candidate in "${1:+$1/bin/py-spy}" "$(command -v py-spy 2>/dev/null || true)" "$HOME/.local/bin/py-spy"; do
+  local venv=$1 candidate python out package='' owner=''
+  shift
+  hpc_stack_py_spy='' hpc_stack_py_spy_why=''
+  for candidate in "${venv:+$venv/bin/py-spy}" "$(command -v py-spy 2>/dev/null || true)" "$HOME/.local/bin/py-spy"; do
     [[ -n $candidate && -x $candidate ]] || continue
     hpc_stack_py_spy=$candidate
     return 0
   done
+  for python in "${venv:+$venv/bin/python}" "$@" "$(command -v python3 2>/dev/null || true)"; do
+    [[ -n $python && -x $python ]] || continue
+    # From / : the job's folder may hold modules that shadow the standard library's.
+    out=$(cd / && timeout 20 "$python" -c "$hpc_stack_py_spy_code" 2>/dev/null) || continue
+    case $out in
+      program=*)
+        [[ -x ${out#program=} ]] || continue
+        hpc_stack_py_spy=${out#program=}
+        return 0
+        ;;
+      package=*) [[ -n $package ]] || package=${out#package=} owner=$python ;;
+    esac
+  done
+  if [[ -n $package ]]; then
+    hpc_stack_py_spy_why="py-spy's package is in $package but its program is not: $owner -m pip install"
+    hpc_stack_py_spy_why+=" --force-reinstall py-spy"
+  else
+    hpc_stack_py_spy_why="py-spy is not installed here: pip install py-spy (in the job's venv: ${venv:-VENV}/bin/pip"
+    hpc_stack_py_spy_why+=" install py-spy, or pip install --user py-spy)"
+  fi
   return 1
 }
 
@@ -155,10 +198,13 @@ hpc_stack_node() {
     hpc_stack_tree "~$node"
     return 0
   fi
-  if ! hpc_stack_py_spy "${2:-}"; then
-    msg="== $node: py-spy is not installed here: pip install py-spy (in the job's venv: ${2:-VENV}/bin/pip install"
-    msg+=" py-spy, or pip install --user py-spy); the processes instead:"
-    hpc_stack_emit "~$node" "$msg"
+  # The interpreters of the job's programs: py-spy may be in their site-packages alone.
+  local -A pythons=()
+  for pid in "${hpc_stack_python[@]}"; do
+    out=$(readlink "/proc/$pid/exe" 2>/dev/null) && pythons[$out]=1
+  done
+  if ! hpc_stack_py_spy "${2:-}" "${!pythons[@]}"; then
+    hpc_stack_emit "~$node" "== $node: $hpc_stack_py_spy_why; the processes instead:"
     hpc_stack_tree "~$node"
     return 0
   fi

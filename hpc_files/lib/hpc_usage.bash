@@ -14,7 +14,7 @@
 # The plan (the job's plan file): what the job asked for.
 # hpc_facts.bash (loaded by hpc_common.bash): SLURM's times in seconds.
 declare -g hpc_facts_seconds
-declare -g hpc_plan_cpus_per_task hpc_plan_ntasks_per_node hpc_plan_mem hpc_plan_time hpc_plan_gpus \
+declare -g hpc_plan_cpus hpc_plan_cpus_per_task hpc_plan_ntasks_per_node hpc_plan_mem hpc_plan_time hpc_plan_gpus \
   hpc_plan_num_processes hpc_plan_nodes
 
 # hpc_usage_dir SCRATCH_DIR JOB: prints the folder of job JOB's usage files (JOB: the job id, or
@@ -23,25 +23,65 @@ hpc_usage_dir() {
   printf '%s/hpc_outputs/usage/%s\n' "$1" "$2"
 }
 
-# hpc_usage_scan JOB: one sample of this node's processes of job JOB (this step's own left out):
-# sets hpc_usage_ticks to the CPU time of the job's processes so far: each live one's own time and
+# hpc_usage_job_pids JOB: sets hpc_usage_job_pid (PID -> 1) to this node's processes of job JOB
+# as SLURM itself tracks them (scontrol listpids JOB NODE: its proctrack plugin), never from what
+# a process's environment says (any process can export the job's SLURM_JOB_ID); where scontrol
+# cannot say, those whose cgroup names the job (a cgroup's path holds job_JOB). The caller's own
+# step (SLURM_STEP_ID) and the job's steps of this toolkit's sampler and 'stack' are left out.
+# The one home of "the job's processes here" for the sampler and 'stack' (hpc_stack_node.bash).
+hpc_usage_job_pids() {
+  local job=$1 own=${SLURM_STEP_ID:-} out pid jid step rest dir text v
+  local -a vars=()
+  local -A found=()
+  declare -gA hpc_usage_job_pid=()
+  if out=$(timeout 20 scontrol listpids "$job" "${SLURMD_NODENAME:-$HOSTNAME}" 2>/dev/null); then
+    while read -r pid jid step rest; do
+      [[ $pid =~ ^[0-9]+$ && $jid == "$job" && (-z $own || $step != "$own") ]] || continue
+      found[$pid]=1
+    done <<<"$out"
+  else
+    for dir in /proc/[0-9]*; do
+      text=''
+      { IFS= read -r -d '' text <"$dir/cgroup"; } 2>/dev/null || [[ -n $text ]] || continue
+      [[ $text == *"/job_$job/"* && (-z $own || $text != *"/job_$job/step_$own/"*) ]] || continue
+      found[${dir#/proc/}]=1
+    done
+  fi
+  for pid in "${!found[@]}"; do
+    # The job's processes that belong to this toolkit's own steps (whose environment says so).
+    if { mapfile -d '' vars <"/proc/$pid/environ"; } 2>/dev/null; then
+      for v in "${vars[@]}"; do
+        [[ $v != HPC_USAGE_STEP=1 && $v != HPC_STACK_STEP=1 ]] || continue 2
+      done
+    fi
+    hpc_usage_job_pid[$pid]=1
+  done
+}
+
+# hpc_usage_scan JOB: one sample of this node's processes of job JOB (hpc_usage_job_pids): sets
+# hpc_usage_ticks to the CPU time of the job's processes so far: each live one's own time and
 # what it reaped of its children (utime+stime+cutime+cstime: a parent's cutime holds its reaped
 # children's whole trees), plus, once, the last value seen of each one that ended since the last
-# sample whose parent is no longer there to hold it (a task's first process, reaped by slurmstepd;
-# torchrun's workers when torchrun ended too: its last value was taken while they ran); what a
-# process used after its last sample is lost only when nothing of the job reaped it. Sets
-# hpc_usage_rss_kb to their summed resident memory now and raises hpc_usage_peak_kb. Whether a
-# process is the job's is read once from its environment (kept by pid and start time); the rest
-# comes from /proc/PID/stat.
+# sample unless a live process of the job reaped it: its parent, or its parent's parent where
+# that ended too (a wrapper that does not exec its program: the program's time reaches the
+# wrapper's cutime, then the wrapper's parent's: counted there alone, not twice). One whose
+# nearest sampled forebear ended as well (a task's first process, reaped by slurmstepd;
+# torchrun's workers when torchrun ended too) counts by its last value, taken while it ran; what
+# a process used after its last sample is lost only when nothing of the job reaped it. Sets
+# hpc_usage_rss_kb to their summed resident memory now and raises hpc_usage_peak_kb; adds up
+# how long their threads waited for a CPU (/proc/PID/task/TID/schedstat, the second figure, in
+# ns: hpc_usage_wait_ns), and the node's load (/proc/loadavg) to hpc_usage_load_sum.
 hpc_usage_scan() {
-  local job=$1 dir pid stat rest key rss=0 live=0 page_kb=$((${hpc_usage_page_size:-4096} / 1024)) IFS=' ' -
-  local -a dirs=(/proc/[0-9]*) fields=() vars=()
-  local -A seen=() ppid_of=() key_of=() present=()
-  local v mine node
+  local job=$1 dir pid stat rest key rss=0 live=0 waits=0 wait IFS=' ' -
+  local page_kb=$((${hpc_usage_page_size:-4096} / 1024))
+  local -a fields=() sched=()
+  local -A seen=() ppid_of=() key_of=() ended=()
+  local v depth task
   # The stat lines are split below: no globbing of their words.
   set -f
-  for dir in "${dirs[@]}"; do
-    pid=${dir#/proc/}
+  hpc_usage_job_pids "$job"
+  for pid in "${!hpc_usage_job_pid[@]}"; do
+    dir=/proc/$pid
     { IFS= read -r stat <"$dir/stat"; } 2>/dev/null || continue
     # The command's name may hold spaces and parentheses: the fields start after its last ')'.
     rest=${stat##*) }
@@ -52,51 +92,55 @@ hpc_usage_scan() {
     # starttime 22, rss 24.
     ((${#fields[@]} > 21)) || continue
     key=$pid:${fields[19]}
-    present[$key]=1
-    if [[ -z ${hpc_usage_member[$key]:-} ]]; then
-      mine=0 node=''
-      if [[ -O $dir ]] && { mapfile -d '' vars <"$dir/environ"; } 2>/dev/null; then
-        for v in "${vars[@]}"; do
-          case $v in
-            "SLURM_JOB_ID=$job") mine=1 ;;
-            SLURMD_NODENAME=*) node=${v#*=} ;;
-            HPC_USAGE_STEP=1 | HPC_STACK_STEP=1) mine=0 && break ;;
-          esac
-        done
-      fi
-      # This node's: where nodes share a machine, /proc shows every node's processes.
-      [[ -z $node || -z ${SLURMD_NODENAME:-} || $node == "$SLURMD_NODENAME" ]] || mine=0
-      hpc_usage_member[$key]=$mine
-      hpc_usage_members=$((hpc_usage_members + mine))
-    fi
-    ((hpc_usage_member[$key])) || continue
+    [[ -n ${hpc_usage_member[$key]:-} ]] || hpc_usage_members=$((hpc_usage_members + 1))
+    hpc_usage_member[$key]=1
     v=$((fields[11] + fields[12] + fields[13] + fields[14]))
     hpc_usage_last[$key]=$v
     live=$((live + v))
     seen[$key]=1 ppid_of[$key]=${fields[1]} key_of[$pid]=$key
     rss=$((rss + fields[21] * page_kb))
+    # Each thread's time spent runnable but waiting for a CPU (a starved request, not an idle one).
+    wait=0
+    set +f
+    for task in "$dir"/task/[0-9]*/schedstat; do
+      { IFS=' ' read -r -a sched <"$task"; } 2>/dev/null || continue
+      [[ ${sched[1]:-} =~ ^[0-9]+$ ]] && wait=$((wait + sched[1]))
+    done
+    set -f
+    ((wait >= ${hpc_usage_wait_last[$key]:-0})) || wait=${hpc_usage_wait_last[$key]}
+    hpc_usage_wait_last[$key]=$wait
+    waits=$((waits + wait))
   done
   # Each one's parent among the job's (its time reaches that parent's cutime once reaped).
   for key in "${!seen[@]}"; do
     pid=${ppid_of[$key]}
     hpc_usage_parent[$key]=${key_of[$pid]:-}
   done
-  # Those that ended since the last sample: counted once, unless their parent is still there (its
-  # cutime holds them now). A parent that ended too was last sampled while they ran.
   for key in "${!hpc_usage_alive[@]}"; do
-    [[ -z ${seen[$key]:-} ]] || continue
-    rest=${hpc_usage_parent[$key]:-}
-    [[ -n $rest && -n ${seen[$rest]:-} ]] || hpc_usage_ended=$((hpc_usage_ended + hpc_usage_last[$key]))
-    unset "hpc_usage_alive[$key]" "hpc_usage_parent[$key]" "hpc_usage_last[$key]"
+    [[ -n ${seen[$key]:-} ]] || ended[$key]=1
   done
-  # What is known of processes gone is let go (a long job on a busy node starts many).
-  for key in "${!hpc_usage_member[@]}"; do
-    [[ -n ${present[$key]:-} ]] || unset "hpc_usage_member[$key]"
+  # Those that ended since the last sample: counted once, unless a live forebear holds them in
+  # its cutime now (through forebears that ended too, each reaped by the next).
+  for key in "${!ended[@]}"; do
+    rest=${hpc_usage_parent[$key]:-} depth=0
+    while [[ -n $rest && -n ${ended[$rest]:-} ]] && ((depth++ < 64)); do rest=${hpc_usage_parent[$rest]:-}; done
+    [[ -n $rest && -n ${seen[$rest]:-} ]] || hpc_usage_ended=$((hpc_usage_ended + hpc_usage_last[$key]))
+    hpc_usage_wait_ended=$((hpc_usage_wait_ended + ${hpc_usage_wait_last[$key]:-0}))
+  done
+  for key in "${!ended[@]}"; do
+    unset "hpc_usage_alive[$key]" "hpc_usage_parent[$key]" "hpc_usage_last[$key]" "hpc_usage_wait_last[$key]"
+    unset "hpc_usage_member[$key]"
   done
   for key in "${!seen[@]}"; do hpc_usage_alive[$key]=1; done
   hpc_usage_ticks=$((live + hpc_usage_ended))
+  hpc_usage_wait_ns=$((waits + hpc_usage_wait_ended))
   hpc_usage_rss_kb=$rss
   ((rss <= hpc_usage_peak_kb)) || hpc_usage_peak_kb=$rss
+  # The node's load over the last minute, in hundredths.
+  if { IFS=' ' read -r v rest </proc/loadavg; } 2>/dev/null && [[ $v =~ ^([0-9]+)\.([0-9]{2}) ]]; then
+    hpc_usage_load_sum=$((hpc_usage_load_sum + 10#${BASH_REMATCH[1]}${BASH_REMATCH[2]}))
+    hpc_usage_load_n=$((hpc_usage_load_n + 1))
+  fi
 }
 
 # hpc_usage_gpu: where nvidia-smi exists, sets hpc_usage_gpu_text to this sample's GPU use (the
@@ -135,16 +179,21 @@ hpc_usage_write() {
       "${hpc_plan_mem:-}" "${hpc_plan_time:-}" "${hpc_plan_gpus:-0}" \
       "$((${hpc_plan_num_processes:-1} / (${hpc_plan_nodes:-1} > 0 ? ${hpc_plan_nodes:-1} : 1)))" \
       "$hpc_usage_gpu_text" "$hpc_usage_samples" "$hpc_usage_members"
+    # What the job asked per process (-c), and whether it was starved: the node's load on
+    # average over the samples, its CPUs, and how long the job's threads waited for one.
+    printf 'cpus_per_process=%s\nload=%s\nhost_cpus=%s\nwait_ms=%s\n' "${hpc_plan_cpus:-}" \
+      "$(awk -v s="$hpc_usage_load_sum" -v n="$hpc_usage_load_n" 'BEGIN { if (n) printf "%.2f", s / n / 100 }')" \
+      "$hpc_usage_host_cpus" "$((hpc_usage_wait_ns / 1000000))"
   } >"$1.tmp.$$" 2>/dev/null || ! mv -f -- "$1.tmp.$$" "$1" 2>/dev/null; then
     rm -f -- "$1.tmp.$$"
   fi
 }
 
-# hpc_usage_sample_loop JOB FILE: (job_step.sh sample, one per node) samples until SIGUSR2 or
-# SIGTERM, then once more, writes FILE and exits 0.
-hpc_usage_sample_loop() {
-  local job=$1 file=$2 sleeper='' interval
-  declare -gA hpc_usage_member=() hpc_usage_last=() hpc_usage_parent=() hpc_usage_alive=()
+# hpc_usage_begin: the sampler's figures, none yet (hpc_usage_scan and hpc_usage_write keep them).
+hpc_usage_begin() {
+  declare -gA hpc_usage_member=() hpc_usage_last=() hpc_usage_parent=() hpc_usage_alive=() hpc_usage_wait_last=()
+  hpc_usage_wait_ended=0 hpc_usage_wait_ns=0 hpc_usage_load_sum=0 hpc_usage_load_n=0
+  hpc_usage_host_cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null) || hpc_usage_host_cpus=''
   hpc_usage_ended=0 hpc_usage_ticks=0 hpc_usage_peak_kb=0 hpc_usage_members=0 hpc_usage_rss_kb=0 \
     hpc_usage_samples=0 hpc_usage_gpu_text=''
   hpc_usage_gpu_util_sum=0 hpc_usage_gpu_samples=0 hpc_usage_gpu_mem_peak=0 hpc_usage_gpu_mem_total=0
@@ -152,6 +201,13 @@ hpc_usage_sample_loop() {
   hpc_usage_page_size=$(getconf PAGESIZE 2>/dev/null) || hpc_usage_page_size=4096
   hpc_usage_start_s=${HPC_JOB_T0:-${EPOCHREALTIME/,/.}}
   hpc_usage_start_s=${hpc_usage_start_s/,/.}
+}
+
+# hpc_usage_sample_loop JOB FILE: (job_step.sh sample, one per node) samples until SIGUSR2 or
+# SIGTERM, then once more, writes FILE and exits 0.
+hpc_usage_sample_loop() {
+  local job=$1 file=$2 sleeper='' interval
+  hpc_usage_begin
   # shellcheck disable=SC2317,SC2329 # invoked by the trap below
   hpc_usage_stop() {
     trap '' USR2 TERM INT
@@ -201,11 +257,38 @@ hpc_usage_mib() {
   esac
 }
 
+# hpc_usage_cpu_advice USED CPUS PROCESSES ELAPSED: prints the suggestion on CPUs ("; ...") for a
+# node's usage file read (hpc_usage) whose processes used USED of CPUS (under half) in ELAPSED s:
+# fewer CPUs only when its processes were idle, not starved (what they used and what they waited
+# for a CPU both under half the request; where the wait is not recorded, not on a node loaded
+# above its CPUs), and never what the job already asked for (-c per process).
+hpc_usage_cpu_advice() {
+  local used=$1 cpus=$2 procs=$3 elapsed=$4 wait_ms=${hpc_usage[wait_ms]:-} load=${hpc_usage[load]:-}
+  local host=${hpc_usage[host_cpus]:-} asked=${hpc_usage[cpus_per_process]:-} overloaded='' line demand per wait_s
+  [[ $wait_ms =~ ^[0-9]+$ ]] || wait_ms=''
+  [[ $asked =~ ^[0-9]+$ ]] || asked=$((cpus / procs))
+  if [[ $load =~ ^[0-9.]+$ && $host =~ ^[0-9]+$ ]] && awk -v l="$load" -v h="$host" 'BEGIN { exit !(l > h) }'; then
+    overloaded="the node was overloaded: load $load on $host CPUs"
+  fi
+  line=$(awk -v u="$used" -v w="${wait_ms:-0}" -v e="$elapsed" -v p="$procs" \
+    'BEGIN { d = u + w / 1000 / e; n = int(d / p + 0.999); if (n < 1) n = 1; printf "%.2f %d %.1f", d, n, w / 1000 }')
+  read -r demand per wait_s <<<"$line"
+  if [[ -n $wait_ms ]] && awk -v d="$demand" -v c="$cpus" 'BEGIN { exit !(d >= c / 2) }'; then
+    printf '; asked %s CPUs, used %s, yet its processes waited %s s for a CPU: starved, not idle%s;%s' \
+      "$cpus" "$used" "$wait_s" "${overloaded:+ ($overloaded)}" ' no fewer CPUs advised'
+  elif [[ -z $wait_ms && -n $overloaded ]]; then
+    printf '; asked %s CPUs, used %s while %s: its processes may have been starved; no fewer CPUs advised' \
+      "$cpus" "$used" "${overloaded/: load/ (load}"')'
+  elif ((per < asked)); then
+    printf '; asked %s CPUs, used %s: -c %s would do' "$cpus" "$used" "$per"
+  fi
+}
+
 # hpc_usage_report FILE...: one line per node's usage file (hpc_usage_read): CPU used of CPUs
 # allocated, peak memory of memory allocated, GPU use, elapsed of the time limit; then a
 # suggestion line for each request that was far off (under half used).
 hpc_usage_report() {
-  local file line cpus used elapsed cpu_s mem_mib peak_mib limit limit_s per_process procs suggest
+  local file line cpus used elapsed cpu_s mem_mib peak_mib limit limit_s procs suggest
   for file in "$@"; do
     hpc_usage_read "$file" || continue
     # No process of the job was ever seen here: it ended before the sampler's first look.
@@ -236,10 +319,8 @@ hpc_usage_report() {
     procs=${hpc_usage[processes]:-1}
     ((procs >= 1)) || procs=1
     suggest=''
-    if awk -v u="$used" -v c="$cpus" 'BEGIN { exit !(c >= 2 && u < c / 2) }'; then
-      per_process=$(awk -v u="$used" -v p="$procs" 'BEGIN { n = int(u / p + 0.999); if (n < 1) n = 1; print n }')
-      suggest+="; asked $cpus CPUs, used $used: -c $per_process would do"
-    fi
+    ! awk -v u="$used" -v c="$cpus" 'BEGIN { exit !(c >= 2 && u < c / 2) }' ||
+      suggest+=$(hpc_usage_cpu_advice "$used" "$cpus" "$procs" "$elapsed")
     if [[ -n $mem_mib ]] && ((mem_mib >= 2048 && peak_mib * 2 < mem_mib)); then
       suggest+="; asked $mem_mib MiB of memory, used at most $peak_mib MiB"
     fi

@@ -12,8 +12,9 @@
 #                       secrets, whatever this shell exports.
 #   -h, --help          This text.
 #
-# Needs py-spy (pip install py-spy) on the nodes: in the job's venv, on PATH or in ~/.local/bin;
-# where it is missing, the processes are shown and the line says how to get it. py-spy reads
+# Needs py-spy (pip install py-spy) on the nodes: in the job's venv, on PATH, in ~/.local/bin,
+# or where its package put it for the job's Python (a system's site-packages off PATH); where it
+# is missing, the processes are shown and the line says how to get it. py-spy reads
 # another process's memory: the same user, and ptrace allowed (kernel.yama.ptrace_scope 0, or
 # CAP_SYS_PTRACE); where the kernel forbids it, the line says so.
 #
