@@ -2,9 +2,9 @@
 # bash job_submitter.sh interactive ends with its terminal, without a cluster (salloc, squeue and
 # scancel are stubs): --idle-limit's bad values are refused (exit 2, one line, nothing made); the
 # session is recorded as a submission (its record names its plan file, script and '.alive' file;
-# salloc carries the record's tag); a hangup or SIGTERM of the submitter scancels the session's
-# job (found by its tag) and leaves nothing; a SIGKILLed submitter leaves a record that names
-# what it left, and the next 'cancel EXP' removes all of it.
+# salloc carries the record's tag); a hangup or SIGTERM of the submitter, or a SIGKILL of salloc,
+# scancels the session's job (found by its tag) and leaves nothing; a SIGKILLed submitter leaves a
+# record that names what it left, and the next 'cancel EXP' removes all of it.
 
 bats_require_minimum_version 1.5.0
 
@@ -47,7 +47,7 @@ EOF
 printf '%s\n' "$*" >>"$HPC_STUB_LOG/scancel.calls"
 rm -f "$HPC_STUB_LOG/job.live"
 # salloc returns once its allocation is revoked.
-kill -TERM "$(cat "$HPC_STUB_LOG/salloc.pid")"
+kill -TERM "$(cat "$HPC_STUB_LOG/salloc.pid")" 2>/dev/null || true
 EOF
   chmod +x "$bin/salloc" "$bin/squeue" "$bin/scancel"
   export PATH=$bin:$PATH
@@ -156,4 +156,14 @@ gone() {
   assert_success
   [[ -z $(session_files) ]] || fail "left after cancel: $(session_files)"
   [[ -z $(find "$outputs/submissions" -type f) ]] || fail "a record is left after cancel"
+}
+
+@test "interactive: salloc SIGKILLed while its allocation lives: the submitter scancels the session's job, nothing left" {
+  : >"$stub_log/job.live"
+  start killed
+  kill -KILL "$(cat "$stub_log/salloc.pid")"
+  gone "$submitter_pid"
+  assert_equal "$(cat "$stub_log/scancel.calls")" 777
+  [[ -z $(session_files) ]] || fail "left: $(session_files)"
+  [[ -z $(find "$outputs/submissions" -type f) ]] || fail "a record is left"
 }
