@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Usage: bash job_step.sh guard | task -- TEMPLATE... | stack JOBID [VENV] | shell | run [CMD...] | sample JOBID DIR
+# Usage: bash job_step.sh guard | task -- TEMPLATE... | stack JOBID [VENV] | shell | run [CMD...] | watchdog
+#        | sample JOBID DIR
 #
 # The per-node part of a job, started by srun from the job script (hpc_files/lib/hpc_job.bash);
 # not for users. guard: make this node's SLURM_TMPDIR and remove it at the end; task: one
 # program process in the runner's environment; stack: the Python stacks of the job JOBID's
 # processes on this node (the command 'stack', in a step beside the job's); sample: what this
 # node's processes of job JOBID use, into DIR/NODE until SIGUSR2 (hpc_usage.bash); shell: an
-# interactive session's shell on the first node; run: its hpc-run (lib/hpc_interactive.bash).
+# interactive session's shell on the first node; run: its hpc-run; watchdog: ends the session
+# when no client is attached (lib/hpc_interactive.bash).
 set -euo pipefail
 # shellcheck source=/dev/null # hpc_job.bash: linted on its own (see docs/architecture.md)
 source "$(dirname "${BASH_SOURCE[0]}")/lib/hpc_job.bash"
 # The job's plan, the file the batch shell loaded (its path is the one thing it hands on).
 [[ ${1-} != guard && ${1-} != task && ${1-} != sample ]] || hpc_job_plan_load "${HPC_JOB_PLAN:-}"
-[[ ${1-} != shell && ${1-} != run ]] || hpc_job_plan_load "${HPC_JOB_PLAN:-}"
+[[ ${1-} != shell && ${1-} != run && ${1-} != watchdog ]] || hpc_job_plan_load "${HPC_JOB_PLAN:-}"
 case ${1-} in
   guard) hpc_job_guard ;;
   task)
@@ -30,10 +32,14 @@ case ${1-} in
     source "$(dirname "${BASH_SOURCE[0]}")/lib/hpc_usage.bash"
     hpc_usage_sample_loop "${2:?}" "${3:?}/${SLURMD_NODENAME:-$HOSTNAME}"
     ;;
-  shell | run)
+  shell | run | watchdog)
     # shellcheck source=hpc_files/lib/hpc_interactive.bash
     source "$(dirname "${BASH_SOURCE[0]}")/lib/hpc_interactive.bash"
-    if [[ $1 == shell ]]; then hpc_interactive_node_shell; else hpc_interactive_run "${@:2}"; fi
+    case $1 in
+      shell) hpc_interactive_node_shell ;;
+      run) hpc_interactive_run "${@:2}" ;;
+      watchdog) hpc_interactive_watchdog ;;
+    esac
     ;;
-  *) hpc_die_usage "${1-(nothing)}" "accepted: guard, task, stack, sample, shell, run" ;;
+  *) hpc_die_usage "${1-(nothing)}" "accepted: guard, task, stack, sample, shell, run, watchdog" ;;
 esac

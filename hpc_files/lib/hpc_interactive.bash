@@ -8,6 +8,15 @@
 # through the batch job's own hpc_job_run_program (job_step.sh run). When the shell ends,
 # hpc_job_main goes on to its end: the guards copy back and clean every node, and salloc releases
 # the allocation. So interactive and batch jobs share every step but one.
+#
+# A session ends with its terminal. It is recorded as a submission is (hpc_pending.bash: the
+# record names its plan file and script, salloc's job carries its --comment tag), so that
+# 'status' and 'cancel EXP' find it whatever killed its submitter. A hangup, SIGINT or SIGTERM of
+# the submitter ends the allocation (scancel) before its EXIT trap removes the plan file and
+# script. And beside the shell, a watchdog step on the first node (job_step.sh watchdog) ends the
+# allocation itself once no client has been attached for --idle-limit: the batch shell, while its
+# terminal is there, touches the session's '.alive' file (hpc_interactive_heartbeat); the
+# watchdog, at the job's end whatever ended it, removes the plan file, script and record.
 
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
@@ -20,14 +29,53 @@ declare -g hpc_opt_wandb_sweepid hpc_opt_wandb_offline hpc_opt_repeat hpc_opt_ma
   hpc_plan_mode hpc_plan_runner hpc_plan_outputs_dir hpc_plan_exp_name hpc_plan_kind \
   hpc_plan_script hpc_plan_file hpc_plan_toolkit_dir hpc_plan_source_dir hpc_plan_launcher hpc_plan_data_archive \
   hpc_stage_archive hpc_job_status hpc_lib_dir hpc_plan_checkpoints_dir hpc_plan_workdir \
-  exp_name hpc_job_node_tmpdir hpc_job_term_why
+  exp_name hpc_job_node_tmpdir hpc_job_term_why hpc_pending_file hpc_pending_tag hpc_pending_token
+declare -gA hpc_pending_job_token
 declare -ga hpc_opt_data hpc_plan_sbatch_args hpc_plan_command \
-  hpc_submit_made hpc_configs_words
+  hpc_submit_made hpc_configs_words hpc_pending_ids
 
 # The salloc options taken from the plan's sbatch arguments: the allocation's shape. The rest
 # (--output, --signal=B:, --no-requeue, --open-mode) are a batch script's.
 hpc_interactive_salloc_options=(--job-name --nodes --ntasks-per-node --cpus-per-task --mem
   --time --gres --gpus --constraint --account --partition --chdir)
+
+# Seconds without a client (no terminal attached to the session) before the watchdog ends the
+# session: --idle-limit's default, 10 minutes.
+hpc_interactive_idle_default_s=600
+
+# hpc_interactive_options ARGS...: takes interactive's own option, --idle-limit MINUTES (or Ns,
+# seconds), out of ARGS: sets hpc_interactive_idle_s, and hpc_interactive_args to the other words
+# (the submission's options). Bad value: exit 2, one line.
+hpc_interactive_options() {
+  local value given=''
+  hpc_interactive_idle_s=$hpc_interactive_idle_default_s
+  hpc_interactive_args=()
+  while (($#)); do
+    case $1 in
+      --idle-limit | --idle-limit=*)
+        if [[ $1 == *=* ]]; then
+          value=${1#*=}
+        else
+          (($# > 1)) || hpc_die_usage --idle-limit "needs a value"
+          shift
+          value=$1
+        fi
+        [[ -z $given ]] || hpc_die_usage --idle-limit "given twice ('$given', then '$value'); accepted: once"
+        given=$value
+        if [[ $value =~ ^0*([1-9][0-9]{0,3})$ ]] && ((BASH_REMATCH[1] <= 1440)); then
+          hpc_interactive_idle_s=$((BASH_REMATCH[1] * 60))
+        elif [[ $value =~ ^0*([1-9][0-9]{0,4})s$ ]] && ((BASH_REMATCH[1] <= 86400)); then
+          hpc_interactive_idle_s=${BASH_REMATCH[1]}
+        else
+          local msg="'$value' is not accepted; accepted: minutes without a client before the session ends,"
+          hpc_die_usage --idle-limit "$msg 1 to 1440, or seconds as Ns (1s to 86400s)"
+        fi
+        ;;
+      *) hpc_interactive_args+=("$1") ;;
+    esac
+    shift
+  done
+}
 
 # hpc_interactive_refuse: exit 2, one line, for the options that make no sense in one shell.
 hpc_interactive_refuse() {
@@ -70,7 +118,8 @@ hpc_interactive_salloc_args() {
 # mode interactive; --dry-run prints the salloc line and the environment; else the session.
 hpc_interactive_main() {
   hpc_opt_defaults
-  hpc_opt_parse "$@"
+  hpc_interactive_options "$@"
+  hpc_opt_parse ${hpc_interactive_args[@]+"${hpc_interactive_args[@]}"}
   if ((hpc_opt_help)); then
     hpc_commands_usage interactive
     exit 0
@@ -120,10 +169,13 @@ hpc_interactive_dry_run() {
 }
 
 # hpc_interactive_session: what a submission does up to sbatch (folders, the runner's
-# preparation, the data archive, the plan file, the job script), then salloc runs the job script
-# here, in the foreground, on this terminal. The plan file and script go when salloc returns.
+# preparation, the data archive, the submission's record, the plan file, the job script), then
+# salloc runs the job script here, on this terminal, tagged with the record's token; the
+# submitter waits for it in the background (so that its traps run at once): a hangup, SIGINT or
+# SIGTERM ends the allocation (hpc_interactive_end). The plan file, script and record go when
+# salloc has returned and the allocation has ended.
 hpc_interactive_session() {
-  local rc=0 script
+  local rc=0 script stdin
   hpc_profile_slurm_facts_save
   hpc_submit_made=()
   [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir && -d ${hpc_plan_workdir:-/} ]] || hpc_submit_make_folders
@@ -137,30 +189,92 @@ hpc_interactive_session() {
     hpc_plan_data_archive=$hpc_stage_archive
   fi
   trap hpc_interactive_undo EXIT
+  # Recorded before anything of it exists, so that whatever kills this process, 'status' and
+  # 'cancel' find what it left.
+  hpc_pending_open "$hpc_plan_outputs_dir" "$hpc_plan_exp_name" ||
+    hpc_die "cannot record the session in $hpc_plan_outputs_dir/submissions; no session was started"
   hpc_plan_write || hpc_die "cannot write the session's plan in $hpc_plan_outputs_dir"
-  hpc_plan_render
   script=${hpc_plan_file%.plan}.sh
   hpc_interactive_script=$script
+  hpc_interactive_alive=${hpc_plan_file%.plan}.alive
+  hpc_pending_files "$hpc_plan_file" "$script" "$hpc_interactive_alive" ||
+    hpc_die "cannot record the session in $hpc_pending_file"
+  hpc_plan_render
   hpc_private_write "$script" "$hpc_plan_script" || hpc_die "cannot write the session's job script $script"
-  # A hangup reaches this shell too: it waits for salloc, which ends once the job's end has
-  # cleaned every node, and only then removes the plan file and script (the EXIT trap).
-  trap 'hpc_interactive_signal=HUP' HUP
-  trap 'hpc_interactive_signal=TERM' TERM
+  hpc_private_write "$hpc_interactive_alive" '' || hpc_die "cannot write $hpc_interactive_alive"
   hpc_interactive_signal=''
-  rc=0
+  trap 'hpc_interactive_signal=HUP' HUP
+  trap 'hpc_interactive_signal=INT' INT
+  trap 'hpc_interactive_signal=TERM' TERM
+  hpc_pending_sbatch_starts
+  # In the background, with the terminal as its input (a background command's would be /dev/null).
+  exec {stdin}<&0
   (
     unset SLURM_TMPDIR
-    exec salloc "${hpc_interactive_salloc[@]}" -- bash "$script"
-  ) || rc=$?
-  [[ -z $hpc_interactive_signal ]] || hpc_say "the session ended by SIG$hpc_interactive_signal" 2>/dev/null || true
+    exec env "HPC_INTERACTIVE_ALIVE=$hpc_interactive_alive" "HPC_INTERACTIVE_IDLE_S=$hpc_interactive_idle_s" \
+      "HPC_INTERACTIVE_RECORD=$hpc_pending_file" salloc "--comment=$hpc_pending_tag$hpc_pending_token" \
+      "${hpc_interactive_salloc[@]}" -- bash "$script" <&"$stdin" {stdin}<&-
+  ) &
+  hpc_interactive_salloc_pid=$!
+  exec {stdin}<&-
+  rc=0
+  while :; do
+    wait "$hpc_interactive_salloc_pid" && rc=0 || rc=$?
+    kill -0 "$hpc_interactive_salloc_pid" 2>/dev/null || break
+    [[ -z $hpc_interactive_signal ]] || break
+  done
+  if [[ -n $hpc_interactive_signal ]]; then
+    # The terminal is gone, or someone asked the session to end: no more lines to it.
+    exec >/dev/null 2>&1
+    hpc_interactive_end
+    rc=$((128 + $(kill -l "$hpc_interactive_signal")))
+  elif ((rc >= 128)); then
+    # salloc killed: its allocation may live on without it.
+    hpc_interactive_end
+  else
+    hpc_pending_close rm
+  fi
   exit "$rc"
 }
 
-# hpc_interactive_undo: (EXIT trap of the session) removes its plan file and job script, and the
-# folders it made that stayed empty.
+# hpc_interactive_end: ends the session's allocation, found in squeue by the record's tag
+# (scancel), or salloc's request while no allocation is granted; waits (bounded) for salloc; the
+# record goes once no job of it is left (else it stays, for 'status' and 'cancel').
+hpc_interactive_end() {
+  local id i left=0 out
+  local -a ids=()
+  hpc_pending_scan "$hpc_plan_outputs_dir" "$hpc_plan_exp_name"
+  if hpc_pending_jobs; then
+    for id in ${hpc_pending_ids[@]+"${hpc_pending_ids[@]}"}; do
+      [[ ${hpc_pending_job_token[$id]} != "$hpc_pending_token" ]] || ids+=("$id")
+    done
+    if ((${#ids[@]})); then
+      out=$(timeout 60 scancel "${ids[@]}" 2>&1) || {
+        left=1
+        hpc_say "scancel ${ids[*]} failed: ${out//$'\n'/ }"
+      }
+    fi
+  else
+    left=1
+  fi
+  # salloc returns once its job's end has run; still waiting for an allocation, it gives up its
+  # request at SIGTERM.
+  ((${#ids[@]})) || kill -TERM "$hpc_interactive_salloc_pid" 2>/dev/null || true
+  for ((i = 0; i < 600; i++)); do
+    kill -0 "$hpc_interactive_salloc_pid" 2>/dev/null || break
+    ((i != 300)) || kill -TERM "$hpc_interactive_salloc_pid" 2>/dev/null || true
+    sleep 0.1
+  done
+  kill -KILL "$hpc_interactive_salloc_pid" 2>/dev/null || true
+  ((left)) || hpc_pending_close rm
+}
+
+# hpc_interactive_undo: (EXIT trap of the session) removes its plan file, job script and '.alive'
+# file, and the folders it made that stayed empty.
 hpc_interactive_undo() {
   hpc_plan_unwrite
   [[ -z ${hpc_interactive_script:-} ]] || rm -f -- "$hpc_interactive_script"
+  [[ -z ${hpc_interactive_alive:-} ]] || rm -f -- "$hpc_interactive_alive"
   ((${#hpc_submit_made[@]} == 0)) || hpc_submit_unmake_folders
 }
 
@@ -180,6 +294,8 @@ hpc_interactive_setup() {
     saved+=$name=${!name}$'\x1f'
   done
   export HPC_INTERACTIVE_SLURM_ENV=$saved
+  # shellcheck disable=SC2034 # read by hpc_job_start_guards and hpc_job_usage_start
+  hpc_job_srun_detach=(setsid)
 }
 
 # hpc_interactive_shell: (the batch shell, in place of the program) the shell on the first node,
@@ -194,10 +310,20 @@ hpc_interactive_shell() {
   local msg="interactive session of $exp_name on $SLURMD_NODENAME: hpc-run starts the configs file's command across"
   msg+=" the allocation; exit ends the session"
   hpc_job_log "$msg"
+  local beat=''
+  if [[ -n ${HPC_INTERACTIVE_ALIVE:-} ]]; then
+    hpc_interactive_heartbeat "$BASHPID" "$HPC_INTERACTIVE_ALIVE" "${HPC_INTERACTIVE_IDLE_S:-600}" </dev/null &
+    beat=$!
+    setsid srun --overlap --nodes=1 --ntasks=1 --nodelist="$SLURMD_NODENAME" --cpus-per-task=1 --mem=0 --quiet \
+      bash "$hpc_plan_toolkit_dir/job_step.sh" watchdog </dev/null >/dev/null 2>&1 &
+  fi
   [[ ! -t 0 ]] || set -m
   srun --pty --overlap --nodes=1 --ntasks=1 --nodelist="$SLURMD_NODENAME" \
     bash "$hpc_plan_toolkit_dir/job_step.sh" shell || hpc_job_status=$?
   set +m
+  # The watchdog stays: at the allocation's end (salloc's release, or its own scancel when salloc
+  # is gone) SLURM's SIGTERM makes it remove the session's files.
+  [[ -z $beat ]] || kill "$beat" 2>/dev/null || true
   # The shell's step killed at the allocation's time limit (SIGKILL: it never saw a SIGTERM): the
   # session's end is SLURM's, not a failure of what ran in it.
   if ((hpc_job_status != 0)); then
@@ -211,6 +337,69 @@ hpc_interactive_shell() {
     hpc_job_status=129
   fi
   trap - HUP
+}
+
+# hpc_interactive_interval LIMIT_S: sets hpc_interactive_interval to how often the heartbeat
+# touches the '.alive' file and the watchdog looks at it: a quarter of the idle limit, 1 to 30 s.
+hpc_interactive_interval() {
+  hpc_interactive_interval=$(($1 / 4))
+  ((hpc_interactive_interval >= 1)) || hpc_interactive_interval=1
+  ((hpc_interactive_interval <= 30)) || hpc_interactive_interval=30
+}
+
+# hpc_interactive_heartbeat SHELL_PID FILE LIMIT_S: (in the background of the batch shell) while
+# the batch shell SHELL_PID runs and its terminal is there (a client is attached), touches FILE
+# (never through a link) every hpc_interactive_interval seconds; stops when either is gone.
+hpc_interactive_heartbeat() {
+  trap - HUP
+  exec >/dev/null 2>&1
+  hpc_interactive_interval "$3"
+  while kill -0 "$1" 2>/dev/null && { : >/dev/tty; } 2>/dev/null; do
+    touch -h -c -- "$2" 2>/dev/null || return 0
+    sleep "$hpc_interactive_interval"
+  done
+}
+
+# hpc_interactive_watchdog: (job_step.sh watchdog, a step on the first node for as long as the
+# session) ends the allocation (scancel of its own job) once the session's '.alive' file
+# (HPC_INTERACTIVE_ALIVE) has not been touched for HPC_INTERACTIVE_IDLE_S seconds: no client
+# attached. It compares the file's times with each other, never with this node's clock. At the
+# job's end, whatever ended it (SIGTERM from SLURM, or the batch shell's srun), it removes the
+# session's plan file, job script, '.alive' file and record (hpc_interactive_forget).
+hpc_interactive_watchdog() {
+  local limit=${HPC_INTERACTIVE_IDLE_S:-600} file=${HPC_INTERACTIVE_ALIVE:-} seen now idle=0
+  [[ $limit =~ ^[0-9]{1,6}$ && -n $file ]] || hpc_job_fail "watchdog" "no idle limit or '.alive' file"
+  trap 'hpc_interactive_forget; exit 0' TERM INT HUP USR2
+  hpc_interactive_interval "$limit"
+  seen=$(stat -c %Y -- "$file" 2>/dev/null) || seen=''
+  while ((idle < limit)); do
+    sleep "$hpc_interactive_interval" &
+    wait $! || true
+    now=$(stat -c %Y -- "$file" 2>/dev/null) || now=''
+    if [[ -n $now && $now != "$seen" ]]; then
+      seen=$now idle=0
+    else
+      idle=$((idle + hpc_interactive_interval))
+    fi
+  done
+  hpc_job_log "interactive session of $exp_name: no client attached for $limit s (--idle-limit): ending it"
+  scancel "$SLURM_JOB_ID" 2>/dev/null || true
+  # SLURM's SIGTERM comes next (the trap); should it not, this is the end all the same.
+  sleep 60 &
+  wait $! || true
+  hpc_interactive_forget
+}
+
+# hpc_interactive_forget: (the watchdog, at the job's end) removes the session's plan file
+# (HPC_JOB_PLAN), job script, '.alive' file and record (HPC_INTERACTIVE_RECORD): each only the
+# user's own regular file, never through a link.
+hpc_interactive_forget() {
+  local plan=${HPC_JOB_PLAN:-} path
+  trap '' TERM INT HUP USR2
+  for path in "$plan" "${plan%.plan}.sh" "${HPC_INTERACTIVE_ALIVE:-}" "${HPC_INTERACTIVE_RECORD:-}"; do
+    [[ -n $path && -f $path && ! -L $path && -O $path ]] || continue
+    rm -f -- "${path:?}"
+  done
 }
 
 # hpc_interactive_node_shell: (job_step.sh shell, on the first node) this node's SLURM_TMPDIR, the

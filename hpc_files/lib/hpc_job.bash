@@ -52,6 +52,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/hpc_job_task.bash"
 
 # hpc_launcher_srun: the launcher's srun options (hpc_launcher_NAME_srun); empty: no srun.
 hpc_launcher_srun=()
+# hpc_job_srun_detach: what starts the guards' and samplers' srun: (setsid) in an interactive
+# session (hpc_interactive_setup), so that a hangup of its terminal's session, which srun answers
+# by killing its step, never reaches them: they clean up at the job's end. Empty: srun itself.
+hpc_job_srun_detach=()
 
 # hpc_job_log MESSAGE...: one line to the job's output, marked as the toolkit's (hpc_log).
 hpc_job_log() {
@@ -282,8 +286,9 @@ hpc_job_usage_start() {
     hpc_job_log "usage: not measured (cannot make $hpc_job_usage_dir, or a link is in its way)"
     return 0
   fi
-  HPC_USAGE_STEP=1 srun --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --overlap --cpus-per-task=1 --mem=0 \
-    --kill-on-bad-exit=0 --quiet bash "$hpc_plan_toolkit_dir/job_step.sh" sample "$SLURM_JOB_ID" "$hpc_job_usage_dir" \
+  HPC_USAGE_STEP=1 ${hpc_job_srun_detach[@]+"${hpc_job_srun_detach[@]}"} srun --ntasks="$SLURM_JOB_NUM_NODES" \
+    --ntasks-per-node=1 --overlap --cpus-per-task=1 --mem=0 --kill-on-bad-exit=0 --quiet \
+    bash "$hpc_plan_toolkit_dir/job_step.sh" sample "$SLURM_JOB_ID" "$hpc_job_usage_dir" \
     </dev/null >/dev/null 2>&1 &
   hpc_job_usage_pid=$!
 }

@@ -13,7 +13,7 @@
 declare -g hpc_facts_seconds
 declare -g hpc_plan_runner hpc_plan_tmpdir_root \
   hpc_plan_toolkit_dir hpc_facts_tmpdir_name hpc_job_guards_PID
-declare -ga hpc_configs_argv hpc_plan_copy_back
+declare -ga hpc_configs_argv hpc_plan_copy_back hpc_job_srun_detach
 
 # hpc_job_tmpdir_token_make: (the batch shell, once per run) exports HPC_JOB_TMPDIR_TOKEN, 128
 # random bits from which every node derives its emulated SLURM_TMPDIR's name. It lives only in
@@ -316,8 +316,9 @@ hpc_job_start_guards() {
   hpc_job_time_bounds
   # A coprocess: its output (the guards' 'ready' lines) comes back on a pipe, no file needed.
   coproc hpc_job_guards {
-    exec srun --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --overlap --cpus-per-task=1 \
-      --mem=0 --kill-on-bad-exit=0 bash "$hpc_plan_toolkit_dir/job_step.sh" guard
+    exec ${hpc_job_srun_detach[@]+"${hpc_job_srun_detach[@]}"} srun --ntasks="$SLURM_JOB_NUM_NODES" \
+      --ntasks-per-node=1 --overlap --cpus-per-task=1 --mem=0 --kill-on-bad-exit=0 \
+      bash "$hpc_plan_toolkit_dir/job_step.sh" guard
   }
   hpc_job_guard_pid=$hpc_job_guards_PID
   # Our own copy of the pipe: bash closes a coprocess's descriptors when it ends, and the

@@ -77,6 +77,31 @@ hpc_pending_close() {
   fi
 }
 
+# hpc_pending_files PATH...: (after hpc_pending_open) names in the record files of the submission
+# that nothing else removes if it stops on the way (an interactive session's plan file and job
+# script): a stopped record's removal (hpc_pending_remove) removes them too. False when the record
+# cannot be appended to.
+hpc_pending_files() {
+  local path text=''
+  [[ -n ${hpc_pending_file:-} && -f $hpc_pending_file && ! -L $hpc_pending_file ]] || return 1
+  for path in "$@"; do text+="file=$path"$'\n'; done
+  printf '%s' "$text" >>"$hpc_pending_file"
+}
+
+# hpc_pending_remove TOKEN: (after hpc_pending_scan) removes the record of TOKEN and the files it
+# names (hpc_pending_files): each only in the records' outputs folder, the user's own regular
+# file, never through a link.
+hpc_pending_remove() {
+  local path
+  local -a paths=()
+  [[ -z ${hpc_pending_files[$1]-} ]] || mapfile -t paths <<<"${hpc_pending_files[$1]}"
+  for path in ${paths[@]+"${paths[@]}"}; do
+    [[ $path == "$hpc_pending_dir"/* && $path != */../* && -f $path && ! -L $path && -O $path ]] || continue
+    rm -f -- "${path:?}"
+  done
+  rm -f -- "${hpc_pending_dir:?}/submissions/${1:?}"
+}
+
 # hpc_pending_sbatch_starts: (in hpc_submit_sbatch's subshell, just before sbatch) appends the time
 # to the submission's record: the last sbatch that may still be answering (hpc_pending_settled).
 hpc_pending_sbatch_starts() {
@@ -103,14 +128,15 @@ hpc_pending_sweep() {
 # hpc_pending_scan OUTPUTS [EXP]: reads the records in OUTPUTS/submissions (those of EXP only,
 # when given) that have not ended: the user's own regular files that nobody else can write, never
 # through a link. Sets hpc_pending_dir (OUTPUTS), hpc_pending_ended (the paths of the ended
-# records), hpc_pending_now, hpc_pending_tokens and, by token, hpc_pending_exp,
+# records), hpc_pending_now, hpc_pending_tokens and, by token, hpc_pending_exp, hpc_pending_files
+# (the files it names, a line each),
 # hpc_pending_stopped (1: the submission no longer runs), hpc_pending_last (when its last sbatch
 # started; 0: none did) and hpc_pending_where ('pid P on HOST, TIME'). A record is read
 # only as the user's own file, 4 KiB of it at most. No process unless a record has not ended.
 hpc_pending_scan() {
-  local want=${2-} f token key value exp host pid start time last current text when
+  local want=${2-} f token key value exp host pid start time last current text when files
   hpc_pending_dir=$1 hpc_pending_tokens=() hpc_pending_ended=()
-  declare -gA hpc_pending_exp=() hpc_pending_stopped=() hpc_pending_where=() hpc_pending_last=()
+  declare -gA hpc_pending_exp=() hpc_pending_stopped=() hpc_pending_where=() hpc_pending_last=() hpc_pending_files=()
   printf -v hpc_pending_now '%(%s)T' -1
   for f in "$hpc_pending_dir"/submissions/*; do
     # Empty: being written (or no record at all: the pattern itself).
@@ -122,7 +148,7 @@ hpc_pending_scan() {
       continue
     fi
     hpc_trusted_check "$f" || continue
-    exp='' host='' pid='' start='' time='' last=0
+    exp='' host='' pid='' start='' time='' last=0 files=''
     while IFS='=' read -r key value; do
       case $key in
         exp) exp=$value ;;
@@ -131,6 +157,7 @@ hpc_pending_scan() {
         start) start=$value ;;
         time) time=$value ;;
         sbatch) [[ ! $value =~ ^[0-9]{1,15}$ ]] || ((10#$value <= last)) || last=$((10#$value)) ;;
+        file) files+=$value$'\n' ;;
       esac
     done <<<"$text"
     # Numbers as written by hpc_pending_open (decimal, whatever their leading zeros).
@@ -143,6 +170,7 @@ hpc_pending_scan() {
     hpc_pending_tokens+=("$token")
     hpc_pending_exp[$token]=$exp
     hpc_pending_last[$token]=$last
+    hpc_pending_files[$token]=${files%$'\n'}
     if [[ $host == "${HOSTNAME:-}" ]]; then
       # Here: stopped unless that very process (PID and start time) still runs.
       current=''
@@ -211,7 +239,7 @@ hpc_pending_prune() {
     hpc_pending_settled "$token" || continue
     hpc_pending_left "$token"
     ((${#hpc_pending_left[@]} == 0)) || continue
-    rm -f -- "${hpc_pending_dir:?}/submissions/${token:?}"
+    hpc_pending_remove "$token"
   done
 }
 

@@ -79,7 +79,7 @@ hpc_manage_cancel() {
   # Every job of the experiment that had not ended is cancelled: the records of its submissions
   # that stopped on the way have nothing left to find, once no sbatch of theirs can still answer.
   for token in ${hpc_pending_tokens[@]+"${hpc_pending_tokens[@]}"}; do
-    ! hpc_pending_settled "$token" || rm -f -- "${hpc_pending_dir:?}/submissions/${token:?}"
+    ! hpc_pending_settled "$token" || hpc_pending_remove "$token"
   done
   if ((${#targets[@]} == 0)); then
     printf 'Nothing to cancel: no recorded job of %s is pending or running.\n' "$1"

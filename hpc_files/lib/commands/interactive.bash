@@ -16,7 +16,11 @@
 #                                              configs file's: $NAME is the job's variable).
 #                           Leaving the shell (exit, Ctrl-D, a hangup, the time limit) ends the
 #                           job as a batch job ends: --copy-back, every node cleaned, the
-#                           allocation released.
+#                           allocation released. So does a hangup, SIGINT or SIGTERM of this
+#                           command. 'status' lists the session; 'cancel EXP' ends it.
+#   --idle-limit MINUTES    End the session once no client (no terminal) has been attached for
+#                           MINUTES, 1 to 1440 (or Ns: seconds); default 10. A watchdog on the
+#                           first node ends the allocation; the job's end then runs as above.
 #   --dry-run               Print the salloc line and the shell's environment; create nothing.
 #   -h, --help              This text.
 #
