@@ -50,38 +50,40 @@ hpc_job_is_runtime() {
 # catch it (in each branch the first one from the top; a container runtime is looked through),
 # each once: a process in hpc_job_warned_pids (warned in an earlier round) is passed over with
 # its branch. Processes without a handler, which SIGNAL would kill, never get it. Appends what got
-# it ('PID (name)') to hpc_job_warned_to and its pid to hpc_job_warned_pids; sets
-# hpc_job_warn_waiting to 1 when a branch has no catcher yet (it ends in a process that has no
-# handler and no children, and does not ignore SIGNAL: an output filter that ignores it, as the
-# rank-lines awks and the root-cause tee do, needs no warning).
+# it ('PID (name)') to hpc_job_warned_to and its pid to hpc_job_warned_pids. True when the tree at
+# PID has had the warning (now or in an earlier round); else, unless PID ignores SIGNAL (an output
+# filter, as the rank-lines awks and the root-cause tee: it needs no warning), sets
+# hpc_job_warn_waiting to 1: PID may install a handler yet (a program still importing, whose only
+# children are its output filters, or whose workers have not started).
 hpc_job_warn_tree() {
-  local pid=$1 signal=$2 child comm='' leaf=1
+  local pid=$1 signal=$2 child comm='' warned=1
   [[ " ${hpc_job_warned_pids:-} " != *" $pid "* ]] || return 0
   if ! hpc_job_is_runtime "$pid" && hpc_job_catches "$pid" "$signal"; then
     IFS= read -r comm 2>/dev/null <"/proc/$pid/comm" || true
-    kill -"$signal" "$pid" 2>/dev/null || return 0
+    kill -"$signal" "$pid" 2>/dev/null || return 1
     hpc_job_warned_to+=("$pid ($comm)")
     hpc_job_warned_pids+=" $pid"
     return 0
   fi
   for child in $(pgrep -P "$pid" 2>/dev/null); do
-    leaf=0
-    hpc_job_warn_tree "$child" "$signal"
+    hpc_job_warn_tree "$child" "$signal" && warned=0
   done
-  ((leaf == 0)) || hpc_job_catches "$pid" "$signal" SigIgn || hpc_job_warn_waiting=1
+  ((warned == 0)) && return 0
+  hpc_job_catches "$pid" "$signal" SigIgn || hpc_job_warn_waiting=1
+  return 1
 }
 
 # hpc_job_warn ROOT SIGNAL: passes the time-limit warning SIGNAL to the processes below ROOT that
 # catch it (hpc_job_warn_tree), each once, with one line per round that warned someone. It looks
-# again every second while ROOT runs, until every branch has been warned: a worker still
-# starting (torchrun's workers do not all install their handlers at once) gets the warning once
-# it installs its handler; a branch that never installs one runs on to the time limit, and the
-# looking ends with ROOT.
+# again while ROOT runs (each second, after a minute every 5 s) until every branch has been
+# warned: a program still starting (heavy imports before its handler; torchrun's workers do not
+# all install theirs at once) gets the warning once it installs its handler; a branch that never
+# installs one runs on to the time limit, and the looking ends with ROOT.
 hpc_job_warn() {
-  local root=$1 signal=$2 said=0 hpc_job_warned_pids='' hpc_job_warn_waiting
+  local root=$1 signal=$2 said=0 rounds=0 hpc_job_warned_pids='' hpc_job_warn_waiting
   while kill -0 "$root" 2>/dev/null; do
     hpc_job_warned_to=() hpc_job_warn_waiting=0
-    hpc_job_warn_tree "$root" "$signal"
+    hpc_job_warn_tree "$root" "$signal" || true
     if ((${#hpc_job_warned_to[@]})); then
       hpc_job_log "time-limit warning SIG$signal passed to ${hpc_job_warned_to[*]}"
     elif ((said == 0)) && [[ -z $hpc_job_warned_pids ]]; then
@@ -91,7 +93,7 @@ hpc_job_warn() {
       said=1
     fi
     ((hpc_job_warn_waiting)) || return 0
-    sleep 1
+    sleep $((++rounds <= 60 ? 1 : 5))
   done
 }
 

@@ -319,10 +319,11 @@ def test_init_two_torchrun_processes_all_reduce(
 
 
 @needs_torch
-def test_init_single_process_skips_unless_forced(
+def test_init_single_process_makes_the_group_forced_or_not(
     tmp_path: Path, child_env: Callable[[Mapping[str, str] | None], dict[str, str]]
 ) -> None:
+    # One rank works as N ranks do (tests/python/test_single_rank.py); force_init changes nothing.
     (plain,) = _run_group(tmp_path, child_env, [{}])
-    assert plain[:6] == ["single", "0", "1", "0", "None", "None"]
+    assert plain[:6] == ["single", "0", "1", "0", "1.0", "gloo"]
     (forced,) = _run_group(tmp_path, child_env, [{}], mode="force")
     assert forced[:6] == ["single", "0", "1", "0", "1.0", "gloo"]

@@ -218,3 +218,18 @@ boot_with() {
   SLURM_JOB_NUM_NODES=3 hpc_launcher_accelerate_srun
   assert_equal "${hpc_launcher_srun[*]}" "--ntasks=3 --ntasks-per-node=1 --kill-on-bad-exit=1"
 }
+
+@test "accelerate boot, torch without CUDA, no sitecustomize of the program's own: the hook says nothing (no 'Error in sitecustomize'), and still fails a worker that ran alone" {
+  local -a args=(--multi_gpu --num_machines 1 --machine_rank 0 --num_processes 4 --no_python x)
+  local world='import accelerate.state as s; s.PartialState._shared_state.update(num_processes=4); print("RAN")'
+  WORKER=$world CUDA=False run --separate-stderr boot "${args[@]}"
+  assert_success
+  assert_line 'RAN'
+  assert_line 'WORKER 0'
+  assert_equal "$stderr" "[hpc n7] torch sees no CUDA device on n7: Accelerate runs its 4 processes on CPUs (gloo)"
+  local alone='import accelerate.state as s; s.PartialState._shared_state.update(num_processes=1, distributed_type="DistributedType.NO"); print("RAN")'
+  WORKER=$alone CUDA=False run --separate-stderr boot "${args[@]}"
+  assert_line 'WORKER 1'
+  assert_equal "$(sed -n 2p <<<"$stderr")" "[hpc n7] Accelerate ran this process alone (DistributedType.NO, 1 process), not in the job's world of 4: torch sees no CUDA device here; make Accelerate's state with Accelerator() or PartialState(cpu=True); failing the job"
+  assert_equal "$(wc -l <<<"$stderr")" 2
+}

@@ -23,8 +23,8 @@ declare -g hpc_plan_cpus hpc_plan_gpus hpc_plan_label_ranks hpc_plan_num_process
 # launcher; several need mpirun). One process (no --multi_gpu) runs alone either way.
 # A state made without it (PartialState() alone) still runs alone: CHECK, a sitecustomize first
 # on the workers' PYTHONPATH (a folder of its own, removed when the launch ends), runs the one it
-# shadows, then at the worker's exit compares the world Accelerate saw with WORLD_SIZE, and on a
-# mismatch exits 1 (rank 0 says why in one line), so the job ends FAILED.
+# shadows (silently when there is none), then at the worker's exit compares the world Accelerate
+# saw with WORLD_SIZE, and on a mismatch exits 1 (rank 0 says why in one line), so the job ends FAILED.
 hpc_launcher_accelerate_code='import os, runpy, shutil, socket, sys, tempfile
 import torch
 
@@ -47,8 +47,11 @@ def _hpc_check():
     sys.stderr.flush()
     os._exit(1)
 
+atexit.register(_hpc_check)
 here = os.path.dirname(os.path.abspath(__file__))
-del sys.modules["sitecustomize"]
+# Python takes this module from sys.modules once it has run (a KeyError, printed as "Error in
+# sitecustomize", when it is gone): it is put back unless the one it shadows took the name.
+this = sys.modules.pop("sitecustomize")
 path = sys.path[:]
 sys.path[:] = [p for p in path if os.path.abspath(p or os.curdir) != here]
 try:
@@ -58,7 +61,7 @@ except ImportError as error:
         raise
 finally:
     sys.path[:] = path
-atexit.register(_hpc_check)
+    sys.modules.setdefault("sitecustomize", this)
 """
 
 args = sys.argv[1:]

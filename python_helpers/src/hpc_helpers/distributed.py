@@ -23,7 +23,8 @@ started). Malformed values raise ValueError quoting the variable and its value.
 
 :func:`init` exports the result (``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``,
 ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``GROUP_RANK``), selects the CUDA device of the local rank
-and calls ``torch.distributed.init_process_group``. torch is imported only there.
+and calls ``torch.distributed.init_process_group``, at world size 1 too: one rank runs the code
+N ranks run (DDP, collectives). torch is imported only there.
 """
 
 from __future__ import annotations
@@ -278,8 +279,9 @@ def init(
     * BACKEND: ``nccl`` when ``torch.cuda.is_available()``, else ``gloo``, unless given.
     * With CUDA and SET_DEVICE, the current device becomes the local rank's (device 0 when the
       process sees a single GPU, as with ``--gpus-per-task``).
-    * ``init_process_group`` is skipped when the world size is 1, unless FORCE_INIT, and when a
-      process group already exists.
+    * The process group is made at every world size, 1 included (DDP on one GPU, a scaling
+      study's 1x1 baseline), unless one already exists. FORCE_INIT is accepted for callers
+      written when world size 1 skipped it; it changes nothing.
     * TIMEOUT_S bounds the rendezvous and every collective operation.
     """
     dist_env = resolve(env)
@@ -294,18 +296,18 @@ def init(
                 f"local rank {dist_env.local_rank} has no GPU: this process sees {count} GPUs"
             )
         torch.cuda.set_device(device)
-    if dist_env.world_size > 1 or force_init:
-        if not tdist.is_available():
-            raise RuntimeError("this torch build has no torch.distributed")
-        if tdist.is_initialized():
-            return dist_env
-        tdist.init_process_group(
-            backend=backend or ("nccl" if cuda else "gloo"),
-            init_method="env://",
-            rank=dist_env.rank,
-            world_size=dist_env.world_size,
-            timeout=datetime.timedelta(seconds=timeout_s),
-        )
+    del force_init  # the group is always made (see above)
+    if not tdist.is_available():
+        raise RuntimeError("this torch build has no torch.distributed")
+    if tdist.is_initialized():
+        return dist_env
+    tdist.init_process_group(
+        backend=backend or ("nccl" if cuda else "gloo"),
+        init_method="env://",
+        rank=dist_env.rank,
+        world_size=dist_env.world_size,
+        timeout=datetime.timedelta(seconds=timeout_s),
+    )
     return dist_env
 
 

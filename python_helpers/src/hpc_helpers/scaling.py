@@ -37,7 +37,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "RESULT_COLUMNS",
@@ -510,5 +510,17 @@ finishes the measurement: rank 0 writes metrics.json in a scaling test's run, as
 Outside a scaling test it does nothing. A lightning.pytorch Callback (else pytorch_lightning's)
 where Lightning imports; a plain class otherwise, so this module never needs Lightning.
 """
-ThroughputCallback = _throughput_callback()
 __all__.append("ThroughputCallback")
+
+if TYPE_CHECKING:
+    ThroughputCallback = _ThroughputHooks
+else:
+
+    def __getattr__(name: str) -> Any:
+        # ThroughputCallback is made on first use: importing Lightning (and torch, torch._dynamo)
+        # takes seconds that a program which only uses the meter, or nothing, must not pay.
+        if name == "ThroughputCallback":
+            made = _throughput_callback()
+            globals()[name] = made
+            return made
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

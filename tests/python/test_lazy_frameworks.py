@@ -1,0 +1,64 @@
+"""``from hpc_helpers import scaling`` imports no framework: Lightning (and torch, whose _dynamo
+Lightning pulls in) only when ``scaling.ThroughputCallback`` is first used, so a program that
+imports the meter early starts as fast as without it (its warning handler comes no later).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+
+import pytest
+
+FRAMEWORKS = ("lightning", "pytorch_lightning", "torch", "torch._dynamo")
+
+
+def _python(code: str, child_env: Callable[[Mapping[str, str] | None], dict[str, str]]) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env=child_env(None),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_import_loads_no_framework(
+    child_env: Callable[[Mapping[str, str] | None], dict[str, str]],
+) -> None:
+    code = (
+        "import sys\n"
+        "import hpc_helpers.scaling\n"
+        "from hpc_helpers import scaling\n"
+        f"print([name for name in {FRAMEWORKS!r} if name in sys.modules])\n"
+    )
+    assert _python(code, child_env) == "[]"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("lightning") is None, reason="no Lightning")
+def test_callback_loads_lightning_when_used(
+    child_env: Callable[[Mapping[str, str] | None], dict[str, str]],
+) -> None:
+    code = (
+        "import sys\n"
+        "from hpc_helpers import scaling\n"
+        "before = 'lightning' in sys.modules\n"
+        "from hpc_helpers.scaling import ThroughputCallback\n"
+        "from lightning.pytorch import Callback\n"
+        "print(before, issubclass(ThroughputCallback, Callback),\n"
+        "      scaling.ThroughputCallback is ThroughputCallback, ThroughputCallback.__name__,\n"
+        "      'ThroughputCallback' in scaling.__all__)\n"
+    )
+    assert _python(code, child_env) == "False True True ThroughputCallback True"
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    from hpc_helpers import scaling
+
+    name = "no_such_name"
+    with pytest.raises(AttributeError, match=name):
+        getattr(scaling, name)
