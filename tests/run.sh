@@ -6,8 +6,10 @@
 # --strict), bats (tests/unit, then tests/integration on the clusters; the unit tests' own shells
 # with set -u, see tests/helpers/strict_env.bash) and pytest (tests/python), and brings the
 # clusters down again even when tests fail, if it was this run that brought them up. Prints each
-# runner's own summary, the slowest files and tests, the wall time, then one line
-# 'suite: N passed, N failed'; exits 1 when any check or test failed.
+# runner's own summary, each phase's wall time, the slowest files and tests, the wall time, then
+# one line 'suite: N passed, N failed'; exits 1 when any check or test failed. shellcheck runs only
+# on the files whose answer may have changed since it last passed (tests/shellcheck_keys.py), remembered
+# in HPC_LINT_CACHE (default ~/.cache/hpc_toolkit/shellcheck; remove it to lint every file).
 #
 #   --no-install   skip tests/install_deps.sh
 #   --no-cluster   do not start the clusters (integration tests then fail; use with --bats)
@@ -199,8 +201,9 @@ lint() {
   # One shellcheck per few files, JOBS at a time: each file is read with what it sources (-x).
   # Only the files whose answer may have changed since it last passed: tests/shellcheck_keys.py
   # keys each file by shellcheck's version and options and the content of the file and of
-  # everything it may follow; a group of files that passes leaves their keys in the cache.
-  local cache=$root/.cache/shellcheck
+  # everything it may follow; a group of files that passes leaves their keys in the cache, the
+  # user's (content, not place, decides: another clone of the same files may use them).
+  local cache=${HPC_LINT_CACHE:-${XDG_CACHE_HOME:-${HOME:-$root}/.cache}/hpc_toolkit/shellcheck}
   local -a todo=()
   mkdir -p "$cache"
   if printf '%s\0' "${shell_files[@]}" | python3 tests/shellcheck_keys.py "$cache" >"$reports/shellcheck.todo"; then
