@@ -33,10 +33,12 @@ fi
 
 # pip only when something differs: every 'name==version' of requirements-dev.txt installed at that
 # version (a local build tag such as +cpu aside), and hpc_helpers found in this checkout's
-# python_helpers/src (the editable install). Read from the installed packages' own metadata: a
-# second run takes a fraction of a second, not pip's seconds.
-if ! python3 -E - requirements-dev.txt "$PWD/python_helpers/src" <<'EOF'
-import importlib.metadata as md, importlib.util, os, re, sys
+# python_helpers/src (the editable install) with the version and dependencies that its
+# pyproject.toml has now. Read from the installed packages' own metadata: a second run takes a
+# fraction of a second, not pip's seconds. Anything it cannot read (no tomllib before Python
+# 3.11) runs pip.
+if ! python3 -E - requirements-dev.txt "$PWD/python_helpers" <<'EOF'
+import importlib.metadata as md, importlib.util, os, re, sys, tomllib
 for line in open(sys.argv[1], encoding="utf-8"):
     line = line.split("#", 1)[0].strip()
     if not line:
@@ -47,8 +49,16 @@ for line in open(sys.argv[1], encoding="utf-8"):
             sys.exit(1)
     except md.PackageNotFoundError:
         sys.exit(1)
+project = tomllib.load(open(os.path.join(sys.argv[2], "pyproject.toml"), "rb"))["project"]
+try:
+    installed = md.version(project["name"])
+    requires = {r.replace(" ", "") for r in md.requires(project["name"]) or [] if "extra ==" not in r}
+except md.PackageNotFoundError:
+    sys.exit(1)
+if installed != project["version"] or requires != {r.replace(" ", "") for r in project["dependencies"]}:
+    sys.exit(1)
 spec = importlib.util.find_spec("hpc_helpers")
-home = os.path.realpath(sys.argv[2])
+home = os.path.realpath(os.path.join(sys.argv[2], "src"))
 sys.exit(0 if spec and spec.origin and os.path.realpath(spec.origin).startswith(home + os.sep) else 1)
 EOF
 then
