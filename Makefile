@@ -10,19 +10,21 @@ demo:
 test:
 	bash tests/run.sh
 
-# Before each commit: lint and the unit tests (no cluster), side by side: a few minutes.
+# Before each commit: lint, the unit tests and pytest (no cluster), side by side: a few minutes.
+# Like the targets below, it installs what is missing first (tests/install_deps.sh: about a
+# second when all is there), so that it works on a fresh clone.
 check:
-	bash tests/run.sh --no-install --no-cluster --bats tests/unit
+	bash tests/run.sh --no-cluster --bats tests/unit
 
 deps:
 	bash tests/install_deps.sh
 
 lint:
-	bash tests/run.sh --no-install --no-cluster --no-pytest --bats tests/unit/harness.bats
+	bash tests/run.sh --no-cluster --no-pytest --bats tests/unit/harness.bats
 
 # Unit tests only: no cluster needed.
 unit:
-	bash tests/run.sh --no-install --no-cluster --no-lint --bats tests/unit
+	bash tests/run.sh --no-cluster --no-lint --bats tests/unit
 
 cluster-up:
 	bash hpc_files/local_cluster.sh up

@@ -5,7 +5,8 @@
 # small demo project (demo_project/ in the repository, with a tiny PyTorch DDP program), submits
 # it with  -W torchrun --gpus 2 --num-nodes 2 -y,  waits for it and prints every rank's line and
 # the all-reduced result (0+1+2+3 = 6). The first run also builds the project's virtual
-# environment with an install job. SCRATCH is demo_project/scratch.
+# environment with an install job. SCRATCH is demo_project/scratch. The cluster is the one of
+# HPC_CLUSTER_DIR and HPC_CLUSTER_PORT_BASE when they are set (local_cluster.sh's variables).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=hpc_files/lib/hpc_common.bash
@@ -16,7 +17,10 @@ source "$repo/hpc_files/lib/hpc_common.bash"
 }
 
 bash "$repo/hpc_files/local_cluster.sh" up
-export SLURM_CONF=$repo/.local_cluster/etc/slurm.conf HPC_CLUSTER=local
+# The cluster local_cluster.sh brought up: the one in HPC_CLUSTER_DIR (its slurm.conf holds the
+# ports of HPC_CLUSTER_PORT_BASE), else .local_cluster in the repository, as there.
+cluster_dir=$(cd "${HPC_CLUSTER_DIR:-$repo/.local_cluster}" && pwd)
+export SLURM_CONF=$cluster_dir/etc/slurm.conf HPC_CLUSTER=local
 project=$repo/demo_project
 mkdir -p "$project/scratch"
 cp "$repo/tests/fixtures/demo_project/"{ddp_demo.py,requirements.txt} "$project/"

@@ -5,7 +5,7 @@
 # bubblewrap and siftool for the container stand-in, GNU parallel for test files side by side
 # (apt-get), bats-core and its helper libraries (npm ci, from package-lock.json), and the Python
 # packages of requirements-dev.txt (pip; torch is the CPU wheel pinned there). Each step is
-# skipped when what it installs is already there, so a second run takes seconds.
+# skipped when what it installs is already there, so a second run takes about a second.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -31,4 +31,37 @@ if [[ ! -x node_modules/bats/bin/bats ]] || ! cmp -s package-lock.json node_modu
   cp package-lock.json node_modules/.hpc-lock
 fi
 
-python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt -e python_helpers
+# pip only when something differs: every 'name==version' of requirements-dev.txt installed at that
+# version (a local build tag such as +cpu aside), and hpc_helpers found in this checkout's
+# python_helpers/src (the editable install) with the version and dependencies that its
+# pyproject.toml has now. Read from the installed packages' own metadata: a second run takes a
+# fraction of a second, not pip's seconds. Anything it cannot read (no tomllib before Python
+# 3.11) runs pip.
+if ! python3 -E - requirements-dev.txt "$PWD/python_helpers" <<'EOF'
+import importlib.metadata as md, importlib.util, os, re, sys, tomllib
+for line in open(sys.argv[1], encoding="utf-8"):
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        continue
+    pin = re.fullmatch(r"([A-Za-z0-9_.-]+)==([^\s;\[]+)", line)
+    try:
+        if pin is None or md.version(pin[1]).split("+")[0] != pin[2]:
+            sys.exit(1)
+    except md.PackageNotFoundError:
+        sys.exit(1)
+project = tomllib.load(open(os.path.join(sys.argv[2], "pyproject.toml"), "rb"))["project"]
+try:
+    installed = md.version(project["name"])
+    requires = {r.replace(" ", "") for r in md.requires(project["name"]) or [] if "extra ==" not in r}
+except md.PackageNotFoundError:
+    sys.exit(1)
+if installed != project["version"] or requires != {r.replace(" ", "") for r in project["dependencies"]}:
+    sys.exit(1)
+spec = importlib.util.find_spec("hpc_helpers")
+home = os.path.realpath(os.path.join(sys.argv[2], "src"))
+sys.exit(0 if spec and spec.origin and os.path.realpath(spec.origin).startswith(home + os.sep) else 1)
+EOF
+then
+  echo "install_deps.sh: pip install -r requirements-dev.txt -e python_helpers"
+  python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt -e python_helpers
+fi

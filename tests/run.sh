@@ -6,8 +6,10 @@
 # --strict), bats (tests/unit, then tests/integration on the clusters; the unit tests' own shells
 # with set -u, see tests/helpers/strict_env.bash) and pytest (tests/python), and brings the
 # clusters down again even when tests fail, if it was this run that brought them up. Prints each
-# runner's own summary, the slowest files and tests, the wall time, then one line
-# 'suite: N passed, N failed'; exits 1 when any check or test failed.
+# runner's own summary, each phase's wall time, the slowest files and tests, the wall time, then
+# one line 'suite: N passed, N failed'; exits 1 when any check or test failed. shellcheck runs only
+# on the files whose answer may have changed since it last passed (tests/shellcheck_keys.py), remembered
+# in HPC_LINT_CACHE (default ~/.cache/hpc_toolkit/shellcheck; remove it to lint every file).
 #
 #   --no-install   skip tests/install_deps.sh
 #   --no-cluster   do not start the clusters (integration tests then fail; use with --bats)
@@ -134,6 +136,11 @@ count() {
 record() {
   if (($2 == 0)); then count 1 0 "$1"; else count 0 1 "$1"; fi
 }
+# phase NAME START: records the wall time of the phase NAME, begun at START (its $SECONDS), for the
+# phases' table at the end (a file: some phases run in subshells).
+phase() {
+  printf '%s\t%s\n' "$1" "$((SECONDS - $2))" >>"$reports/phases"
+}
 
 # Clusters this run brought up ("DIR PORT_BASE" each), brought down at the end, tests failed or
 # not; a cluster that was up before stays up.
@@ -170,7 +177,12 @@ if ((cluster && ${#integration_files[@]})); then
     bash hpc_files/local_cluster.sh --dir "$dir" --port-base "$base" status >/dev/null 2>&1 || started+=("$dir $base")
   done <<<"$all_clusters"
   # Up while the lint and the unit tests run: they need no cluster.
-  up_clusters >"$reports/clusters.log" 2>&1 &
+  {
+    start=$SECONDS status=0
+    up_clusters || status=$?
+    phase "clusters up" "$start"
+    exit "$status"
+  } >"$reports/clusters.log" 2>&1 &
   clusters_pid=$!
 fi
 
@@ -187,8 +199,27 @@ lint() {
   )
   status=0 start=$SECONDS
   # One shellcheck per few files, JOBS at a time: each file is read with what it sources (-x).
-  printf '%s\0' "${shell_files[@]}" | xargs -0 -n 4 -P "$jobs" shellcheck -x || status=1
-  echo "shellcheck: ${#shell_files[@]} files, status $status, $((SECONDS - start)) s"
+  # Only the files whose answer may have changed since it last passed: tests/shellcheck_keys.py
+  # keys each file by shellcheck's version and options and the content of the file and of
+  # everything it may follow; a group of files that passes leaves their keys in the cache, the
+  # user's (content, not place, decides: another clone of the same files may use them).
+  local cache=${HPC_LINT_CACHE:-${XDG_CACHE_HOME:-${HOME:-$root}/.cache}/hpc_toolkit/shellcheck}
+  local -a todo=()
+  mkdir -p "$cache"
+  if printf '%s\0' "${shell_files[@]}" | python3 tests/shellcheck_keys.py "$cache" >"$reports/shellcheck.todo"; then
+    mapfile -d '' -t todo <"$reports/shellcheck.todo"
+  else
+    status=1
+  fi
+  # shellcheck disable=SC2016 # the script of bash -c: KEY PATH pairs as its arguments
+  ((${#todo[@]} == 0)) || printf '%s\0' "${todo[@]}" | xargs -0 -n 8 -P "$jobs" bash -c '
+    cache=$1 keys=() files=()
+    shift
+    while (($# >= 2)); do keys+=("$1") files+=("$2") && shift 2; done
+    shellcheck -x -- "${files[@]}" || exit 1
+    for key in "${keys[@]}"; do : >"$cache/$key"; done' _ "$cache" || status=1
+  echo "shellcheck: ${#shell_files[@]} files, $((${#todo[@]} / 2)) checked (the others passed unchanged)," \
+    "status $status, $((SECONDS - start)) s"
   record shellcheck "$status"
   # shfmt -d: the style of .editorconfig. The golden job scripts are the renderer's output,
   # compared byte for byte: not reformatted.
@@ -229,10 +260,11 @@ run_bats() {
   if ((status != 0 && not_ok == 0)); then record "bats-$name(exit-$status)" 1; fi
 }
 
-# run_pytest: pytest over tests/python, counted from its JUnit report.
+# run_pytest: pytest over tests/python, one worker per CPU (pytest-xdist), counted from its JUnit
+# report.
 run_pytest() {
   local junit=$reports/pytest.xml status=0 py_tests py_fail
-  python3 -m pytest -q -p no:cacheprovider --junitxml="$junit" tests/python || status=$?
+  python3 -m pytest -q -p no:cacheprovider -n auto --junitxml="$junit" tests/python || status=$?
   read -r py_tests py_fail < <(python3 -c '
 import sys, xml.etree.ElementTree as ET
 r = ET.parse(sys.argv[1]).getroot()
@@ -255,18 +287,24 @@ streams=()
 ((${#unit_files[@]} == 0)) || streams+=(unit)
 ((! pytest)) || streams+=(pytest)
 pids=()
+first_start=$SECONDS
 for stream in ${streams[@]+"${streams[@]}"}; do
-  case $stream in
-    lint) lint ;;
-    unit) run_bats unit "$((side_by_side ? jobs : 1))" "${unit_files[@]}" ;;
-    pytest) run_pytest ;;
-  esac >"$reports/$stream.log" 2>&1 &
+  {
+    start=$SECONDS
+    case $stream in
+      lint) lint ;;
+      unit) run_bats unit "$((side_by_side ? jobs : 1))" "${unit_files[@]}" ;;
+      pytest) run_pytest ;;
+    esac
+    phase "$stream" "$start"
+  } >"$reports/$stream.log" 2>&1 &
   pids+=($!)
   # Without GNU parallel, one after another.
   ((side_by_side)) || wait "$!" || true
 done
 echo "== ${streams[*]:-nothing}$( ((${#streams[@]} < 2 || ! side_by_side)) || echo ' side by side')"
 for pid in ${pids[@]+"${pids[@]}"}; do wait "$pid" || true; done
+((${#streams[@]} < 2)) || phase "${streams[*]}$( ((side_by_side)) && echo ' (side by side)')" "$first_start"
 for stream in ${streams[@]+"${streams[@]}"}; do
   echo "== $stream"
   cat "$reports/$stream.log"
@@ -279,10 +317,14 @@ if ((${#integration_files[@]})); then
     record "clusters" 1
   else
     export HPC_TEST_CLUSTER_LIST=$cluster_list
+    start=$SECONDS
     run_bats integration "$clusters" "${integration_files[@]}"
+    phase integration "$start"
   fi
 fi
 
+echo "== phases (wall time, s)"
+[[ ! -f $reports/phases ]] || awk -F'\t' '{printf "%6d  %s\n", $2, $1}' "$reports/phases"
 echo "== timing"
 python3 tests/slowest.py "$reports"/*/report.xml "$reports"/pytest.xml || true
 echo "wall: $((SECONDS / 60)) min $((SECONDS % 60)) s"

@@ -88,7 +88,15 @@ wait_started() {
     ((SECONDS < deadline)) || fail "the tasks of $job_id never both ran"
     sleep 0.5
   done
-  sleep 2
+  # Running is not yet the program started: each task's batch shell starts it after its own
+  # steps, later on a busy machine. Until stack shows it (at most 60 s), not a fixed sleep.
+  local shown=''
+  deadline=$((SECONDS + 60))
+  until grep -q 'sleep 300$' <<<"$shown"; do
+    ((SECONDS < deadline)) || fail "stack sleeper never showed the program within 60 s: $shown"
+    sleep 0.5
+    shown=$(bash "$PROJECT/hpc_files/job_submitter.sh" stack sleeper 2>&1) || true
+  done
   run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" stack sleeper
   assert_success
   assert_line --regexp "^=== job ${job_id}_0 \(sleeper\), 1 node\(s\)$"

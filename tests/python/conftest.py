@@ -7,11 +7,15 @@ toolkit variables, so the suite behaves the same inside a job (``srun pytest``) 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,6 +96,31 @@ def run_cli(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None =
         check=False,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def run_main(main: Callable[[Sequence[str]], int], module: str, *args: str,
+             timeout: int = 60) -> CliResult:
+    """``main(ARGS)`` of MODULE in this process, its stdout and stderr captured, with a deadline:
+    a hang (a FIFO opened for reading) is a failure, not a stuck suite. Without the main thread
+    (no SIGALRM there), ``python -m MODULE ARGS`` in a child with that timeout instead."""
+    if threading.current_thread() is not threading.main_thread():
+        proc = subprocess.run([sys.executable, "-m", module, *args], env=clean_environ(),
+                              capture_output=True, text=True, timeout=timeout, check=False)
+        return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"{module} {' '.join(args)}: still running after {timeout} s")
+
+    out, err = io.StringIO(), io.StringIO()
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(timeout)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(list(args))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    return CliResult(status, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture

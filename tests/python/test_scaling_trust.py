@@ -9,14 +9,12 @@ import csv
 import io
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import clean_environ
+from conftest import CliResult, run_main
 from hpc_helpers import followup, scaling_report
 
 
@@ -76,11 +74,10 @@ def rows(path: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
 
 
-def run_module(*args: str) -> subprocess.CompletedProcess[str]:
-    """The report in a child with a deadline: a hang is a failure, not a stuck suite."""
-    return subprocess.run(
-        [sys.executable, "-m", "hpc_helpers.scaling_report", *args, "--no-refine"],
-        env=clean_environ(), capture_output=True, text=True, timeout=60, check=False)
+def run_module(*args: str) -> CliResult:
+    """The report with a deadline (in this process: matplotlib is started once per worker, not
+    once per report): a hang is a failure, not a stuck suite."""
+    return run_main(scaling_report.main, "hpc_helpers.scaling_report", *args, "--no-refine")
 
 
 # --- overlaps ---------------------------------------------------------------------------------
@@ -171,7 +168,7 @@ def test_fifo_study_json_is_refused_not_waited_on(tmp_path: Path) -> None:
     study.mkdir()
     os.mkfifo(study / "study.json")
     done = run_module(str(study))
-    assert done.returncode == 2
+    assert done.status == 2
     assert done.stderr.count("\n") == 1, done.stderr
     assert "study.json" in done.stderr
     assert "not a regular file" in done.stderr
@@ -183,7 +180,7 @@ def test_study_json_linked_out_of_the_study_is_refused(tmp_path: Path) -> None:
     study.mkdir()
     (study / "study.json").symlink_to(tmp_path / "other" / "study.json")
     done = run_module(str(study))
-    assert done.returncode == 2
+    assert done.status == 2
     assert "link" in done.stderr
 
 
@@ -191,19 +188,19 @@ def test_study_json_linked_out_of_the_study_is_refused(tmp_path: Path) -> None:
                                   "runs/1x2-r1/metrics.json", "runs/1x2-r1/status.json"])
 def test_fifo_or_outward_link_in_the_study_is_named_and_skipped(tmp_path: Path, name: str) -> None:
     study = make_study(tmp_path / "s", SERIAL)
-    assert run_module(str(study)).returncode == 0
+    assert run_module(str(study)).status == 0
     target = study / name
     target.unlink()
     os.mkfifo(target)
     done = run_module(str(study))
-    assert done.returncode == 0, done.stderr
+    assert done.status == 0, done.stderr
     text = (study / "report.md").read_text(encoding="utf-8")
     assert f"{name} is not a regular file (a FIFO): skipped" in text
     target.unlink()
     (tmp_path / "elsewhere").write_text("{}\n")
     target.symlink_to(tmp_path / "elsewhere")
     done = run_module(str(study))
-    assert done.returncode == 0, done.stderr
+    assert done.status == 0, done.stderr
     text = (study / "report.md").read_text(encoding="utf-8")
     assert f"{name} is a symbolic link: skipped" in text
 
@@ -215,7 +212,7 @@ def test_fifo_summary_in_out_is_refused_in_one_line(tmp_path: Path) -> None:
     (out / "report.md").write_text("old\n")
     os.mkfifo(out / "summary.csv")
     done = run_module(str(study), "--out", str(out))
-    assert done.returncode == 2
+    assert done.status == 2
     assert done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(f"scaling-report: --out: '{out}/summary.csv' is not a regular")
 
@@ -228,16 +225,16 @@ def test_out_of_another_user_is_refused_in_one_line(tmp_path: Path) -> None:
     out.mkdir(mode=0o777)
     os.chown(out, nobody, nobody)
     done = run_module(str(study), "--out", str(out))
-    assert done.returncode == 2
+    assert done.status == 2
     assert done.stderr == f"scaling-report: --out: '{out}' is another user's folder; " \
         "accepted: a new folder, an empty one, or one holding an earlier scaling report\n"
     assert list(out.iterdir()) == []
     # Mine, but holding another user's report file.
     mine = tmp_path / "mine"
-    assert run_module(str(study), "--out", str(mine)).returncode == 0
+    assert run_module(str(study), "--out", str(mine)).status == 0
     os.chown(mine / "report.md", nobody, nobody)
     done = run_module(str(study), "--out", str(mine))
-    assert done.returncode == 2
+    assert done.status == 2
     assert "report.md' is another user's file" in done.stderr
 
 
