@@ -188,10 +188,18 @@ run_doc() {
 
 @test "docs/time-limits.md" {
   run_doc time-limits.md
+  # The copy-back example's comment: the demo program's snapshot reached the experiment's folder.
+  [[ -f $SCRATCH/demo_project/saved/snapshot.pt ]] || fail "no snapshot.pt in \${scratch_dir}/saved/"
 }
 
 @test "docs/sweeps.md" {
   run_doc sweeps.md
+  # --repeat 3 with the guide's configs line: each task's program shows its seed.
+  local seed
+  for seed in 0 1 2; do
+    grep -rqF "(seed=$seed, exp_name=seeds," "$SCRATCH/demo_project/hpc_outputs" ||
+      fail "no task printed seed=$seed"
+  done
 }
 
 @test "docs/map-gather.md" {

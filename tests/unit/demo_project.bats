@@ -20,7 +20,7 @@ teardown() {
   done
 }
 
-@test "--make-project DIR: the demo's program and requirements, the toolkit, the demo's configs file, scratch/; no cluster, no job" {
+@test "--make-project DIR: the demo program and requirements, the toolkit, the configs file, scratch/; no job" {
   run bash "$HPC_ROOT/hpc_files/demo.sh" --make-project "$project"
   assert_success
   assert_output ''
