@@ -1,8 +1,11 @@
 #!/usr/bin/env bats
 # The examples of README.md and the guides (docs/*.md but architecture.md) run as written, on the
-# local cluster, in a fresh project made as the other integration tests make theirs
-# (hpc_test_project; named my_project, as the guides name it, with the demo's and the TRAK demo's
-# programs beside the test programs).
+# local cluster, in the project the README makes: `make demo`'s demo_project/, made by
+# hpc_files/demo.sh (--make-project: the same files, the toolkit installed, its configs file
+# `python ddp_demo.py`), SCRATCH its scratch/ as the README's tour exports it, its venv built
+# by the demo's own job. No test program is added: what else an example needs is what the
+# guide's own lines around it make (the trak demo's files, a datasets folder, a configs line), and
+# the test checks that the guide still says so.
 #
 # Which lines: in a code block (a fenced block, or lines indented 4 spaces or more), every line
 # that starts (after its indentation) with
@@ -23,21 +26,33 @@
 
 bats_require_minimum_version 1.5.0
 
+# Set by hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
+declare -g job_id job_out
+
 setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
-  hpc_test_project my_project
-  cp "$HPC_ROOT/tests/fixtures/demo_project/ddp_demo.py" "$HPC_ROOT/tests/fixtures/trak_demo/"*.py "$PROJECT/"
+  hpc_cluster_require
+  export HPC_CLUSTER=local PROJECT=$BATS_FILE_TMPDIR/demo_project
+  export SCRATCH=$PROJECT/scratch
+  local made
+  made=$(bash "$HPC_ROOT/hpc_files/demo.sh" --make-project "$PROJECT" 2>&1) ||
+    fail "demo.sh --make-project failed: $made"
+  # Each guide starts from the configs file the demo made (a guide may write its own).
+  cp "$PROJECT/hpc_files/experiment_configurations.txt" "$BATS_FILE_TMPDIR/demo_configs"
   # local_cluster.sh examples act on the test's cluster.
   export HPC_CLUSTER_DIR HPC_CLUSTER_PORT_BASE=${HPC_CLUSTER_PORT_BASE:-17817}
-  # The venv is built by the first job: not inside a test's time.
-  hpc_warm_venv "$PROJECT" 'python probe.py env'
+  # make demo's own job, which builds the venv (not inside a test's time).
+  hpc_submit_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 --exp-name demo
+  hpc_wait_job "$job_id" 600
+  [[ $(hpc_job_state "$job_id") == "COMPLETED 0:0" ]] ||
+    fail "the demo's job: $(hpc_job_state "$job_id"): $(cat "$job_out")"
 }
 
 setup() {
   load '../helpers/common'
   load '../helpers/cluster'
-  hpc_configs "$PROJECT" 'python probe.py env'
+  cp "$BATS_FILE_TMPDIR/demo_configs" "$PROJECT/hpc_files/experiment_configurations.txt"
 }
 
 teardown() {
@@ -72,21 +87,37 @@ doc_examples() {
     }' "$1"
 }
 
-# setup_doc NAME: what the lines around NAME's examples that are not run would have done.
+# doc_says NAME TEXT: fails unless README.md (NAME README.md) or docs/NAME holds TEXT: what
+# setup_doc does in a user's place is what the guide tells the user to do.
+doc_says() {
+  local file
+  [[ $1 == README.md ]] && file=$HPC_ROOT/README.md || file=$HPC_ROOT/docs/$1
+  grep -qF -- "$2" "$file" || fail "$1 no longer says '$2': setup_doc does what it said"
+}
+
+# setup_doc NAME: what the lines around NAME's examples that are not run would have done, each as
+# the guide says it.
 setup_doc() {
   case $1 in
     README.md)
-      hpc_configs "$PROJECT" 'python ddp_demo.py'
+      doc_says README.md 'cd demo_project && export SCRATCH=$PWD/scratch'
       ;;
     staging.md)
-      mkdir -p "$SCRATCH/my_project/datasets/train"
-      printf 'x,y\n1,2\n' >"$SCRATCH/my_project/datasets/train/part0.csv"
+      doc_says staging.md 'mkdir -p "$SCRATCH/demo_project/datasets"'
+      mkdir -p "$SCRATCH/demo_project/datasets"
+      printf 'x,y\n1,2\n' >"$SCRATCH/demo_project/datasets/part0.csv"
       ;;
     sweeps.md)
-      hpc_configs "$PROJECT" 'python probe.py env --seed ${seed}'
+      doc_says sweeps.md 'python ddp_demo.py --seed ${seed}'
+      hpc_configs "$PROJECT" 'python ddp_demo.py --seed ${seed}'
       ;;
     map-gather.md)
-      (cd "$PROJECT" && python3 make_checkpoints.py "$SCRATCH/my_project/trak") >/dev/null ||
+      doc_says map-gather.md 'cp tests/fixtures/trak_demo/*.py demo_project/ && cd demo_project'
+      doc_says map-gather.md 'python make_checkpoints.py "$SCRATCH/demo_project/trak"'
+      # shellcheck disable=SC1003 # the backslash continues the configs file's line
+      doc_says map-gather.md 'python featurize_and_score.py --model_id ${map_index} --ckpt "${map_item}" \'
+      cp "$HPC_ROOT/tests/fixtures/trak_demo/"*.py "$PROJECT/"
+      (cd "$PROJECT" && python3 make_checkpoints.py "$SCRATCH/demo_project/trak") >/dev/null ||
         fail "make_checkpoints.py failed"
       # shellcheck disable=SC1003 # the backslash continues the configs file's line
       hpc_configs "$PROJECT" 'python featurize_and_score.py --model_id ${map_index} --ckpt "${map_item}" \' \
@@ -157,10 +188,18 @@ run_doc() {
 
 @test "docs/time-limits.md" {
   run_doc time-limits.md
+  # The copy-back example's comment: the demo program's snapshot reached the experiment's folder.
+  [[ -f $SCRATCH/demo_project/saved/snapshot.pt ]] || fail "no snapshot.pt in \${scratch_dir}/saved/"
 }
 
 @test "docs/sweeps.md" {
   run_doc sweeps.md
+  # --repeat 3 with the guide's configs line: each task's program shows its seed.
+  local seed
+  for seed in 0 1 2; do
+    grep -rqF "(seed=$seed, exp_name=seeds," "$SCRATCH/demo_project/hpc_outputs" ||
+      fail "no task printed seed=$seed"
+  done
 }
 
 @test "docs/map-gather.md" {

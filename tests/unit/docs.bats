@@ -2,7 +2,7 @@
 # The documentation cannot drift: README.md is the short front door (at most 210 lines, opening
 # with the two commands CI depends on), every guide it links exists, and every --option named
 # in README.md and the guides (docs/*.md but docs/architecture.md) is one that a --help text
-# lists: job_submitter.sh's, each command's, local_cluster.sh's, tests/run.sh's,
+# lists: job_submitter.sh's, each command's, local_cluster.sh's, demo.sh's, tests/run.sh's,
 # plai_cleanups/submit_plai_cleanup's, bench/staging's usage line. Options of other programs
 # (torchrun, srun, sbatch, apptainer, ...) that the docs name are listed in FOREIGN below.
 # No cluster: --help reaches no SLURM client.
@@ -82,6 +82,7 @@ On a fresh Debian 12 machine, as root, from this folder:
       bash hpc_files/job_submitter.sh "${file%.bash}" --help
     done
     bash hpc_files/local_cluster.sh --help
+    bash hpc_files/demo.sh --help
     bash tests/run.sh --help
     bash plai_cleanups/submit_plai_cleanup --help
     bash bench/staging --help 2>&1 || true
