@@ -180,6 +180,8 @@
 # WANDB_DIR=${scratch_dir}/${exp_name} (W&B writes wandb/ in it; a WANDB_DIR of this shell is
 # kept); an array task's are .../checkpoints/task_N and ${scratch_dir}/${exp_name}/task_N.
 # Output: ${scratch_dir}/hpc_outputs/EXP_KIND_JOBID.out, with the job script beside it (.sh).
+# HPC_CACHE_DIR: where the compiled profiles and what sinfo said are kept (default:
+# hpc_files/.cache); a folder of your own (one another user made is refused).
 # Exit status: 0 submitted (or dry run accepted), 1 refused or failed, 2 bad input.
 # After submitting: bash job_submitter.sh status | logs EXP | cancel EXP | resubmit EXP --failed
 set -euo pipefail
