@@ -14,6 +14,8 @@ declare -g hpc_plan_checkpoints_dir hpc_plan_exp_name hpc_plan_job_name hpc_plan
   hpc_plan_runner hpc_plan_scratch_dir hpc_plan_summary hpc_plan_file
 # hpc_manifest.bash: the manifest's path and the cluster's MaxArraySize.
 declare -g hpc_manifest_path hpc_manifest_max_array_size
+# hpc_configs.bash: the names the command refers to (hpc_configs_reference_names).
+declare -ga hpc_configs_names
 
 # shellcheck source=hpc_files/lib/hpc_pending.bash
 source "${BASH_SOURCE[0]%/*}/hpc_pending.bash"
@@ -56,6 +58,31 @@ hpc_submit_configs() {
   fi
   hpc_configs_read "$hpc_submit_configs_file" || rc=$?
   ((rc == 0)) || exit 2
+  hpc_submit_warn_secret_argv "${hpc_configs_words[@]}"
+}
+
+# hpc_submit_warn_secret_argv TEMPLATE...: one line (not a refusal) for each variable that the
+# configs file's command refers to and that holds a secret: named as one (hpc_secret_name), or
+# holding a secret's value here (a URL with a password). The toolkit's records mask it, but the
+# job expands it into the program's arguments, which ps shows to every user of the node. Only
+# the variable's name is said. No process.
+hpc_submit_warn_secret_argv() {
+  local - _hpc_warn_ref _hpc_warn_value
+  set +x
+  (($#)) || return 0
+  hpc_configs_reference_names "$@" || return 0
+  for _hpc_warn_ref in ${hpc_configs_names[@]+"${hpc_configs_names[@]}"}; do
+    _hpc_warn_ref=${_hpc_warn_ref%:-}
+    if ! hpc_secret_name "$_hpc_warn_ref"; then
+      [[ -n ${!_hpc_warn_ref-} ]] || continue
+      _hpc_warn_value=${!_hpc_warn_ref}
+      hpc_mask_vars _hpc_warn_value
+      [[ $_hpc_warn_value != "${!_hpc_warn_ref}" ]] || continue
+    fi
+    hpc_say "the configs file puts \$$_hpc_warn_ref on the program's command line, where ps shows its value to" \
+      "every user of the node (masked only in the toolkit's records): pass it in the environment instead" \
+      "(the job has it) and read it there (os.environ[\"$_hpc_warn_ref\"] in Python)"
+  done
 }
 
 # hpc_submit_check_fit: exit 2 when no node of the cluster could ever run the plan (a request that
