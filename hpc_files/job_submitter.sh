@@ -45,7 +45,9 @@
 #   -d, --data PATH...         Files or folders relative to ${SCRATCH}/${project_name}, packed once
 #                              into an archive under ${scratch_dir}/.staging/ (rebuilt when they
 #                              change) and unpacked into ${SLURM_TMPDIR} on every node, under the
-#                              same relative paths. The values run until the next option.
+#                              same relative paths; an absolute path elsewhere that you can read
+#                              (a shared /datasets/NAME) under its own name (NAME). The values run
+#                              until the next option.
 #   --copy-back PATH...        Paths relative to ${SLURM_TMPDIR}, looked for on every node and
 #                              copied to ${scratch_dir}/${exp_name}/ when the program ends, also
 #                              after the time-limit warning: the first node's as PATH, another
