@@ -45,7 +45,9 @@
 #   -d, --data PATH...         Files or folders relative to ${SCRATCH}/${project_name}, packed once
 #                              into an archive under ${scratch_dir}/.staging/ (rebuilt when they
 #                              change) and unpacked into ${SLURM_TMPDIR} on every node, under the
-#                              same relative paths. The values run until the next option.
+#                              same relative paths; an absolute path elsewhere that you can read
+#                              (a shared /datasets/NAME) under its own name (NAME). The values run
+#                              until the next option.
 #   --copy-back PATH...        Paths relative to ${SLURM_TMPDIR}, looked for on every node and
 #                              copied to ${scratch_dir}/${exp_name}/ when the program ends, also
 #                              after the time-limit warning: the first node's as PATH, another
@@ -180,6 +182,8 @@
 # WANDB_DIR=${scratch_dir}/${exp_name} (W&B writes wandb/ in it; a WANDB_DIR of this shell is
 # kept); an array task's are .../checkpoints/task_N and ${scratch_dir}/${exp_name}/task_N.
 # Output: ${scratch_dir}/hpc_outputs/EXP_KIND_JOBID.out, with the job script beside it (.sh).
+# HPC_CACHE_DIR: where the compiled profiles and what sinfo said are kept (default:
+# hpc_files/.cache); a folder of your own (one another user made is refused).
 # Exit status: 0 submitted (or dry run accepted), 1 refused or failed, 2 bad input.
 # After submitting: bash job_submitter.sh status | logs EXP | cancel EXP | resubmit EXP --failed
 set -euo pipefail

@@ -8,6 +8,7 @@
 # venv_runner.bash: its results; hpc_submit_locate: hpc_venv_dir; the plan; the compiled profile; hpc_facts.bash: the
 # plan file a job script names.
 declare -g hpc_facts_script_plan hpc_venv_build hpc_venv_deps hpc_venv_stale hpc_venv_stamp hpc_venv_dir \
+  hpc_venv_text hpc_venv_cfg_system hpc_venv_cfg_home hpc_venv_cfg_version \
   hpc_plan_outputs_dir \
   hpc_plan_project_name hpc_plan_source_dir hpc_plan_account hpc_plan_partition \
   hpc_profile_venv_system_site_packages
@@ -172,10 +173,23 @@ hpc_venv_link() {
   }
 }
 
+# hpc_venv_kind BUILD: sets hpc_venv_kind to what makes BUILD fit one cluster profile and not
+# another (hpc_venv_built_as): with or without the system's packages, and its Python (folder and
+# major.minor version), from its pyvenv.cfg.
+hpc_venv_kind() {
+  local version
+  hpc_venv_cfg "$1"
+  version=$hpc_venv_cfg_version
+  [[ ! $version =~ ^([0-9]+)\.([0-9]+) ]] || version=${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
+  hpc_venv_kind="system=$hpc_venv_cfg_system python=$hpc_venv_cfg_home/$version"
+}
+
 # hpc_venv_collect SOURCE_DIR BUILD_NAME: after BUILD_NAME was built: points virtual_env to it
 # unless a queued or running job names virtual_env itself, then removes every other build that
-# none names, whose install job is over and that holds the toolkit's record (hpc_venv_recorded);
-# those without it are named once. Call with .virtual_env.use.lock held exclusively.
+# none names, whose install job is over and that holds the toolkit's record (hpc_venv_recorded),
+# but the newest of each other kind (hpc_venv_kind) built from the same dependency file: another
+# cluster profile's; those without the record are named once. Call with .virtual_env.use.lock
+# held exclusively.
 # Removes nothing, and leaves virtual_env as it is, when SLURM cannot say.
 hpc_venv_collect() {
   local builds=$1/.virtual_env_builds build name linked='' link_q others=0 unrecorded='' msg
@@ -209,10 +223,36 @@ hpc_venv_collect() {
     hpc_venv_link "$1" "$2" || hpc_say "could not make $1/virtual_env a link to $builds/$2"
   fi
   [[ ! -L $1/virtual_env ]] || linked=$(readlink -- "$1/virtual_env") || return 0
-  for build in "$builds"/venv-*; do
+  # One build of each kind (hpc_venv_kind) for the dependency file BUILD_NAME was made from stays,
+  # the newest: switching between two profiles that want different venvs (with or without the
+  # system's packages, another Python) switches between their builds, never builds back and forth.
+  local stamp='' order
+  local -A kinds=()
+  if [[ -f $builds/$2/.hpc_deps ]]; then
+    hpc_venv_read "$builds/$2/.hpc_deps"
+    stamp=$hpc_venv_text
+  fi
+  hpc_venv_kind "$builds/$2"
+  kinds[$hpc_venv_kind]=1
+  # Newest first: venv-JOBID by its job id (an older plain venv moved aside, venv-legacy-PID, last).
+  mapfile -t order < <(for build in "$builds"/venv-*; do
     name=${build##*/}
+    [[ $name =~ ^venv-[0-9]+$ ]] && printf '%s %s\n' "${name#venv-}" "$name" || printf '0 %s\n' "$name"
+  done | LC_ALL=C sort -k1,1nr -k2 | cut -d' ' -f2-)
+  for name in ${order[@]+"${order[@]}"}; do
+    build=$builds/$name
     # Only the names the toolkit gives (venv-JOBID, and venv-legacy-PID for an older plain venv).
     [[ $name =~ ^venv-(legacy-)?[0-9]+$ && -d $build && ! -L $build ]] || continue
+    if [[ -n $stamp && -r $build/.hpc_deps ]]; then
+      hpc_venv_read "$build/.hpc_deps"
+      if [[ $hpc_venv_text == "$stamp" ]]; then
+        hpc_venv_kind "$build"
+        [[ -n ${kinds[$hpc_venv_kind]-} ]] || {
+          kinds[$hpc_venv_kind]=1
+          continue
+        }
+      fi
+    fi
     [[ $name != "$2" && $linked != ".virtual_env_builds/$name" ]] || continue
     # A job script names its build by its path; an install job's build is named by its id.
     [[ $hpc_venv_live_scripts != *"/.virtual_env_builds/$name"* ]] || continue

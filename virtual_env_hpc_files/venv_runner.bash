@@ -13,6 +13,9 @@
 # newest build (a plain folder in projects of older versions of the toolkit), switched with one
 # rename once no queued or running job names it. After a new build, the builds that no queued or
 # running job of the project names (asked of SLURM) are removed; nothing is when SLURM cannot say.
+# The newest build of each other kind (with or without the system's packages, another Python: what
+# another cluster profile wants) for the same dependency file stays: switching profiles back
+# finds its build ready (hpc_venv_find) instead of building again.
 # Only a build that holds the toolkit's record that it made it (BUILD/.hpc_build, written by its
 # install job before anything else, or when an older plain virtual_env is moved aside) is ever
 # removed: a folder of the same name that anyone else made stays.
@@ -73,21 +76,10 @@ hpc_venv_is_ready() {
 # or removed in place; a 'home' this machine does not have, as a compute node's own, says
 # nothing). Sets hpc_venv_stale to why. Starts no process: it runs on every submission.
 hpc_venv_built_as() {
-  local line key value system='' home='' version='' want=${hpc_profile_venv_system_site_packages:-}
+  local value system home version want=${hpc_profile_venv_system_site_packages:-}
   [[ -f $1/pyvenv.cfg ]] || return 0
-  hpc_venv_read "$1/pyvenv.cfg"
-  while IFS= read -r line; do
-    [[ $line == *=* ]] || continue
-    key=${line%%=*} value=${line#*=}
-    key=${key//[[:space:]]/}
-    value=${value#"${value%%[![:space:]]*}"}
-    value=${value%"${value##*[![:space:]]}"}
-    case $key in
-      include-system-site-packages) system=$value ;;
-      home) home=$value ;;
-      version | version_info) version=${version:-$value} ;;
-    esac
-  done <<<"$hpc_venv_text"
+  hpc_venv_cfg "$1"
+  system=$hpc_venv_cfg_system home=$hpc_venv_cfg_home version=$hpc_venv_cfg_version
   if [[ -n $want && -n $system && $system != "$want" ]]; then
     if [[ $want == true ]]; then
       hpc_venv_stale="$1 was built without the system's packages, which the cluster profile wants"
@@ -104,6 +96,28 @@ hpc_venv_built_as() {
     fi
   fi
   return 0
+}
+
+# hpc_venv_cfg VENV: what VENV's pyvenv.cfg says (empty where it says nothing, or is missing):
+# hpc_venv_cfg_system (include-system-site-packages), hpc_venv_cfg_home (the Python's folder) and
+# hpc_venv_cfg_version (its version). Starts no process.
+hpc_venv_cfg() {
+  local line key value
+  hpc_venv_cfg_system='' hpc_venv_cfg_home='' hpc_venv_cfg_version=''
+  [[ -f $1/pyvenv.cfg ]] || return 0
+  hpc_venv_read "$1/pyvenv.cfg"
+  while IFS= read -r line; do
+    [[ $line == *=* ]] || continue
+    key=${line%%=*} value=${line#*=}
+    key=${key//[[:space:]]/}
+    value=${value#"${value%%[![:space:]]*}"}
+    value=${value%"${value##*[![:space:]]}"}
+    case $key in
+      include-system-site-packages) hpc_venv_cfg_system=$value ;;
+      home) hpc_venv_cfg_home=$value ;;
+      version | version_info) hpc_venv_cfg_version=${hpc_venv_cfg_version:-$value} ;;
+    esac
+  done <<<"$hpc_venv_text"
 }
 
 # hpc_venv_real_path DIR: sets hpc_venv_build to DIR's real path, as cd -P and pwd say it; without

@@ -16,6 +16,8 @@ hpc_python_for_helpers() {
   venv=${HPC_CACHE_DIR:-$hpc_files_dir/.cache}/helpers-venv
   for py in "${HPC_PYTHON:-}" python3 "$venv/bin/python"; do
     if [[ -z $py ]] || ! command -v "$py" >/dev/null 2>&1; then continue; fi
+    # The toolkit's own venv runs only as the user's own folder: another's would run their code.
+    [[ $py != "$venv/bin/python" ]] || [[ -d $venv && ! -L $venv && -O $venv ]] || continue
     if "$py" -c 'import sys, yaml; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
       printf '%s\n' "$py"
       return 0
@@ -58,26 +60,77 @@ hpc_profile_read_helpers_version() {
   [[ ! $text =~ $re ]] || hpc_profile_helpers_version=${BASH_REMATCH[2]}
 }
 
+# The folder of the compiled profiles in HPC_CACHE_DIR (default: hpc_files/.cache). They are
+# shell files that every submission sources, so the folder is the user's alone: made 0700 by the
+# toolkit (hpc_profile_source), under a name that earlier versions, which made their 'profiles'
+# folder with the umask's mode (2775 on a lab's shared folder), never used.
+hpc_profile_cache_sub=private-profiles
+
+# hpc_profile_cache_folder DIR: exit 2, with one line naming DIR, its owner and the fix, when DIR
+# exists and is not a folder of this user, or is a link: what another user can put there would
+# run as this user. Builtin tests only: a submission starts no process for it.
+hpc_profile_cache_folder() {
+  local owner msg
+  [[ -e $1 || -L $1 ]] || return 0
+  [[ ! -d $1 || -L $1 || ! -O $1 ]] || return 0
+  owner=$(stat -c %U -- "$1" 2>/dev/null) || owner='another user'
+  msg="'$1' (the compiled profiles) is $owner's, not yours, or a link: not used;"
+  msg+=" set HPC_CACHE_DIR to a folder of your own (e.g. export HPC_CACHE_DIR=\$HOME/.cache/hpc_toolkit)"
+  hpc_die_usage "HPC_CACHE_DIR" "$msg"
+}
+
+# hpc_profile_cache_private DIR: (when a profile is compiled: processes cost nothing then) makes
+# DIR, this user's folder, private again when others can write it (the user's own chmod): what
+# they put there would run as the user. Says so in one line.
+hpc_profile_cache_private() {
+  local mode
+  mode=$(stat -c %a -- "$1") || return 0
+  (((8#$mode & 8#022) == 0)) && return 0
+  chmod go-rwx -- "$1" || return 0
+  hpc_say "made $1 (the compiled profiles) private: others could change what every submission sources"
+}
+
+# hpc_profile_source_cached FILE: sources the compiled profile FILE when it is this user's own
+# regular file, not a link (in the folder hpc_profile_cache_folder accepted: nobody else can put
+# one there), read from the descriptor opened after that check; false, sourcing nothing, else.
+# Builtin tests only: the ordinary submission starts no process for it.
+hpc_profile_source_cached() {
+  local fd rc=1
+  [[ -f $1 && ! -L $1 && -O $1 ]] || return 1
+  { exec {fd}<"$1"; } 2>/dev/null || return 1
+  if [[ $1 -ef /dev/fd/$fd && -O /dev/fd/$fd && ! -L $1 ]]; then
+    # shellcheck source=/dev/null
+    source "/dev/fd/$fd" && rc=0
+  fi
+  exec {fd}<&-
+  return "$rc"
+}
+
 # hpc_profile_source FILE: loads profile FILE into hpc_profile_* from its compiled shell file,
 # compiling it first when missing or made from other content or by another version of the
-# helpers (a new schema key would be missing from an old cache). The compiled file records both
+# helpers (a new schema key would be missing from an old cache), or when it is not the user's
+# own file (hpc_profile_source_cached). The compiled file records both
 # (hpc_profile_source_text, hpc_profile_source_version), so checking it costs no process. Exit 2
-# on a bad profile, with the helpers' message.
+# on a bad profile, with the helpers' message, and on a folder of compiled profiles that is not
+# the user's (hpc_profile_cache_folder).
 hpc_profile_source() {
-  # Compiled profiles live in HPC_CACHE_DIR (default: hpc_files/.cache).
-  local file=$1 dir=${HPC_CACHE_DIR:-$hpc_files_dir/.cache}/profiles name cache tmp
+  local file=$1 dir=${HPC_CACHE_DIR:-$hpc_files_dir/.cache}/$hpc_profile_cache_sub name cache tmp
   name=${file##*/}
   name=${name%.yaml}
   cache=$dir/$name.sh
   hpc_profile_read_file "$file"
   [[ -n ${hpc_profile_helpers_version:-} ]] || hpc_profile_read_helpers_version
   hpc_profile_source_text='' hpc_profile_source_version=''
-  # shellcheck source=/dev/null
-  [[ -f $cache ]] && source "$cache"
+  hpc_profile_cache_folder "$dir"
+  hpc_profile_source_cached "$cache" || true
   [[ $hpc_profile_source_text != "$hpc_profile_text" || -z $hpc_profile_text ||
     $hpc_profile_source_version != "$hpc_profile_helpers_version" || -z $hpc_profile_helpers_version ]] || return 0
 
-  mkdir -p -- "$dir"
+  # 0700 whatever the umask (the folders above it keep theirs).
+  # shellcheck disable=SC2174 # on purpose: only the profiles' own folder is the user's alone
+  [[ -d $dir ]] || mkdir -p -m 700 -- "$dir"
+  hpc_profile_cache_folder "$dir"
+  hpc_profile_cache_private "$dir"
   tmp=$(mktemp "$dir/.$name.XXXXXX")
   if ! hpc_helpers_cli profile "$file" >"$tmp"; then
     rm -f -- "${tmp:?}"
@@ -85,10 +138,13 @@ hpc_profile_source() {
   fi
   printf 'hpc_profile_source_text=%q\nhpc_profile_source_version=%q\n' "$hpc_profile_text" \
     "$hpc_profile_helpers_version" >>"$tmp"
-  # Renamed into place when complete: a concurrent submission never reads half a file.
-  mv -f -- "$tmp" "$cache"
-  # shellcheck source=/dev/null
-  source "$cache"
+  # Renamed into place when complete: a concurrent submission never reads half a file. Over
+  # whatever had the name (a link, or a folder: never into it).
+  mv -fT -- "$tmp" "$cache" 2>/dev/null || {
+    rm -rf -- "${cache:?}"
+    mv -fT -- "$tmp" "$cache"
+  }
+  hpc_profile_source_cached "$cache" || hpc_die "cannot read the compiled profile $cache"
 }
 
 # hpc_profile_load [NAME]: loads profile NAME (or, when empty, the first whose hostname_pattern

@@ -25,14 +25,20 @@ hpc_stage_realpath() {
   hpc_stage_out=${answer%$'\n'}
 }
 
-# hpc_stage_validate BASE PATH...: checks each PATH (relative to BASE; exists; inside BASE after
-# resolving '..' and symlinks; not BASE itself or its .staging cache). Sets hpc_stage_paths to the
-# normalised paths ('..', '.' and '//' removed as written, not through symlinks, so that
-# SLURM_TMPDIR gets the names the user gave), sorted, without duplicates or paths inside another
-# one. A bad path: one line '-d/--data: 'PATH': problem', return 2; creates nothing.
+# hpc_stage_validate BASE PATH...: checks each PATH: relative to BASE (exists; inside BASE after
+# resolving '..' and symlinks; not BASE itself or its .staging cache), or absolute: inside BASE it
+# is BASE's (made relative), elsewhere (a site's /datasets, a lab's shared read-only folder) one
+# the user can read, staged under its own name (hpc_stage_validate_outside). Sets hpc_stage_paths
+# to the normalised paths ('..', '.' and '//' removed as written, not through symlinks, so that
+# SLURM_TMPDIR gets the names the user gave; absolute ones stay absolute), sorted, without
+# duplicates or relative paths inside another one. A bad path: one line '-d/--data: 'PATH':
+# problem', return 2; creates nothing.
 hpc_stage_validate() {
-  local base=$1 base_real='' p norm real q nested
+  local base=$1 base_real='' p rel norm real q nested top
   local -a norms=() sorted=()
+  # The first name in SLURM_TMPDIR of each path, and the path given for it (two paths of one
+  # name, one of them from outside BASE, would be unpacked over each other).
+  local -A inside_names=() outside_names=() outside_norms=()
   shift
   hpc_stage_paths=()
   [[ $base == /* ]] || base=$PWD/$base
@@ -44,16 +50,30 @@ hpc_stage_validate() {
   fi
   for p; do
     local problem=''
+    rel=$p
+    if [[ $p == /* ]] && hpc_stage_realpath norm -m -s --relative-to="$base" -- "$p" &&
+      [[ $norm != .. && $norm != ../* ]]; then
+      rel=$norm
+    fi
     if [[ -z $p ]]; then
       problem="is empty"
-    elif [[ $p == /* ]]; then
-      problem="is an absolute path; give it relative to $base"
-    elif ! hpc_stage_realpath norm -m -s --relative-to="$base" -- "$base/$p"; then
+    elif [[ $rel == /* ]]; then
+      hpc_stage_validate_outside "$base" "$base_real" "$p"
+      problem=$hpc_stage_problem norm=$hpc_stage_norm
+      top=${norm##*/}
+      if [[ -z $problem && -n ${outside_norms[$top]-} && ${outside_norms[$top]} != "$norm" ]]; then
+        problem="would be staged as $top in SLURM_TMPDIR, as '${outside_names[$top]}' is; give only one of them"
+      elif [[ -z $problem && -n ${inside_names[$top]-} ]]; then
+        problem="would be staged as $top in SLURM_TMPDIR, as '${inside_names[$top]}' is; give only one of them"
+      fi
+      [[ -n $problem ]] || outside_names[$top]=$p outside_norms[$top]=$norm
+    elif ! hpc_stage_realpath norm -m -s --relative-to="$base" -- "$base/$rel"; then
       problem="cannot be resolved"
     elif [[ $norm == . ]]; then
       problem="is $base itself; name the folders or files inside it"
     elif [[ $norm == .. || $norm == ../* ]]; then
-      problem="is outside $base"
+      problem="is outside $base; a path elsewhere is given absolute (one you can read, e.g. /datasets/NAME),"
+      problem+=" and is staged under its own name"
     elif [[ $norm == .staging || $norm == .staging/* ]]; then
       problem="is the toolkit's archive cache"
     elif [[ -z $base_real ]]; then
@@ -69,6 +89,13 @@ hpc_stage_validate() {
     elif [[ $real == "$base_real/.staging" || $real == "$base_real/.staging/"* ]]; then
       problem="resolves into the toolkit's archive cache"
     fi
+    if [[ -z $problem && $norm != /* ]]; then
+      top=${norm%%/*}
+      if [[ -n ${outside_names[$top]-} ]]; then
+        problem="would be staged as $top in SLURM_TMPDIR, as '${outside_names[$top]}' is; give only one of them"
+      fi
+      inside_names[$top]=$p
+    fi
     if [[ -n $problem ]]; then
       hpc_say "-d/--data: '$p': $problem"
       return 2
@@ -79,7 +106,8 @@ hpc_stage_validate() {
   for p in "${sorted[@]}"; do
     nested=0
     for q in "${hpc_stage_paths[@]}"; do
-      if [[ $p == "$q"/* ]]; then
+      # Only BASE's paths nest: one from elsewhere is staged under its own name, whole.
+      if [[ $p != /* && $q != /* && $p == "$q"/* ]]; then
         nested=1
         break
       fi
@@ -87,6 +115,49 @@ hpc_stage_validate() {
     ((nested)) || hpc_stage_paths+=("$p")
   done
   return 0
+}
+
+# hpc_stage_validate_outside BASE BASE_REAL PATH: (hpc_stage_validate) the absolute PATH outside
+# BASE: sets hpc_stage_norm to it normalised (not through symlinks) and hpc_stage_problem to why
+# it cannot be staged (empty when it can): it must exist, be readable by this user (a folder
+# searchable too; what is inside is tar's to read), and neither be the root nor hold BASE (whose
+# archive cache would be archived into itself).
+hpc_stage_validate_outside() {
+  local base=$1 base_real=$2 p=$3 real up
+  hpc_stage_problem='' hpc_stage_norm=''
+  if ! hpc_stage_realpath hpc_stage_norm -m -s -- "$p"; then
+    hpc_stage_problem="cannot be resolved"
+  elif [[ $hpc_stage_norm == / ]]; then
+    hpc_stage_problem="is the root folder; name the folders or files inside it"
+  elif [[ ! -e $hpc_stage_norm ]]; then
+    hpc_stage_problem="does not exist"
+    [[ ! -L $hpc_stage_norm ]] || hpc_stage_problem="is a symlink to something that does not exist"
+    # Hidden by a folder above it that this user cannot search: unreadable, not missing.
+    up=$hpc_stage_norm
+    while [[ $up == /*/* ]]; do
+      up=${up%/*}
+      if [[ -d $up ]]; then
+        [[ -x $up ]] || hpc_stage_validate_unreadable
+        break
+      fi
+    done
+  elif ! hpc_stage_realpath real -e -- "$hpc_stage_norm"; then
+    hpc_stage_problem="cannot be resolved"
+  elif [[ -n $base_real && ($real == "$base_real/.staging" || $real == "$base_real/.staging/"*) ]]; then
+    hpc_stage_problem="resolves into the toolkit's archive cache"
+  elif [[ -n $base_real && ($real == / || $base_real == "$real" || $base_real == "$real"/*) ]]; then
+    hpc_stage_problem="holds $base and its archive cache (.staging); name the folders or files inside it"
+  elif [[ ! -r $real || (-d $real && ! -x $real) ]]; then
+    hpc_stage_validate_unreadable
+  fi
+}
+
+# hpc_stage_validate_unreadable: (hpc_stage_validate_outside) the path cannot be read by this user.
+hpc_stage_validate_unreadable() {
+  local who
+  who=$(id -un 2>/dev/null) || who=${USER:-this user}
+  hpc_stage_problem="cannot be read by you ($who); a shared path must be readable, folders searchable,"
+  hpc_stage_problem+=" by whoever submits"
 }
 
 # hpc_stage_key PATH...: prints the cache key of a normalised, sorted path list.
@@ -103,8 +174,19 @@ hpc_stage_snapshot() {
   local base=$1 p
   local -a args=()
   shift
-  for p; do args+=("./$p"); done
-  (cd -- "$base" && LC_ALL=C find -H "${args[@]}" -printf '%y\t%s\t%T@\t%C@\t%p\t%l\n') | LC_ALL=C sort
+  for p; do [[ $p == /* ]] || args+=("./$p"); done
+  (
+    rc=0
+    if ((${#args[@]})); then
+      (cd -- "$base" && LC_ALL=C find -H "${args[@]}" -printf '%y\t%s\t%T@\t%C@\t%p\t%l\n') || rc=1
+    fi
+    # A path from outside BASE, listed as it lands in SLURM_TMPDIR: under its own name.
+    for p; do
+      [[ $p == /* ]] || continue
+      (cd -- "${p%/*}/" && LC_ALL=C find -H "./${p##*/}" -printf '%y\t%s\t%T@\t%C@\t%p\t%l\n') || rc=1
+    done
+    exit "$rc"
+  ) | LC_ALL=C sort
 }
 
 # hpc_stage_is_current BASE KEY PATH...: true when BASE/.staging/KEY names a complete archive
@@ -170,35 +252,40 @@ hpc_stage_prune() {
 # hpc_stage_tmp/data.tar, the progress lines on stderr; sets hpc_stage_build's nfiles, data and
 # total (Bash's dynamic scope) from the listing in hpc_stage_tmp/manifest; exits 1 when tar fails.
 hpc_stage_archive_once() {
-  local base=$1 p rc
-  local -a targs=() hargs=()
+  local base=$1 p rc dir name
+  local -a targs=() hargs=() names=()
   shift
-  printf '%s\0' "$@" >"$hpc_stage_tmp/paths" || exit 1
+  # The names in SLURM_TMPDIR: a path from outside BASE lands under its own name.
+  for p; do [[ $p == /* ]] && names+=("${p##*/}") || names+=("$p"); done
+  printf '%s\0' "${names[@]}" >"$hpc_stage_tmp/paths" || exit 1
   # The data's size (the files' bytes), and the archive's expected size, for the progress lines:
   # a 512-byte header per entry, file data in 512-byte blocks, the two zero blocks at the end,
   # all padded to tar's records of 2048 blocks (-b 2048: 1 MiB).
   read -r nfiles data total < <(awk -F '\t' '{s += 512} $1 == "f" {n++; d += $2; s += int(($2 + 511) / 512) * 512}
     END {r = 1048576; printf "%d %.0f %.0f\n", n, d, int((s + 1024 + r - 1) / r) * r}' "$hpc_stage_tmp/manifest")
   for p; do
-    # A top-level symlink is staged as what it points to (inside BASE, validated): a folder
-    # through 'PATH/.', a file appended with -h. Deeper symlinks stay symlinks.
-    if [[ -L $base/$p && -d $base/$p ]]; then
-      targs+=("./$p/.")
-    elif [[ -L $base/$p ]]; then
-      hargs+=("./$p")
+    # Each from its folder (-C): BASE, or the folder above a path from outside it.
+    dir=$base name=$p
+    [[ $p != /* ]] || dir=${p%/*}/ name=${p##*/}
+    # A top-level symlink is staged as what it points to (validated): a folder through
+    # 'PATH/.', a file appended with -h. Deeper symlinks stay symlinks.
+    if [[ -L $dir/$name && -d $dir/$name ]]; then
+      targs+=(-C "$dir" "./$name/.")
+    elif [[ -L $dir/$name ]]; then
+      hargs+=(-C "$dir" "./$name")
     else
-      targs+=("./$p")
+      targs+=(-C "$dir" "./$name")
     fi
   done
   hpc_stage_progress "$hpc_stage_tmp/data.tar" "$total" &
   hpc_stage_monitor=$!
   rc=0
   if ((${#targs[@]})); then
-    tar -C "$base" -b 2048 -cf "$hpc_stage_tmp/data.tar" "${targs[@]}" || rc=$?
-    if ((rc == 0 && ${#hargs[@]})); then tar -C "$base" -b 2048 -rhf "$hpc_stage_tmp/data.tar" "${hargs[@]}" ||
+    tar -b 2048 -cf "$hpc_stage_tmp/data.tar" "${targs[@]}" || rc=$?
+    if ((rc == 0 && ${#hargs[@]})); then tar -b 2048 -rhf "$hpc_stage_tmp/data.tar" "${hargs[@]}" ||
       rc=$?; fi
   else
-    tar -C "$base" -b 2048 -chf "$hpc_stage_tmp/data.tar" "${hargs[@]}" || rc=$?
+    tar -b 2048 -chf "$hpc_stage_tmp/data.tar" "${hargs[@]}" || rc=$?
   fi
   kill "$hpc_stage_monitor" 2>/dev/null || true
   wait "$hpc_stage_monitor" 2>/dev/null || true

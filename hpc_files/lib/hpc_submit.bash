@@ -14,6 +14,8 @@ declare -g hpc_plan_checkpoints_dir hpc_plan_exp_name hpc_plan_job_name hpc_plan
   hpc_plan_runner hpc_plan_scratch_dir hpc_plan_summary hpc_plan_file
 # hpc_manifest.bash: the manifest's path and the cluster's MaxArraySize.
 declare -g hpc_manifest_path hpc_manifest_max_array_size
+# hpc_configs.bash: the names the command refers to (hpc_configs_reference_names).
+declare -ga hpc_configs_names hpc_submit_secret_names
 
 # shellcheck source=hpc_files/lib/hpc_pending.bash
 source "${BASH_SOURCE[0]%/*}/hpc_pending.bash"
@@ -56,6 +58,49 @@ hpc_submit_configs() {
   fi
   hpc_configs_read "$hpc_submit_configs_file" || rc=$?
   ((rc == 0)) || exit 2
+  hpc_submit_warn_secret_argv "${hpc_configs_words[@]}"
+}
+
+# hpc_submit_warn_secret_argv TEMPLATE...: for each variable that the configs file's command
+# refers to and that holds a secret (hpc_submit_secret_argv), one line on stderr (not a refusal)
+# saying that ps shows it; a dry run says it in its environment section instead (stdout).
+hpc_submit_warn_secret_argv() {
+  local name
+  ((${hpc_opt_dry_run:-0} == 0)) || return 0
+  hpc_submit_secret_argv "$@"
+  for name in ${hpc_submit_secret_names[@]+"${hpc_submit_secret_names[@]}"}; do
+    hpc_say "$(hpc_submit_secret_argv_text "$name")"
+  done
+}
+
+# hpc_submit_secret_argv TEMPLATE...: sets hpc_submit_secret_names to the variables the templates
+# refer to that hold a secret: named as one (hpc_secret_name), or holding a secret's value here (a
+# URL with a password). The toolkit's records mask them, but the job expands them into the
+# program's arguments, which ps shows to every user of the node. No process; no value traced.
+hpc_submit_secret_argv() {
+  local - _hpc_warn_ref _hpc_warn_value
+  set +x
+  hpc_submit_secret_names=()
+  (($#)) || return 0
+  hpc_configs_reference_names "$@" || return 0
+  for _hpc_warn_ref in ${hpc_configs_names[@]+"${hpc_configs_names[@]}"}; do
+    _hpc_warn_ref=${_hpc_warn_ref%:-}
+    if ! hpc_secret_name "$_hpc_warn_ref"; then
+      [[ -n ${!_hpc_warn_ref-} ]] || continue
+      _hpc_warn_value=${!_hpc_warn_ref}
+      hpc_mask_vars _hpc_warn_value
+      [[ $_hpc_warn_value != "${!_hpc_warn_ref}" ]] || continue
+    fi
+    hpc_submit_secret_names+=("$_hpc_warn_ref")
+  done
+}
+
+# hpc_submit_secret_argv_text NAME: prints what is said of the secret variable NAME on the
+# program's command line (one line, no value).
+hpc_submit_secret_argv_text() {
+  printf '%s\n' "the configs file puts \$$1 on the program's command line, where ps shows its value to every user of\
+ the node (masked only in the toolkit's records): pass it in the environment instead (the job has it) and read it\
+ there (os.environ[\"$1\"] in Python)"
 }
 
 # hpc_submit_check_fit: exit 2 when no node of the cluster could ever run the plan (a request that

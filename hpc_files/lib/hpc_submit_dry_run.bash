@@ -6,13 +6,15 @@
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_options.bash: the options; hpc_plan.bash: the plan; the compiled profile; the runner: its
-# preview; hpc_configs.bash: the command's words; hpc_stage_submit.bash: the data's archive.
+# preview; hpc_configs.bash: the command's words; hpc_stage_submit.bash: the data's archive;
+# hpc_submit.bash: the secrets on the command line.
 declare -g hpc_plan_array_count hpc_plan_exp_name hpc_plan_kind hpc_plan_launcher hpc_plan_outputs_dir \
   hpc_plan_python_helpers hpc_plan_runner hpc_plan_scratch_dir hpc_plan_script \
   hpc_plan_text hpc_profile_tmpdir_provided hpc_profile_tmpdir_root hpc_stage_archive \
   hpc_runner_preview hpc_facts_omp_threads hpc_runner_wandb_dir hpc_runner_wandb_note hpc_runner_env_text \
   hpc_runner_sets_workdir hpc_runner_start_text
-declare -ga hpc_configs_words hpc_facts_program_env hpc_opt_data hpc_plan_sbatch_args hpc_stage_paths
+declare -ga hpc_configs_words hpc_facts_program_env hpc_opt_data hpc_plan_sbatch_args hpc_stage_paths \
+  hpc_submit_secret_names
 
 # hpc_submit_own_folders_text: prints where the job's files land: checkpoints_dir, WANDB_DIR and
 # the folder the program starts in (see hpc_job_own_folders), each array task its own; for
@@ -114,6 +116,11 @@ hpc_submit_environment() {
     esac
     printf 'configs file uses $%s: %s\n' "$_hpc_env_name" "$_hpc_env_defined"
   done < <(hpc_configs_references "${hpc_configs_words[@]}")
+  # A secret on the program's command line: what a submission says on stderr.
+  hpc_submit_secret_argv "${hpc_configs_words[@]}"
+  for _hpc_env_name in ${hpc_submit_secret_names[@]+"${hpc_submit_secret_names[@]}"}; do
+    hpc_submit_secret_argv_text "$_hpc_env_name"
+  done
 }
 
 # hpc_submit_dry_run: prints what would be submitted, asks SLURM to validate it when sbatch is

@@ -162,8 +162,8 @@ HPC_CLUSTER=../../../../tmp/evil|--dry-run -g 0|HPC_CLUSTER: '../../../../tmp/ev
 # Data and copy-back.
 |-d data|-d/--data: 'data': does not exist: there is no @SCRATCH@
 |-d a b -g 1|-d/--data: 'a': does not exist: there is no @SCRATCH@
-|-d /etc/hosts|-d/--data: '/etc/hosts': is an absolute path; give it relative to @SCRATCH@
-|-d ../x|-d/--data: '../x': is outside @SCRATCH@
+|-d /nonexistent-hpc-data/x|-d/--data: '/nonexistent-hpc-data/x': does not exist
+|-d ../x|-d/--data: '../x': is outside @SCRATCH@; a path elsewhere is given absolute (one you can read, e.g. /datasets/NAME), and is staged under its own name
 |-d|-d/--data: needs at least one path relative to ${SCRATCH}/${project_name}
 |--copy-back|--copy-back: needs at least one path relative to ${SLURM_TMPDIR}
 |--copy-back /abs|--copy-back: '/abs' is absolute; accepted: a path relative to ${SLURM_TMPDIR}

@@ -10,7 +10,7 @@ setup() {
   # shellcheck source=hpc_files/lib/hpc_profile.bash
   source "$hpc_files_dir/lib/hpc_profile.bash"
   export HPC_CACHE_DIR=$BATS_TEST_TMPDIR/cache PYTHONDONTWRITEBYTECODE=1
-  cache=$HPC_CACHE_DIR/profiles/local.sh hpc_profile_description=
+  cache=$HPC_CACHE_DIR/$hpc_profile_cache_sub/local.sh hpc_profile_description=
 }
 
 # mark_cache: changes the compiled description in the cache, so that its use shows.

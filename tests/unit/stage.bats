@@ -60,10 +60,12 @@ tmpfs() {
   ln -s /etc "$base/outside"
   ln -s ../notes.txt "$base/datasets/inside"
   ln -s "$base/missing" "$base/dangling"
+  # A path outside BASE is staged when given absolute (tests/unit/data_outside.bats).
+  local elsewhere="a path elsewhere is given absolute (one you can read, e.g. /datasets/NAME), and is staged under its own name"
   local -A cases=(
-    ["/etc"]="is an absolute path; give it relative to $base"
-    ["../x"]="is outside $base"
-    ["datasets/../../other project/x"]="is outside $base"
+    ["/nonexistent-hpc-data"]="does not exist"
+    ["../x"]="is outside $base; $elsewhere"
+    ["datasets/../../other project/x"]="is outside $base; $elsewhere"
     ["outside"]="resolves to /etc, outside $base"
     ["datasets/nope"]="does not exist in $base"
     ["dangling"]="is a symlink to something that does not exist"
@@ -81,7 +83,7 @@ tmpfs() {
   assert_output "hpc_stage: -d/--data: '': is empty"
   run hpc_stage_prepare "$base" datasets/d1 ../x
   assert_equal "$status" 2
-  assert_output "hpc_stage: -d/--data: '../x': is outside $base"
+  assert_output "hpc_stage: -d/--data: '../x': is outside $base; $elsewhere"
   [ ! -e "$base/.staging" ]
 }
 
