@@ -141,9 +141,14 @@ hpc_usage_write() {
 }
 
 # hpc_usage_sample_loop JOB FILE: (job_step.sh sample, one per node) samples until SIGUSR2 or
-# SIGTERM, then once more, writes FILE and exits 0.
+# SIGTERM, then once more, writes FILE and exits 0. False at once when FILE's folder is not the
+# job's private folder (hpc_job_usage_folder made it).
 hpc_usage_sample_loop() {
   local job=$1 file=$2 sleeper='' interval
+  # The folder is entered once, checked as entered (the user's, marked private, not a link), and
+  # written by a name without a slash: a swap of its path for a link later redirects nothing.
+  cd -P -- "${file%/*}" 2>/dev/null && [[ ! -L ${file%/*} && . -ef ${file%/*} && -O . && -u . ]] || return 1
+  file=${file##*/}
   declare -gA hpc_usage_member=() hpc_usage_last=() hpc_usage_parent=() hpc_usage_alive=()
   hpc_usage_ended=0 hpc_usage_ticks=0 hpc_usage_peak_kb=0 hpc_usage_members=0 hpc_usage_rss_kb=0 \
     hpc_usage_samples=0 hpc_usage_gpu_text=''
