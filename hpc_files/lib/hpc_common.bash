@@ -161,10 +161,12 @@ hpc_private_create() {
 # would write the log into any file of the user. Made 4700 whatever the umask: the set-user-ID
 # bit, which means nothing on a folder to Linux, marks one that this toolkit made or checked, so
 # that the next submissions trust it without a process (Bash tests a folder's owner and special
-# bits, not its mode). A folder of the user's without the mark (an older version's 2775) is
-# checked once: made private (chmod 700) and marked, unless others put something in it while it
-# was open to them (then refused, naming it, and left unmarked: looked at again next time). One
-# that is a link or someone else's is refused (one line: its owner and the fix), never used.
+# bits, not its mode). A folder of the user's without the mark is checked (a process): one that
+# nobody else can write (0755) is used as it is; one open to others (an older version's 2775 under
+# umask 002) is closed (chmod go-rwx: its older files may be group-writable) and marked, unless
+# others put something in it while it was open to them (then refused, naming it, and left
+# unmarked: looked at again next time). One that is a link or someone else's is refused (one
+# line: its owner and the fix), never used.
 
 # hpc_private_dir PATH: makes PATH a private folder of the user, or checks the one there (see
 # above); the folders above it are made when missing, as the umask makes them. False, with
@@ -187,9 +189,10 @@ hpc_private_dir() {
     hpc_private_dir_problem+=" or ask $owner to remove it"
     return 1
   fi
-  # The user's own, without the mark: closed first, then whatever others put in it while it was
-  # open to them is looked for (they can add nothing more).
+  # The user's own, without the mark: if open to others, closed first, then whatever they put in
+  # it while it was open is looked for (they can add nothing more).
   mode=$(stat -c %a -- "$path" 2>/dev/null) || mode='?'
+  if [[ $mode == +([0-7]) ]] && (((8#$mode & 8#022) == 0)); then return 0; fi
   hpc_private_dir_problem="$name in $where can be changed by others (mode $mode) and cannot be made yours alone"
   chmod go-rwx -- "$path" 2>/dev/null || return 1
   owner=$(find "$path" -mindepth 1 -maxdepth 1 ! -user "$EUID" -printf '%f of %u\n' -quit 2>/dev/null) || owner=''
