@@ -17,8 +17,8 @@
 # written, and is skipped), and is never changed. A resubmission writes a manifest of its own for the new job, a copy of
 # the one it repeats with its own time, job_id, array, output_path, resubmit_of (the job it repeats) and
 # resubmit (how); origin is the job id of the first submission of the chain in every manifest.
-# status keeps the ended states it saw in EXP_JOBID.states beside the manifest (appended lines
-# 'KEY<TAB>JOBID<TAB>STATE<TAB>EXIT', the last one wins), so that ended jobs keep their state
+# status keeps the ended states it saw in EXP_JOBID.states beside the manifest (lines
+# 'KEY<TAB>JOBID<TAB>STATE<TAB>EXIT', the last one wins; hpc_manage_states), so that ended jobs keep their state
 # after SLURM forgets them on clusters without accounting.
 
 # What this library reads, set by the others: declared here, not set (values already there are
