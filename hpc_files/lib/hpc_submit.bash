@@ -88,7 +88,10 @@ hpc_submit_make_folders() {
   done
   ((${#hpc_submit_made[@]})) || return 0
   trap hpc_submit_unmake_folders EXIT
-  # The outputs folder private (hpc_private_dir), whatever the umask.
+  # The outputs folder private (hpc_private_dir), whatever the umask; one there already is checked
+  # first (another user's is named as such, not as a folder that cannot be made).
+  [[ ! -e $hpc_plan_outputs_dir && ! -L $hpc_plan_outputs_dir ]] ||
+    hpc_private_dirs_or_die --submit "$hpc_plan_outputs_dir"
   mkdir -p -- "${hpc_plan_outputs_dir%/*}" "$hpc_plan_checkpoints_dir" ${hpc_plan_workdir:+"$hpc_plan_workdir"} ||
     hpc_die \
       "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir${hpc_plan_workdir:+ and $hpc_plan_workdir}"
