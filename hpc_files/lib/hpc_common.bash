@@ -34,13 +34,20 @@ hpc_die_usage() {
 # change one would run code as the user at the next resubmit. They are written 0600
 # (hpc_private_write, hpc_plan_write_file) and read only through these checks.
 
+# hpc_own_check PATH: true when PATH is a regular file of this user, not a link (a file that
+# only needs to be the user's own to be believed: a job's log, the states status keeps). Else
+# false, with hpc_trusted_problem saying why. No process.
+hpc_own_check() {
+  # shellcheck disable=SC2034 # read by the callers
+  hpc_trusted_problem="is not a regular file of ${USER:-this user} (or is a link)"
+  [[ -n $1 && -f $1 && ! -L $1 && -O $1 ]]
+}
+
 # hpc_trusted_check PATH: true when PATH may be trusted: a regular file of this user, not a link,
 # that nobody else can write. Else false, with hpc_trusted_problem saying why.
 hpc_trusted_check() {
   local path=$1 mode
-  # shellcheck disable=SC2034 # read by the callers
-  hpc_trusted_problem="is not a regular file of ${USER:-this user} (or is a link)"
-  [[ -n $path && -f $path && ! -L $path && -O $path ]] || return 1
+  hpc_own_check "$path" || return 1
   # One that others can write (group-writable on a shared scratch) may hold their code by now.
   # shellcheck disable=SC2034 # read by the callers
   hpc_trusted_problem="has a mode that cannot be read"
@@ -50,20 +57,22 @@ hpc_trusted_check() {
   (((8#$mode & 8#022) == 0))
 }
 
-# hpc_trusted_open PATH: opens the trusted file PATH for reading on the descriptor
-# hpc_trusted_fd once it passes hpc_trusted_check, and checks again that the name still
-# passes and is the file opened: in a folder that others can write, the name may point
-# elsewhere by the time it is opened (a link to their code). Read it from that descriptor, then
-# close it. False, with hpc_trusted_problem saying why, else.
+# hpc_trusted_open PATH [own]: opens the trusted file PATH for reading on the descriptor
+# hpc_trusted_fd once it passes hpc_trusted_check (with own: hpc_own_check), and checks again
+# that the name still passes and is the file opened: in a folder that others can write, the name
+# may point elsewhere by the time it is opened (a link to their code). Read it from that
+# descriptor, then close it. False, with hpc_trusted_problem saying why, else. A FIFO or a link
+# fails the check before anything is opened: nothing waits on one.
 hpc_trusted_open() {
-  local fd
+  local fd check=hpc_trusted_check
+  [[ ${2-} != own ]] || check=hpc_own_check
   # shellcheck disable=SC2034 # read by the callers
   hpc_trusted_fd=''
-  hpc_trusted_check "$1" || return 1
+  "$check" "$1" || return 1
   # shellcheck disable=SC2034 # read by the callers
   hpc_trusted_problem="cannot be opened"
   { exec {fd}<"$1"; } 2>/dev/null || return 1
-  if hpc_trusted_check "$1" && [[ $1 -ef /dev/fd/$fd ]]; then
+  if "$check" "$1" && [[ $1 -ef /dev/fd/$fd ]]; then
     # shellcheck disable=SC2034 # read by the callers
     hpc_trusted_fd=$fd
     return 0
@@ -74,18 +83,21 @@ hpc_trusted_open() {
   return 1
 }
 
-# hpc_trusted_read PATH: sets hpc_trusted_text to the text of the trusted file PATH, read from
-# the descriptor hpc_trusted_open checked, never by name again (a resubmission copies a plan
-# file's text into a new one that the job trusts, and gives sbatch a kept script's text). False,
-# with hpc_trusted_problem saying why, when it may not be read.
+# hpc_trusted_read PATH [own [MAX]]: sets hpc_trusted_text to the text of the trusted file PATH
+# (with own: the user's own, hpc_own_check; MAX: its first MAX characters at most), read from the
+# descriptor hpc_trusted_open checked, never by name again (a resubmission copies a plan file's
+# text into a new one that the job trusts, and gives sbatch a kept script's text). False, with
+# hpc_trusted_problem saying why, when it may not be read.
 hpc_trusted_read() {
   local fd
+  local -a bound=()
+  [[ -z ${3-} ]] || bound=(-n "$3")
   # shellcheck disable=SC2034 # read by the callers
   hpc_trusted_text=''
-  hpc_trusted_open "$1" || return 1
+  hpc_trusted_open "$1" "${2-}" || return 1
   fd=$hpc_trusted_fd
   # shellcheck disable=SC2034 # read by the callers
-  IFS= read -r -d '' hpc_trusted_text <&"$fd" || true
+  IFS= read -r -d '' "${bound[@]}" hpc_trusted_text <&"$fd" || true
   exec {fd}<&-
 }
 
@@ -140,6 +152,70 @@ hpc_private_create() {
     ! (umask 077 && printf '%s' "$2" >"$1") 2>/dev/null || written=1
   fi
   ((written))
+}
+
+# Folders the toolkit makes for a user's job logs and records (hpc_outputs/ and its manifests/,
+# submissions/, usage/, map/ and scaling/ with their experiments' folders) are private: on a
+# lab's group-writable scratch (umask 002) another member could otherwise plant names in them,
+# such as a link named like the next job's --output (ids are sequential), through which SLURM
+# would write the log into any file of the user. Made 4700 whatever the umask: the set-user-ID
+# bit, which means nothing on a folder to Linux, marks one that this toolkit made or checked, so
+# that the next submissions trust it without a process (Bash tests a folder's owner and special
+# bits, not its mode). A folder of the user's without the mark is checked (a process): one that
+# nobody else can write (0755) is used as it is; one open to others (an older version's 2775 under
+# umask 002) is closed (chmod go-rwx: its older files may be group-writable) and marked, unless
+# others put something in it while it was open to them (then refused, naming it, and left
+# unmarked: looked at again next time). One that is a link or someone else's is refused (one
+# line: its owner and the fix), never used.
+
+# hpc_private_dir PATH: makes PATH a private folder of the user, or checks the one there (see
+# above); the folders above it are made when missing, as the umask makes them. False, with
+# hpc_private_dir_problem (one line, no prefix) saying why, when it may not be used.
+hpc_private_dir() {
+  local path=${1%/} where name mode owner
+  [[ ! -d $path || -L $path || ! -O $path || ! -u $path ]] || return 0
+  where=${path%/*} name=${path##*/}/
+  if [[ ! -e $path && ! -L $path ]]; then
+    [[ -d $where ]] || mkdir -p -- "$where" 2>/dev/null || true
+    ! mkdir -m 4700 -- "$path" 2>/dev/null || return 0
+  fi
+  hpc_private_dir_problem="$name in $where is a link or not a folder: your job logs and records are kept only"
+  hpc_private_dir_problem+=" in a folder of your own; remove it (or use another SCRATCH)"
+  [[ -d $path && ! -L $path ]] || return 1
+  if [[ ! -O $path ]]; then
+    owner=$(stat -c %U -- "$path" 2>/dev/null) || owner='someone else'
+    hpc_private_dir_problem="$name in $where belongs to $owner, not you: your job logs and records are kept only"
+    hpc_private_dir_problem+=" in a folder of your own; use another SCRATCH or another project folder name,"
+    hpc_private_dir_problem+=" or ask $owner to remove it"
+    return 1
+  fi
+  # The user's own, without the mark: if open to others, closed first, then whatever they put in
+  # it while it was open is looked for (they can add nothing more).
+  mode=$(stat -c %a -- "$path" 2>/dev/null) || mode='?'
+  if [[ $mode == +([0-7]) ]] && (((8#$mode & 8#022) == 0)); then return 0; fi
+  hpc_private_dir_problem="$name in $where can be changed by others (mode $mode) and cannot be made yours alone"
+  chmod go-rwx -- "$path" 2>/dev/null || return 1
+  owner=$(find "$path" -mindepth 1 -maxdepth 1 ! -user "$EUID" -printf '%f of %u\n' -quit 2>/dev/null) || owner=''
+  if [[ -n $owner ]]; then
+    hpc_private_dir_problem="$name in $where holds ${owner%$'\n'} (it was open to others): remove what is not"
+    hpc_private_dir_problem+=" yours, then submit again"
+    return 1
+  fi
+  chmod u+s -- "$path" 2>/dev/null || true
+}
+
+# hpc_private_dirs_or_die [--submit] PATH...: hpc_private_dir for each PATH in order (each one's
+# folder above exists or is the one before), or exit 1 with its one line (with --submit: saying
+# that nothing was submitted).
+hpc_private_dirs_or_die() {
+  local tail='' path
+  [[ $1 != --submit ]] || {
+    tail='; nothing was submitted'
+    shift
+  }
+  for path in "$@"; do
+    hpc_private_dir "$path" || hpc_die "$hpc_private_dir_problem$tail"
+  done
 }
 
 # hpc_scratch_check: exit 2 (one line) unless SCRATCH can be the user's scratch folder: set, an
@@ -377,6 +453,36 @@ hpc_mask_stream() {
       print line "\n"
       fflush()
     }' 3<<<"${_hpc_mask_list%$'\n'}"
+}
+
+# hpc_visible_stream: copies stdin to stdout line by line with what a terminal would act on made
+# visible, for printing a program's output ('logs'): colours (ESC [ ... m) left out, a carriage
+# return a line break (a progress bar's updates, one per line), every other control character
+# (escape sequences that retitle or clear a terminal, the bell, C1 controls) in caret notation (^[,
+# ^G) or as ? (a C1 control: UTF-8 C2 80..9F); tabs and the text itself as they are.
+hpc_visible_stream() {
+  local -a awk_options=(-v ORS=)
+  case $(awk -W version 2>&1 </dev/null) in mawk*) awk_options+=(-W interactive) ;; esac
+  LC_ALL=C awk "${awk_options[@]}" '
+    BEGIN { for (i = 1; i < 32; i++) if (i != 9 && i != 10) ctl[sprintf("%c", i)] = "^" sprintf("%c", i + 64) }
+    {
+      line = $0
+      if (line ~ /[\001-\010\013-\037\177\302]/) {
+        gsub(/\033\[[0-9;]*m/, "", line)
+        sub(/\r+$/, "", line)
+        gsub(/\r+/, "\n", line)
+        gsub(/\302[\200-\237]/, "?", line)
+        gsub(/\177/, "^?", line)
+        out = ""
+        while (match(line, /[\001-\010\013-\037]/)) {
+          out = out substr(line, 1, RSTART - 1) ctl[substr(line, RSTART, 1)]
+          line = substr(line, RSTART + 1)
+        }
+        line = out line
+      }
+      print line "\n"
+      fflush()
+    }'
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@
 # What this file reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_common.bash (hpc_trusted_read); hpc_manage.bash: the manifests' folder.
+declare -g hpc_private_dir_problem
 declare -g hpc_trusted_problem hpc_trusted_text hpc_manage_dir hpc_python_helpers_dir hpc_plan_file
 declare -ga hpc_group_live hpc_group_failed hpc_group_members_ids
 # A kind's hooks: its folder's facts, what an undo cancelled, what a resubmission said.
@@ -120,7 +121,7 @@ hpc_group_add() {
 hpc_group_make_dir() {
   local root=$1 dir=$2
   shift 2
-  [[ -d $root ]] || mkdir -p -- "$root" 2>/dev/null || hpc_group_undo "cannot make $root"
+  if ! hpc_private_dir "${root%/*}" || ! hpc_private_dir "$root"; then hpc_group_undo "$hpc_private_dir_problem"; fi
   # One process, in order: nothing is made inside a folder of that name that was already there
   # (mkdir fails on DIR first, and it is not removed); a DIR that was not there before, and is a
   # folder now, is this submission's, whatever failed after it.
@@ -187,13 +188,17 @@ hpc_group_lock() {
 
 # hpc_group_check_root ROOT WHOSE: (before anything is submitted) exit 1 when the group's folders'
 # root ROOT (map/EXP, scaling/EXP) or the folder above it is a link: a group's folder is removed
-# when its submission fails, and never one reached through a link.
+# when its submission fails, and never one reached through a link; or when one of them, or the
+# outputs folder, is there but may not be used as the user's private folder (hpc_private_dir).
 hpc_group_check_root() {
   local x msg
   for x in "${1%/*}" "$1"; do
     [[ -L $x ]] || continue
     msg="$x is a symbolic link; the $2 folders are made in a folder of their own, never through a link:"
     hpc_die "$msg nothing was submitted"
+  done
+  for x in "${1%/*/*}" "${1%/*}" "$1"; do
+    [[ ! -e $x ]] || hpc_private_dirs_or_die --submit "$x"
   done
 }
 

@@ -179,6 +179,7 @@ hpc_interactive_session() {
   hpc_profile_slurm_facts_save
   hpc_submit_made=()
   [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir && -d ${hpc_plan_workdir:-/} ]] || hpc_submit_make_folders
+  hpc_private_dirs_or_die "$hpc_plan_outputs_dir"
   "hpc_runner_${hpc_plan_runner}_prepare"
   if ((${#hpc_opt_data[@]})); then
     hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?

@@ -282,8 +282,8 @@ hpc_job_usage_start() {
   # shellcheck source=hpc_files/lib/hpc_usage.bash
   source "$hpc_lib_dir/hpc_usage.bash"
   hpc_job_usage_dir=$(hpc_usage_dir "$scratch_dir" "$hpc_job_usage_key")
-  if [[ -L ${hpc_job_usage_dir%/*} || -L $hpc_job_usage_dir ]] || ! mkdir -p -- "$hpc_job_usage_dir" 2>/dev/null; then
-    hpc_job_log "usage: not measured (cannot make $hpc_job_usage_dir, or a link is in its way)"
+  if ! hpc_job_usage_folder "$hpc_job_usage_dir"; then
+    hpc_job_log "usage: not measured (cannot make $hpc_job_usage_dir: $hpc_private_dir_problem)"
     return 0
   fi
   HPC_USAGE_STEP=1 ${hpc_job_srun_detach[@]+"${hpc_job_srun_detach[@]}"} srun --ntasks="$SLURM_JOB_NUM_NODES" \
@@ -291,6 +291,13 @@ hpc_job_usage_start() {
     bash "$hpc_plan_toolkit_dir/job_step.sh" sample "$SLURM_JOB_ID" "$hpc_job_usage_dir" \
     </dev/null >/dev/null 2>&1 &
   hpc_job_usage_pid=$!
+}
+
+# hpc_job_usage_folder DIR: makes the usage folder DIR (OUTPUTS/usage/KEY) and usage/ the job's
+# private folders, and checks OUTPUTS (hpc_private_dir): the sampler writes there for as long as
+# the job runs. False, with hpc_private_dir_problem, when one may not be used.
+hpc_job_usage_folder() {
+  hpc_private_dir "${1%/*/*}" && hpc_private_dir "${1%/*}" && hpc_private_dir "$1"
 }
 
 # hpc_job_usage_stop: (the program ended) stops the samplers (SIGUSR2 through their srun, which

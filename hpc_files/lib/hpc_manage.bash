@@ -10,6 +10,8 @@
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_facts.bash (sourced by hpc_common.bash): the ended and failed states.
 declare -g hpc_facts_ended_states hpc_facts_failed_states
+# hpc_common.bash: what hpc_trusted_read read, or why it did not.
+declare -g hpc_trusted_text hpc_trusted_problem
 
 # shellcheck source=hpc_files/lib/hpc_manifest.bash
 source "${BASH_SOURCE[0]%/*}/hpc_manifest.bash"
@@ -34,12 +36,18 @@ hpc_manage_begin() {
 }
 
 # hpc_manage_locate: sets hpc_manage_project, hpc_manage_dir (the manifests' folder) from the
-# submitter's place and SCRATCH, as a submission does; exit 2 when SCRATCH is unusable.
+# submitter's place and SCRATCH, as a submission does; exit 2 when SCRATCH is unusable, 1 when the
+# outputs folder or its records' folders are there but not the user's private ones
+# (hpc_private_dir): what is in them may have been put there by others.
 hpc_manage_locate() {
+  local x
   [[ -n ${hpc_source_dir:-} ]] || hpc_submit_locate
   hpc_manage_project=${hpc_source_dir##*/}
   hpc_scratch_check
   hpc_manage_dir=${SCRATCH%/}/$hpc_manage_project/hpc_outputs/manifests
+  for x in "${hpc_manage_dir%/*}" "$hpc_manage_dir" "${hpc_manage_dir%/*}/submissions"; do
+    [[ ! -e $x && ! -L $x ]] || hpc_private_dirs_or_die "$x"
+  done
 }
 
 # hpc_manage_index: reads every manifest of the project: hpc_manage_file[ID] (indexed by job id,
@@ -294,18 +302,24 @@ hpc_manage_states() {
     hpc_manage_missing "${missing[@]}"
   fi
 
-  # 4. The ended states seen before; else unknown. New ended states are kept for next time.
-  local states new raw code
+  # 4. The ended states seen before; else unknown. New ended states are kept for next time. Only
+  # the user's own regular file is read (never through a link, never a FIFO: nothing waits), its
+  # first MiB at most, and it is written anew beside it, never into it (hpc_private_write).
+  local states new raw code old
   local -A kept=() kept_raw=() kept_exit=()
   for id in "$@"; do
     hpc_manage_keys "$id"
-    states=${hpc_manage_file[id]%.manifest}.states new=''
+    states=${hpc_manage_file[id]%.manifest}.states new='' old=''
     kept=() kept_raw=() kept_exit=()
-    if [[ -f $states ]]; then
+    if hpc_trusted_read "$states" own 1048576; then
+      old=$hpc_trusted_text
       while IFS=$'\t' read -r key raw state code; do
         [[ -n $key && -n $state ]] || continue
         kept[$key]=$state kept_raw[$key]=$raw kept_exit[$key]=$code
-      done <"$states"
+      done <<<"$old"
+    elif [[ -e $states || -L $states ]]; then
+      hpc_say "not read: $states $hpc_trusted_problem; remove it"
+      old=-
     fi
     for key in "${hpc_manage_keys[@]}"; do
       [[ -z ${kept[$key]-} ]] || hpc_manage_set "$key" "${kept_raw[$key]}" "${kept[$key]}" "${kept_exit[$key]}"
@@ -317,8 +331,8 @@ hpc_manage_states() {
         new+=$key$'\t'${hpc_st_raw[$key]}$'\t'${hpc_st_state[$key]}$'\t'${hpc_st_exit[$key]}$'\n'
       fi
     done
-    # One small append, best effort: whoever may read the manifests may not write them.
-    [[ -z $new ]] || printf '%s' "$new" 2>/dev/null >>"$states" || true
+    # Best effort: whoever may read the manifests may not write them. Never over one not read.
+    [[ -z $new || $old == - ]] || hpc_private_write "$states" "$old$new" 2>/dev/null || true
   done
 }
 

@@ -17,8 +17,8 @@
 # written, and is skipped), and is never changed. A resubmission writes a manifest of its own for the new job, a copy of
 # the one it repeats with its own time, job_id, array, output_path, resubmit_of (the job it repeats) and
 # resubmit (how); origin is the job id of the first submission of the chain in every manifest.
-# status keeps the ended states it saw in EXP_JOBID.states beside the manifest (appended lines
-# 'KEY<TAB>JOBID<TAB>STATE<TAB>EXIT', the last one wins), so that ended jobs keep their state
+# status keeps the ended states it saw in EXP_JOBID.states beside the manifest (lines
+# 'KEY<TAB>JOBID<TAB>STATE<TAB>EXIT', the last one wins; hpc_manage_states), so that ended jobs keep their state
 # after SLURM forgets them on clusters without accounting.
 
 # What this library reads, set by the others: declared here, not set (values already there are
@@ -27,6 +27,8 @@
 declare -g hpc_plan_exp_name hpc_plan_output hpc_plan_scratch_dir hpc_plan_source_dir
 declare -ga hpc_submit_argv hpc_plan_fields hpc_plan_array_fields hpc_plan_command hpc_plan_offline_commands
 declare -gA hpc_plan_manifest_keys
+# hpc_common.bash: the descriptor hpc_trusted_open opened.
+declare -g hpc_trusted_fd
 
 # ---------------------------------------------------------------------------------------------
 # Writing
@@ -106,7 +108,7 @@ hpc_manifest_git() {
 hpc_manifest_write() {
   local id=$1 script=$2 plan=${3-} dir now name ref
   dir=$hpc_plan_scratch_dir/hpc_outputs/manifests
-  [[ -d $dir ]] || mkdir -p -- "$dir" 2>/dev/null || return 1
+  hpc_private_dir "${dir%/*}" && hpc_private_dir "$dir" || return 1
   hpc_manifest_git "$hpc_plan_source_dir"
   printf -v now '%(%Y-%m-%dT%H:%M:%S%z)T' -1
   hpc_manifest_text=''
@@ -216,10 +218,12 @@ hpc_manifest_copy() {
 # hpc_mf_sbatch and hpc_mf_command, and hpc_mf_lines (its lines as written). False when FILE is
 # not a manifest of this format.
 hpc_manifest_read() {
-  local line key value complete=0
+  local line key value complete=0 fd
   declare -gA hpc_mf=()
   hpc_mf_argv=() hpc_mf_sbatch=() hpc_mf_command=() hpc_mf_lines=()
-  [[ -f $1 && -r $1 ]] || return 1
+  # The user's own regular file, opened once and never through a link (hpc_trusted_open).
+  hpc_trusted_open "$1" own || return 1
+  fd=$hpc_trusted_fd
   while IFS= read -r line || [[ -n $line ]]; do
     [[ $line == *$'\t'* ]] || continue
     if [[ $line == $'end\t1' ]]; then
@@ -236,7 +240,8 @@ hpc_manifest_read() {
       command) hpc_mf_command+=("$value") ;;
       *) hpc_mf[$key]=$value ;;
     esac
-  done <"$1"
+  done <&"$fd"
+  exec {fd}<&-
   ((complete)) && [[ ${hpc_mf[format]-} == 1 && ${hpc_mf[job_id]-} =~ ^[0-9]+$ ]]
 }
 

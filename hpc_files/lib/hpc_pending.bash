@@ -23,6 +23,10 @@ hpc_pending_foreign_s=${hpc_pending_foreign_s:-600}
 # busy). Its record stays until then, so that the job is found when it comes.
 hpc_pending_settle_s=${hpc_pending_settle_s:-600}
 
+# What this file reads, set by the others: declared here, not set, so that the linter knows each
+# name. hpc_common.bash: the text hpc_trusted_read read.
+declare -g hpc_trusted_text
+
 # hpc_pending_start_time PID VAR: sets VAR to the start time of process PID (field 22 of
 # /proc/PID/stat, in clock ticks since boot): with the PID, it names one process (a PID is reused).
 # False when there is no such process. No process started.
@@ -42,14 +46,12 @@ hpc_pending_sweep_at=${hpc_pending_sweep_at:-32}
 
 # hpc_pending_open OUTPUTS EXP: (before a submission's first sbatch) warns of the jobs that an
 # earlier, stopped submission of EXP left in SLURM (hpc_pending_warn), then records this one as
-# OUTPUTS/submissions/TOKEN (0600; the folder, 0700, made when missing); sets hpc_pending_token,
+# OUTPUTS/submissions/TOKEN (0600; the folder private, hpc_private_dir); sets hpc_pending_token,
 # which hpc_submit_sbatch puts on every job, and hpc_pending_file. False when the record cannot
 # be written (then nothing may be submitted).
 hpc_pending_open() {
   local dir=$1/submissions exp=$2 start='' now text
-  if [[ ! -d $dir ]]; then
-    mkdir -m 700 -- "$dir" 2>/dev/null || [[ -d $dir ]] || return 1
-  fi
+  hpc_private_dir "$dir" || return 1
   hpc_pending_warn "$1" "$exp"
   hpc_pending_start_time start "$$" || true
   printf -v now '%(%s)T' -1
@@ -140,9 +142,8 @@ hpc_pending_scan() {
   printf -v hpc_pending_now '%(%s)T' -1
   for f in "$hpc_pending_dir"/submissions/*; do
     # Empty: being written (or no record at all: the pattern itself).
-    [[ -s $f && -f $f && ! -L $f && -O $f ]] || continue
-    text=''
-    { IFS= read -r -d '' -n 4096 text <"$f"; } 2>/dev/null || true
+    if [[ ! -s $f ]] || ! hpc_trusted_read "$f" own 4096; then continue; fi
+    text=$hpc_trusted_text
     if [[ $text == $'ended\n' ]]; then
       hpc_pending_ended+=("$f")
       continue

@@ -133,9 +133,14 @@ hpc_submit_make_folders() {
   done
   ((${#hpc_submit_made[@]})) || return 0
   trap hpc_submit_unmake_folders EXIT
-  mkdir -p -- "$hpc_plan_outputs_dir" "$hpc_plan_checkpoints_dir" ${hpc_plan_workdir:+"$hpc_plan_workdir"} ||
+  # The outputs folder private (hpc_private_dir), whatever the umask; one there already is checked
+  # first (another user's is named as such, not as a folder that cannot be made).
+  [[ ! -e $hpc_plan_outputs_dir && ! -L $hpc_plan_outputs_dir ]] ||
+    hpc_private_dirs_or_die --submit "$hpc_plan_outputs_dir"
+  mkdir -p -- "${hpc_plan_outputs_dir%/*}" "$hpc_plan_checkpoints_dir" ${hpc_plan_workdir:+"$hpc_plan_workdir"} ||
     hpc_die \
       "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir${hpc_plan_workdir:+ and $hpc_plan_workdir}"
+  hpc_private_dirs_or_die --submit "$hpc_plan_outputs_dir"
 }
 
 # hpc_submit_unmake_folders: removes the folders hpc_submit_make_folders created, deepest first,
@@ -143,7 +148,8 @@ hpc_submit_make_folders() {
 # step put in them (an install job's log) keeps them.
 hpc_submit_unmake_folders() {
   local top dir
-  for top in "$hpc_plan_outputs_dir/submissions" ${hpc_plan_workdir:+"$hpc_plan_workdir"} \
+  for top in "$hpc_plan_outputs_dir/submissions" "$hpc_plan_outputs_dir/manifests" \
+    ${hpc_plan_workdir:+"$hpc_plan_workdir"} \
     "$hpc_plan_checkpoints_dir" "$hpc_plan_outputs_dir"; do
     dir=$top
     while hpc_plan_in_list "$dir" "${hpc_submit_made[@]}" && [[ -d $dir && ! -L $dir ]]; do
@@ -273,12 +279,15 @@ hpc_submit_stop() {
 # tags its jobs (hpc_pending_open); by default in this plan's outputs folder, for its
 # experiment. Exit 1 when the record cannot be written: nothing is submitted then.
 hpc_submit_pending_open() {
-  local dir=${1:-$hpc_plan_outputs_dir} made=0
-  [[ -d $dir/submissions ]] || made=1
+  local dir=${1:-$hpc_plan_outputs_dir} sub
+  local -a made=()
+  for sub in manifests submissions; do [[ -d $dir/$sub ]] || made+=("$dir/$sub"); done
+  # The folders of the records, private (hpc_private_dir): another's is refused here, before sbatch.
+  hpc_private_dirs_or_die --submit "$dir" "$dir/manifests" "$dir/submissions"
   hpc_pending_open "$dir" "${2:-$hpc_plan_exp_name}" ||
     hpc_die "cannot record the submission in $dir/submissions; nothing was submitted"
   # A folder made for it goes again with the others if SLURM refuses the job.
-  ((made == 0)) || [[ ! -v hpc_submit_made ]] || hpc_submit_made+=("$dir/submissions")
+  ((${#made[@]} == 0)) || [[ ! -v hpc_submit_made ]] || hpc_submit_made+=("${made[@]}")
 }
 
 # hpc_submit_confirm [SUMMARY]: on a terminal without -y, shows SUMMARY (the plan's by default) and
@@ -310,6 +319,7 @@ hpc_submit_prepare() {
   # submission fails before SLURM accepts the job.
   hpc_submit_made=()
   [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir && -d ${hpc_plan_workdir:-/} ]] || hpc_submit_make_folders
+  hpc_private_dirs_or_die --submit "$hpc_plan_outputs_dir"
   "hpc_runner_${hpc_plan_runner}_prepare"
   ((${#hpc_opt_data[@]})) || return 0
   local rc=0

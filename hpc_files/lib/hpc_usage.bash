@@ -204,9 +204,14 @@ hpc_usage_begin() {
 }
 
 # hpc_usage_sample_loop JOB FILE: (job_step.sh sample, one per node) samples until SIGUSR2 or
-# SIGTERM, then once more, writes FILE and exits 0.
+# SIGTERM, then once more, writes FILE and exits 0. False at once when FILE's folder is not the
+# job's private folder (hpc_job_usage_folder made it).
 hpc_usage_sample_loop() {
   local job=$1 file=$2 sleeper='' interval
+  # The folder is entered once, checked as entered (the user's, marked private, not a link), and
+  # written by a name without a slash: a swap of its path for a link later redirects nothing.
+  cd -P -- "${file%/*}" 2>/dev/null && [[ ! -L ${file%/*} && . -ef ${file%/*} && -O . && -u . ]] || return 1
+  file=${file##*/}
   hpc_usage_begin
   # shellcheck disable=SC2317,SC2329 # invoked by the trap below
   hpc_usage_stop() {

@@ -10,7 +10,9 @@ mate_ready() {
   id hpc_mate >/dev/null 2>&1 || useradd -M -N -g hpc_lab -s /bin/bash hpc_mate 2>/dev/null ||
     skip "cannot make a user (useradd)"
   chgrp -R hpc_lab "$SCRATCH"
-  find "$SCRATCH" -type d -exec chmod g+ws {} +
+  # Open to the group (g+rwx), a folder the toolkit made private too: as a user may open one, or
+  # an older version under umask 002 left it.
+  find "$SCRATCH" -type d -exec chmod g+rwxs {} +
 }
 
 # as_mate COMMAND: runs the bash COMMAND as the other member ($1.. as its arguments).

@@ -116,12 +116,15 @@ hpc_manage_status() {
   # and a stop at the time-limit warning, which a state of FAILED (exit 128+SIGUSR1) hides.
   local line
   local -a says=(-e '] copy-back WARNING: ' -e '] stopped at the time-limit warning ')
+  local fd
   for ((i = 1; i < ${#rows_job[@]}; i++)); do
     # The user's own log, as hpc_status_from_log reads it.
-    [[ -f ${rows_out[i]} && ! -L ${rows_out[i]} && -O ${rows_out[i]} && -r ${rows_out[i]} ]] || continue
+    hpc_trusted_open "${rows_out[i]}" own || continue
+    fd=$hpc_trusted_fd
     while IFS= read -r line; do
       printf '%s: %s\n' "${rows_job[i]}" "${line#\[hpc * }"
-    done < <(grep -m 5 -h "${says[@]}" -- "${rows_out[i]}" 2>/dev/null)
+    done < <(grep -m 5 -h "${says[@]}" <&"$fd" 2>/dev/null)
+    exec {fd}<&-
   done
   hpc_manage_pending_notes
 }
@@ -129,12 +132,16 @@ hpc_manage_status() {
 # hpc_status_from_log FILE: sets hpc_status_log_state and hpc_status_log_exit to how the job's
 # log FILE says it ended (the toolkit's last line about the program, or a failed step); false when
 # the log says nothing of it (gone, unreadable, or still being written by a job that was lost).
-# Only the user's own regular file, not a link: a log someone else wrote or replaced says nothing.
+# Only the user's own regular file, not a link (hpc_trusted_open own): a log someone else wrote or
+# replaced says nothing.
 hpc_status_from_log() {
-  local line re='^\[hpc [^]]*\] (the program |FAILED at step |stopped at the time-limit warning|'
+  local line fd re='^\[hpc [^]]*\] (the program |FAILED at step |stopped at the time-limit warning|'
   re+='ended after the time-limit warning)'
-  [[ -f $1 && ! -L $1 && -O $1 && -r $1 ]] || return 1
-  line=$(grep -E -- "$re" "$1" 2>/dev/null | tail -n 1) || return 1
+  hpc_trusted_open "$1" own || return 1
+  fd=$hpc_trusted_fd
+  line=$(grep -E -- "$re" <&"$fd" 2>/dev/null | tail -n 1) || line=''
+  exec {fd}<&-
+  [[ -n $line ]] || return 1
   line=${line#\[hpc * }
   hpc_status_log_exit=-
   case $line in
