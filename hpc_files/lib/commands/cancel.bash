@@ -5,7 +5,8 @@
 #   cancel TARGET       Cancels (scancel) the recorded jobs of experiment TARGET, or the job or
 #                       array task TARGET, that are still pending or running; prints each one.
 #                       For an experiment, also the jobs its stopped submissions left in SLURM
-#                       without a manifest.
+#                       without a manifest; and what a map or a study killed before its release
+#                       had made (plan files, kept scripts, manifests, its folder).
 #   -h, --help          This text.
 #
 # It reads the project's manifests (see 'status --help'); SCRATCH must be set as for submitting.
@@ -79,6 +80,8 @@ hpc_manage_cancel() {
   # Every job of the experiment that had not ended is cancelled: the records of its submissions
   # that stopped on the way have nothing left to find, once no sbatch of theirs can still answer.
   for token in ${hpc_pending_tokens[@]+"${hpc_pending_tokens[@]}"}; do
+    # Its held jobs cancelled: what a stopped submission made before their release goes.
+    ((hpc_pending_stopped[$token] == 0)) || hpc_pending_unmake "$token"
     ! hpc_pending_settled "$token" || rm -f -- "${hpc_pending_dir:?}/submissions/${token:?}"
   done
   if ((${#targets[@]} == 0)); then
