@@ -56,7 +56,7 @@ hpc_pending_open() {
   hpc_pending_start_time start "$$" || true
   printf -v now '%(%s)T' -1
   hpc_pending_token=$now.$$.$RANDOM
-  hpc_pending_file=$dir/$hpc_pending_token
+  hpc_pending_file=$dir/$hpc_pending_token hpc_pending_held=0
   printf -v text 'exp=%s\nhost=%s\npid=%s\nstart=%s\ntime=%s\n' "$exp" "${HOSTNAME:-}" "$$" "$start" "$now"
   hpc_private_write "$hpc_pending_file" "$text" && return 0
   # A full disk: no part of a record is left behind.
@@ -82,8 +82,11 @@ hpc_pending_close() {
 # hpc_pending_made PATH: (before a submission creates the file or folder PATH: a plan file, a kept
 # script, a manifest, a map's or a study's folder) names it in the submission's record, so that
 # 'cancel EXP' of a submission that stopped before it released its held jobs removes what it made
-# (hpc_pending_unmake). A path holding a newline is not named (the record is read by lines).
+# (hpc_pending_unmake). Only for a submission whose jobs are held (hpc_pending_mark held): a
+# single job's may run at once, and what it made stays. A path holding a newline is not named (the
+# record is read by lines).
 hpc_pending_made() {
+  ((${hpc_pending_held:-0})) || return 0
   [[ -n ${hpc_pending_file:-} && -f $hpc_pending_file && ! -L $hpc_pending_file && $1 != *$'\n'* ]] || return 0
   printf 'made=%s\n' "$1" >>"$hpc_pending_file" 2>/dev/null || true
 }
@@ -93,6 +96,7 @@ hpc_pending_made() {
 # 'released' just before it releases them (from then on its jobs may run: what it made stays).
 hpc_pending_mark() {
   [[ -n ${hpc_pending_file:-} && -f $hpc_pending_file && ! -L $hpc_pending_file ]] || return 0
+  [[ $1 != held ]] || hpc_pending_held=1
   printf '%s\n' "$1" >>"$hpc_pending_file" 2>/dev/null || true
 }
 
@@ -158,7 +162,8 @@ hpc_pending_sweep() {
 # records), hpc_pending_now, hpc_pending_tokens and, by token, hpc_pending_exp,
 # hpc_pending_stopped (1: the submission no longer runs), hpc_pending_last (when its last sbatch
 # started; 0: none did) and hpc_pending_where ('pid P on HOST, TIME'). A record is read
-# only as the user's own file, 4 KiB of it at most. No process unless a record has not ended.
+# only as the user's own file, 64 KiB of it at most (a map's or a study's names what it made:
+# hpc_pending_made). No process unless a record has not ended.
 hpc_pending_scan() {
   local want=${2-} f token key value exp host pid start time last current text when
   hpc_pending_dir=$1 hpc_pending_tokens=() hpc_pending_ended=()
@@ -168,7 +173,7 @@ hpc_pending_scan() {
     # Empty: being written (or no record at all: the pattern itself).
     [[ -s $f && -f $f && ! -L $f && -O $f ]] || continue
     text=''
-    { IFS= read -r -d '' -n 4096 text <"$f"; } 2>/dev/null || true
+    { IFS= read -r -d '' -n 65536 text <"$f"; } 2>/dev/null || true
     if [[ $text == $'ended\n' ]]; then
       hpc_pending_ended+=("$f")
       continue
