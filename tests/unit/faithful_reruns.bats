@@ -68,6 +68,13 @@ plan_named() {
   printf '%s\n' "${line//\\ / }"
 }
 
+# manage_stubs: the stubs of tests/fixtures/manage/bin first (a table of jobs for squeue and
+# scancel, HPC_STUB_SBATCH_KILL_AT), for a submitter killed on the way.
+manage_stubs() {
+  export PATH=$HPC_ROOT/tests/fixtures/manage/bin:$PATH HPC_STUB_JOBS=$lab/jobs
+  : >"$HPC_STUB_JOBS"
+}
+
 # run_job SCRIPT ID: runs the job script SCRIPT as SLURM would start job ID (its batch shell).
 run_job() {
   run --separate-stderr env SLURM_JOB_ID="$2" SLURM_JOB_NODELIST=node1 SLURMD_NODENAME=node1 \
@@ -161,8 +168,7 @@ job_submitter.sh: note: SEED is '9' in this shell but was not set at submission;
 }
 
 @test "a map's submitter killed before its release: cancel EXP cancels its jobs and removes its plans, kept scripts, manifests and half-made map folder; a plain resubmit of a map is refused, pointing to --failed" {
-  export PATH=$HPC_ROOT/tests/fixtures/manage/bin:$PATH HPC_STUB_JOBS=$lab/jobs
-  : >"$HPC_STUB_JOBS"
+  manage_stubs
   printf 'item%s\n' 0 1 2 3 4 5 6 7 8 9 >"$lab/items.txt"
   # Three held arrays and a gather: killed once sbatch has accepted the third array (before the release).
   HPC_STUB_MAX_ARRAY_SIZE=4 HPC_STUB_SBATCH_KILL_AT=3 submit -y -g 0 -e m --map-over "$lab/items.txt" \
@@ -198,4 +204,27 @@ EOT
   assert_equal "$status" 2
   assert_equal "$stderr" "job_submitter.sh: resubmit: m2 is a map: a plain resubmission would run its jobs into a new folder without its record; use 'resubmit m2 --failed' (the indices that did not succeed, in the same folder), or submit the map again; nothing was submitted"
   assert_equal "$(find "$stub_log" -name 'sbatch.*.args' | wc -l)" "$before"
+}
+
+@test "a scaling study's submitter killed before its release: cancel EXP cancels its held jobs and removes its plans, kept scripts, manifests and study folder" {
+  manage_stubs
+  # The report job and two runs, held: killed once sbatch has accepted the second run.
+  HPC_STUB_SBATCH_KILL_AT=3 submit --scaling-test --scale-gpus 1,2 -e probe -y
+  assert_equal "$status: $stderr" "137: "
+  [[ -n $(find "$outputs" -name 'probe_*.plan') ]] || fail "no plan left by the killed submission"
+  local study
+  study=$(find "$outputs/scaling/probe" -mindepth 1 -maxdepth 1)
+  [[ -n $study ]] || fail "no study folder left"
+  local tag
+  tag=$(tr '\0' '\n' <"$stub_log/sbatch.1.args" | sed -n 's/^--comment=//p')
+  cat >"$HPC_STUB_JOBS" <<EOT
+squeue 5000 5000 PENDING/JobHeldUser - $tag
+squeue 5001 5001 PENDING/JobHeldUser - $tag
+squeue 5002 5002 PENDING/JobHeldUser - $tag
+EOT
+  hpc_pending_settle_s=0 submit cancel probe
+  assert_success
+  assert_line --partial "cancelled 5002"
+  assert_equal "$(cd "$outputs" && find . -path ./submissions -prune -o -type f -print)" ""
+  assert_equal "$(find "$outputs/scaling/probe" -mindepth 1)" ""
 }
