@@ -43,6 +43,8 @@ hpc_group_begin() {
   local undo
   hpc_group_kind=$1 hpc_group_ids=() hpc_group_held=() hpc_group_made='' hpc_group_resubmitting=0
   hpc_group_record_file='' hpc_group_record_text=''
+  # Held until released: a cancel of a submission that stopped before removes what it made.
+  hpc_pending_mark held
   printf -v undo 'hpc_group_undo %q' "$2"
   # shellcheck disable=SC2064 # MESSAGE is fixed now
   trap "$undo" EXIT
@@ -126,6 +128,7 @@ hpc_group_make_dir() {
   # (mkdir fails on DIR first, and it is not removed); a DIR that was not there before, and is a
   # folder now, is this submission's, whatever failed after it.
   if [[ -e $dir || -L $dir ]]; then hpc_group_undo "cannot make $dir: it exists"; fi
+  hpc_pending_made "$dir"
   if ! mkdir -m 700 -- "$dir" "${@/#/$dir/}" 2>/dev/null; then
     [[ -L $dir || ! -d $dir ]] || hpc_group_made=$dir
     hpc_group_undo "cannot make $dir${1:+ and its folders}"
@@ -139,6 +142,7 @@ hpc_group_make_dir() {
 hpc_group_release() {
   local out
   hpc_group_signalled
+  hpc_pending_mark released
   out=$(exec scontrol release "${hpc_group_held[@]}" 2>&1) ||
     hpc_group_undo "scontrol release ${hpc_group_held[*]} failed: ${out//$'\n'/ }"
   trap - EXIT
@@ -284,11 +288,13 @@ hpc_group_replan() {
 }
 
 # hpc_group_script_for SCRIPT PLAN: sets hpc_group_script to the job script SCRIPT made to run the
-# plan file PLAN (its last line names the plan).
+# plan file PLAN, just written (its last lines: the plan's token and the call naming it).
 hpc_group_script_for() {
   local script=${1%$'\n'}
+  script=${script%$'\n'hpc_job_main *}
+  hpc_plan_script_tail "$2"
   # shellcheck disable=SC2034 # read by the kinds' hooks
-  printf -v hpc_group_script '%s\nhpc_job_main %q\n' "${script%$'\n'hpc_job_main *}" "$2"
+  hpc_group_script=${script%$'\n'HPC_JOB_PLAN_TOKEN=*}$'\n'$hpc_plan_script_tail
 }
 
 # hpc_group_resubmit_failed KIND ROOT: (resubmit EXP --failed on a map or a study; ROOT the

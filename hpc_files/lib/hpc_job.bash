@@ -25,7 +25,7 @@
 declare -g scratch_dir exp_name hpc_plan_launcher hpc_plan_runner hpc_plan_python_helpers \
   hpc_plan_tmpdir_provided hpc_plan_tmpdir_root hpc_plan_toolkit_dir hpc_plan_mode \
   hpc_plan_signal hpc_plan_requeue hpc_plan_workdir hpc_plan_data_archive \
-  hpc_plan_nodes hpc_plan_gpus hpc_job_guards_PID
+  hpc_plan_nodes hpc_plan_gpus hpc_job_guards_PID hpc_plan_token hpc_plan_exp_name
 # hpc_scaling.bash (a scaling run's): its folder, its key, the folder its program starts in;
 # hpc_map.bash: a map task's count.
 declare -g scaling_run_dir hpc_plan_scaling_key hpc_scaling_workdir map_count task_dir
@@ -76,15 +76,22 @@ hpc_job_fail() {
 # that was checked (hpc_trusted_open); anything else ends the job FAILED, naming it. It is
 # then sourced: the toolkit's own text, every value quoted with printf %q, written once before
 # sbatch with noclobber in the user's outputs folder, so sourcing it assigns values and runs
-# nothing (no eval: bash reads the quoted words as it wrote them).
+# nothing (no eval: bash reads the quoted words as it wrote them). Its token must be the one the
+# job script carries (HPC_JOB_PLAN_TOKEN, set by the script, exported for the steps): another of
+# the user's plans renamed into this one's name (in a folder others can write, or by mistake) ends
+# the job FAILED, naming the experiment it was written for. A script from before tokens sets none.
 hpc_job_plan_load() {
   local path=$1 fd
   # Read from the one descriptor that was checked (hpc_trusted_open), never by name again.
   hpc_trusted_open "$path" || hpc_job_fail "plan" "the plan file '$path' $hpc_trusted_problem: not read"
   fd=$hpc_trusted_fd
+  hpc_plan_token=''
   # shellcheck source=/dev/null
   source "/dev/fd/$fd" || hpc_job_fail "plan" "cannot read the plan file $path"
   exec {fd}<&-
+  [[ -z ${HPC_JOB_PLAN_TOKEN:-} || $hpc_plan_token == "$HPC_JOB_PLAN_TOKEN" ]] ||
+    hpc_job_fail "plan" \
+      "the plan file '$path' is not this job's (it was written for experiment '${hpc_plan_exp_name-}'): not run"
 }
 
 # hpc_job_runner_load: (the batch shell, each node's guard) loads the plan's runner
@@ -332,6 +339,7 @@ hpc_job_main() {
   hpc_job_runner_load
   # The tasks, the guards and the scontrol shim load the same file; nothing else is handed on.
   export HPC_JOB_PLAN=$1
+  [[ -z ${HPC_JOB_PLAN_TOKEN:-} ]] || export HPC_JOB_PLAN_TOKEN
   hpc_job_omp_kept=${OMP_NUM_THREADS:-}
   # Which lead the job got (the profile's may have been shortened to fit a short --time).
   hpc_job_warning_text='no time-limit warning signal'

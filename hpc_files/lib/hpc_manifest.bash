@@ -9,7 +9,9 @@
 # every backslash of the text starts one of these pairs. A list is several lines with the same
 # key, in order (argv, sbatch, command). Unknown keys are ignored when read. Keys:
 #   format time plan job_id origin resubmit_of resubmit script output_path git_commit git_dirty
-#   argv..., and one key per field of the plan (hpc_plan_fields, hpc_plan_array_fields: a list
+#   argv..., token (the plan file's identity, which its job script carries: hpc_plan_new_token),
+#   env... / env_unset... / env_secret... (what the command's ${VARS} had at submission:
+#   hpc_manifest_env), and one key per field of the plan (hpc_plan_fields, hpc_plan_array_fields: a list
 #   per array field, sbatch... and command... among them), named as the field but for the few of
 #   hpc_plan_manifest_keys (time_limit, project, sbatch). 'plan' is the job's plan file: the
 #   plan's values here are copied from the same fields, in one loop.
@@ -25,8 +27,9 @@
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_plan.bash: the plan; hpc_submit.bash: argv; hpc_configs.bash: the configs file's command.
 declare -g hpc_plan_exp_name hpc_plan_output hpc_plan_scratch_dir hpc_plan_source_dir
-declare -ga hpc_submit_argv hpc_plan_fields hpc_plan_array_fields hpc_plan_command hpc_plan_offline_commands
-declare -gA hpc_plan_manifest_keys
+declare -ga hpc_submit_argv hpc_plan_fields hpc_plan_array_fields hpc_plan_command hpc_plan_offline_commands \
+  hpc_configs_names
+declare -gA hpc_plan_manifest_keys hpc_plan_tokens
 # hpc_common.bash: the descriptor hpc_trusted_open opened.
 declare -g hpc_trusted_fd
 
@@ -100,11 +103,52 @@ hpc_manifest_git() {
   [[ $hpc_manifest_git_commit != '(initial)' ]] || hpc_manifest_git_commit=
 }
 
+# hpc_manifest_exported NAME: true when the variable NAME is set and exported in this shell (what
+# sbatch passes on to the job).
+hpc_manifest_exported() {
+  [[ -v $1 ]] && [[ ${!1@a} == *x* ]]
+}
+
+# hpc_manifest_env TEMPLATE...: (hpc_manifest_write) records, for resubmit, what each variable
+# that the command's templates refer to (hpc_configs_reference_names) has in this environment:
+# 'env NAME=VALUE' (exported here, so sbatch passes it on), 'env_unset NAME' (not: the job used
+# its default, or SLURM's or the toolkit's own value), 'env_secret NAME' for a secret (a secret's
+# name, or a value that holds a secret: hpc_mask_vars), whose value is never written. Only the
+# variables the command names: no other variable of the environment is written.
+hpc_manifest_env() {
+  # Values that may hold a secret: no bash -x trace of them.
+  local - name value masked
+  set +x
+  # The configs file's parser is loaded wherever a command was read (a test may write a manifest
+  # without one).
+  [[ "$*" == *\$* ]] && declare -F hpc_configs_reference_names >/dev/null || return 0
+  hpc_configs_reference_names "$@" || return 0
+  for name in ${hpc_configs_names[@]+"${hpc_configs_names[@]}"}; do
+    name=${name%:-}
+    if ! hpc_manifest_exported "$name"; then
+      hpc_manifest_put env_unset "$name"
+      continue
+    fi
+    if hpc_secret_name "$name"; then
+      hpc_manifest_put env_secret "$name"
+      continue
+    fi
+    value=${!name} masked=${!name}
+    hpc_mask_vars masked
+    if [[ $masked != "$value" ]]; then
+      hpc_manifest_put env_secret "$name"
+    else
+      hpc_manifest_put env "$name=$value"
+    fi
+  done
+}
+
 # hpc_manifest_write JOB_ID SCRIPT PLAN: records the submission just made (the plan hpc_plan_*,
 # whose file is PLAN, and the submitter's arguments hpc_submit_argv) as
 # ${scratch_dir}/hpc_outputs/manifests/EXP_JOB_ID.manifest; SCRIPT is the kept job script.
-# Writes nothing else: no variable of the environment, and no secret (hpc_mask_vars) in the
-# submitter's words or the commands. False when it cannot write.
+# Writes nothing else: of the environment only the variables the command refers to
+# (hpc_manifest_env), and no secret (hpc_mask_vars) in the submitter's words, the commands or
+# those values. False when it cannot write.
 hpc_manifest_write() {
   local id=$1 script=$2 plan=${3-} dir now name ref
   dir=$hpc_plan_scratch_dir/hpc_outputs/manifests
@@ -166,6 +210,16 @@ hpc_manifest_write() {
   hpc_manifest_put git_commit "$hpc_manifest_git_commit"
   hpc_manifest_put git_dirty "$hpc_manifest_git_dirty"
   hpc_manifest_put argv ${words[@]+"${words[@]}"}
+  value=''
+  [[ -z $plan ]] || value=${hpc_plan_tokens[$plan]-}
+  hpc_manifest_put token "$value"
+  local -a templates=("${hpc_plan_command[@]}") split
+  for value in ${hpc_plan_offline_commands[@]+"${hpc_plan_offline_commands[@]}"}; do
+    IFS=$'\x1f' read -r -a split <<<"$value"
+    templates+=(${split[@]+"${split[@]}"})
+  done
+  hpc_manifest_env ${templates[@]+"${templates[@]}"}
+  [[ -z ${hpc_pending_file:-} ]] || hpc_pending_made "$dir/${hpc_plan_exp_name}_$id.manifest"
   hpc_manifest_commit "$dir/${hpc_plan_exp_name}_$id.manifest"
 }
 
@@ -202,12 +256,15 @@ hpc_manifest_copy() {
     case ${line%%$'\t'*} in
       format | time | array | job_id | origin | resubmit_of | resubmit | output_path) ;;
       plan) [[ -n $plan ]] || hpc_manifest_text+=$line$'\n' ;;
+      # A new plan file has its own token.
+      token) [[ -n $plan ]] && hpc_manifest_put token "${hpc_plan_tokens[$plan]-}" || hpc_manifest_text+=$line$'\n' ;;
       output) [[ -n $output ]] && hpc_manifest_put output "$output" || hpc_manifest_text+=$line$'\n' ;;
       sbatch) [[ -n $output && $line == $'sbatch\t--output='* ]] && hpc_manifest_put sbatch "--output=$output" ||
         hpc_manifest_text+=$line$'\n' ;;
       *) hpc_manifest_text+=$line$'\n' ;;
     esac
   done
+  [[ -z ${hpc_pending_file:-} ]] || hpc_pending_made "${old%/*}/${hpc_mf[exp_name]}_$id.manifest"
   hpc_manifest_commit "${old%/*}/${hpc_mf[exp_name]}_$id.manifest"
 }
 
@@ -215,12 +272,14 @@ hpc_manifest_copy() {
 # Reading
 
 # hpc_manifest_read FILE: reads a manifest into hpc_mf (KEY -> VALUE), the lists hpc_mf_argv,
-# hpc_mf_sbatch and hpc_mf_command, and hpc_mf_lines (its lines as written). False when FILE is
+# hpc_mf_sbatch, hpc_mf_command, hpc_mf_env, hpc_mf_env_unset and hpc_mf_env_secret, and
+# hpc_mf_lines (its lines as written). False when FILE is
 # not a manifest of this format.
 hpc_manifest_read() {
   local line key value complete=0 fd
   declare -gA hpc_mf=()
-  hpc_mf_argv=() hpc_mf_sbatch=() hpc_mf_command=() hpc_mf_lines=()
+  hpc_mf_argv=() hpc_mf_sbatch=() hpc_mf_command=() hpc_mf_lines=() hpc_mf_env=() hpc_mf_env_unset=()
+  hpc_mf_env_secret=()
   # The user's own regular file, opened once and never through a link (hpc_trusted_open).
   hpc_trusted_open "$1" own || return 1
   fd=$hpc_trusted_fd
@@ -238,6 +297,9 @@ hpc_manifest_read() {
       argv) hpc_mf_argv+=("$value") ;;
       sbatch) hpc_mf_sbatch+=("$value") ;;
       command) hpc_mf_command+=("$value") ;;
+      env) hpc_mf_env+=("$value") ;;
+      env_unset) hpc_mf_env_unset+=("$value") ;;
+      env_secret) hpc_mf_env_secret+=("$value") ;;
       *) hpc_mf[$key]=$value ;;
     esac
   done <&"$fd"

@@ -32,7 +32,7 @@ declare -g hpc_opt_count_max hpc_source_dir hpc_python_helpers_dir hpc_opt_time_
   hpc_plan_script hpc_plan_source_dir hpc_plan_mem_per_gpu hpc_profile_defaults_mem_no_gpu \
   hpc_profile_gpu_gres_name hpc_profile_name hpc_plan_map_keys hpc_plan_map_policy hpc_plan_map_rerun \
   hpc_manage_dir hpc_plan_text hpc_plan_file hpc_files_dir hpc_plan_gpu_type hpc_slurm_fresh hpc_slurm_raw \
-  hpc_plan_misfit_option hpc_plan_misfit \
+  hpc_plan_misfit_option hpc_plan_misfit hpc_plan_file_text \
   hpc_manage_project hpc_manifest_path hpc_manifest_ranges hpc_configs_max_word
 declare -ga hpc_submit_argv hpc_configs_argv hpc_configs_names hpc_manage_keys hpc_mf_lines hpc_mf_argv
 declare -gA hpc_mf
@@ -469,7 +469,7 @@ hpc_map_submit_gather() {
   # Named before sbatch, with the text it was written with (the plan's lines, each one line:
   # %q): the caller removes it when the map is undone, only while it still holds that text; what
   # it holds after sbatch may be a file someone put in its place meanwhile.
-  mapfile -t lines <<<"${hpc_plan_text%$'\n'}"
+  mapfile -t lines <<<"${hpc_plan_file_text%$'\n'}"
   printf 'text %s\n' "${lines[@]}"
   printf 'plan %s\n' "$hpc_plan_file"
   hpc_plan_render

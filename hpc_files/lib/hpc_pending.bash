@@ -14,6 +14,8 @@
 # hpc_pending_.
 
 hpc_pending_tag=hpc-toolkit:
+# hpc_common.bash (hpc_trusted_open): the descriptor it opened.
+declare -g hpc_trusted_fd
 # Seconds after which a record written on another host is taken as a stopped submission (its
 # process cannot be looked at from here; a submission's sbatch calls take seconds).
 hpc_pending_foreign_s=${hpc_pending_foreign_s:-600}
@@ -56,7 +58,7 @@ hpc_pending_open() {
   hpc_pending_start_time start "$$" || true
   printf -v now '%(%s)T' -1
   hpc_pending_token=$now.$$.$RANDOM
-  hpc_pending_file=$dir/$hpc_pending_token
+  hpc_pending_file=$dir/$hpc_pending_token hpc_pending_held=0
   printf -v text 'exp=%s\nhost=%s\npid=%s\nstart=%s\ntime=%s\n' "$exp" "${HOSTNAME:-}" "$$" "$start" "$now"
   hpc_private_write "$hpc_pending_file" "$text" && return 0
   # A full disk: no part of a record is left behind.
@@ -104,6 +106,60 @@ hpc_pending_remove() {
   rm -f -- "${hpc_pending_dir:?}/submissions/${1:?}"
 }
 
+# hpc_pending_made PATH: (before a submission creates the file or folder PATH: a plan file, a kept
+# script, a manifest, a map's or a study's folder) names it in the submission's record, so that
+# 'cancel EXP' of a submission that stopped before it released its held jobs removes what it made
+# (hpc_pending_unmake). Only for a submission whose jobs are held (hpc_pending_mark held): a
+# single job's may run at once, and what it made stays. A path holding a newline is not named (the
+# record is read by lines).
+hpc_pending_made() {
+  ((${hpc_pending_held:-0})) || return 0
+  [[ -n ${hpc_pending_file:-} && -f $hpc_pending_file && ! -L $hpc_pending_file && $1 != *$'\n'* ]] || return 0
+  printf 'made=%s\n' "$1" >>"$hpc_pending_file" 2>/dev/null || true
+}
+
+# hpc_pending_mark WORD: appends the line WORD to the submission's record: 'held' (its jobs are
+# held until it releases them: a map, a study, a resubmission of their failed members), then
+# 'released' just before it releases them (from then on its jobs may run: what it made stays).
+hpc_pending_mark() {
+  [[ -n ${hpc_pending_file:-} && -f $hpc_pending_file && ! -L $hpc_pending_file ]] || return 0
+  [[ $1 != held ]] || hpc_pending_held=1
+  printf '%s\n' "$1" >>"$hpc_pending_file" 2>/dev/null || true
+}
+
+# hpc_pending_unmake TOKEN: (cancel EXP, once the jobs of the stopped submission TOKEN are
+# cancelled) when it was held and never released (hpc_pending_mark), removes what its record says
+# it made (hpc_pending_made): each path only under the project's folder (hpc_pending_dir's
+# parent), with no link on the way, and only while it is the user's own file or folder (a folder
+# with what it holds: nothing of it ever ran). Reads the record as the user's own, 1 MiB at most.
+hpc_pending_unmake() {
+  local record=${hpc_pending_dir:?}/submissions/${1:?} top=${hpc_pending_dir%/*} text line path part fd
+  local -a paths=()
+  hpc_trusted_open "$record" || return 0
+  fd=$hpc_trusted_fd
+  text=''
+  IFS= read -r -d '' -N 1048576 text <&"$fd" || true
+  exec {fd}<&-
+  [[ $text == *$'\nheld\n'* && $text != *$'\nreleased\n'* ]] || return 0
+  while IFS= read -r line; do
+    if [[ $line == made=* ]]; then paths=("${line#made=}" ${paths[@]+"${paths[@]}"}); fi
+  done <<<"$text"
+  # The newest first: files in a folder before it.
+  for path in ${paths[@]+"${paths[@]}"}; do
+    [[ $path == "$top"/* && $path != *'/../'* && $path != *'/..' && $path != *'/./'* ]] || continue
+    part=$path
+    while [[ $part != "$top" ]]; do
+      [[ ! -L $part ]] || continue 2
+      part=${part%/*}
+    done
+    if [[ -f $path && -O $path ]]; then
+      rm -f -- "${path:?}"
+    elif [[ -d $path && -O $path ]]; then
+      rm -rf -- "${path:?}"
+    fi
+  done
+}
+
 # hpc_pending_sbatch_starts: (in hpc_submit_sbatch's subshell, just before sbatch) appends the time
 # to the submission's record: the last sbatch that may still be answering (hpc_pending_settled).
 hpc_pending_sbatch_starts() {
@@ -134,7 +190,8 @@ hpc_pending_sweep() {
 # (the files it names, a line each),
 # hpc_pending_stopped (1: the submission no longer runs), hpc_pending_last (when its last sbatch
 # started; 0: none did) and hpc_pending_where ('pid P on HOST, TIME'). A record is read
-# only as the user's own file, 4 KiB of it at most. No process unless a record has not ended.
+# only as the user's own file, 64 KiB of it at most (a map's or a study's names what it made:
+# hpc_pending_made). No process unless a record has not ended.
 hpc_pending_scan() {
   local want=${2-} f token key value exp host pid start time last current text when files
   hpc_pending_dir=$1 hpc_pending_tokens=() hpc_pending_ended=()
@@ -142,7 +199,7 @@ hpc_pending_scan() {
   printf -v hpc_pending_now '%(%s)T' -1
   for f in "$hpc_pending_dir"/submissions/*; do
     # Empty: being written (or no record at all: the pattern itself).
-    if [[ ! -s $f ]] || ! hpc_trusted_read "$f" own 4096; then continue; fi
+    if [[ ! -s $f ]] || ! hpc_trusted_read "$f" own 65536; then continue; fi
     text=$hpc_trusted_text
     if [[ $text == $'ended\n' ]]; then
       hpc_pending_ended+=("$f")

@@ -52,6 +52,8 @@ declare -gA hpc_plan_manifest_keys=([time]=time_limit [project_name]=project [sb
 # The plan files this process wrote (hpc_plan_write_file), for hpc_plan_unwrite, and the text
 # each was written with (the same index).
 hpc_plan_written=() hpc_plan_written_texts=()
+# The token of each plan file this process wrote (hpc_plan_write_file), by its path.
+declare -gA hpc_plan_tokens=()
 
 # hpc_plan_add_fields NAME...: (a mode's file, when loaded) adds the scalar fields NAME... to the
 # plan's list, once each, so that they are recorded as the others are.
@@ -404,15 +406,32 @@ hpc_plan_record() {
   done
 }
 
+# hpc_plan_new_token: sets hpc_plan_token to a new token: a plan file's identity, which the job
+# script that names the file carries too (hpc_plan_render), so that a plan renamed into another's
+# name (another of the user's plans, by a group member or by mistake) is refused by its job
+# (hpc_job_plan_load) and by resubmit. Unique among the user's plans (the process, the time, a
+# counter and random bits), made without a process; letters, digits and '-' only.
+hpc_plan_new_token() {
+  local now=${EPOCHREALTIME//[.,]/}
+  hpc_plan_token_counter=$((${hpc_plan_token_counter:-0} + 1))
+  printf -v hpc_plan_token '%s-%s-%s-%04x%04x%04x' "$now" "$$" "$hpc_plan_token_counter" \
+    "$((${SRANDOM:-$RANDOM} & 65535))" "$RANDOM" "$((${SRANDOM:-$RANDOM} & 65535))"
+}
+
 # hpc_plan_write_file PREFIX TEXT: writes TEXT to a new file PREFIX_<stamp>.plan and sets
-# hpc_plan_file to it. <stamp> is the submitter's pid and a counter, the next one while a file of
-# that name exists (from an earlier process of the same pid): unique for the submission and the
-# plan, and short, so that the name fits wherever the job's output name does (EXP_KIND_JOBID.out,
-# hpc_plan_make's limit). Always a new name, written 0600 (hpc_private_create). Adds it to
-# hpc_plan_written and TEXT to hpc_plan_written_texts (hpc_plan_unwrite removes those). False
-# when it cannot be written.
+# hpc_plan_file to it. Its last line is its identity, 'hpc_plan_token=TOKEN', a new token
+# (hpc_plan_new_token; kept in hpc_plan_token and hpc_plan_tokens[FILE], for the job script that
+# names it and the manifest); hpc_plan_file_text is the whole text written. <stamp> is the
+# submitter's pid and a counter, the next one while a file of that name exists (from an earlier
+# process of the same pid): unique for the submission and the plan, and short, so that the name
+# fits wherever the job's output name does (EXP_KIND_JOBID.out, hpc_plan_make's limit). Always a
+# new name, written 0600 (hpc_private_create). Adds it to hpc_plan_written and the text to
+# hpc_plan_written_texts (hpc_plan_unwrite removes those). False when it cannot be written.
 hpc_plan_write_file() {
-  local tries
+  local tries text
+  hpc_plan_new_token
+  text=$2'# Its identity: the job script that names this file carries the same token.'$'\n'
+  text+="hpc_plan_token=$hpc_plan_token"$'\n'
   for ((tries = 0; tries < 100; tries++)); do
     hpc_plan_counter=$((${hpc_plan_counter:-0} + 1))
     hpc_plan_file=${1}_$$-$hpc_plan_counter.plan
@@ -420,8 +439,11 @@ hpc_plan_write_file() {
     [[ ! -e $hpc_plan_file && ! -L $hpc_plan_file ]] || continue
     # Readable and writable by the user alone: the job sources it (a group member who could
     # write it would run code as the user) and it holds the configs file's command as written.
-    if hpc_private_create "$hpc_plan_file" "$2"; then
-      hpc_plan_written+=("$hpc_plan_file") hpc_plan_written_texts+=("$2")
+    # Named in the submission's record first (hpc_pending.bash), for cancel of a killed one.
+    [[ -z ${hpc_pending_file:-} ]] || hpc_pending_made "$hpc_plan_file"
+    if hpc_private_create "$hpc_plan_file" "$text"; then
+      hpc_plan_written+=("$hpc_plan_file") hpc_plan_written_texts+=("$text")
+      hpc_plan_tokens[$hpc_plan_file]=$hpc_plan_token hpc_plan_file_text=$text
       return 0
     fi
     [[ -e $hpc_plan_file || -L $hpc_plan_file ]] || return 1
@@ -460,7 +482,8 @@ hpc_plan_unwrite() {
 
 # hpc_plan_render [PLAN_FILE]: sets hpc_plan_script to the job script: the #SBATCH lines (SLURM
 # reads them), a header, and one call into the job library naming the plan file (PLAN_FILE,
-# default hpc_plan_file), which holds every value of the job: the script holds none of its own.
+# default hpc_plan_file), which holds every value of the job: the script holds none of its own,
+# but the plan's token (hpc_plan_script_tail; TOKEN for a plan not written yet, a dry run's).
 # Built in a variable, with no subshell: it runs on every submission.
 hpc_plan_render() {
   local arg user='\u' sbatch='' part
@@ -484,8 +507,18 @@ hpc_plan_render() {
   hpc_plan_script+=$'set -euo pipefail\n# shellcheck disable=SC2034 # read by hpc_job.bash\n'
   # shellcheck disable=SC2016 # $EPOCHREALTIME is for the job script to expand
   hpc_plan_script+='HPC_JOB_T0=$EPOCHREALTIME'$'\n\n# shellcheck source=/dev/null\n'
-  printf -v part 'source %q\nhpc_job_main %q\n' "$hpc_files_dir/lib/hpc_job.bash" "${1:-$hpc_plan_file}"
-  hpc_plan_script+=$part
+  printf -v part 'source %q\n' "$hpc_files_dir/lib/hpc_job.bash"
+  hpc_plan_script_tail "${1:-$hpc_plan_file}"
+  hpc_plan_script+=$part$hpc_plan_script_tail
+}
+
+# hpc_plan_script_tail PLAN_FILE: sets hpc_plan_script_tail to a job script's last two lines: the
+# token of the plan file PLAN_FILE (written by this process: hpc_plan_tokens; else TOKEN), which
+# the job checks the plan against (hpc_job_plan_load), and the call naming the file.
+hpc_plan_script_tail() {
+  local token=${hpc_plan_tokens[$1]-TOKEN}
+  # shellcheck disable=SC2034 # read by the callers
+  printf -v hpc_plan_script_tail 'HPC_JOB_PLAN_TOKEN=%q\nhpc_job_main %q\n' "$token" "$1"
 }
 
 # hpc_plan_processes: sets hpc_plan_num_processes to the job's total of program processes:

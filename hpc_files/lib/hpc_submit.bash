@@ -195,13 +195,26 @@ hpc_submit_defer_signals() {
 # submission's record (hpc_pending.bash): a submitter killed before it has recorded the job
 # leaves it findable.
 hpc_submit_sbatch() {
+  local name sbatch=sbatch
   unset SLURM_TMPDIR SBATCH_WAIT
   trap '' INT HUP TERM
+  # A resubmission: the values the command's variables had at submission (hpc_manage_resubmit_env),
+  # in the environment sbatch passes on to the job; sbatch itself found with this shell's PATH
+  # (hash: no process).
+  if [[ -n ${hpc_submit_env_set[*]+x}${hpc_submit_env_unset[*]+x} ]] && hash sbatch 2>/dev/null; then
+    sbatch=${BASH_CMDS[sbatch]:-sbatch}
+  fi
+  for name in ${hpc_submit_env_set[@]+"${!hpc_submit_env_set[@]}"}; do
+    export "$name=${hpc_submit_env_set[$name]}"
+  done
+  for name in ${hpc_submit_env_unset[@]+"${hpc_submit_env_unset[@]}"}; do
+    unset -v "$name"
+  done
   if [[ -n ${hpc_pending_token:-} ]]; then
     set -- "$@" "--comment=$hpc_pending_tag$hpc_pending_token"
     hpc_pending_sbatch_starts
   fi
-  exec sbatch "$@"
+  exec "$sbatch" "$@"
 }
 
 # hpc_submit_scancel [ID...]: (a map's or a study's undo, signals deferred) scancel ID... with
@@ -370,6 +383,7 @@ hpc_submit_job() {
 # hpc_submit_keep FILE: (after hpc_submit_job) keeps the job's script as FILE and writes its
 # manifest (status, logs, cancel and resubmit read it). False when the script cannot be kept.
 hpc_submit_keep() {
+  [[ -z ${hpc_pending_file:-} ]] || hpc_pending_made "$1"
   hpc_private_write "$1" "$hpc_plan_script" || return 1
   hpc_manifest_write "$hpc_submit_id" "$1" "$hpc_plan_file" ||
     hpc_say "job $hpc_submit_id was submitted, but its manifest could not be written"
@@ -453,6 +467,8 @@ hpc_submit_main() {
   # with the folders made, when the submission fails before SLURM accepts the job.
   trap hpc_submit_undo EXIT
   hpc_submit_pending_open
+  # A held job (a map's array): what the submission makes goes with a cancel of it, until released.
+  ((${#hpc_submit_hold[@]} == 0)) || hpc_pending_mark held
   hpc_submit_defer_signals
   hpc_submit_job ${hpc_submit_hold[@]+"${hpc_submit_hold[@]}"} || hpc_die "$hpc_submit_error"
   trap - EXIT

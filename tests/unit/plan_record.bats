@@ -59,12 +59,16 @@ manifest_values() {
   [[ $(<"$script") == "$(<"$stub_log/sbatch.1.script")" ]] || fail "the kept script is not the one submitted"
   printf -v quoted '%q' "$plan"
   assert_equal "$(tail -n 1 "$script")" "hpc_job_main $quoted"
-  # The script: #SBATCH lines, comments, and the fixed lines; no value of the plan.
-  local line
+  # The script: #SBATCH lines, comments, and the fixed lines; no value of the plan, but its
+  # token (the plan file's identity: its last line).
+  local line token
+  token=$(sed -n 's/^hpc_plan_token=//p' "$plan")
+  [[ -n $token && $(tail -n 1 "$plan") == "hpc_plan_token=$token" ]] || fail "no token as the plan's last line"
   # shellcheck disable=SC2016 # the script's own $EPOCHREALTIME, compared as text
   while IFS= read -r line; do
     case $line in
       '' | '#'* | 'set -euo pipefail' | 'HPC_JOB_T0=$EPOCHREALTIME' | "hpc_job_main $quoted") ;;
+      "HPC_JOB_PLAN_TOKEN=$token") ;;
       "source $(printf '%q' "$project/hpc_files/lib/hpc_job.bash")") ;;
       *) fail "the job script holds '$line'" ;;
     esac
@@ -118,7 +122,8 @@ manifest_values() {
   assert_line "== plan (written as $outputs/rec_venv-torchrun_STAMP.plan when submitted)"
   section=${output#*$'\n== plan (written as '*$' when submitted)\n'}
   section=${section%%$'\n\n== job script\n'*}
-  text=$(<"$plan")
+  # The file's text, but its identity (its last two lines: a comment and the token).
+  text=$(head -n -2 "$plan")
   assert_equal "$section" "$text"
   assert_line "hpc_job_main ${quoted%_*.plan}_STAMP.plan"
 }

@@ -5,8 +5,10 @@
 #   cancel TARGET       Cancels (scancel) the recorded jobs of experiment TARGET, or the job or
 #                       array task TARGET, that are still pending or running; prints each one.
 #                       For an experiment, also the jobs its stopped submissions left in SLURM
-#                       without a manifest. Only the user's own jobs: an id that SLURM now gives
-#                       to another user's job or to another job (another name) is left, and said.
+#                       without a manifest; and what a map or a study killed before its release
+#                       had made (plan files, kept scripts, manifests, its folder). Only the
+#                       user's own jobs: an id that SLURM now gives to another user's job or to
+#                       another job (another name) is left, and said.
 #   -h, --help          This text.
 #
 # It reads the project's manifests (see 'status --help'); SCRATCH must be set as for submitting.
@@ -90,6 +92,8 @@ hpc_manage_cancel() {
   # Every job of the experiment that had not ended is cancelled: the records of its submissions
   # that stopped on the way have nothing left to find, once no sbatch of theirs can still answer.
   for token in ${hpc_pending_tokens[@]+"${hpc_pending_tokens[@]}"}; do
+    # Its held jobs cancelled: what a stopped submission made before their release goes.
+    ((hpc_pending_stopped[$token] == 0)) || hpc_pending_unmake "$token"
     ! hpc_pending_settled "$token" || hpc_pending_remove "$token"
   done
   if ((${#targets[@]} == 0)); then

@@ -50,6 +50,100 @@ hpc_manage_resubmit_live() {
   return 1
 }
 
+# hpc_manage_resubmit_group_refuse TARGET NOUN WHAT: exit 2: a plain resubmit of a map or a study
+# (NOUN), pointing to --failed (WHAT it resubmits) or a new submission.
+hpc_manage_resubmit_group_refuse() {
+  local msg="$1 is a $2: a plain resubmission would run its jobs into a new folder without its record; use"
+  msg+=" 'resubmit $1 --failed' ($3, in the same folder), or submit the $2 again; nothing was submitted"
+  hpc_die_usage resubmit "$msg"
+}
+
+# hpc_manage_resubmit_identity SCRIPT TEXT ID: exit 1, nothing submitted, when the kept job script
+# SCRIPT (its text TEXT) of job ID is not the one its manifest (hpc_mf) names: it must name the
+# manifest's plan file and carry its token (another job's script renamed into its name runs
+# another experiment). A manifest from before tokens: the plan file alone.
+hpc_manage_resubmit_identity() {
+  local plan=${hpc_mf[plan]-} token=${hpc_mf[token]-} named
+  [[ -n $plan ]] || return 0
+  hpc_facts_script_plan "$2" || hpc_facts_script_plan='(none)'
+  named=$hpc_facts_script_plan
+  if [[ $named != "$plan" ]]; then
+    hpc_die "the kept job script '$1' of job $3 is not this job's: it runs the plan '$named', not '$plan';" \
+      "nothing was submitted"
+  fi
+  [[ -z $token || $2 == *$'\n'"HPC_JOB_PLAN_TOKEN=$token"$'\n'* ]] ||
+    hpc_die "the kept job script '$1' of job $3 is not this job's: it carries another plan's token;" \
+      "nothing was submitted"
+}
+
+# hpc_manage_resubmit_env ID: (resubmit) the sbatch of the resubmission gets, for each variable the
+# command refers to, what it had at submission (hpc_manifest_env's lines in the manifest of job
+# ID; for a map or a study, of every manifest of the experiment, the newest's last): its recorded
+# value, or unset (hpc_submit_env_set, hpc_submit_env_unset: hpc_submit_sbatch). Says in one line
+# each where this shell differs. A secret's value was never recorded: taken from this shell, exit 2
+# when it is not set here.
+hpc_manage_resubmit_env() {
+  local - id name value now here msg
+  set +x
+  local -a ids=("$1")
+  declare -gA hpc_submit_env_set=()
+  local -A unset_names=() secret_names=()
+  hpc_submit_env_unset=()
+  hpc_manifest_read "${hpc_manage_file[$1]}" || return 0
+  case ${hpc_mf[mode]-} in
+    map | gather | scaling | scaling-report) ids=("${hpc_manage_ids[@]}") ;;
+  esac
+  for id in "${ids[@]}"; do
+    hpc_manifest_read "${hpc_manage_file[$id]}" || continue
+    for value in ${hpc_mf_env[@]+"${hpc_mf_env[@]}"}; do
+      name=${value%%=*}
+      hpc_submit_env_set[$name]=${value#*=}
+      unset 'unset_names[$name]' 'secret_names[$name]'
+    done
+    for name in ${hpc_mf_env_unset[@]+"${hpc_mf_env_unset[@]}"}; do
+      unset_names[$name]=1
+      unset 'hpc_submit_env_set[$name]' 'secret_names[$name]'
+    done
+    for name in ${hpc_mf_env_secret[@]+"${hpc_mf_env_secret[@]}"}; do
+      secret_names[$name]=1
+      unset 'hpc_submit_env_set[$name]' 'unset_names[$name]'
+    done
+  done
+  # hpc_mf is the newest manifest's again, as the caller read it.
+  hpc_manifest_read "${hpc_manage_file[$1]}" || true
+  for name in "${!hpc_submit_env_set[@]}" "${!unset_names[@]}" "${!secret_names[@]}"; do
+    # Names as hpc_configs_reference_names reads them; never one of bash's own (read-only) or the toolkit's.
+    if [[ ! $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ || $name == hpc_* || $name == _hpc_* ]] ||
+      { [[ -v $name ]] && [[ ${!name@a} == *r* ]]; }; then
+      unset 'hpc_submit_env_set[$name]' 'unset_names[$name]' 'secret_names[$name]'
+    fi
+  done
+  for name in "${!secret_names[@]}"; do
+    msg="is not set; the configs file's command uses it and a secret's value is never recorded: set it as at"
+    hpc_manifest_exported "$name" || hpc_die_usage "$name" "$msg submission (nothing was submitted)"
+  done
+  for name in $(printf '%s\n' "${!hpc_submit_env_set[@]}" "${!unset_names[@]}" | sort); do
+    now='' here=0
+    ! hpc_manifest_exported "$name" || now=${!name} here=1
+    if [[ -v "hpc_submit_env_set[$name]" ]]; then
+      value=${hpc_submit_env_set[$name]}
+      if ((here == 0)); then
+        msg="note: $name is not set in this shell; the job gets the value it had at submission, '$value'"
+      elif [[ $now != "$value" ]]; then
+        msg="note: $name is '$now' in this shell; the job gets the value it had at submission, '$value'"
+      else
+        continue
+      fi
+    else
+      hpc_submit_env_unset+=("$name")
+      ((here)) || continue
+      msg="note: $name is '$now' in this shell but was not set at submission; the job gets it unset, as then"
+    fi
+    hpc_mask_vars msg
+    hpc_say "$msg"
+  done
+}
+
 # hpc_manage_join SEPARATOR WORD...: prints the WORDs joined by SEPARATOR.
 hpc_manage_join() {
   local sep=$1 out=''
@@ -78,6 +172,8 @@ hpc_manage_resubmit() {
     hpc_die_usage "$target" "resubmit takes an experiment or a job id, not an array task; use --failed"
   # The submission: the chain (first submission and its resubmissions) of the newest job named.
   newest=${hpc_manage_ids[${#hpc_manage_ids[@]} - 1]}
+  # What the command's ${VARS} had at submission, given to the job again (hpc_manage_resubmit_env).
+  hpc_manage_resubmit_env "$newest"
   # A map and its gather (hpc_map.bash): the failed indices come from the tasks' status files.
   if ((failed)) && hpc_manifest_read "${hpc_manage_file[newest]}" &&
     [[ ${hpc_mf[mode]-} == map || ${hpc_mf[mode]-} == gather ]]; then
@@ -94,6 +190,16 @@ hpc_manage_resubmit() {
     source "${hpc_manage_lib%/*}/hpc_group.bash"
     hpc_group_resubmit_failed scaling "${hpc_manage_dir%/*}/scaling/${hpc_manage_exp[$newest]}"
     return
+  fi
+  # A map or a study again whole would run into a new folder without its record (gather, status
+  # and --failed read it): refused, pointing to --failed or a new submission.
+  if ((failed == 0)); then
+    case ${hpc_mf[mode]-} in
+      map | gather) hpc_manage_resubmit_group_refuse "$target" map "the indices that did not succeed" ;;
+      scaling | scaling-report)
+        hpc_manage_resubmit_group_refuse "$target" "scaling study" "the runs that did not succeed"
+        ;;
+    esac
   fi
   origin=${hpc_manage_origin[$newest]}
   local -a chain=()
@@ -180,13 +286,22 @@ hpc_manage_resubmit() {
   local script_text=$hpc_trusted_text
   # The kept script names the job's plan file, which holds every value of the job.
   local plan=${hpc_mf[plan]-}
+  hpc_manage_resubmit_identity "$script" "$script_text" "$newest"
   if [[ -n $plan && ! -e $plan && ! -L $plan ]]; then
     printf -v again ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"}
     hpc_die "the plan file '$plan' of job $newest is gone; submit again with: bash job_submitter.sh$again"
   fi
   # One that the job would refuse at its start (a link, others can write it): refused now.
-  if [[ -n $plan ]] && ! hpc_trusted_check "$plan"; then
+  if [[ -n $plan ]] && ! hpc_trusted_read "$plan"; then
     hpc_die "the plan file '$plan' of job $newest $hpc_trusted_problem: not read; nothing was submitted"
+  fi
+  # One that is another job's (renamed into this one's name): the job would refuse it at its start.
+  local token=${hpc_mf[token]-} other
+  if [[ -n $plan && -n $token && ${hpc_trusted_text%$'\n'} != *$'\n'"hpc_plan_token=$token" ]]; then
+    other=${hpc_trusted_text##*$'\n'hpc_plan_exp_name=}
+    [[ $hpc_trusted_text == *$'\n'hpc_plan_exp_name=* ]] || other='?'
+    hpc_die "the plan file '$plan' of job $newest is not this job's (it was written for experiment" \
+      "'${other%%$'\n'*}'); nothing was submitted"
   fi
   local -a args=(--parsable)
   local skip=0
