@@ -294,7 +294,7 @@ hpc_group_script_for() {
   script=${script%$'\n'hpc_job_main *}
   hpc_plan_script_tail "$2"
   # shellcheck disable=SC2034 # read by the kinds' hooks
-  hpc_group_script=${script%$'\n'HPC_JOB_PLAN_TOKEN=*}$'\n'$hpc_plan_script_tail
+  hpc_group_script=${script%$'\n'export HPC_JOB_PLAN_TOKEN=*}$'\n'$hpc_plan_script_tail
 }
 
 # hpc_group_resubmit_failed KIND ROOT: (resubmit EXP --failed on a map or a study; ROOT the

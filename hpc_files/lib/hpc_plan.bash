@@ -518,7 +518,7 @@ hpc_plan_render() {
 hpc_plan_script_tail() {
   local token=${hpc_plan_tokens[$1]-TOKEN}
   # shellcheck disable=SC2034 # read by the callers
-  printf -v hpc_plan_script_tail 'HPC_JOB_PLAN_TOKEN=%q\nhpc_job_main %q\n' "$token" "$1"
+  printf -v hpc_plan_script_tail 'export HPC_JOB_PLAN_TOKEN=%q\nhpc_job_main %q\n' "$token" "$1"
 }
 
 # hpc_plan_processes: sets hpc_plan_num_processes to the job's total of program processes:

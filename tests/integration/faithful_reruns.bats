@@ -3,10 +3,9 @@
 # files end it FAILED with the reason, never COMPLETED running the other command); resubmit gives
 # the job the values the configs file's ${VARS} had at submission; a map's submitter killed before
 # its release leaves nothing once 'cancel EXP' has run.
-# shellcheck disable=SC2154 # job_state: set by hpc_run_job
 # shellcheck disable=SC2016 # configs lines are single-quoted on purpose: the job expands them
 # Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
-declare -g job_id job_out
+declare -g job_id job_out job_state
 
 bats_require_minimum_version 1.5.0
 

@@ -115,7 +115,7 @@ normalise() {
     [[ ! $line =~ _([0-9]+-[0-9]+|STAMP)\.plan$ ]] || line="${line%_*.plan}_@STAMP@.plan"
     # The plan's token (new for every plan file), in the plan and in the job script.
     [[ $line != hpc_plan_token=* ]] || line=hpc_plan_token=@TOKEN@
-    [[ $line != HPC_JOB_PLAN_TOKEN=* ]] || line=HPC_JOB_PLAN_TOKEN=@TOKEN@
+    [[ $line != 'export HPC_JOB_PLAN_TOKEN='* ]] || line='export HPC_JOB_PLAN_TOKEN=@TOKEN@'
     printf '%s\n' "$line"
   done <<<"$text"
 }

@@ -68,7 +68,7 @@ manifest_values() {
   while IFS= read -r line; do
     case $line in
       '' | '#'* | 'set -euo pipefail' | 'HPC_JOB_T0=$EPOCHREALTIME' | "hpc_job_main $quoted") ;;
-      "HPC_JOB_PLAN_TOKEN=$token") ;;
+      "export HPC_JOB_PLAN_TOKEN=$token") ;;
       "source $(printf '%q' "$project/hpc_files/lib/hpc_job.bash")") ;;
       *) fail "the job script holds '$line'" ;;
     esac

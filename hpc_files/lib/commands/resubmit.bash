@@ -71,7 +71,7 @@ hpc_manage_resubmit_identity() {
     hpc_die "the kept job script '$1' of job $3 is not this job's: it runs the plan '$named', not '$plan';" \
       "nothing was submitted"
   fi
-  [[ -z $token || $2 == *$'\n'"HPC_JOB_PLAN_TOKEN=$token"$'\n'* ]] ||
+  [[ -z $token || $2 == *$'\n'"export HPC_JOB_PLAN_TOKEN=$token"$'\n'* ]] ||
     hpc_die "the kept job script '$1' of job $3 is not this job's: it carries another plan's token;" \
       "nothing was submitted"
 }
