@@ -3,8 +3,9 @@
 #
 # The whole test suite: installs what it needs (tests/install_deps.sh), brings the local SLURM
 # clusters up, runs the linters (shellcheck -x and shfmt -d on every shell file, ruff, mypy
-# --strict), bats (tests/unit, then tests/integration on the clusters; the unit tests' own shells
-# with set -u, see tests/helpers/strict_env.bash) and pytest (tests/python), and brings the
+# --strict), bats (tests/unit, and tests/integration on the clusters as soon as they are up,
+# beside the rest, which then runs niced; the unit tests' own shells with set -u, see
+# tests/helpers/strict_env.bash) and pytest (tests/python), and brings the
 # clusters down again even when tests fail, if it was this run that brought them up. Prints each
 # runner's own summary, each phase's wall time, the slowest files and tests, the wall time, then
 # one line 'suite: N passed, N failed'; exits 1 when any check or test failed. shellcheck runs only
@@ -20,7 +21,7 @@
 #   --clusters N   integration test files N at a time, each on a cluster of its own
 #                  [HPC_TEST_CLUSTERS]; default 3
 #   --bats PATH    run these bats files or folders instead of tests/unit and tests/integration
-#                  (the files under tests/integration/ run on the clusters, the others first)
+#                  (the files under tests/integration/ run on the clusters, beside the others)
 #
 # Side by side needs GNU parallel (bats --jobs): where it is missing the files run one at a time,
 # except in CI (CI set), where that fails the suite. Clusters: the first lives in HPC_CLUSTER_DIR
@@ -170,20 +171,11 @@ up_clusters() {
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
   return "$status"
 }
-clusters_pid=''
 if ((cluster && ${#integration_files[@]})); then
   while read -r dir base _; do
     [[ -n $dir ]] || continue
     bash hpc_files/local_cluster.sh --dir "$dir" --port-base "$base" status >/dev/null 2>&1 || started+=("$dir $base")
   done <<<"$all_clusters"
-  # Up while the lint and the unit tests run: they need no cluster.
-  {
-    start=$SECONDS status=0
-    up_clusters || status=$?
-    phase "clusters up" "$start"
-    exit "$status"
-  } >"$reports/clusters.log" 2>&1 &
-  clusters_pid=$!
 fi
 
 # lint: shellcheck -x and shfmt -d on every shell file, ruff, mypy --strict.
@@ -276,12 +268,41 @@ print(t - k, f)' "$junit" 2>/dev/null || echo "0 0")
   if ((status != 0 && py_fail == 0)); then record "pytest(exit-$status)" 1; fi
 }
 
+# integration: brings the clusters up (unless --no-cluster), then runs the integration files on
+# them, CLUSTERS at a time; a cluster that does not come up fails the suite.
+integration() {
+  local start status=0
+  if ((cluster)); then
+    start=$SECONDS
+    up_clusters >"$reports/clusters.log" 2>&1 || status=$?
+    phase "clusters up" "$start"
+    if ((status)); then
+      cat "$reports/clusters.log"
+      echo "run.sh: a cluster did not come up"
+      record "clusters" 1
+      return 0
+    fi
+  fi
+  export HPC_TEST_CLUSTER_LIST=$cluster_list
+  start=$SECONDS
+  run_bats integration "$clusters" "${integration_files[@]}"
+  phase integration "$start"
+}
+
 if ((${#missing[@]})); then
   echo "run.sh: no such bats file or folder: ${missing[*]}" >&2
   record "bats(missing)" 1
 fi
-# What needs no cluster runs side by side: the lint, the unit tests, pytest (each prints its
-# output when all three are done, in that order).
+# The integration tests start as soon as the clusters are up, beside what needs no cluster: the
+# lint, the unit tests, pytest (side by side too; each prints its output when all three are done,
+# in that order, then the integration tests' output follows, live from there on). Their waits are
+# bounded: what needs no cluster then runs at a lower priority (nice 10), many processes as it has
+# at once, so that it takes the CPU they leave while they wait for SLURM and does not stretch them.
+integration_pid=''
+if ((${#integration_files[@]} && side_by_side)); then
+  integration >"$reports/integration.log" 2>&1 &
+  integration_pid=$!
+fi
 streams=()
 ((! lint)) || streams+=(lint)
 ((${#unit_files[@]} == 0)) || streams+=(unit)
@@ -290,6 +311,7 @@ pids=()
 first_start=$SECONDS
 for stream in ${streams[@]+"${streams[@]}"}; do
   {
+    [[ -z $integration_pid ]] || renice -n 10 -p "$BASHPID" >/dev/null 2>&1 || true
     start=$SECONDS
     case $stream in
       lint) lint ;;
@@ -302,7 +324,9 @@ for stream in ${streams[@]+"${streams[@]}"}; do
   # Without GNU parallel, one after another.
   ((side_by_side)) || wait "$!" || true
 done
-echo "== ${streams[*]:-nothing}$( ((${#streams[@]} < 2 || ! side_by_side)) || echo ' side by side')"
+echo "== ${streams[*]:-nothing}$( ((${#streams[@]} < 2 || ! side_by_side)) || echo ' side by side')$(
+  [[ -z $integration_pid ]] || echo ', the integration tests beside them once the clusters are up'
+)"
 for pid in ${pids[@]+"${pids[@]}"}; do wait "$pid" || true; done
 ((${#streams[@]} < 2)) || phase "${streams[*]}$( ((side_by_side)) && echo ' (side by side)')" "$first_start"
 for stream in ${streams[@]+"${streams[@]}"}; do
@@ -310,17 +334,12 @@ for stream in ${streams[@]+"${streams[@]}"}; do
   cat "$reports/$stream.log"
 done
 
-if ((${#integration_files[@]})); then
-  if [[ -n $clusters_pid ]] && ! wait "$clusters_pid"; then
-    cat "$reports/clusters.log" >&2
-    echo "run.sh: a cluster did not come up" >&2
-    record "clusters" 1
-  else
-    export HPC_TEST_CLUSTER_LIST=$cluster_list
-    start=$SECONDS
-    run_bats integration "$clusters" "${integration_files[@]}"
-    phase integration "$start"
-  fi
+if [[ -n $integration_pid ]]; then
+  # Its output so far, then the rest as it comes, until it ends (tail reads to the end after).
+  tail -n +1 -f --pid="$integration_pid" "$reports/integration.log"
+  wait "$integration_pid" || true
+elif ((${#integration_files[@]})); then
+  integration
 fi
 
 echo "== phases (wall time, s)"
