@@ -1,0 +1,71 @@
+#!/usr/bin/env bats
+# Attacks on issue 36's private folders from the folder above them: on a lab's group-writable
+# scratch (umask 002) the project's folder ${SCRATCH}/<project>, which the toolkit makes, held the
+# private hpc_outputs/ and the data's archive cache .staging/ in a folder the other member of the
+# group could write. They could move hpc_outputs/ away and put their own folder in its place
+# (SLURM opens a pending job's --output there when the job starts: a link named like it writes
+# the log into any file of the user), or replace the archive a job stages (.staging/ itself, and
+# the archive in it, were group-writable). A real second Unix user (tests/helpers/mate.bash);
+# the PATH stubs of tests/fixtures/submitter/bin.
+# shellcheck disable=SC2016 # bash -c scripts in single quotes get their values as arguments, on purpose
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+  load '../helpers/common'
+  load '../helpers/submitter'
+  hpc_test_warm_profiles
+}
+
+setup() {
+  load '../helpers/common'
+  load '../helpers/mate'
+  # shellcheck source=tests/helpers/submitter.bash
+  source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
+  # The shared folder: outside bats' own temporary folders (0700), so that the other member can
+  # reach it, as on a cluster's /project/<group>.
+  lab=$(mktemp -d "/tmp/hpc lab.XXXXXX")
+  chmod 755 "$lab"
+  hpc_test_submitter_project "$(hpc_test_tmp)/cache" "$lab/scratch"
+  base="$SCRATCH/my project"
+  outputs="$base/hpc_outputs"
+  hpc_test_venv_built "$project"
+  printf 'precious\n' >"$lab/victim.txt"
+}
+
+teardown() {
+  rm -rf -- "${lab:?}"
+}
+
+# submit ARGS...: runs the submitter with umask 002 (a lab's shared folder), stdout and stderr apart.
+submit() {
+  run --separate-stderr bash -c 'umask 002 && exec bash "$@" </dev/null' _ "$submitter" "$@"
+}
+
+@test "umask 002: the other member cannot move the user's hpc_outputs/ away and put their own, with a link named like the pending job's output, in its place" {
+  mate_ready
+  submit -y -g 0 -e one
+  assert_success
+  run as_mate 'mv -- "$1" "$1.old" && mkdir -- "$1" && ln -s -- "$2" "$1/one_venv-none_4243.out"' _ \
+    "$outputs" "$lab/victim.txt"
+  assert_failure
+  [[ ! -L $outputs/one_venv-none_4243.out ]] || fail "planted"
+  [[ -O $outputs ]] || fail "hpc_outputs/ is not the user's"
+}
+
+@test "umask 002: --data's archive cache is the user's alone: the other member can neither rewrite the archive a job stages nor point its link at their own" {
+  mate_ready
+  mkdir -p "$base/local"
+  printf 'mine\n' >"$base/local/a.txt"
+  submit -y -g 0 -e one --data local
+  assert_success
+  local link
+  link=$(find "$base/.staging" -maxdepth 1 -type l -name '????????????????')
+  [[ -n $link ]] || fail "no archive link in $base/.staging"
+  run as_mate ': >>"$1/data.tar"' _ "$link"
+  assert_failure
+  run as_mate 'mkdir -p -- "$2" && ln -sfn -- "$2" "$1"' _ "$link" "$base/.staging/${link##*/}.v9"
+  assert_failure
+  run as_mate 'mv -- "$1" "$1.old" && mkdir -- "$1"' _ "$base/.staging"
+  assert_failure
+}
