@@ -69,3 +69,35 @@ submit() {
   run as_mate 'mv -- "$1" "$1.old" && mkdir -- "$1"' _ "$base/.staging"
   assert_failure
 }
+
+@test "resubmit: a command's variables named like the toolkit's own locals (name, sbatch) reach the job with the values they had at submission" {
+  unset name sbatch EPOCHS
+  mkdir -p "$lab/bin"
+  cat >"$lab/bin/sbatch" <<EOT
+#!/usr/bin/env bash
+n=1
+while [[ -e "\$HPC_STUB_LOG/sbatch.\$n.args" ]]; do n=\$((n + 1)); done
+printf '%s|%s|%s\n' "\${name-(unset)}" "\${sbatch-(unset)}" "\${EPOCHS-(unset)}" >"\$HPC_STUB_LOG/sbatch.\$n.env"
+exec "$fixtures/bin/sbatch" "\$@"
+EOT
+  chmod +x "$lab/bin/sbatch"
+  # shellcheck disable=SC2016 # for the job to expand
+  printf '%s\n' 'python train.py --run ${name} --tag ${sbatch} --epochs ${EPOCHS}' \
+    >"$project/hpc_files/experiment_configurations.txt"
+  PATH=$lab/bin:$PATH name=myrun sbatch=mytag EPOCHS=12 submit -y -g 0 -e ep
+  assert_success
+  assert_equal "$(cat "$stub_log/sbatch.1.env")" "myrun|mytag|12"
+  PATH=$lab/bin:$PATH submit resubmit ep
+  assert_success
+  assert_equal "$(cat "$stub_log/sbatch.2.env")" "myrun|mytag|12"
+  assert_equal "$stderr" "job_submitter.sh: note: EPOCHS is not set in this shell; the job gets the value it had at submission, '12'
+job_submitter.sh: note: name is not set in this shell; the job gets the value it had at submission, 'myrun'
+job_submitter.sh: note: sbatch is not set in this shell; the job gets the value it had at submission, 'mytag'"
+  # Unset at submission, set in the resubmitting shell: unset for the job, as then.
+  PATH=$lab/bin:$PATH EPOCHS=7 submit -y -g 0 -e other
+  assert_success
+  assert_equal "$(cat "$stub_log/sbatch.3.env")" "(unset)|(unset)|7"
+  PATH=$lab/bin:$PATH name=late sbatch=late EPOCHS=7 submit resubmit other
+  assert_success
+  assert_equal "$(cat "$stub_log/sbatch.4.env")" "(unset)|(unset)|7"
+}
