@@ -101,3 +101,15 @@ job_submitter.sh: note: sbatch is not set in this shell; the job gets the value 
   assert_success
   assert_equal "$(cat "$stub_log/sbatch.4.env")" "(unset)|(unset)|7"
 }
+
+@test "logs: a secret that the program printed with a colour code inside it is masked, not joined again once the colour is left out" {
+  submit -y -g 0 -e col
+  assert_success
+  printf 'key s3cr3t\033[1m-value\033[0m-123 done\n' >"$outputs/col_venv-none_4242.out"
+  : >"$lab/jobs"
+  HPC_TEST_SECRET_TOKEN=s3cr3t-value-123 run --separate-stderr env \
+    PATH="$HPC_ROOT/tests/fixtures/manage/bin:$PATH" HPC_STUB_JOBS="$lab/jobs" HPC_STUB_SACCT=fail \
+    timeout 20 bash "$submitter" logs col
+  assert_success
+  assert_output "key (masked) done"
+}
