@@ -221,8 +221,13 @@ hpc_private_dir_above() {
     mode=$(stat -L -c %a -- "$where" 2>/dev/null) || return 0
     if (((8#$mode & 8#022) == 0 || (8#$mode & 8#1000) != 0)); then return 0; fi
   fi
+  if [[ -O $where ]]; then
+    hpc_private_dir_problem="$where, which holds $2, cannot be closed to others (chmod go-w failed):"
+    hpc_private_dir_problem+=" they could put a folder of their own in its place; run chmod go-w on it"
+    return 1
+  fi
   owner=$(stat -L -c %U -- "$where" 2>/dev/null) || owner='someone else'
-  hpc_private_dir_problem="${where##*/}/, which holds $2, can be changed by others (it belongs to $owner):"
+  hpc_private_dir_problem="$where, which holds $2, belongs to $owner and others can change it:"
   hpc_private_dir_problem+=" they could put a folder of their own in its place; use a folder of your own"
   hpc_private_dir_problem+=" (another SCRATCH or project folder name), or ask $owner to run chmod go-w on it"
   return 1

@@ -113,3 +113,13 @@ job_submitter.sh: note: sbatch is not set in this shell; the job gets the value 
   assert_success
   assert_output "key (masked) done"
 }
+
+@test "the project's folder in SCRATCH made in advance by the other member, open to the group: refused with one line naming it and its owner, nothing submitted" {
+  mate_ready
+  as_mate 'umask 002 && mkdir -- "$1"' _ "$base"
+  submit -y -g 0 -e one
+  assert_equal "$status" 1
+  assert_equal "$stderr" "job_submitter.sh: $base, which holds hpc_outputs/, belongs to hpc_mate and others can change it: they could put a folder of their own in its place; use a folder of your own (another SCRATCH or project folder name), or ask hpc_mate to run chmod go-w on it; nothing was submitted"
+  [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
+  [[ ! -e $outputs ]] || fail "hpc_outputs/ was made"
+}
