@@ -123,3 +123,28 @@ job_submitter.sh: note: sbatch is not set in this shell; the job gets the value 
   [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
   [[ ! -e $outputs ]] || fail "hpc_outputs/ was made"
 }
+
+@test "the helpers' venv in HPC_CACHE_DIR (where python3 has no PyYAML) runs only when the user's alone: one the group can write into (umask 002) is not run, and said" {
+  mate_ready
+  hpc_files_dir=$HPC_ROOT/hpc_files hpc_python_helpers_dir=$HPC_ROOT/python_helpers hpc_program=job_submitter.sh
+  # shellcheck source=hpc_files/lib/hpc_common.bash
+  source "$hpc_files_dir/lib/hpc_common.bash"
+  # shellcheck source=hpc_files/lib/hpc_profile.bash
+  source "$hpc_files_dir/lib/hpc_profile.bash"
+  local real venv=$SCRATCH/cache/helpers-venv ran=$lab/planted-code-ran site
+  real=$(command -v python3)
+  "$real" -c 'import yaml' || skip "no PyYAML for python3"
+  # As an earlier version made it under umask 002, with PyYAML (here: the system's).
+  (umask 002 && "$real" -m venv --without-pip --system-site-packages "$venv")
+  site=$("$venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')
+  # The other member plants a .pth file, which Python runs at its start.
+  as_mate 'printf "import os; open(%s, \"w\")\n" "$2" >"$1/zz_planted.pth"' _ "$site" "'$ran'"
+  # A python3 without PyYAML, as on many login nodes.
+  mkdir -p "$lab/bin"
+  printf '#!/bin/sh\nexec %q -S "$@"\n' "$real" >"$lab/bin/python3"
+  chmod +x "$lab/bin/python3"
+  PATH=$lab/bin:$PATH HPC_CACHE_DIR=$SCRATCH/cache run --separate-stderr hpc_python_for_helpers
+  assert_failure
+  [[ ! -e $ran ]] || fail "the other member's code ran"
+  assert_equal "$stderr" "job_submitter.sh: $venv (the toolkit's Python for its helpers) is not yours alone, or a link: not run (others could change what it runs); remove it (it is made again, private), or install PyYAML for python3 or set HPC_PYTHON"
+}
