@@ -245,7 +245,9 @@ hpc_job_own_folders() {
     *) task=task_${hpc_job_task_index:-${SLURM_ARRAY_TASK_ID:?}} ;;
   esac
   export checkpoints_dir=$scratch_dir/$exp_name/checkpoints${task:+/$task}
-  mkdir -p -- "$checkpoints_dir" || hpc_job_fail "folders" "cannot make $checkpoints_dir"
+  # Not writable by others, whatever the umask, as the submission makes it (hpc_submit_make_folders).
+  [[ -d $checkpoints_dir ]] || (umask go-w && mkdir -p -- "$checkpoints_dir") ||
+    hpc_job_fail "folders" "cannot make $checkpoints_dir"
   if [[ -n ${WANDB_DIR:-} ]]; then
     hpc_job_log "WANDB_DIR=$WANDB_DIR from the submitting shell is kept"
   else

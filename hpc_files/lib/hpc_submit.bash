@@ -137,7 +137,11 @@ hpc_submit_make_folders() {
   # first (another user's is named as such, not as a folder that cannot be made).
   [[ ! -e $hpc_plan_outputs_dir && ! -L $hpc_plan_outputs_dir ]] ||
     hpc_private_dirs_or_die --submit "$hpc_plan_outputs_dir"
-  mkdir -p -- "${hpc_plan_outputs_dir%/*}" "$hpc_plan_checkpoints_dir" ${hpc_plan_workdir:+"$hpc_plan_workdir"} ||
+  # Not writable by others, whatever the umask (readable as it allows): a group member could plant
+  # a checkpoint (which the program loads when it resumes: a pickle runs code) or a link named
+  # like one (which it writes through) in a group-writable checkpoints folder.
+  (umask go-w && mkdir -p -- "${hpc_plan_outputs_dir%/*}" "$hpc_plan_checkpoints_dir" \
+    ${hpc_plan_workdir:+"$hpc_plan_workdir"}) ||
     hpc_die \
       "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir${hpc_plan_workdir:+ and $hpc_plan_workdir}"
   hpc_private_dirs_or_die --submit "$hpc_plan_outputs_dir"

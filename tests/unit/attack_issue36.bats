@@ -148,3 +148,16 @@ job_submitter.sh: note: sbatch is not set in this shell; the job gets the value 
   [[ ! -e $ran ]] || fail "the other member's code ran"
   assert_equal "$stderr" "job_submitter.sh: $venv (the toolkit's Python for its helpers) is not yours alone, or a link: not run (others could change what it runs); remove it (it is made again, private), or install PyYAML for python3 or set HPC_PYTHON"
 }
+
+@test "umask 002: the experiment's checkpoints folder is not the group's to write: the other member can plant neither a checkpoint nor a link named like one" {
+  mate_ready
+  submit -y -g 0 -e one
+  assert_success
+  run as_mate 'ln -s -- "$2" "$1/last.ckpt"' _ "$base/one/checkpoints" "$lab/victim.txt"
+  assert_failure
+  run as_mate 'printf planted >"$1/last.ckpt"' _ "$base/one/checkpoints"
+  assert_failure
+  run as_mate 'mv -- "$1" "$1.old"' _ "$base/one/checkpoints"
+  assert_failure
+  [[ ! -e $base/one/checkpoints/last.ckpt ]] || fail "planted"
+}
