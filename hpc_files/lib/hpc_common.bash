@@ -214,13 +214,10 @@ hpc_private_dir() {
 # write it and it has no sticky bit. False, with hpc_private_dir_problem, when it may not be used.
 hpc_private_dir_above() {
   local where=$1 mode owner
-  if [[ -O $where ]]; then
-    chmod go-w -- "$where" 2>/dev/null && return 0
-  else
-    # Not there (then nothing can be made in it: said by the caller), or closed, or sticky.
-    mode=$(stat -L -c %a -- "$where" 2>/dev/null) || return 0
-    if (((8#$mode & 8#022) == 0 || (8#$mode & 8#1000) != 0)); then return 0; fi
-  fi
+  [[ ! -O $where ]] || ! chmod go-w -- "$where" 2>/dev/null || return 0
+  # Not there (then nothing can be made in it: said by the caller), or closed, or sticky.
+  mode=$(stat -L -c %a -- "$where" 2>/dev/null) || return 0
+  if (((8#$mode & 8#022) == 0 || (8#$mode & 8#1000) != 0)); then return 0; fi
   if [[ -O $where ]]; then
     hpc_private_dir_problem="$where, which holds $2, cannot be closed to others (chmod go-w failed):"
     hpc_private_dir_problem+=" they could put a folder of their own in its place; run chmod go-w on it"
