@@ -265,7 +265,8 @@ hpc_job_own_folders() {
     hpc_scaling_workdir "${hpc_plan_workdir:-}" "${scaling_run_dir:?}" "${hpc_plan_scaling_key:?}"
     [[ ! -L $hpc_scaling_workdir ]] || hpc_job_fail "workdir" "$hpc_scaling_workdir is a symbolic link"
     export HPC_WORKDIR=$hpc_scaling_workdir
-    mkdir -p -- "$HPC_WORKDIR" || hpc_job_fail "workdir" "cannot make $HPC_WORKDIR"
+    [[ -d $HPC_WORKDIR ]] || (umask go-w && mkdir -p -- "$HPC_WORKDIR") ||
+      hpc_job_fail "workdir" "cannot make $HPC_WORKDIR"
     hpc_job_log "working folder $HPC_WORKDIR (this run's own)"
     return 0
   fi
@@ -277,7 +278,9 @@ hpc_job_own_folders() {
   # The submission made it; a folder removed since is not made again here.
   [[ -d $hpc_plan_workdir ]] || hpc_job_fail "workdir" "the working folder $hpc_plan_workdir (--workdir) is missing"
   export HPC_WORKDIR=$hpc_plan_workdir${task:+/$task}
-  mkdir -p -- "$HPC_WORKDIR" || hpc_job_fail "workdir" "cannot make $HPC_WORKDIR"
+  # Not writable by others, whatever the umask, as the submission makes --workdir.
+  [[ -d $HPC_WORKDIR ]] || (umask go-w && mkdir -p -- "$HPC_WORKDIR") ||
+    hpc_job_fail "workdir" "cannot make $HPC_WORKDIR"
 }
 
 # hpc_job_usage_start: starts the sampler of what the job uses (hpc_usage.bash), one per node in
