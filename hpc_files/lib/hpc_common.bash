@@ -175,8 +175,9 @@ hpc_private_dir() {
   local path=${1%/} where name mode owner
   [[ ! -d $path || -L $path || ! -O $path || ! -u $path ]] || return 0
   where=${path%/*} name=${path##*/}/
+  [[ -d $where ]] || mkdir -p -- "$where" 2>/dev/null || true
+  hpc_private_dir_above "$where" "$name" || return 1
   if [[ ! -e $path && ! -L $path ]]; then
-    [[ -d $where ]] || mkdir -p -- "$where" 2>/dev/null || true
     ! mkdir -m 4700 -- "$path" 2>/dev/null || return 0
   fi
   hpc_private_dir_problem="$name in $where is a link or not a folder: your job logs and records are kept only"
@@ -202,6 +203,31 @@ hpc_private_dir() {
     return 1
   fi
   chmod u+s -- "$path" 2>/dev/null || true
+}
+
+# hpc_private_dir_above WHERE NAME: (hpc_private_dir, before it makes or checks WHERE/NAME) WHERE
+# may hold a private folder: nobody else can rename what is in it. Else another member moves the
+# private folder away and puts their own in its place (SLURM opens a pending job's --output when
+# the job starts, and a job reads its staged archive then: both through WHERE). The user's own
+# (the project's folder in SCRATCH, which the toolkit makes as the umask makes it) is closed to
+# writing by others (chmod go-w; read stays as it was); someone else's is refused when others can
+# write it and it has no sticky bit. False, with hpc_private_dir_problem, when it may not be used.
+hpc_private_dir_above() {
+  local where=$1 mode owner
+  [[ ! -O $where ]] || ! chmod go-w -- "$where" 2>/dev/null || return 0
+  # Not there (then nothing can be made in it: said by the caller), or closed, or sticky.
+  mode=$(stat -L -c %a -- "$where" 2>/dev/null) || return 0
+  if (((8#$mode & 8#022) == 0 || (8#$mode & 8#1000) != 0)); then return 0; fi
+  if [[ -O $where ]]; then
+    hpc_private_dir_problem="$where, which holds $2, cannot be closed to others (chmod go-w failed):"
+    hpc_private_dir_problem+=" they could put a folder of their own in its place; run chmod go-w on it"
+    return 1
+  fi
+  owner=$(stat -L -c %U -- "$where" 2>/dev/null) || owner='someone else'
+  hpc_private_dir_problem="$where, which holds $2, belongs to $owner and others can change it:"
+  hpc_private_dir_problem+=" they could put a folder of their own in its place; use a folder of your own"
+  hpc_private_dir_problem+=" (another SCRATCH or project folder name), or ask $owner to run chmod go-w on it"
+  return 1
 }
 
 # hpc_private_dirs_or_die [--submit] PATH...: hpc_private_dir for each PATH in order (each one's

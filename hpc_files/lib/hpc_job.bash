@@ -245,7 +245,9 @@ hpc_job_own_folders() {
     *) task=task_${hpc_job_task_index:-${SLURM_ARRAY_TASK_ID:?}} ;;
   esac
   export checkpoints_dir=$scratch_dir/$exp_name/checkpoints${task:+/$task}
-  mkdir -p -- "$checkpoints_dir" || hpc_job_fail "folders" "cannot make $checkpoints_dir"
+  # Not writable by others, whatever the umask, as the submission makes it (hpc_submit_make_folders).
+  [[ -d $checkpoints_dir ]] || (umask go-w && mkdir -p -- "$checkpoints_dir") ||
+    hpc_job_fail "folders" "cannot make $checkpoints_dir"
   if [[ -n ${WANDB_DIR:-} ]]; then
     hpc_job_log "WANDB_DIR=$WANDB_DIR from the submitting shell is kept"
   else
@@ -263,7 +265,8 @@ hpc_job_own_folders() {
     hpc_scaling_workdir "${hpc_plan_workdir:-}" "${scaling_run_dir:?}" "${hpc_plan_scaling_key:?}"
     [[ ! -L $hpc_scaling_workdir ]] || hpc_job_fail "workdir" "$hpc_scaling_workdir is a symbolic link"
     export HPC_WORKDIR=$hpc_scaling_workdir
-    mkdir -p -- "$HPC_WORKDIR" || hpc_job_fail "workdir" "cannot make $HPC_WORKDIR"
+    [[ -d $HPC_WORKDIR ]] || (umask go-w && mkdir -p -- "$HPC_WORKDIR") ||
+      hpc_job_fail "workdir" "cannot make $HPC_WORKDIR"
     hpc_job_log "working folder $HPC_WORKDIR (this run's own)"
     return 0
   fi
@@ -275,7 +278,9 @@ hpc_job_own_folders() {
   # The submission made it; a folder removed since is not made again here.
   [[ -d $hpc_plan_workdir ]] || hpc_job_fail "workdir" "the working folder $hpc_plan_workdir (--workdir) is missing"
   export HPC_WORKDIR=$hpc_plan_workdir${task:+/$task}
-  mkdir -p -- "$HPC_WORKDIR" || hpc_job_fail "workdir" "cannot make $HPC_WORKDIR"
+  # Not writable by others, whatever the umask, as the submission makes --workdir.
+  [[ -d $HPC_WORKDIR ]] || (umask go-w && mkdir -p -- "$HPC_WORKDIR") ||
+    hpc_job_fail "workdir" "cannot make $HPC_WORKDIR"
 }
 
 # hpc_job_usage_start: starts the sampler of what the job uses (hpc_usage.bash), one per node in

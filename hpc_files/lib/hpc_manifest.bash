@@ -103,10 +103,23 @@ hpc_manifest_git() {
   [[ $hpc_manifest_git_commit != '(initial)' ]] || hpc_manifest_git_commit=
 }
 
-# hpc_manifest_exported NAME: true when the variable NAME is set and exported in this shell (what
-# sbatch passes on to the job).
+# hpc_manifest_exported NAME: true when the variable NAME is in the environment that sbatch passes
+# on to the job; sets hpc_manifest_exported_value to its value there. A lowercase name may be the
+# name of a local of the toolkit's functions (name, id, value...), which hides the user's variable
+# from ${!NAME} and would be passed on in its place: such a name is read from the environment the
+# process started with (hpc_submit_sbatch passes that on), where /proc has it.
 hpc_manifest_exported() {
-  [[ -v $1 ]] && [[ ${!1@a} == *x* ]]
+  local - _hpc_manifest_entry
+  set +x
+  if [[ $1 =~ ^[a-z][a-z0-9_]*$ && -r /proc/self/environ ]]; then
+    while IFS= read -r -d '' _hpc_manifest_entry; do
+      [[ $_hpc_manifest_entry == "$1="* ]] || continue
+      hpc_manifest_exported_value=${_hpc_manifest_entry#*=}
+      return 0
+    done </proc/self/environ
+  fi
+  [[ -v $1 ]] && [[ ${!1@a} == *x* ]] || return 1
+  hpc_manifest_exported_value=${!1}
 }
 
 # hpc_manifest_env TEMPLATE...: (hpc_manifest_write) records, for resubmit, what each variable
@@ -133,7 +146,7 @@ hpc_manifest_env() {
       hpc_manifest_put env_secret "$name"
       continue
     fi
-    value=${!name} masked=${!name}
+    value=$hpc_manifest_exported_value masked=$hpc_manifest_exported_value
     hpc_mask_vars masked
     if [[ $masked != "$value" ]]; then
       hpc_manifest_put env_secret "$name"

@@ -16,8 +16,10 @@ hpc_python_for_helpers() {
   venv=${HPC_CACHE_DIR:-$hpc_files_dir/.cache}/helpers-venv
   for py in "${HPC_PYTHON:-}" python3 "$venv/bin/python"; do
     if [[ -z $py ]] || ! command -v "$py" >/dev/null 2>&1; then continue; fi
-    # The toolkit's own venv runs only as the user's own folder: another's would run their code.
-    [[ $py != "$venv/bin/python" ]] || [[ -d $venv && ! -L $venv && -O $venv ]] || continue
+    # The toolkit's own venv runs only as the user's own folder that nobody else can enter:
+    # another's, or one whose folders the group could write (made under umask 002), would run
+    # their code (a .pth file in its site-packages runs at every start).
+    [[ $py != "$venv/bin/python" ]] || hpc_helpers_venv_private "$venv" || continue
     if "$py" -c 'import sys, yaml; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
       printf '%s\n' "$py"
       return 0
@@ -25,12 +27,25 @@ hpc_python_for_helpers() {
   done
   command -v python3 >/dev/null 2>&1 ||
     hpc_die "no python3 found: the toolkit needs Python 3.9 or newer on the login node (e.g. 'module load python')"
+  if [[ -e $venv || -L $venv ]] && ! hpc_helpers_venv_private "$venv"; then
+    hpc_die "$venv (the toolkit's Python for its helpers) is not yours alone, or a link: not run (others could" \
+      "change what it runs); remove it (it is made again, private), or install PyYAML for python3 or set HPC_PYTHON"
+  fi
   hpc_say "preparing a Python with PyYAML for the toolkit's helpers in $venv (once)"
-  if ! python3 -m venv "$venv" >&2 || ! "$venv/bin/python" -m pip install -q PyYAML >&2; then
+  if ! (umask 077 && python3 -m venv "$venv" >&2) || ! "$venv/bin/python" -m pip install -q PyYAML >&2; then
     hpc_die \
       "could not prepare $venv (python3 -m venv, then pip install PyYAML); install PyYAML for python3 or set HPC_PYTHON"
   fi
   printf '%s\n' "$venv/bin/python"
+}
+
+# hpc_helpers_venv_private VENV: true when VENV is a folder of the user's own, not a link, that
+# nobody else can enter (hpc_python_for_helpers makes it so, whatever the umask).
+hpc_helpers_venv_private() {
+  local mode
+  [[ -d $1 && ! -L $1 && -O $1 ]] || return 1
+  mode=$(stat -c %a -- "$1" 2>/dev/null) || return 1
+  (((8#$mode & 8#077) == 0))
 }
 
 # hpc_helpers_cli ARGS...: runs `python -m hpc_helpers ARGS...` with the toolkit's copy of the package.

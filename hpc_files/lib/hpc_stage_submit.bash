@@ -396,8 +396,9 @@ hpc_stage_prepare() {
   [[ $base == /* ]] || base=$PWD/$base
   base=${base%/}
   staging=$base/.staging
-  if [[ ! -d $staging ]] && ! mkdir -p -- "$staging"; then
-    hpc_say "cannot create the archive cache $staging"
+  # The user's alone (hpc_private_dir): a job unpacks the archive its link names when it starts.
+  if ! hpc_private_dir "$staging"; then
+    hpc_say "cannot use the archive cache: $hpc_private_dir_problem"
     return 1
   fi
   key=$(hpc_stage_key "${hpc_stage_paths[@]}") || return 1

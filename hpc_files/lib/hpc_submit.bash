@@ -137,7 +137,11 @@ hpc_submit_make_folders() {
   # first (another user's is named as such, not as a folder that cannot be made).
   [[ ! -e $hpc_plan_outputs_dir && ! -L $hpc_plan_outputs_dir ]] ||
     hpc_private_dirs_or_die --submit "$hpc_plan_outputs_dir"
-  mkdir -p -- "${hpc_plan_outputs_dir%/*}" "$hpc_plan_checkpoints_dir" ${hpc_plan_workdir:+"$hpc_plan_workdir"} ||
+  # Not writable by others, whatever the umask (readable as it allows): a group member could plant
+  # a checkpoint (which the program loads when it resumes: a pickle runs code) or a link named
+  # like one (which it writes through) in a group-writable checkpoints folder.
+  (umask go-w && mkdir -p -- "${hpc_plan_outputs_dir%/*}" "$hpc_plan_checkpoints_dir" \
+    ${hpc_plan_workdir:+"$hpc_plan_workdir"}) ||
     hpc_die \
       "cannot create $hpc_plan_outputs_dir and $hpc_plan_checkpoints_dir${hpc_plan_workdir:+ and $hpc_plan_workdir}"
   hpc_private_dirs_or_die --submit "$hpc_plan_outputs_dir"
@@ -195,26 +199,41 @@ hpc_submit_defer_signals() {
 # submission's record (hpc_pending.bash): a submitter killed before it has recorded the job
 # leaves it findable.
 hpc_submit_sbatch() {
-  local name sbatch=sbatch
+  # Names of the toolkit's own: a local shadowing a variable of the user's environment is what
+  # sbatch passes on (a command's ${name} or ${sbatch} got the loop's or the program's word).
+  local hpc_submit_var hpc_submit_key hpc_submit_prog=sbatch hpc_submit_x=${-//[^x]/}
+  # The callers' locals too (lowercase names, as the user's may be): the user's value of each
+  # lowercase variable the process started with is passed on (hpc_manifest_exported reads it so),
+  # without a trace (a value may be a secret).
+  if [[ -r /proc/self/environ ]]; then
+    set +x
+    while IFS= read -r -d '' hpc_submit_var; do
+      hpc_submit_key=${hpc_submit_var%%=*}
+      [[ $hpc_submit_key =~ ^[a-z][a-z0-9_]*$ && $hpc_submit_key != hpc_* ]] || continue
+      [[ ${!hpc_submit_key-} == "${hpc_submit_var#*=}" ]] || export "$hpc_submit_key=${hpc_submit_var#*=}"
+    done </proc/self/environ
+    [[ -z $hpc_submit_x ]] || set -x
+  fi
   unset SLURM_TMPDIR SBATCH_WAIT
   trap '' INT HUP TERM
   # A resubmission: the values the command's variables had at submission (hpc_manage_resubmit_env),
   # in the environment sbatch passes on to the job; sbatch itself found with this shell's PATH
   # (hash: no process).
   if [[ -n ${hpc_submit_env_set[*]+x}${hpc_submit_env_unset[*]+x} ]] && hash sbatch 2>/dev/null; then
-    sbatch=${BASH_CMDS[sbatch]:-sbatch}
+    hpc_submit_prog=${BASH_CMDS[sbatch]:-sbatch}
   fi
-  for name in ${hpc_submit_env_set[@]+"${!hpc_submit_env_set[@]}"}; do
-    export "$name=${hpc_submit_env_set[$name]}"
+  for hpc_submit_var in ${hpc_submit_env_set[@]+"${!hpc_submit_env_set[@]}"}; do
+    export "$hpc_submit_var=${hpc_submit_env_set[$hpc_submit_var]}"
   done
-  for name in ${hpc_submit_env_unset[@]+"${hpc_submit_env_unset[@]}"}; do
-    unset -v "$name"
+  for hpc_submit_var in ${hpc_submit_env_unset[@]+"${hpc_submit_env_unset[@]}"}; do
+    # At every scope: unset removes the nearest, and a caller's local would hide the user's own.
+    for hpc_submit_key in "${FUNCNAME[@]}" global; do unset -v "$hpc_submit_var"; done
   done
   if [[ -n ${hpc_pending_token:-} ]]; then
     set -- "$@" "--comment=$hpc_pending_tag$hpc_pending_token"
     hpc_pending_sbatch_starts
   fi
-  exec "$sbatch" "$@"
+  exec "$hpc_submit_prog" "$@"
 }
 
 # hpc_submit_scancel [ID...]: (a map's or a study's undo, signals deferred) scancel ID... with

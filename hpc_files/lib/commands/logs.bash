@@ -69,9 +69,10 @@ hpc_manage_logs() {
     files+=("$hpc_manifest_path")
   done
   [[ -z $hpc_manage_target_exp ]] || hpc_manage_logs_map_hint "$id"
-  # What is printed is masked (hpc_mask_stream): a program may print a secret, as may the
-  # toolkit's lines of a job that ran before masking existed; and made visible
-  # (hpc_visible_stream): a log may hold what a terminal acts on.
+  # What is printed is made visible (hpc_visible_stream): a log may hold what a terminal acts on;
+  # then masked (hpc_mask_stream): a program may print a secret, as may the toolkit's lines of a
+  # job that ran before masking existed. In that order: the colour codes visible leaves out could
+  # otherwise split a secret that the mask would miss and join it again after it.
   if ((follow)); then
     hpc_manage_logs_follow "$id" "${files[@]}"
     exit
@@ -89,7 +90,7 @@ hpc_manage_logs() {
     fi
     fd=$hpc_trusted_fd
     ((${#files[@]} == 1)) || printf '==> %s <==\n' "$file"
-    hpc_mask_stream <&"$fd" | hpc_visible_stream || hpc_die "cannot read $file"
+    hpc_visible_stream <&"$fd" | hpc_mask_stream || hpc_die "cannot read $file"
     exec {fd}<&-
     shown=$((shown + 1))
   done
@@ -124,7 +125,7 @@ hpc_manage_logs_follow() {
   done
   hpc_manage_logs_watch "$id" "$$" &
   watcher=$!
-  tail -n +1 -F --pid="$watcher" -- "$@" | hpc_mask_stream | hpc_visible_stream
+  tail -n +1 -F --pid="$watcher" -- "$@" | hpc_visible_stream | hpc_mask_stream
   kill "$watcher" 2>/dev/null || true
 }
 

@@ -124,7 +124,7 @@ hpc_manage_resubmit_env() {
   done
   for name in $(printf '%s\n' "${!hpc_submit_env_set[@]}" "${!unset_names[@]}" | sort); do
     now='' here=0
-    ! hpc_manifest_exported "$name" || now=${!name} here=1
+    ! hpc_manifest_exported "$name" || now=$hpc_manifest_exported_value here=1
     if [[ -v "hpc_submit_env_set[$name]" ]]; then
       value=${hpc_submit_env_set[$name]}
       if ((here == 0)); then
