@@ -15,7 +15,8 @@ mate_ready() {
   find "$SCRATCH" -type d -exec chmod g+rwxs {} +
 }
 
-# as_mate COMMAND: runs the bash COMMAND as the other member ($1.. as its arguments).
+# as_mate COMMAND: runs the bash COMMAND as the other member ($1.. as its arguments); without the
+# suite's BASH_ENV, which a checkout in a private folder keeps from them.
 as_mate() {
-  runuser -u hpc_mate -- bash -c "$@"
+  runuser -u hpc_mate -- env -u BASH_ENV bash -c "$@"
 }

@@ -5,6 +5,9 @@
 # What is still refused says why, and how to give a path elsewhere. No SLURM: BASE, the shared
 # folder and TMPDIR are test folders (hpc_stage_submit.bash, hpc_stage_node.bash).
 
+# Set by hpc_test_user_copy (helpers/common.bash); declared for shellcheck.
+declare -g user_copy
+
 setup() {
   load '../helpers/common'
   hpc_program=hpc_stage
@@ -114,10 +117,12 @@ checksums() {
   chmod 700 "$lab/private"
   mate_ready
   chmod 700 "$lab/private"
+  # The code runs from a copy the other member can read (the checkout may be in a private folder).
+  hpc_test_user_copy hpc_mate hpc_files
   # shellcheck disable=SC2016 # expanded by the other member's shell
   run as_mate 'source "$1/hpc_files/lib/hpc_stage_submit.bash"; hpc_program=hpc_stage; hpc_stage_validate "$2" "$3"' \
-    _ "$HPC_ROOT" "$SCRATCH/my project" "$lab/private/set"
-  rm -rf -- "${lab:?}"
+    _ "$user_copy" "$SCRATCH/my project" "$lab/private/set"
+  rm -rf -- "${lab:?}" "${user_copy:?}"
   assert_equal "$status" 2
   assert_output "hpc_stage: -d/--data: '$lab/private/set': cannot be read by you (hpc_mate); a shared path must be readable, folders searchable, by whoever submits"
 }

@@ -9,6 +9,9 @@
 # tests/fixtures/submitter/bin (submissions) and tests/fixtures/manage/bin (status, logs, cancel).
 # shellcheck disable=SC2016 # bash -c scripts in single quotes get their values as arguments, on purpose
 
+# Set by hpc_test_user_copy (helpers/common.bash); declared for shellcheck.
+declare -g user_copy
+
 bats_require_minimum_version 1.5.0
 
 setup_file() {
@@ -124,8 +127,11 @@ private() {
   submit -y -g 0 -e one
   assert_success
   chmod 755 "$SCRATCH/my project"
+  # The code runs from a copy the other member can read (the checkout may be in a private folder).
+  hpc_test_user_copy hpc_mate hpc_files
   run as_mate 'hpc_files_dir=$1/hpc_files && source "$1/hpc_files/lib/hpc_common.bash" && hpc_private_dir "$2" || { printf "%s\n" "$hpc_private_dir_problem"; exit 1; }' \
-    _ "$HPC_ROOT" "$outputs"
+    _ "$user_copy" "$outputs"
+  rm -rf -- "${user_copy:?}"
   assert_failure
   assert_output "hpc_outputs/ in $SCRATCH/my project belongs to ${USER:-root}, not you: your job logs and records are kept only in a folder of your own; use another SCRATCH or another project folder name, or ask ${USER:-root} to remove it"
 }

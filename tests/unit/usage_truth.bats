@@ -63,11 +63,12 @@ wait_for() {
   done
 }
 
-# ticks PID: PID's CPU time with its reaped children's, in ticks (/proc/PID/stat 14-17).
+# ticks PID: PID's CPU time with its reaped children's, in ticks (/proc/PID/stat 14-17: after the
+# command's name, whose ') ' is cut, field 3 is the first, so these are the 12th to the 15th).
 ticks() {
   local s
   s=$(<"/proc/$1/stat")
-  awk '{ print $14 + $15 + $16 + $17 }' <<<"${s##*) }x x x x x x x x x x x x x x x x x"
+  awk '{ print $12 + $13 + $14 + $15 }' <<<"${s##*) }x x x x x x x x x x x x x x x x x"
 }
 
 @test "a wrapper that does not exec its program (bash wrap.sh running python): the program's CPU counted once, within 20 % of the wrapper's parent's reaped total" {
