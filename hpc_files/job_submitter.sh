@@ -212,6 +212,8 @@ unset hpc_lib
 [[ ${BASH_SOURCE[0]} != "$0" || -n ${BASH_ENV:-} ]] || hpc_secret_names_environ=1
 # shellcheck disable=SC2034 # read by hpc_common.bash (hpc_secret_values)
 hpc_secrets_keep=1
+# The environment it started with, read once here, before the subshells that would each read it.
+hpc_environ_load || true
 if [[ $- == *x* ]]; then
   # Under bash -x, the trace goes through the masking of secrets (hpc_common.bash).
   { set +x; } 2>/dev/null

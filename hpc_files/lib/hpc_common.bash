@@ -315,6 +315,16 @@ hpc_secret_names_environ=0
 # the W&B key it loads (hpc_sweep_load_key), and tests export between calls: they keep 0.
 hpc_secrets_keep=0
 
+# hpc_environ_load: sets hpc_environ to the NAME=VALUE entries of the environment this process
+# was started with (/proc/self/environ), read once per process (the secrets' names, and the
+# user's lowercase variables that the toolkit's locals may hide, hpc_manifest_exported and
+# hpc_submit_sbatch, come from it); false without /proc.
+hpc_environ_load() {
+  ((${hpc_environ_read:-0})) && return 0
+  [[ -r /proc/self/environ ]] && mapfile -d '' -t hpc_environ </proc/self/environ || return 1
+  hpc_environ_read=1
+}
+
 # hpc_secret_name NAME: true when NAME (in any case) names a secret: it holds KEY, TOKEN, SECRET,
 # PASS (PASSWORD, PASSWD, PASSPHRASE), CREDENTIAL or AUTH, or ends in _PWD (MYSQL_PWD; not PWD).
 # Broad on purpose: masking a value that was no secret costs little, printing one costs much.
@@ -345,8 +355,8 @@ hpc_secret_values() {
   # itself, WANDB_API_KEY (hpc_sweep_load_key), named here. Without /proc, or where a secret may
   # have been exported after the start (hpc_secret_names_environ): every variable's name,
   # without starting a process; then only the exported ones, which are the environment.
-  if ((hpc_secret_names_environ)) && [[ -r /proc/self/environ ]] && mapfile -d '' -t names </proc/self/environ; then
-    names=("${names[@]%%=*}")
+  if ((hpc_secret_names_environ)) && hpc_environ_load; then
+    names=("${hpc_environ[@]%%=*}")
     [[ " ${names[*]} " == *" WANDB_API_KEY "* ]] || names+=(WANDB_API_KEY)
   else
     names=("${!A@}" "${!B@}" "${!C@}" "${!D@}" "${!E@}" "${!F@}" "${!G@}" "${!H@}" "${!I@}" "${!J@}"

@@ -32,6 +32,8 @@ declare -ga hpc_submit_argv hpc_plan_fields hpc_plan_array_fields hpc_plan_comma
 declare -gA hpc_plan_manifest_keys hpc_plan_tokens
 # hpc_common.bash: the descriptor hpc_trusted_open opened.
 declare -g hpc_trusted_fd
+# hpc_common.bash: the environment the process started with (hpc_environ_load).
+declare -ga hpc_environ
 
 # ---------------------------------------------------------------------------------------------
 # Writing
@@ -111,12 +113,12 @@ hpc_manifest_git() {
 hpc_manifest_exported() {
   local - _hpc_manifest_entry
   set +x
-  if [[ $1 =~ ^[a-z][a-z0-9_]*$ && -r /proc/self/environ ]]; then
-    while IFS= read -r -d '' _hpc_manifest_entry; do
+  if [[ $1 =~ ^[a-z][a-z0-9_]*$ ]] && hpc_environ_load; then
+    for _hpc_manifest_entry in "${hpc_environ[@]}"; do
       [[ $_hpc_manifest_entry == "$1="* ]] || continue
       hpc_manifest_exported_value=${_hpc_manifest_entry#*=}
       return 0
-    done </proc/self/environ
+    done
   fi
   [[ -v $1 ]] && [[ ${!1@a} == *x* ]] || return 1
   hpc_manifest_exported_value=${!1}

@@ -14,6 +14,8 @@ declare -g hpc_plan_checkpoints_dir hpc_plan_exp_name hpc_plan_job_name hpc_plan
   hpc_plan_runner hpc_plan_scratch_dir hpc_plan_summary hpc_plan_file
 # hpc_manifest.bash: the manifest's path and the cluster's MaxArraySize.
 declare -g hpc_manifest_path hpc_manifest_max_array_size
+# hpc_common.bash: the environment the process started with (hpc_environ_load).
+declare -ga hpc_environ
 # hpc_configs.bash: the names the command refers to (hpc_configs_reference_names).
 declare -ga hpc_configs_names hpc_submit_secret_names
 
@@ -205,13 +207,13 @@ hpc_submit_sbatch() {
   # The callers' locals too (lowercase names, as the user's may be): the user's value of each
   # lowercase variable the process started with is passed on (hpc_manifest_exported reads it so),
   # without a trace (a value may be a secret).
-  if [[ -r /proc/self/environ ]]; then
+  if hpc_environ_load; then
     set +x
-    while IFS= read -r -d '' hpc_submit_var; do
+    for hpc_submit_var in "${hpc_environ[@]}"; do
       hpc_submit_key=${hpc_submit_var%%=*}
       [[ $hpc_submit_key =~ ^[a-z][a-z0-9_]*$ && $hpc_submit_key != hpc_* ]] || continue
       [[ ${!hpc_submit_key-} == "${hpc_submit_var#*=}" ]] || export "$hpc_submit_key=${hpc_submit_var#*=}"
-    done </proc/self/environ
+    done
     [[ -z $hpc_submit_x ]] || set -x
   fi
   unset SLURM_TMPDIR SBATCH_WAIT

@@ -361,7 +361,9 @@ EOT
   out=$(refused "" "--scaling-test --scale-gpus 1,2 --repeats 999999" "--scale-nodes/--scale-gpus/--repeats: 1 node count(s) x 2 GPU count(s) x 999999 repeat(s) are 1999998 runs; accepted: at most 1000 runs") || fail "$out"
   out=$(refused "" "--scaling-test --scale-nodes $list -W torchrun" "--scale-nodes/--scale-gpus/--repeats: 3000 node count(s) x 1 GPU count(s) x 1 repeat(s) are 3000 runs; accepted: at most 1000 runs") || fail "$out"
   out=$(refused "" "--scaling-test --scale-nodes 99999999999999999999,1 -W torchrun" "--scale-nodes: '99999999999999999999,1' is not accepted") || fail "$out"
-  ((SECONDS - start <= 10)) || fail "took $((SECONDS - start)) s"
+  # A loop over the runs (two million) takes many minutes; three refusals take seconds, or more on
+  # a machine as loaded as the suite's own (11 s seen): the bound tells the two apart, not speed.
+  ((SECONDS - start <= 60)) || fail "took $((SECONDS - start)) s"
 }
 
 @test "bad input: a value holding a newline is still one line (the newline shown as \\n)" {
