@@ -344,7 +344,6 @@ hpc_job_main() {
   hpc_job_runner_load
   # The tasks, the guards and the scontrol shim load the same file; nothing else is handed on.
   export HPC_JOB_PLAN=$1
-  [[ -z ${HPC_JOB_PLAN_TOKEN:-} ]] || export HPC_JOB_PLAN_TOKEN
   hpc_job_omp_kept=${OMP_NUM_THREADS:-}
   # Which lead the job got (the profile's may have been shortened to fit a short --time).
   hpc_job_warning_text='no time-limit warning signal'
