@@ -46,15 +46,34 @@ bench_old_submit() {
   SCRATCH=$bench_old_scratch bash "$bench_old/hpc_files/job_submitter.sh" "$@"
 }
 
+# bench_cpu_us VAR: sets VAR to the user + system CPU time, in microseconds, of this shell's
+# waited-for children so far (the second line of `times`, written to a file: in a command
+# substitution `times` would run in a child of its own, which has none).
+bench_cpu_us() {
+  local -n bench_cpu_out=$1
+  local user sys m frac sec
+  { times; } >"${bench_times_file:?}"
+  { read -r _ _ && read -r user sys; } <"$bench_times_file"
+  bench_cpu_out=0
+  for m in "$user" "$sys"; do # each as 0m0.123s: minutes, seconds and a fraction
+    m=${m%s} frac=${m#*.}000000
+    sec=${m#*m}
+    bench_cpu_out=$((bench_cpu_out + (10#${m%%m*} * 60 + 10#${sec%.*}) * 1000000 + 10#${frac:0:6}))
+  done
+}
+
 # bench_time ARRAY COMMAND...: runs COMMAND (output dropped) and appends its time in microseconds
-# to the array named ARRAY.
+# to the array named ARRAY, and its CPU time (user + system, its processes and theirs) to ARRAY_cpu.
 bench_time() {
-  local -n bench_times=$1
-  local start
+  local -n bench_times=$1 bench_cpus=${1}_cpu
+  local start cpu cpu_after
   shift
+  bench_cpu_us cpu
   start=$(bench_now_us)
   "$@" >/dev/null
   bench_times+=($(($(bench_now_us) - start)))
+  bench_cpu_us cpu_after
+  bench_cpus+=($((cpu_after - cpu)))
 }
 
 # bench_report_old BASE_US NEW_US OLD_SAMPLES...: with HPC_BENCH_OLD, prints the other version's
@@ -66,6 +85,24 @@ bench_report_old() {
   old=$(bench_median "$@")
   awk -v s="$base" -v t="$new" -v o="$old" -v d="$HPC_BENCH_OLD" 'BEGIN {
     printf "  other version (%s) %8.1f ms   %.2fx; this version takes %.2f of its time\n", d, o / 1000, o / s, t / o
+  }'
+}
+
+# bench_report_cpu NEW_CPU_ARRAY [OLD_CPU_ARRAY]: prints the median CPU time (user + system) of one
+# submission of this version, and with HPC_BENCH_OLD the other version's and this one's share of
+# it: unlike the wall times, little moved by the machine's load.
+bench_report_cpu() {
+  local -n bench_new_cpu=$1
+  local new old=''
+  new=$(bench_median "${bench_new_cpu[@]}")
+  if [[ -n ${2-} ]]; then
+    local -n bench_old_cpu=$2
+    ((${#bench_old_cpu[@]})) && old=$(bench_median "${bench_old_cpu[@]}")
+  fi
+  awk -v t="$new" -v o="$old" -v d="${HPC_BENCH_OLD-}" 'BEGIN {
+    printf "  CPU (user + system) of one submission: this version %.1f ms", t / 1000
+    if (o != "") printf ", other version (%s) %.1f ms: this version takes %.2f of its CPU", d, o / 1000, t / o
+    printf "\n"
   }'
 }
 
