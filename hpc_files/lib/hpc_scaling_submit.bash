@@ -385,7 +385,7 @@ hpc_scaling_dry_run() {
   printf 'At most %s node-hours (sum of nodes x time limit); ' \
     "$(awk -v s="$total" 'BEGIN { printf "%.2f", s / 3600 }')"
   printf 'at most %s from the first run to the report'"'"'s end, once running (time limits%s)\n' \
-    "$(hpc_scaling_hms $((wall + report_s)))" \
+    "$(hpc_facts_hms $((wall + report_s)))" \
     "$([[ $hpc_scaling_order == serial ]] && printf ', added up' || printf ': the longest run, then the report')"
   printf 'Report job: --dependency=afterany:<every run> --kill-on-invalid-dep=yes, 1 node, 1 task, 1 CPU, '
   printf 'no GPU, --time=%s; its verdict: the largest configuration at %s %% efficiency or more\n' \
@@ -400,11 +400,6 @@ hpc_scaling_dry_run() {
     printf 'sbatch --test-only (largest configuration) refused it: %s\n' "${out##*$'\n'}"
     return 1
   fi
-}
-
-# hpc_scaling_hms SECONDS: prints SECONDS as H:MM:SS.
-hpc_scaling_hms() {
-  printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60))
 }
 
 # hpc_scaling_main: the whole scaling submission (after the profile and the configs file are

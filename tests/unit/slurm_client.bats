@@ -184,3 +184,36 @@ $tmp/calls.bash:f:   true && scontrol release 1"
   run grep -vE '^hpc_files/lib/hpc_slurm\.bash:|^[^:]+:[0-9]+:[[:space:]]*#' <<<"$output"
   assert_output ''
 }
+
+@test "SLURM's times have one reader (hpc_facts_seconds): a task that SLURM shows COMPLETING ended TIMEOUT when its RunTime reached its TimeLimit (D-H:M:S, H:M:S), CANCELLED before" {
+  mkdir -p "$tmp/sc"
+  # shellcheck disable=SC2016 # the stub's own variable
+  printf '#!/usr/bin/env bash\nprintf "JobId=7 JobState=COMPLETING RunTime=%%s TimeLimit=%%s Nodes=1\\n" $HPC_TEST_TIMES\n' \
+    >"$tmp/sc/scontrol"
+  chmod +x "$tmp/sc/scontrol"
+  local times want
+  export PATH=$tmp/sc:$PATH SLURM_JOB_ID=7
+  while IFS='|' read -r times want; do
+    HPC_TEST_TIMES=$times run bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
+      source "$HPC_ROOT/hpc_files/lib/hpc_followup.bash"
+      hpc_followup_final_state 0 && printf "%s\n" "$hpc_followup_state"'
+    assert_equal "$times -> $output" "$times -> $want"
+  done <<'EOT'
+00:10:00 00:10:00|TIMEOUT
+1-00:00:00 1-00:00:00|TIMEOUT
+00:09:59 00:10:00|CANCELLED
+23:59:59 1-00:00:00|CANCELLED
+EOT
+}
+
+@test "durations have one writer (hpc_facts_hms): H:MM:SS, hours beyond a day as they are; the format is written nowhere else" {
+  source "$HPC_ROOT/hpc_files/lib/hpc_facts.bash"
+  assert_equal "$(hpc_facts_hms 0) $(hpc_facts_hms 59) $(hpc_facts_hms 3661) $(hpc_facts_hms 90000)" \
+    "0:00:00 0:00:59 1:01:01 25:00:00"
+  cd "$HPC_ROOT"
+  local -a files
+  mapfile -t files < <(shipped_bash)
+  run grep -nF -e '%d:%02d:%02d' -- "${files[@]}"
+  assert_output --regexp '^hpc_files/lib/hpc_facts\.bash:[0-9]+:'
+  assert_equal "${#lines[@]}" 1
+}
