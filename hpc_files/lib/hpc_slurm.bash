@@ -1,18 +1,9 @@
 # shellcheck shell=bash
-# hpc_slurm.bash: the SLURM client. On the login side, the only place that runs sbatch, scontrol,
-# squeue, scancel and sacct (the others call hpc_slurm or hpc_slurm_sbatch), and the only reader
-# of sbatch's answer: a rule about that answer (the job id in it; none: no job id, and maybe a
-# job SLURM took; a lost answer) holds for every job the toolkit submits. Loaded with
-# hpc_manifest.bash (every command of job_submitter.sh) and by plai_cleanups/hpc_cleanup_submit.bash.
-# What their answers mean (states, times, lists) is read by their callers; SLURM's times by
-# hpc_facts_seconds (hpc_facts.bash), which the job's side shares.
-#
-# Exempt, as they run inside a job (where this file is not loaded) or are the embedded cluster's
-# own tooling (tests/unit/slurm_client.bats keeps the list): the job's side, hpc_job_node.bash and
-# hpc_job_signals.bash, the job's functions of hpc_interactive.bash (hpc_interactive_setup,
-# hpc_interactive_watchdog), hpc_followup.bash (hpc_followup_final_state) and hpc_usage.bash
-# (hpc_usage_job_pids), plai_cleanups/hpc_cleanup.bash (its node job's); hpc_cluster.bash and
-# demo.sh (local_cluster.sh's).
+# hpc_slurm.bash: the SLURM client, loaded with hpc_manifest.bash (every command of job_submitter.sh),
+# by plai_cleanups and the venv's build. On the login side, the only place that runs sbatch,
+# scontrol, squeue, scancel and sacct, and the only reader of sbatch's answer; what the other
+# answers mean stays with their readers. The job's side runs them itself (the exempt files and
+# functions, each with its reason: tests/unit/slurm_client.bats).
 
 # What this library reads, set by the others: declared here, not set. hpc_submit.bash: a
 # resubmission's values of the command's variables, and whether an sbatch's answer was lost;
