@@ -31,13 +31,13 @@ hpc_slurm() {
 # (hpc_submit_forget keeps the submission's record then).
 # shellcheck disable=SC2034 # the results, read by the callers; hpc_submit_unsure by hpc_submit_forget
 hpc_slurm_sbatch() {
-  local what=$1 script=$2
-  shift 2
+  # The script's text is not copied into a local (a bash -x trace would print it again).
+  local what=$1
   hpc_slurm_id=''
-  if [[ -n $script ]]; then
-    hpc_slurm_answer=$(hpc_slurm_sbatch_exec --parsable "$@" 2>&1 <<<"$script")
+  if [[ -n $2 ]]; then
+    hpc_slurm_answer=$(hpc_slurm_sbatch_exec --parsable "${@:3}" 2>&1 <<<"$2")
   else
-    hpc_slurm_answer=$(hpc_slurm_sbatch_exec --parsable "$@" 2>&1 </dev/null)
+    hpc_slurm_answer=$(hpc_slurm_sbatch_exec --parsable "${@:3}" 2>&1 </dev/null)
   fi || {
     hpc_slurm_error="sbatch refused ${what:-the job}: ${hpc_slurm_answer//$'\n'/ }"
     [[ ${hpc_slurm_answer,,} != *'timed out'* && ${hpc_slurm_answer,,} != *'zero bytes were transmitted'* ]] ||
