@@ -12,6 +12,8 @@ declare -g hpc_cleanup_submitter hpc_profile_tmpdir_provided
 source "$(dirname "${BASH_SOURCE[0]}")/hpc_cleanup.bash"
 # shellcheck source=hpc_files/lib/hpc_profile.bash
 source "$hpc_files_dir/lib/hpc_profile.bash"
+# shellcheck source=hpc_files/lib/hpc_slurm.bash
+source "$hpc_files_dir/lib/hpc_slurm.bash"
 # The Python helpers (profiles, hostlists), found as the submitter finds them.
 hpc_facts_locate "$hpc_files_dir"
 
@@ -195,27 +197,21 @@ hpc_cleanup_find_nodes() {
 # hpc_cleanup_submit_jobs: one job per node of hpc_cleanup_nodes; sets hpc_cleanup_job[NODE]
 # and hpc_cleanup_report[NODE], prints one line per node; returns 1 when sbatch refused any.
 hpc_cleanup_submit_jobs() {
-  local node out id pattern rc=0
+  local node id pattern rc=0
   local -a args job_args=(--lib "$hpc_cleanup_lib_dir" --root "$hpc_cleanup_root")
   ((hpc_cleanup_opt_dry_run == 0)) || job_args+=(--dry-run)
   hpc_cleanup_job=() hpc_cleanup_report=() hpc_cleanup_job_ids=()
   for node in "${hpc_cleanup_nodes[@]}"; do
     pattern=$hpc_cleanup_reports_dir/hpc_cleanup_${node}_%j.out
-    args=(--parsable --nodelist="$node" "${hpc_cleanup_sbatch_fixed[@]}" --output="$pattern"
+    args=(--nodelist="$node" "${hpc_cleanup_sbatch_fixed[@]}" --output="$pattern"
       --chdir="$hpc_cleanup_reports_dir")
     [[ -z $hpc_cleanup_partition ]] || args+=(--partition="$hpc_cleanup_partition")
-    if ! out=$(sbatch "${args[@]}" "$hpc_cleanup_lib_dir/cleanup_node.sh" "${job_args[@]}" 2>&1); then
-      hpc_say "$node: sbatch refused the job: ${out//$'\n'/ }"
+    if ! hpc_slurm_sbatch '' '' "${args[@]}" "$hpc_cleanup_lib_dir/cleanup_node.sh" "${job_args[@]}"; then
+      hpc_say "$node: $hpc_slurm_error"
       rc=1
       continue
     fi
-    id=${out##*$'\n'}
-    id=${id%%;*}
-    if [[ ! $id =~ ^[0-9]+$ ]]; then
-      hpc_say "$node: sbatch gave no job id: ${out//$'\n'/ }"
-      rc=1
-      continue
-    fi
+    id=$hpc_slurm_id
     hpc_cleanup_job[$node]=$id
     hpc_cleanup_report[$node]=${pattern//%j/$id}
     hpc_cleanup_job_ids+=("$id")
@@ -233,7 +229,7 @@ hpc_cleanup_wait() {
   uid=$(id -u)
   hpc_cleanup_final_state=()
   while :; do
-    if out=$(squeue -h -u "$uid" -t all -o '%A %T' 2>/dev/null); then
+    if out=$(hpc_slurm squeue -h -u "$uid" -t all -o '%A %T' 2>/dev/null); then
       now=()
       while read -r id state; do
         [[ -z $id ]] || now[$id]=$state

@@ -6,12 +6,21 @@
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # venv_runner.bash: its results; hpc_submit_locate: hpc_venv_dir; the plan; the compiled profile; hpc_facts.bash: the
-# plan file a job script names.
+# plan file a job script names; hpc_slurm.bash: sbatch's answer.
 declare -g hpc_facts_script_plan hpc_venv_build hpc_venv_deps hpc_venv_stale hpc_venv_stamp hpc_venv_dir \
   hpc_venv_text hpc_venv_cfg_system hpc_venv_cfg_home hpc_venv_cfg_version \
-  hpc_plan_outputs_dir \
+  hpc_plan_outputs_dir hpc_slurm_id hpc_slurm_error hpc_slurm_answer \
   hpc_plan_project_name hpc_plan_source_dir hpc_plan_account hpc_plan_partition \
   hpc_profile_venv_system_site_packages
+# The SLURM client: the submitter has loaded it (hpc_manifest.bash), the install job (whose
+# removal of old builds asks SLURM too) has not. It lies in lib/ beside this file's folder in an
+# installed project, in hpc_files/lib/ in the repository.
+if ! declare -F hpc_slurm >/dev/null; then
+  hpc_venv_client=${BASH_SOURCE[0]%/*/*}/lib/hpc_slurm.bash
+  [[ -f $hpc_venv_client ]] || hpc_venv_client=${BASH_SOURCE[0]%/*/*}/hpc_files/lib/hpc_slurm.bash
+  # shellcheck source=hpc_files/lib/hpc_slurm.bash
+  source "$hpc_venv_client"
+fi
 
 # shellcheck disable=SC2034 # hpc_plan_venv is read by hpc_plan_render
 # hpc_venv_install: (hpc_venv_ensure, no build ready) builds the venv by an install job, one
@@ -51,15 +60,18 @@ hpc_venv_install() {
     hpc_say "no virtual environment yet: building $src/virtual_env from ${hpc_venv_deps##*/}"
   fi
   log=$hpc_plan_outputs_dir/venv_install_%j.out
-  sbatch_args=(--parsable --job-name="$hpc_plan_project_name-venv-install" --nodes=1 --ntasks=1
+  sbatch_args=(--job-name="$hpc_plan_project_name-venv-install" --nodes=1 --ntasks=1
     --cpus-per-task=1 --mem=2G --time=00-01:00:00
     --output="$log" --chdir="$src")
   [[ -z $hpc_plan_account ]] || sbatch_args+=(--account="$hpc_plan_account")
   [[ -z $hpc_plan_partition ]] || sbatch_args+=(--partition="$hpc_plan_partition")
-  id=$(unset SLURM_TMPDIR && exec sbatch "${sbatch_args[@]}" "$hpc_venv_dir/install_venv.sh" \
-    "$hpc_venv_dir/venv_runner.bash" "$src" "$hpc_profile_venv_system_site_packages") ||
-    hpc_die "sbatch refused the virtual environment's install job"
-  id=${id%%;*}
+  if ! hpc_slurm_sbatch "the virtual environment's install job" '' "${sbatch_args[@]}" "$hpc_venv_dir/install_venv.sh" \
+    "$hpc_venv_dir/venv_runner.bash" "$src" "$hpc_profile_venv_system_site_packages"; then
+    # sbatch's own words, then what failed.
+    printf '%s\n' "$hpc_slurm_answer" >&2
+    hpc_die "${hpc_slurm_error%%: *}"
+  fi
+  id=$hpc_slurm_id
   log=${log//%j/$id}
   hpc_say "install job $id submitted; its log: $log"
   # Interrupted while waiting: the install job goes on, and the next submission uses its build.
@@ -67,7 +79,7 @@ hpc_venv_install() {
   trap 'hpc_venv_interrupted "$id" "$log" 143' TERM
   trap 'hpc_venv_interrupted "$id" "$log" 129' HUP
   while :; do
-    state=$(exec squeue -h -j "$id" -o '%T' 2>/dev/null) || state=
+    state=$(hpc_slurm squeue -h -j "$id" -o '%T' 2>/dev/null) || state=
     [[ -n $state ]] || break
     if [[ $state != "$last" ]]; then
       hpc_say "install job $id: $state ($((SECONDS - start)) s)"
@@ -123,7 +135,7 @@ hpc_venv_live_jobs() {
   local listing id array_id dir script plan
   local -A seen=()
   hpc_venv_live_ids='' hpc_venv_live_scripts='' hpc_venv_live_foreign=''
-  listing=$(exec squeue -h --all -o '%A|%F|%Z' 2>/dev/null) || return 1
+  listing=$(hpc_slurm squeue -h --all -o '%A|%F|%Z' 2>/dev/null) || return 1
   while IFS='|' read -r id array_id dir; do
     [[ -n $id && $dir == "$1" ]] || continue
     hpc_venv_live_ids+=$id$'\n'
@@ -131,7 +143,7 @@ hpc_venv_live_jobs() {
     [[ -z ${seen[$array_id]:-} ]] || continue
     seen[$array_id]=1
     # scontrol exits 0 even when it found no script: a script starts with #!.
-    script=$(exec scontrol write batch_script "$array_id" - 2>/dev/null) || return 1
+    script=$(hpc_slurm scontrol write batch_script "$array_id" - 2>/dev/null) || return 1
     [[ $script == '#!'* ]] || return 1
     hpc_venv_live_scripts+=$script$'\n'
     # A job of the toolkit names its venv in its plan file (hpc_plan_venv=...), which its script

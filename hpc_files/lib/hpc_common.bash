@@ -318,7 +318,7 @@ hpc_secrets_keep=0
 # hpc_environ_load: sets hpc_environ to the NAME=VALUE entries of the environment this process
 # was started with (/proc/self/environ), read once per process (the secrets' names, and the
 # user's lowercase variables that the toolkit's locals may hide, hpc_manifest_exported and
-# hpc_submit_sbatch, come from it); false without /proc.
+# hpc_slurm_sbatch_exec, come from it); false without /proc.
 hpc_environ_load() {
   ((${hpc_environ_read:-0})) && return 0
   [[ -r /proc/self/environ ]] && mapfile -d '' -t hpc_environ </proc/self/environ || return 1

@@ -152,3 +152,9 @@ hpc_facts_seconds() {
   # shellcheck disable=SC2034 # read by the callers
   hpc_facts_seconds=$((((d * 24 + h) * 60 + m) * 60 + sec))
 }
+
+# hpc_facts_hms SECONDS: prints SECONDS as H:MM:SS (hours beyond 24 as they are). The one writer
+# of durations for people.
+hpc_facts_hms() {
+  printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60))
+}

@@ -29,6 +29,8 @@
 # What this file reads, set by the others: declared here, not set. The plan: its runner; the
 # runner module: the Python for the toolkit's helpers.
 declare -g hpc_plan_runner hpc_runner_python hpc_followup_start_utc
+# hpc_facts.bash: SLURM's time in seconds (hpc_facts_seconds).
+declare -g hpc_facts_seconds
 # hpc_followup_json_string NAME VALUE: sets the variable NAME to VALUE as a JSON string (quoted;
 # backslash, quote and control characters escaped). Pure Bash: a task writes two of these files.
 hpc_followup_json_string() {
@@ -146,10 +148,12 @@ hpc_followup_final_state() {
   [[ $line =~ JobState=([A-Z_]+) ]] && state=${BASH_REMATCH[1]}
   if [[ $state == COMPLETING ]]; then
     state=CANCELLED
-    if [[ $line =~ RunTime=([0-9:-]+)\ .*TimeLimit=([0-9:-]+) ]] &&
-      run=$(hpc_followup_seconds "${BASH_REMATCH[1]}") && limit=$(hpc_followup_seconds "${BASH_REMATCH[2]}") &&
-      ((run >= limit)); then
-      state=TIMEOUT
+    if [[ $line =~ RunTime=([0-9:-]+)\ .*TimeLimit=([0-9:-]+) ]]; then
+      run=${BASH_REMATCH[1]} limit=${BASH_REMATCH[2]}
+      if hpc_facts_seconds "$limit" && limit=$hpc_facts_seconds && hpc_facts_seconds "$run" &&
+        ((hpc_facts_seconds >= limit)); then
+        state=TIMEOUT
+      fi
     fi
   fi
   # An end of SLURM's own (hpc_facts.bash) stays; COMPLETED and FAILED are the exit status's.
@@ -160,14 +164,6 @@ hpc_followup_final_state() {
   else
     hpc_followup_state=FAILED
   fi
-}
-
-# hpc_followup_seconds DURATION: prints SLURM's [D-][HH:]MM:SS in seconds; 1 for anything else.
-hpc_followup_seconds() {
-  local re='^(([0-9]+)-)?(([0-9]+):)?([0-9]+):([0-9]+)$'
-  [[ $1 =~ $re ]] || return 1
-  local hours=$((10#${BASH_REMATCH[2]:-0} * 24 + 10#${BASH_REMATCH[4]:-0}))
-  printf '%d\n' "$((hours * 3600 + 10#${BASH_REMATCH[5]} * 60 + 10#${BASH_REMATCH[6]}))"
 }
 
 # hpc_followup_sbatch_args ID...: sets hpc_followup_sbatch to the follow-up job's dependency

@@ -27,6 +27,8 @@
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_common.bash (hpc_trusted_read); hpc_manage.bash: the manifests' folder.
 declare -g hpc_private_dir_problem
+# hpc_slurm.bash: sbatch's answer (hpc_slurm_sbatch).
+declare -g hpc_slurm_id hpc_slurm_error
 declare -g hpc_trusted_problem hpc_trusted_text hpc_manage_dir hpc_python_helpers_dir hpc_plan_file
 declare -ga hpc_group_live hpc_group_failed hpc_group_members_ids
 # A kind's hooks: its folder's facts, what an undo cancelled, what a resubmission said.
@@ -88,24 +90,23 @@ hpc_group_signalled() {
   [[ -z ${hpc_submit_signal:-} ]] || hpc_group_undo "stopped"
 }
 
-# hpc_group_sbatch WHAT SCRIPT ARGS...: submits SCRIPT held with ARGS (WHAT names it in a message);
-# sets hpc_group_id and adds it to the group's jobs and to those to release. Undoes the group when
-# sbatch refuses it, or a signal came meanwhile.
+# hpc_group_sbatch [--followup] WHAT SCRIPT ARGS...: submits SCRIPT with ARGS (WHAT names it in a
+# message) as one of the group's jobs (an undo cancels it): held, and released with the group; with
+# --followup, the job after the group (its dependency on the group's jobs holds it), whose id goes
+# to hpc_group_followup_id. Sets hpc_group_id. Undoes the group when sbatch refuses it or answers
+# without a job id (hpc_slurm_sbatch), or a signal came meanwhile.
 hpc_group_sbatch() {
-  local what=$1 script=$2 out
-  shift 2
-  out=$(hpc_submit_sbatch --parsable --hold "$@" 2>&1 <<<"$script") || {
-    hpc_submit_lost "$out"
-    hpc_say "sbatch refused $what: ${out//$'\n'/ }"
-    hpc_group_undo "$what was not submitted"
-  }
-  out=${out##*$'\n'} out=${out%%;*}
-  [[ $out =~ ^[0-9]+$ ]] || {
-    # shellcheck disable=SC2034 # read by hpc_submit_forget
-    hpc_submit_unsure=1
-    hpc_group_undo "sbatch gave no job id for $what"
-  }
-  hpc_group_add "$out" held
+  local hold=--hold
+  if [[ $1 == --followup ]]; then
+    hold=''
+    shift
+  fi
+  if ! hpc_slurm_sbatch "$1" "$2" ${hold:+"$hold"} "${@:3}"; then
+    hpc_say "$hpc_slurm_error"
+    hpc_group_undo "$1 was not submitted"
+  fi
+  [[ -n $hold ]] || hpc_group_followup_id=$hpc_slurm_id
+  hpc_group_add "$hpc_slurm_id" ${hold:+held}
 }
 
 # hpc_group_add ID [held]: ID is the group's (cancelled by an undo), and held (released with it).
@@ -143,7 +144,7 @@ hpc_group_release() {
   local out
   hpc_group_signalled
   hpc_pending_mark released
-  out=$(exec scontrol release "${hpc_group_held[@]}" 2>&1) ||
+  out=$(hpc_slurm scontrol release "${hpc_group_held[@]}" 2>&1) ||
     hpc_group_undo "scontrol release ${hpc_group_held[*]} failed: ${out//$'\n'/ }"
   trap - EXIT
   hpc_pending_close
@@ -226,7 +227,7 @@ hpc_group_jobs_live() {
   hpc_group_check_ids "$@"
   shift
   (($#)) || return 1
-  if ! out=$(exec squeue -h -j "$(IFS=, && printf '%s' "$*")" -o %i 2>&1); then
+  if ! out=$(hpc_slurm squeue -h -j "$(IFS=, && printf '%s' "$*")" -o %i 2>&1); then
     [[ $out == *'Invalid job id specified'* ]] && return 1
     hpc_die "squeue failed: ${out//$'\n'/ }; nothing was submitted"
   fi

@@ -250,7 +250,7 @@ hpc_interactive_end() {
       [[ ${hpc_pending_job_token[$id]} != "$hpc_pending_token" ]] || ids+=("$id")
     done
     if ((${#ids[@]})); then
-      out=$(timeout 60 scancel "${ids[@]}" 2>&1) || {
+      out=$(hpc_slurm -t 60 scancel "${ids[@]}" 2>&1) || {
         left=1
         hpc_say "scancel ${ids[*]} failed: ${out//$'\n'/ }"
       }

@@ -225,7 +225,7 @@ hpc_manage_states() {
   IFS=$' \t\n'
 
   # 1. squeue: pending and running jobs, array tasks one per line (-r), with the reason.
-  if ! out=$(squeue -h -r -j "$joined" -o '%A|%F|%K|%T|%r' 2>&1); then
+  if ! out=$(hpc_slurm squeue -h -r -j "$joined" -o '%A|%F|%K|%T|%r' 2>&1); then
     # A list of jobs that SLURM has all forgotten is an error for squeue.
     [[ $out == *'Invalid job id'* ]] || hpc_die "squeue failed: ${out//$'\n'/ }"
     out=''
@@ -257,7 +257,7 @@ hpc_manage_states() {
   IFS=,
   joined="${hpc_manage_missing[*]}"
   IFS=$' \t\n'
-  if out=$(sacct -n -P -X -j "$joined" -o JobID,JobIDRaw,State,ExitCode 2>/dev/null); then
+  if out=$(hpc_slurm sacct -n -P -X -j "$joined" -o JobID,JobIDRaw,State,ExitCode 2>/dev/null); then
     while IFS='|' read -r -a fields; do
       ((${#fields[@]} == 4)) || continue
       if [[ ${fields[0]} =~ ^([0-9]+)_\[?([0-9,:%-]+)\]?$ ]]; then
@@ -273,9 +273,9 @@ hpc_manage_states() {
   missing=(${hpc_manage_missing[@]+"${hpc_manage_missing[@]}"})
   if ((${#missing[@]})); then
     if ((${#missing[@]} == 1)); then
-      out=$(scontrol -o show job "${missing[0]}" 2>/dev/null) || out=''
+      out=$(hpc_slurm scontrol -o show job "${missing[0]}" 2>/dev/null) || out=''
     else
-      out=$(scontrol -o show job 2>/dev/null) || out=''
+      out=$(hpc_slurm scontrol -o show job 2>/dev/null) || out=''
     fi
     local -A wanted=()
     for id in "${missing[@]}"; do wanted[$id]=1; done
@@ -344,7 +344,7 @@ hpc_manage_requeued() {
   local item raw key out word restarts start eligible when
   for item in "$@"; do
     raw=${item%%|*} key=${item#*|}
-    out=$(scontrol -o show job "$raw" 2>/dev/null) || continue
+    out=$(hpc_slurm scontrol -o show job "$raw" 2>/dev/null) || continue
     restarts=0 start='' eligible=''
     for word in ${out%%$'\n'*}; do
       case $word in

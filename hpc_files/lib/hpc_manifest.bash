@@ -34,6 +34,9 @@ declare -gA hpc_plan_manifest_keys hpc_plan_tokens
 declare -g hpc_trusted_fd
 # hpc_common.bash: the environment the process started with (hpc_environ_load).
 declare -ga hpc_environ
+# The SLURM client: every command that reads manifests talks to SLURM through it.
+# shellcheck source=hpc_files/lib/hpc_slurm.bash
+source "${BASH_SOURCE[0]%/*}/hpc_slurm.bash"
 
 # ---------------------------------------------------------------------------------------------
 # Writing
@@ -109,7 +112,7 @@ hpc_manifest_git() {
 # on to the job; sets hpc_manifest_exported_value to its value there. A lowercase name may be the
 # name of a local of the toolkit's functions (name, id, value...), which hides the user's variable
 # from ${!NAME} and would be passed on in its place: such a name is read from the environment the
-# process started with (hpc_submit_sbatch passes that on), where /proc has it.
+# process started with (hpc_slurm_sbatch_exec passes that on), where /proc has it.
 hpc_manifest_exported() {
   local - _hpc_manifest_entry
   set +x
@@ -400,7 +403,7 @@ hpc_manifest_check_array_size() {
   if [[ -z ${hpc_manifest_max_array_size+x} ]]; then
     hpc_manifest_max_array_size='' hpc_manifest_max_job_count=''
     if ((${hpc_manifest_limits_ask:-0})) || ! hpc_manifest_limits_read config; then
-      config=$(scontrol show config 2>/dev/null) || config=''
+      config=$(hpc_slurm scontrol show config 2>/dev/null) || config=''
       hpc_manifest_limits_fresh=1
     fi
     if [[ $config =~ (^|$'\n')MaxArraySize[[:space:]]*=[[:space:]]*([0-9]+) ]]; then

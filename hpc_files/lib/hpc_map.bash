@@ -130,23 +130,13 @@ hpc_map_resubmit_members() {
 
 # hpc_map_resubmit_followup DIR: the kept gather script again, after the new arrays (afterany).
 hpc_map_resubmit_followup() {
-  local text out
+  local text
   hpc_map_gather_ids=()
   [[ -n $hpc_map_r_gather ]] || return 0
   printf -v text '%s:' "${hpc_group_members_ids[@]}"
-  out=$(hpc_submit_sbatch --parsable --dependency="afterany:${text%:}" \
-    --kill-on-invalid-dep=yes 2>&1 <<<"$hpc_map_r_gather") || {
-    hpc_submit_lost "$out"
-    hpc_say "sbatch refused the new gather job: ${out//$'\n'/ }"
-    hpc_group_undo "the new gather job was not submitted"
-  }
-  out=${out##*$'\n'} out=${out%%;*}
-  [[ $out =~ ^[0-9]+$ ]] || {
-    hpc_submit_unsure=1
-    hpc_group_undo "sbatch gave no job id for the new gather job"
-  }
-  hpc_group_followup_id=$out hpc_map_gather_ids=("$out")
-  hpc_group_add "$out"
+  hpc_group_sbatch --followup "the new gather job" "$hpc_map_r_gather" --dependency="afterany:${text%:}" \
+    --kill-on-invalid-dep=yes
+  hpc_map_gather_ids=("$hpc_group_followup_id")
 }
 
 # hpc_map_resubmit_record DIR: the new ids in manifest.json, a manifest per new job (linked to the
@@ -245,7 +235,7 @@ hpc_map_task_states() {
 # hpc_map_gather_again ROOT: (job_submitter.sh gather EXP) submits the newest map's gather job
 # again, now, without its dependency (the array has ended, and SLURM may have forgotten it).
 hpc_map_gather_again() {
-  local script line out id kept=''
+  local script line id kept=''
   hpc_group_newest_dir "$1" manifest.json gather map
   hpc_map_dir=$hpc_group_dir
   [[ -e $hpc_map_dir/gather.sh || -L $hpc_map_dir/gather.sh ]] ||
@@ -264,13 +254,12 @@ hpc_map_gather_again() {
   done <<<"${hpc_trusted_text%$'\n'}"
   script=$kept
   hpc_submit_pending_open "${hpc_manage_dir%/*}" "${1##*/}"
-  out=$(hpc_submit_sbatch --parsable 2>&1 <<<"$script") || {
-    hpc_submit_lost "$out"
+  if ! hpc_slurm_sbatch "the gather job" "$script"; then
+    hpc_say "$hpc_slurm_error"
     hpc_submit_forget
-    hpc_die "sbatch refused the gather job: ${out//$'\n'/ }"
-  }
-  id=${out##*$'\n'}
-  id=${id%%;*}
+    exit 1
+  fi
+  id=$hpc_slurm_id
   local -a ids=()
   mapfile -t ids < <(hpc_group_helpers map-info --dir "$hpc_map_dir" | sed -n 's/^gather_ids=//p' | tr ' ' '\n')
   hpc_group_helpers map-record --dir "$hpc_map_dir" --gather "$id" ||

@@ -458,7 +458,7 @@ hpc_map_gather_plan() {
 # manifest of its own (hpc_manifest_write) and prints its plan file's text ('text LINE' lines),
 # its plan file ('plan PATH') and its job id ('id ID').
 hpc_map_submit_gather() {
-  local out id
+  local id
   local -a lines
   # Run in a command substitution, where the submitter's traps are reset: a Ctrl-C, hangup or a
   # TERM to the group must not end it before it says the id sbatch gave; the submitter acts on
@@ -474,21 +474,14 @@ hpc_map_submit_gather() {
   printf 'plan %s\n' "$hpc_plan_file"
   hpc_plan_render
   hpc_private_write "$hpc_map_dir/gather.sh" "$hpc_plan_script" || return 1
-  if ! out=$(hpc_submit_sbatch --parsable "${hpc_plan_sbatch_args[@]}" 2>&1 <<<"$hpc_plan_script"); then
-    printf 'sbatch refused the gather job: %s\n' "$out" >&2
-    # The caller's hpc_submit_unsure (this runs in a subshell).
-    hpc_submit_unsure=0
-    hpc_submit_lost "$out"
+  # The caller's hpc_submit_unsure (this runs in a subshell): 'lost' tells it.
+  hpc_submit_unsure=0
+  if ! hpc_slurm_sbatch "the gather job" "$hpc_plan_script" "${hpc_plan_sbatch_args[@]}"; then
+    printf '%s\n' "$hpc_slurm_error" >&2
     ((hpc_submit_unsure == 0)) || printf 'lost\n'
     return 1
   fi
-  id=${out##*$'\n'}
-  id=${id%%;*}
-  [[ $id =~ ^[0-9]+$ ]] || {
-    printf 'sbatch gave no job id for the gather job: %s\n' "${out//$'\n'/ }" >&2
-    printf 'lost\n'
-    return 1
-  }
+  id=$hpc_slurm_id
   # Its own manifest: status and cancel of the experiment show and cancel the gather too (the
   # git commit is the one just asked for the array's: hpc_manifest_git asks once).
   hpc_manifest_write "$id" "$hpc_map_dir/gather.sh" "$hpc_plan_file" ||

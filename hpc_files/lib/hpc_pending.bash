@@ -4,7 +4,7 @@
 # which no trap sees), every job that reached SLURM can be found and removed with the toolkit's
 # own commands. A submission writes OUTPUTS/submissions/TOKEN (its experiment, host and process;
 # OUTPUTS is the project's hpc_outputs folder) before its first sbatch (hpc_pending_open), tags
-# every job with --comment=hpc-toolkit:TOKEN (hpc_submit_sbatch), and marks the record 'ended'
+# every job with --comment=hpc-toolkit:TOKEN (hpc_slurm_sbatch_exec), and marks the record 'ended'
 # once each job it submitted is recorded and released, or removes it once they are cancelled
 # (hpc_pending_close). A record left as it was written names a submission that stopped on the way:
 # 'status' lists the jobs SLURM still has with its tag (those without a manifest too), 'cancel
@@ -49,7 +49,7 @@ hpc_pending_sweep_at=${hpc_pending_sweep_at:-32}
 # hpc_pending_open OUTPUTS EXP: (before a submission's first sbatch) warns of the jobs that an
 # earlier, stopped submission of EXP left in SLURM (hpc_pending_warn), then records this one as
 # OUTPUTS/submissions/TOKEN (0600; the folder private, hpc_private_dir); sets hpc_pending_token,
-# which hpc_submit_sbatch puts on every job, and hpc_pending_file. False when the record cannot
+# which hpc_slurm_sbatch_exec puts on every job, and hpc_pending_file. False when the record cannot
 # be written (then nothing may be submitted).
 hpc_pending_open() {
   local dir=$1/submissions exp=$2 start='' now text
@@ -160,7 +160,7 @@ hpc_pending_unmake() {
   done
 }
 
-# hpc_pending_sbatch_starts: (in hpc_submit_sbatch's subshell, just before sbatch) appends the time
+# hpc_pending_sbatch_starts: (in hpc_slurm_sbatch_exec's subshell, just before sbatch) appends the time
 # to the submission's record: the last sbatch that may still be answering (hpc_pending_settled).
 hpc_pending_sbatch_starts() {
   [[ -n ${hpc_pending_file:-} && -f $hpc_pending_file && ! -L $hpc_pending_file ]] || return 0
@@ -258,7 +258,7 @@ hpc_pending_jobs() {
   for token in "${hpc_pending_tokens[@]}"; do wanted[$hpc_pending_tag$token]=$token; done
   # The comment last: whatever it holds, the fields before it are SLURM's own.
   # Bounded: a controller that does not answer must not hold a submission up.
-  out=$(timeout 60 squeue -h -u "$EUID" -o '%F|%i|%T|%r|%k' 2>&1) || {
+  out=$(hpc_slurm -t 60 squeue -h -u "$EUID" -o '%F|%i|%T|%r|%k' 2>&1) || {
     hpc_say "squeue failed: ${out//$'\n'/ }"
     return 1
   }

@@ -224,7 +224,7 @@ hpc_scaling_resubmit_members() {
 # hpc_scaling_resubmit_followup DIR: a new report job: report.sh naming its study (in a new plan
 # file, the old one's text and the study), after the new runs, its log in the study.
 hpc_scaling_resubmit_followup() {
-  local dir=$1 id arg ids out
+  local dir=$1 id arg ids
   local -a reports=() args=()
   read -ra reports <<<"$hpc_scaling_r_reports"
   id=${reports[-1]-}
@@ -242,19 +242,8 @@ hpc_scaling_resubmit_followup() {
     esac
   done
   printf -v ids '%s:' "${hpc_group_members_ids[@]}"
-  out=$(hpc_submit_sbatch --parsable "${args[@]}" --output="$dir/report_%j.out" \
-    --dependency="afterany:${ids%:}" 2>&1 <<<"$hpc_group_script") || {
-    hpc_submit_lost "$out"
-    hpc_say "sbatch refused the report job: ${out//$'\n'/ }"
-    hpc_group_undo "the report job was not submitted"
-  }
-  out=${out##*$'\n'} out=${out%%;*}
-  [[ $out =~ ^[0-9]+$ ]] || {
-    hpc_submit_unsure=1
-    hpc_group_undo "sbatch gave no job id for the report job"
-  }
-  hpc_group_followup_id=$out
-  hpc_group_add "$out"
+  hpc_group_sbatch --followup "the report job" "$hpc_group_script" "${args[@]}" --output="$dir/report_%j.out" \
+    --dependency="afterany:${ids%:}"
 }
 
 # hpc_scaling_resubmit_record DIR: the report job's manifest (the old one's, with its own output

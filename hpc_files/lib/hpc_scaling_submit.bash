@@ -385,7 +385,7 @@ hpc_scaling_dry_run() {
   printf 'At most %s node-hours (sum of nodes x time limit); ' \
     "$(awk -v s="$total" 'BEGIN { printf "%.2f", s / 3600 }')"
   printf 'at most %s from the first run to the report'"'"'s end, once running (time limits%s)\n' \
-    "$(hpc_scaling_hms $((wall + report_s)))" \
+    "$(hpc_facts_hms $((wall + report_s)))" \
     "$([[ $hpc_scaling_order == serial ]] && printf ', added up' || printf ': the longest run, then the report')"
   printf 'Report job: --dependency=afterany:<every run> --kill-on-invalid-dep=yes, 1 node, 1 task, 1 CPU, '
   printf 'no GPU, --time=%s; its verdict: the largest configuration at %s %% efficiency or more\n' \
@@ -393,18 +393,13 @@ hpc_scaling_dry_run() {
   hpc_scaling_plan "${hpc_scaling_runs[-1]%% *}" "$(cut -d' ' -f2 <<<"${hpc_scaling_runs[-1]}")" 1
   hpc_plan_record
   hpc_plan_render "$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_STAMP.plan"
-  if out=$(unset SLURM_TMPDIR && exec sbatch --test-only \
+  if out=$(unset SLURM_TMPDIR && hpc_slurm sbatch --test-only \
     "${hpc_plan_sbatch_args[@]/#--output=*/--output=/dev/null}" 2>&1 <<<"$hpc_plan_script"); then
     printf 'sbatch --test-only (largest configuration): %s\n' "${out##*$'\n'}"
   else
     printf 'sbatch --test-only (largest configuration) refused it: %s\n' "${out##*$'\n'}"
     return 1
   fi
-}
-
-# hpc_scaling_hms SECONDS: prints SECONDS as H:MM:SS.
-hpc_scaling_hms() {
-  printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 % 3600 / 60)) $(($1 % 60))
 }
 
 # hpc_scaling_main: the whole scaling submission (after the profile and the configs file are
@@ -482,7 +477,7 @@ hpc_scaling_main() {
     hpc_submit_keep "$hpc_scaling_run_dir/job.sh" || hpc_group_undo "cannot write $hpc_scaling_run_dir/job.sh"
   done
   printf -v x '%s:' "${hpc_scaling_run_ids[@]}"
-  out=$(exec scontrol update JobId="$hpc_scaling_report_id" Dependency="afterany:${x%:}" 2>&1) ||
+  out=$(hpc_slurm scontrol update JobId="$hpc_scaling_report_id" Dependency="afterany:${x%:}" 2>&1) ||
     hpc_group_undo "cannot make the report job wait for the runs: $out"
   # The report job's plan again, as its file holds it (the toolkit's own %q text), for its
   # manifest: the runs' plans were made since. From the text this process wrote, kept in memory:

@@ -14,8 +14,8 @@ declare -g hpc_plan_checkpoints_dir hpc_plan_exp_name hpc_plan_job_name hpc_plan
   hpc_plan_runner hpc_plan_scratch_dir hpc_plan_summary hpc_plan_file
 # hpc_manifest.bash: the manifest's path and the cluster's MaxArraySize.
 declare -g hpc_manifest_path hpc_manifest_max_array_size
-# hpc_common.bash: the environment the process started with (hpc_environ_load).
-declare -ga hpc_environ
+# hpc_slurm.bash: sbatch's answer (hpc_slurm_sbatch).
+declare -g hpc_slurm_id hpc_slurm_error hpc_slurm_answer
 # hpc_configs.bash: the names the command refers to (hpc_configs_reference_names).
 declare -ga hpc_configs_names hpc_submit_secret_names
 
@@ -190,54 +190,6 @@ hpc_submit_defer_signals() {
   trap 'hpc_submit_signal=HUP' HUP
 }
 
-# hpc_submit_sbatch ARGS...: (in a command substitution, while hpc_submit_defer_signals holds
-# the signals) becomes sbatch ARGS, without the submitting shell's SLURM_TMPDIR (sbatch passes the
-# environment on to the job) and with INT, HUP and TERM ignored: a terminal's Ctrl-C or hangup
-# reaches every process of the foreground job (and timeout(1)'s or a service manager's TERM every
-# process of its group), and an sbatch killed after SLURM accepted the job would leave one that
-# nobody knows of (held, for a map or a study). The submitter acts on the signal once sbatch has
-# answered, which sbatch's own timeouts bound: without SBATCH_WAIT, which would make it wait,
-# deaf to Ctrl-C, for the job's end (for a held job, for ever). The job carries the tag of the
-# submission's record (hpc_pending.bash): a submitter killed before it has recorded the job
-# leaves it findable.
-hpc_submit_sbatch() {
-  # Names of the toolkit's own: a local shadowing a variable of the user's environment is what
-  # sbatch passes on (a command's ${name} or ${sbatch} got the loop's or the program's word).
-  local hpc_submit_var hpc_submit_key hpc_submit_prog=sbatch hpc_submit_x=${-//[^x]/}
-  # The callers' locals too (lowercase names, as the user's may be): the user's value of each
-  # lowercase variable the process started with is passed on (hpc_manifest_exported reads it so),
-  # without a trace (a value may be a secret).
-  if hpc_environ_load; then
-    set +x
-    for hpc_submit_var in "${hpc_environ[@]}"; do
-      hpc_submit_key=${hpc_submit_var%%=*}
-      [[ $hpc_submit_key =~ ^[a-z][a-z0-9_]*$ && $hpc_submit_key != hpc_* ]] || continue
-      [[ ${!hpc_submit_key-} == "${hpc_submit_var#*=}" ]] || export "$hpc_submit_key=${hpc_submit_var#*=}"
-    done
-    [[ -z $hpc_submit_x ]] || set -x
-  fi
-  unset SLURM_TMPDIR SBATCH_WAIT
-  trap '' INT HUP TERM
-  # A resubmission: the values the command's variables had at submission (hpc_manage_resubmit_env),
-  # in the environment sbatch passes on to the job; sbatch itself found with this shell's PATH
-  # (hash: no process).
-  if [[ -n ${hpc_submit_env_set[*]+x}${hpc_submit_env_unset[*]+x} ]] && hash sbatch 2>/dev/null; then
-    hpc_submit_prog=${BASH_CMDS[sbatch]:-sbatch}
-  fi
-  for hpc_submit_var in ${hpc_submit_env_set[@]+"${!hpc_submit_env_set[@]}"}; do
-    export "$hpc_submit_var=${hpc_submit_env_set[$hpc_submit_var]}"
-  done
-  for hpc_submit_var in ${hpc_submit_env_unset[@]+"${hpc_submit_env_unset[@]}"}; do
-    # At every scope: unset removes the nearest, and a caller's local would hide the user's own.
-    for hpc_submit_key in "${FUNCNAME[@]}" global; do unset -v "$hpc_submit_var"; done
-  done
-  if [[ -n ${hpc_pending_token:-} ]]; then
-    set -- "$@" "--comment=$hpc_pending_tag$hpc_pending_token"
-    hpc_pending_sbatch_starts
-  fi
-  exec "$hpc_submit_prog" "$@"
-}
-
 # hpc_submit_scancel [ID...]: (a map's or a study's undo, signals deferred) scancel ID... with
 # INT, HUP and TERM ignored: a second Ctrl-C, sent while it cancels the held jobs, must not kill it
 # (they would stay held, nobody knowing of them). Without an ID, nothing. Its errors are not
@@ -250,24 +202,15 @@ hpc_submit_scancel() {
   }
   if (
     trap '' INT HUP TERM
-    exec scancel "$@"
+    hpc_slurm scancel "$@"
   ) 2>/dev/null; then
     hpc_submit_forget
   fi
   return 0
 }
 
-# hpc_submit_lost OUTPUT: (an sbatch that failed, or answered without a job id) notes in
-# hpc_submit_unsure whether SLURM may have taken the job all the same: an answer lost on the way
-# back (a socket timeout, no job id) is no refusal.
-hpc_submit_lost() {
-  local text=${1,,}
-  [[ $text == *'timed out'* || $text == *'zero bytes were transmitted'* ]] || return 0
-  hpc_submit_unsure=1
-}
-
 # hpc_submit_forget: (a submission undone: every job it knows of cancelled, or none submitted) its
-# record goes (hpc_pending_close rm); but where an sbatch's answer was lost (hpc_submit_lost) it
+# record goes (hpc_pending_close rm); but where an sbatch's answer was lost (hpc_slurm_sbatch) it
 # stays as written: a job SLURM took all the same carries its tag, and status, cancel and the next
 # submission find it by the record (hpc_pending.bash), which goes once SLURM holds none.
 hpc_submit_forget() {
@@ -373,7 +316,6 @@ hpc_submit_prepare() {
 # written or sbatch refuses the job. Every job of a submission goes this way: a single job, an
 # array, a map's array, each run of a scaling study.
 hpc_submit_job() {
-  local out
   hpc_plan_write || {
     hpc_submit_error="cannot write the job's plan in $hpc_plan_outputs_dir; nothing was submitted"
     return 1
@@ -381,24 +323,16 @@ hpc_submit_job() {
   # sbatch reads the script from its standard input; the file is kept once the job id is known
   # (hpc_submit_keep; SLURM keeps its own copy of what it runs).
   hpc_plan_render
-  if ! out=$(hpc_submit_sbatch --parsable "${hpc_plan_sbatch_args[@]}" "$@" 2>&1 <<<"$hpc_plan_script"); then
+  if ! hpc_slurm_sbatch '' "$hpc_plan_script" "${hpc_plan_sbatch_args[@]}" "$@"; then
+    hpc_submit_error=$hpc_slurm_error
     # A kept MaxArraySize may be above what the cluster takes now: asked again next time.
-    if [[ $out == *'Invalid job array specification'* ]] && hpc_manifest_limits_forget; then
-      out+=" (this cluster's MaxArraySize was taken as $hpc_manifest_max_array_size, kept from scontrol show config"
-      out+=" within the last 10 minutes; the next submission asks again)"
+    if [[ $hpc_slurm_answer == *'Invalid job array specification'* ]] && hpc_manifest_limits_forget; then
+      hpc_submit_error+=" (this cluster's MaxArraySize was taken as $hpc_manifest_max_array_size, kept from"
+      hpc_submit_error+=" scontrol show config within the last 10 minutes; the next submission asks again)"
     fi
-    hpc_submit_error="sbatch refused the job: $out"
-    hpc_submit_lost "$out"
     return 1
   fi
-  hpc_submit_id=${out##*$'\n'}
-  hpc_submit_id=${hpc_submit_id%%;*}
-  # What a broken sbatch prints is never taken for a job id (it names files and goes to scancel).
-  [[ $hpc_submit_id =~ ^[0-9]+$ ]] || {
-    hpc_submit_error="sbatch gave no job id: ${out//$'\n'/ }"
-    hpc_submit_unsure=1
-    return 1
-  }
+  hpc_submit_id=$hpc_slurm_id
 }
 
 # hpc_submit_keep FILE: (after hpc_submit_job) keeps the job's script as FILE and writes its

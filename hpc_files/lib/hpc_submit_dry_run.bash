@@ -159,7 +159,8 @@ hpc_submit_dry_run() {
   fi
   if command -v sbatch >/dev/null 2>&1; then
     # --output names a folder that may not exist yet: validate with the output left to SLURM.
-    answer=$(sbatch --test-only "${hpc_plan_sbatch_args[@]/#--output=*/--output=/dev/null}" <<<"$script" 2>&1) || rc=$?
+    answer=$(hpc_slurm sbatch --test-only "${hpc_plan_sbatch_args[@]/#--output=*/--output=/dev/null}" 2>&1 \
+      <<<"$script") || rc=$?
     printf '\n== SLURM says (sbatch --test-only)\n%s\n' "$answer"
   else
     printf '\n(sbatch is not here: SLURM was not asked to validate the request)\n'

@@ -312,7 +312,7 @@ hpc_usage_report() {
     if hpc_facts_seconds "${hpc_usage[time]:-}"; then
       limit_s=$hpc_facts_seconds
       ((limit_s == 0)) ||
-        limit=$(printf ' of %d:%02d:%02d (%d %%)' $((limit_s / 3600)) $((limit_s % 3600 / 60)) $((limit_s % 60)) \
+        limit=$(printf ' of %s (%d %%)' "$(hpc_facts_hms "$limit_s")" \
           "$(awk -v e="$elapsed" -v l="$limit_s" 'BEGIN { printf "%d", 100 * e / l }')")
     fi
     printf 'usage %s: CPU %s of %s allocated (%s %%, %s CPU-s); peak memory %s MiB%s; GPU %s; elapsed %s s%s\n' \

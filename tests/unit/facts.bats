@@ -5,21 +5,13 @@
 
 setup() {
   load '../helpers/common'
+  load '../helpers/shipped'
   cd "$HPC_ROOT" || return 1
 }
 
 # Pure (no process, no output): loaded with the file.
 # shellcheck source=hpc_files/lib/hpc_facts.bash
 source "${BATS_TEST_DIRNAME:?}/../../hpc_files/lib/hpc_facts.bash"
-
-# shipped_bash: prints the toolkit's shipped Bash files (not tests), one a line.
-shipped_bash() {
-  git ls-files -- 'hpc_files/*' 'plai_cleanups/*' 'virtual_env_hpc_files/*' 'singularity_hpc_files/*' |
-    while IFS= read -r f; do
-      [[ $f == *.bash || $f == *.sh ]] || head -n 1 -- "$f" | grep -qE '^#!.*\b(ba)?sh\b' || continue
-      printf '%s\n' "$f"
-    done
-}
 
 # code_lines_outside_facts PATTERN: prints the code lines (not comments) of shipped Bash files
 # other than hpc_facts.bash that match the extended regex PATTERN.

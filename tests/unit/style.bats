@@ -4,16 +4,8 @@
 
 setup() {
   load '../helpers/common'
+  load '../helpers/shipped'
   cd "$HPC_ROOT" || return 1
-}
-
-# shipped_bash: prints the toolkit's shipped Bash files (not tests), one a line.
-shipped_bash() {
-  git ls-files -- 'hpc_files/*' 'plai_cleanups/*' 'virtual_env_hpc_files/*' 'singularity_hpc_files/*' |
-    while IFS= read -r f; do
-      [[ $f == *.bash || $f == *.sh ]] || head -n 1 -- "$f" | grep -qE '^#!.*\b(ba)?sh\b' || continue
-      printf '%s\n' "$f"
-    done
 }
 
 # shipped_text: prints the toolkit's tracked text files (shipped code, its helpers, the benchmarks,

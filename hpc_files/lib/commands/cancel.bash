@@ -87,7 +87,7 @@ hpc_manage_cancel() {
   done
   if ((${#targets[@]})); then
     local out
-    out=$(scancel "${targets[@]}" 2>&1) || hpc_die "scancel ${targets[*]} failed: ${out//$'\n'/ }"
+    out=$(hpc_slurm scancel "${targets[@]}" 2>&1) || hpc_die "scancel ${targets[*]} failed: ${out//$'\n'/ }"
   fi
   # Every job of the experiment that had not ended is cancelled: the records of its submissions
   # that stopped on the way have nothing left to find, once no sbatch of theirs can still answer.
@@ -116,7 +116,7 @@ hpc_manage_cancel_owned() {
   hpc_manage_owned=()
   printf -v ids '%s,' "$@"
   # The name last: whatever it holds, the fields before it are SLURM's own.
-  if ! out=$(timeout 60 squeue -h -j "${ids%,}" -o '%F|%U|%u|%j' 2>&1); then
+  if ! out=$(hpc_slurm -t 60 squeue -h -j "${ids%,}" -o '%F|%U|%u|%j' 2>&1); then
     # A list of jobs that SLURM has all forgotten is an error for squeue: none is left to cancel.
     [[ $out == *'Invalid job id'* ]] ||
       hpc_die "squeue failed, so whose jobs $* are is unknown: nothing was cancelled (${out//$'\n'/ })"

@@ -274,7 +274,7 @@ hpc_manage_resubmit() {
 
   # The newest manifest of the chain holds the options; its kept job script is resubmitted.
   hpc_manifest_read "${hpc_manage_file[newest]}" || hpc_die "cannot read ${hpc_manage_file[newest]}"
-  local script=${hpc_mf[script]-} out new_id arg again
+  local script=${hpc_mf[script]-} new_id arg again
   if [[ -z $script ]] || [[ ! -e $script && ! -L $script ]]; then
     printf -v again ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"}
     hpc_die "the kept job script '$script' of job $newest is gone; submit again with: bash job_submitter.sh$again"
@@ -303,7 +303,7 @@ hpc_manage_resubmit() {
     hpc_die "the plan file '$plan' of job $newest is not this job's (it was written for experiment" \
       "'${other%%$'\n'*}'); nothing was submitted"
   fi
-  local -a args=(--parsable)
+  local -a args=()
   local skip=0
   for arg in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do
     if ((skip)); then skip=0 && continue; fi
@@ -316,13 +316,12 @@ hpc_manage_resubmit() {
   [[ -z $new_spec ]] || args+=(--array="$new_spec")
   # As at submission: a SLURM_TMPDIR of this shell must not reach the job (hpc_job_tmpdir_choose).
   hpc_submit_pending_open "${hpc_manage_dir%/*}" "${hpc_mf[exp_name]}"
-  out=$(hpc_submit_sbatch "${args[@]}" 2>&1 <<<"$script_text") || {
-    hpc_pending_close rm
-    hpc_die "sbatch refused the resubmission: ${out//$'\n'/ }"
-  }
-  new_id=${out##*$'\n'}
-  new_id=${new_id%%;*}
-  [[ $new_id =~ ^[0-9]+$ ]] || hpc_die "sbatch gave no job id: ${out//$'\n'/ }"
+  if ! hpc_slurm_sbatch "the resubmission" "$script_text" "${args[@]}"; then
+    hpc_say "$hpc_slurm_error"
+    hpc_submit_forget
+    exit 1
+  fi
+  new_id=$hpc_slurm_id
 
   # The linked manifest: the newest's lines, with this job's own values.
   hpc_manifest_copy "${hpc_manage_file[newest]}" "$new_id" "$new_spec" "$how" ||

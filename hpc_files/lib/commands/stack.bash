@@ -58,7 +58,7 @@ hpc_command_stack() {
       venv=''
       ! hpc_manifest_read "${hpc_manage_file[id]-}" 2>/dev/null || venv=${hpc_mf[venv]-}
       # Asked by its key: an array's own id names every task of it (one line each).
-      nodes=$(timeout 60 squeue -h -j "$key" -o '%D' 2>/dev/null) || nodes=''
+      nodes=$(hpc_slurm -t 60 squeue -h -j "$key" -o '%D' 2>/dev/null) || nodes=''
       nodes=${nodes%%$'\n'*}
       [[ $nodes =~ ^[0-9]+$ ]] || {
         hpc_say "job $key: squeue did not say its nodes; it may have just ended"
