@@ -63,7 +63,7 @@ hpc_manage_index() {
   local -A seen=() stamps=()
   local -a found=() untrusted=() files=() rows=()
   hpc_manage_file=() hpc_manage_exps=()
-  declare -gA hpc_manage_exp=() hpc_manage_kind=() hpc_manage_array=() hpc_manage_origin=() \
+  declare -gA hpc_manage_keys_of=() hpc_manage_exp=() hpc_manage_kind=() hpc_manage_array=() hpc_manage_origin=() \
   hpc_manage_output=() hpc_manage_name=() hpc_manage_mode=()
   [[ -d $hpc_manage_dir ]] || return 0
   # A manifest names the script, options and jobs that resubmit and cancel act on: one that is
@@ -296,14 +296,22 @@ hpc_manage_task_keys() {
 
 # hpc_manage_keys ID: sets hpc_manage_keys to the keys of job ID's tasks: ID_TASK for each task
 # of its array, else ID alone.
+# Each ID's keys are made once per process (hpc_manage_keys_of: a map's array of 10^5 tasks is
+# asked for them by every step of status).
 hpc_manage_keys() {
-  local i
+  local i IFS=' '
+  if [[ -n ${hpc_manage_keys_of[$1]-} ]]; then
+    # shellcheck disable=SC2206 # split on spaces: keys are digits and '_', no glob character
+    hpc_manage_keys=(${hpc_manage_keys_of[$1]})
+    return 0
+  fi
   hpc_manage_keys=()
   if [[ -n ${hpc_manage_array[$1]} ]] && hpc_manifest_expand_array "${hpc_manage_array[$1]}"; then
-    for i in "${hpc_manifest_indices[@]}"; do hpc_manage_keys+=("$1_$i"); done
+    hpc_manage_keys=("${hpc_manifest_indices[@]/#/$1_}")
   else
     hpc_manage_keys=("$1")
   fi
+  hpc_manage_keys_of[$1]="${hpc_manage_keys[*]}"
 }
 
 # ---------------------------------------------------------------------------------------------

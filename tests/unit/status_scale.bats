@@ -318,3 +318,32 @@ EOT
   mapfile -d '' argv <"$stub_log/scancel.1.args"
   assert_equal "${argv[*]}" "1113"
 }
+
+@test "a map's status files are read only as the user's own regular files at their place: a link, a task folder that is a link, another user's file say nothing (LOST once SLURM has forgotten the task)" {
+  make_manifest m 900 0-11 map
+  local dir=$outputs/map/m/20300101-000000-900 i
+  for i in $(seq 0 11); do
+    mkdir -p "$dir/tasks/$i"
+    printf '{"item": "x", "array_job_id": "900", "task_id": "%s", "state": "COMPLETED", "exit_code": 0}\n' "$i" \
+      >"$dir/tasks/$i/status.json"
+  done
+  # 9: its file a link to a file that says COMPLETED; 10: its folder a link to one that does;
+  # 11: another user's file.
+  mkdir -p "$tmp/elsewhere/10"
+  printf '{"array_job_id": "900", "task_id": "9", "state": "COMPLETED", "exit_code": 0}\n' >"$tmp/elsewhere/9.json"
+  printf '{"array_job_id": "900", "task_id": "10", "state": "COMPLETED", "exit_code": 0}\n' \
+    >"$tmp/elsewhere/10/status.json"
+  rm -r -- "$dir/tasks/9/status.json" "$dir/tasks/10"
+  ln -s "$tmp/elsewhere/9.json" "$dir/tasks/9/status.json"
+  ln -s "$tmp/elsewhere/10" "$dir/tasks/10"
+  chown nobody "$dir/tasks/11/status.json"
+  manage status m
+  assert_equal "$status" 0
+  assert_equal "$(tr -s ' ' <<<"${lines[1]}")" \
+    "900_[0-11] m venv-none 12 items: 9 COMPLETED, 3 LOST - $outputs/m_venv-none_900_%a.out"
+  manage status m --tasks
+  assert_line --regexp '^900_8 +m +venv-none +COMPLETED +0 '
+  assert_line --regexp '^900_9 +m +venv-none +LOST +- '
+  assert_line --regexp '^900_10 +m +venv-none +LOST +- '
+  assert_line --regexp '^900_11 +m +venv-none +LOST +- '
+}
