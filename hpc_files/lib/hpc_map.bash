@@ -215,6 +215,12 @@ hpc_map_task_states() {
     for key in "${hpc_manage_keys[@]}"; do
       slurm=${hpc_st_state[$key]-}
       state=${file_state[$key]-}
+      # Forgotten by SLURM (most tasks of an old map): the file's state, else LOST.
+      if [[ $slurm == UNKNOWN* ]]; then
+        [[ -n $state && $state != RUNNING ]] || state=LOST
+        hpc_st_state["$key"]=$state hpc_st_exit["$key"]=${file_exit[$key]:--}
+        continue
+      fi
       # SLURM still runs it (or will), or SLURM ended it (hpc_facts.bash): asked once per state.
       if [[ -z ${slurm_live[s$slurm]-} ]]; then
         slurm_live[s$slurm]=0 slurm_ended[s$slurm]=0
