@@ -347,3 +347,29 @@ EOT
   assert_line --regexp '^900_10 +m +venv-none +LOST +- '
   assert_line --regexp '^900_11 +m +venv-none +LOST +- '
 }
+
+@test "cancel EXP of an experiment with a long history asks SLURM's states only of the jobs SLURM still has (one squeue -u), and cancels those" {
+  plant_history 300 1000
+  manage status
+  printf 'squeue 1013 1013 RUNNING -\nscontrol 1023 1023 COMPLETED 0:0\n' >"$HPC_STUB_JOBS"
+  rm -rf -- "${stub_log:?}"/*
+  manage cancel h3
+  assert_equal "$status" 0
+  assert_output --partial 'cancelled 1013 (h3, was RUNNING)'
+  local -a argv
+  mapfile -d '' argv <"$stub_log/squeue.1.args"
+  assert_equal "${argv[*]}" "-h -u $EUID -o %F"
+  mapfile -d '' argv <"$stub_log/squeue.2.args"
+  assert_equal "${argv[*]}" "-h -r -j 1013 -o %A|%F|%K|%T|%r"
+  mapfile -d '' argv <"$stub_log/scancel.1.args"
+  assert_equal "${argv[*]}" "1013"
+  # A short history: every recorded job asked about, as before.
+  make_manifest short 5000
+  make_manifest short 5001
+  rm -rf -- "${stub_log:?}"/*
+  printf 'squeue 5001 5001 RUNNING -\n' >"$HPC_STUB_JOBS"
+  manage cancel short
+  assert_equal "$status" 0
+  mapfile -d '' argv <"$stub_log/squeue.1.args"
+  assert_equal "${argv[*]}" "-h -r -j 5000,5001 -o %A|%F|%K|%T|%r"
+}
