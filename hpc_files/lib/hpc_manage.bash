@@ -59,7 +59,7 @@ hpc_manage_locate() {
 # it changed (best effort, as the .states files). One find lists them all, with what is checked.
 # shellcheck disable=SC2034 # hpc_manage_kind, _origin, _mode: read by the commands (commands/*.bash)
 hpc_manage_index() {
-  local - f id exp arg rec name stamp row changed=0
+  local - f id exp arg rec name stamp row changed=0 next=1
   local -A seen=() stamps=()
   local -a found=() untrusted=() files=() rows=()
   hpc_manage_file=() hpc_manage_exps=()
@@ -93,7 +93,14 @@ hpc_manage_index() {
     name=${f##*/}
     stamp=${stamps[$name]-}
     [[ -n $stamp ]] || continue
-    row=${hpc_manage_indexed[$name]-}
+    # The index is in the order of this loop: its next line, else (a manifest new since) looked up.
+    row=${hpc_manage_index_lines[next]-}
+    if [[ $row == "$name"$'\x1f'* ]]; then
+      next=$((next + 1))
+    else
+      ((${#hpc_manage_indexed[@]} || ${#hpc_manage_index_lines[@]} < 2)) || hpc_manage_index_names
+      row=${hpc_manage_indexed[$name]-}
+    fi
     hpc_manage_row=()
     if [[ -n $row && ${row#*$'\x1f'} == "$stamp"$'\x1f'* ]]; then
       # Split on 0x1f alone (each field kept, empty ones too), no glob (set -f above): inline, as
@@ -128,7 +135,8 @@ hpc_manage_index() {
     hpc_manage_name[$id]=${hpc_manage_row[9]}
   done
   # Written anew when a manifest was read, or one indexed is gone.
-  ((changed == 0 && ${#rows[@]} == ${#hpc_manage_indexed[@]})) || hpc_manage_index_save ${rows[@]+"${rows[@]}"}
+  ((changed == 0 && ${#rows[@]} + 1 == ${#hpc_manage_index_lines[@]})) ||
+    hpc_manage_index_save ${rows[@]+"${rows[@]}"}
   for id in "${!hpc_manage_file[@]}"; do
     exp=${hpc_manage_exp[$id]}
     [[ -n ${seen[$exp]-} ]] && continue
@@ -145,12 +153,13 @@ hpc_manage_index() {
 # trusted (hpc_trusted_read, its first 64 MiB), written whole and renamed over
 # (hpc_private_write); one that may not be read is said once and left alone (never written over).
 
-# hpc_manage_index_load: sets hpc_manage_indexed[NAME] to the index's line of each manifest NAME
-# (none when there is no index, or it may not be read: hpc_manage_index_ok 0).
+# hpc_manage_index_load: sets hpc_manage_index_lines to the index's lines, its first line
+# 'hpc-manifest-index 1' (none when there is no index, or it may not be read:
+# hpc_manage_index_ok 0, said once).
 hpc_manage_index_load() {
-  local line index=$hpc_manage_dir/.index
-  local -a lines=()
+  local index=$hpc_manage_dir/.index
   declare -gA hpc_manage_indexed=()
+  hpc_manage_index_lines=()
   hpc_manage_index_ok=1
   if ! hpc_trusted_read "$index" '' 67108864; then
     [[ -e $index || -L $index ]] || return 0
@@ -158,11 +167,16 @@ hpc_manage_index_load() {
     hpc_manage_index_ok=0
     return 0
   fi
-  mapfile -t lines <<<"$hpc_trusted_text"
-  [[ ${lines[0]-} == 'hpc-manifest-index 1' ]] || return 0
-  for line in "${lines[@]:1}"; do
-    [[ $line == *$'\x1f.' ]] || continue
-    hpc_manage_indexed[${line%%$'\x1f'*}]=$line
+  mapfile -t hpc_manage_index_lines <<<"${hpc_trusted_text%$'\n'}"
+  [[ ${hpc_manage_index_lines[0]-} == 'hpc-manifest-index 1' ]] || hpc_manage_index_lines=()
+}
+
+# hpc_manage_index_names: sets hpc_manage_indexed[NAME] to the index's line of each manifest NAME
+# (when a manifest is not where the index has it: one new since).
+hpc_manage_index_names() {
+  local line
+  for line in "${hpc_manage_index_lines[@]:1}"; do
+    [[ $line != *$'\x1f.' ]] || hpc_manage_indexed[${line%%$'\x1f'*}]=$line
   done
 }
 
