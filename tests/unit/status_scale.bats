@@ -375,3 +375,33 @@ EOT
   mapfile -d '' argv <"$stub_log/squeue.1.args"
   assert_equal "${argv[*]}" "-h -r -j 5000,5001 -o %A|%F|%K|%T|%r"
 }
+
+@test "an array of 30 tasks SLURM has forgotten: each task's state from its own log, on its line (its job id, --tasks) and in the summary; a log that is not text, a link or none says nothing" {
+  make_manifest arr 700 0-29
+  local i
+  for i in $(seq 0 29); do
+    printf '[hpc n1] job 70%s\n[hpc n1] the program finished successfully after 1.000 s\n' "$i" \
+      >"$outputs/arr_venv-none_700_$i.out"
+  done
+  printf '[hpc n1] the program failed with exit status 3 after 2.000 s\n' >"$outputs/arr_venv-none_700_5.out"
+  printf 'bin\0ary\n[hpc n1] the program finished successfully after 1.000 s\n' >"$outputs/arr_venv-none_700_6.out"
+  rm -- "$outputs/arr_venv-none_700_7.out"
+  rm -- "$outputs/arr_venv-none_700_8.out"
+  ln -s "$outputs/arr_venv-none_700_0.out" "$outputs/arr_venv-none_700_8.out"
+  manage status 700
+  assert_equal "$status" 0
+  assert_equal "$stderr" ""
+  assert_equal "${#lines[@]}" 31
+  local forgot='(from its log; SLURM has forgotten it)'
+  assert_equal "$(grep -E '^700_0 ' <<<"$output" | tr -s ' ')" \
+    "700_0 arr venv-none COMPLETED $forgot 0 $outputs/arr_venv-none_700_0.out"
+  assert_equal "$(grep -E '^700_5 ' <<<"$output" | tr -s ' ')" \
+    "700_5 arr venv-none FAILED $forgot 3 $outputs/arr_venv-none_700_5.out"
+  for i in 6 7 8; do
+    assert_equal "$(grep -E "^700_$i " <<<"$output" | tr -s ' ')" \
+      "700_$i arr venv-none UNKNOWN (forgotten by SLURM) - $outputs/arr_venv-none_700_$i.out"
+  done
+  manage status arr
+  assert_equal "$(tr -s ' ' <<<"${lines[1]}")" \
+    "700_[0-29] arr venv-none 30 tasks: 26 COMPLETED, 1 FAILED, 3 UNKNOWN - $outputs/arr_venv-none_700_%a.out"
+}

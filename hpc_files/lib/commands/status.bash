@@ -72,7 +72,7 @@ hpc_status_recent=20 hpc_status_task_lines=10
 hpc_manage_status() {
   (($# <= 1)) || hpc_die_usage "status" "unexpected word '$2'; usage: status [EXP|JOBID[_TASK]]"
   local id key i one_job=0
-  local -a ids=() rows_job=() rows_exp=() rows_kind=() rows_state=() rows_exit=() rows_out=() rows_log=()
+  local -a ids=() rows_job=() rows_exp=() rows_kind=() rows_state=() rows_exit=() rows_out=() rows_log=() forgotten=()
   if (($#)); then
     hpc_manage_target "$1"
     ids=(${hpc_manage_ids[@]+"${hpc_manage_ids[@]}"})
@@ -120,11 +120,8 @@ hpc_manage_status() {
     fi
     for key in "${hpc_manage_keys[@]}"; do
       hpc_manage_task_output "$id" "$key"
-      # SLURM has forgotten it: how it ended is in its own log, if the toolkit wrote it there.
-      if [[ ${hpc_st_state[$key]} == UNKNOWN* ]] && hpc_status_from_log "$hpc_manifest_path"; then
-        hpc_st_state[$key]="$hpc_status_log_state (from its log; SLURM has forgotten it)" \
-          hpc_st_exit[$key]=$hpc_status_log_exit
-      fi
+      # SLURM has forgotten it: how it ended is in its own log (read below, all at once).
+      [[ ${hpc_st_state[$key]} != UNKNOWN* ]] || forgotten+=("${#rows_job[@]}")
       rows_job+=("$key") rows_exp+=("${hpc_manage_exp[$id]}") rows_kind+=("${hpc_manage_kind[$id]}")
       rows_state+=("${hpc_st_state[$key]}${hpc_st_note[$key]:+ (${hpc_st_note[$key]})}") \
       rows_exit+=("${hpc_st_exit[$key]}") rows_out+=("$hpc_manifest_path") rows_log+=("$hpc_manifest_path")
@@ -134,6 +131,14 @@ hpc_manage_status() {
     rows_job+=("${hpc_pending_job_key[$id]}") rows_exp+=("${hpc_pending_exp[${hpc_pending_job_token[$id]}]}") \
     rows_kind+=(unrecorded)
     rows_state+=("${hpc_pending_job_state[$id]}") rows_exit+=(-) rows_out+=(-) rows_log+=('')
+  done
+  # How the jobs SLURM has forgotten ended, if the toolkit wrote it in their logs.
+  local -a paths=()
+  for i in ${forgotten[@]+"${forgotten[@]}"}; do paths+=("${rows_log[i]}"); done
+  ((${#paths[@]} == 0)) || hpc_status_log_ends "${paths[@]}"
+  for i in ${forgotten[@]+"${forgotten[@]}"}; do
+    hpc_status_log_state "${hpc_status_log_end[${rows_log[i]}]-}" || continue
+    rows_state[i]="$hpc_status_log_state (from its log; SLURM has forgotten it)" rows_exit[i]=$hpc_status_log_exit
   done
   local w1=0 w2=0 w3=0 w4=0 w5=0
   for i in "${!rows_job[@]}"; do
@@ -172,15 +177,27 @@ hpc_status_select() {
   hpc_status_ids+=("${@:n+1}")
 }
 
-# hpc_status_summary ID: sets hpc_status_summary to the tasks of array job ID per state
-# ('100 tasks: 2 RUNNING, 10 PENDING, 88 COMPLETED'; a map's: items): the states SLURM still
-# runs first, then the others in the order of their first task.
+# hpc_status_summary ID: sets hpc_status_summary to the tasks of array job ID (its keys in
+# hpc_manage_keys) per state ('100 tasks: 2 RUNNING, 10 PENDING, 88 COMPLETED'; a map's: items):
+# the states SLURM still runs first, then the others in the order of their first task; a task
+# SLURM has forgotten counts as its log says it ended, as on its own line.
 hpc_status_summary() {
   local key state
-  local -A count=()
-  local -a order=(RUNNING COMPLETING PENDING) text=()
+  local -A count=() log_of=()
+  local -a order=(RUNNING COMPLETING PENDING) text=() paths=()
+  # The tasks SLURM has forgotten: how they ended, from their logs (as one line per task says).
+  for key in "${hpc_manage_keys[@]}"; do
+    [[ ${hpc_st_state[$key]} == UNKNOWN* ]] || continue
+    hpc_manage_task_output "$1" "$key"
+    log_of[$key]=$hpc_manifest_path
+    paths+=("$hpc_manifest_path")
+  done
+  ((${#paths[@]} == 0)) || hpc_status_log_ends "${paths[@]}"
   for key in "${hpc_manage_keys[@]}"; do
     state=${hpc_st_state[$key]%% *}
+    if [[ -n ${log_of[$key]-} ]] && hpc_status_log_state "${hpc_status_log_end[${log_of[$key]}]-}"; then
+      state=$hpc_status_log_state
+    fi
     [[ -n ${count[$state]-} ]] || {
       count[$state]=0
       [[ " ${order[*]} " == *" $state "* ]] || order+=("$state")
@@ -199,7 +216,7 @@ hpc_status_summary() {
 # hpc_status_says: (after the table) the lines the logs of its rows (rows_log, rows_job: the
 # caller's) say of what they lost: a --copy-back path that no node had
 # (hpc_job_copy_back_missing); and a stop at the time-limit warning, which a state of FAILED
-# (exit 128+SIGUSR1) hides. Each log is the user's own, opened as hpc_status_from_log opens it;
+# (exit 128+SIGUSR1) hides. Each log is the user's own, opened as hpc_status_log_ends opens it;
 # one grep reads up to 200 of them at once (from their descriptors).
 hpc_status_says() {
   local i fd line path
@@ -213,8 +230,10 @@ hpc_status_says() {
     fi
     ((${#fds[@]} == 200 || (i == ${#rows_log[@]} && ${#fds[@]}))) || continue
     while IFS= read -r line; do
+      [[ $line == /dev/fd/*:* ]] || continue
       path=${line%%:*} line=${line#*:}
-      printf '%s: %s\n' "${key_of[${path##*/}]}" "${line#\[hpc * }"
+      path=${path##*/}
+      [[ -z ${key_of[$path]-} ]] || printf '%s: %s\n' "${key_of[$path]}" "${line#\[hpc * }"
     done < <(grep -m 5 -H "${says[@]}" "${fds[@]}" 2>/dev/null)
     for path in "${fds[@]}"; do
       fd=${path##*/}
@@ -224,18 +243,43 @@ hpc_status_says() {
   done
 }
 
-# hpc_status_from_log FILE: sets hpc_status_log_state and hpc_status_log_exit to how the job's
-# log FILE says it ended (the toolkit's last line about the program, or a failed step); false when
-# the log says nothing of it (gone, unreadable, or still being written by a job that was lost).
-# Only the user's own regular file, not a link (hpc_trusted_open own): a log someone else wrote or
-# replaced says nothing.
-hpc_status_from_log() {
-  local line fd re='^\[hpc [^]]*\] (the program |FAILED at step |stopped at the time-limit warning|'
+# hpc_status_log_ends FILE...: sets hpc_status_log_end[FILE] to the last line of each job's log
+# FILE that says how the job ended (the toolkit's last line about the program, or a failed step);
+# none for a log that says nothing of it (gone, unreadable, or still being written by a job that
+# was lost). Only the user's own regular file, not a link (hpc_trusted_open own): a log someone
+# else wrote or replaced says nothing. One grep reads up to 200 logs, from their descriptors.
+hpc_status_log_ends() {
+  local i fd line path re='^\[hpc [^]]*\] (the program |FAILED at step |stopped at the time-limit warning|'
   re+='ended after the time-limit warning)'
-  hpc_trusted_open "$1" own || return 1
-  fd=$hpc_trusted_fd
-  line=$(grep -E -- "$re" <&"$fd" 2>/dev/null | tail -n 1) || line=''
-  exec {fd}<&-
+  local -a fds=()
+  local -A path_of=()
+  declare -gA hpc_status_log_end=()
+  for ((i = 1; i <= $# + 1; i++)); do
+    if ((i <= $#)) && hpc_trusted_open "${!i}" own; then
+      fd=$hpc_trusted_fd
+      fds+=("/dev/fd/$fd")
+      path_of[$fd]=${!i}
+    fi
+    ((${#fds[@]} == 200 || (i == $# + 1 && ${#fds[@]}))) || continue
+    while IFS= read -r line; do
+      # Not 'Binary file ... matches' (a log that is not text says nothing).
+      [[ $line == /dev/fd/*:* ]] || continue
+      path=${line%%:*}
+      path=${path_of[${path##*/}]-}
+      [[ -z $path ]] || hpc_status_log_end[$path]=${line#*:}
+    done < <(grep -H -E -- "$re" "${fds[@]}" 2>/dev/null)
+    for path in "${fds[@]}"; do
+      fd=${path##*/}
+      exec {fd}<&-
+    done
+    fds=()
+  done
+}
+
+# hpc_status_log_state LINE: sets hpc_status_log_state and hpc_status_log_exit to how LINE (a
+# line of hpc_status_log_ends) says the job ended; false when it says nothing of it.
+hpc_status_log_state() {
+  local line=$1
   [[ -n $line ]] || return 1
   line=${line#\[hpc * }
   hpc_status_log_exit=-
