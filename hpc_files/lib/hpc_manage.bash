@@ -53,51 +53,166 @@ hpc_manage_locate() {
 # hpc_manage_index: reads every manifest of the project: hpc_manage_file[ID] (indexed by job id,
 # so that "${!hpc_manage_file[@]}" is in submission order), and for each ID hpc_manage_exp,
 # _kind, _array, _origin, _output, _name (the job name); hpc_manage_exps: the experiments, in
-# the order of their first submission.
+# the order of their first submission. What it needs of a manifest comes from the index
+# (hpc_manage_index_load) while the manifest is the file that was indexed (same inode, size and
+# modification time): only the manifests new since are read, and the index is written anew when
+# it changed (best effort, as the .states files). One find lists them all, with what is checked.
 # shellcheck disable=SC2034 # hpc_manage_kind, _origin, _mode: read by the commands (commands/*.bash)
 hpc_manage_index() {
-  local f id exp arg
-  local -A seen=() untrusted=()
-  local -a found=()
+  local - f id exp arg rec name stamp row changed=0 next=1
+  local -A seen=() stamps=()
+  local -a found=() untrusted=() files=() rows=()
   hpc_manage_file=() hpc_manage_exps=()
-  declare -gA hpc_manage_exp=() hpc_manage_kind=() hpc_manage_array=() hpc_manage_origin=() \
+  declare -gA hpc_manage_keys_of=() hpc_manage_exp=() hpc_manage_kind=() hpc_manage_array=() hpc_manage_origin=() \
   hpc_manage_output=() hpc_manage_name=() hpc_manage_mode=()
+  [[ -d $hpc_manage_dir ]] || return 0
   # A manifest names the script, options and jobs that resubmit and cancel act on: one that is
-  # not the user's own or that others can change (a group-writable scratch) is not read. One
-  # find for all of them, not a process per manifest.
-  if [[ -d $hpc_manage_dir ]]; then
-    mapfile -d '' found < <(find "$hpc_manage_dir" -mindepth 1 -maxdepth 1 -name '*.manifest' \
-      \( ! -type f -o ! -user "$EUID" -o -perm /022 \) -print0 2>/dev/null)
-    for f in ${found[@]+"${found[@]}"}; do untrusted[$f]=1; done
-    if ((${#found[@]})); then
-      local msg="not read: ${#found[@]} manifest(s) in $hpc_manage_dir that others can change or that are not"
-      msg+=" your own files (${found[0]##*/}$( ((${#found[@]} == 1)) || printf ', ...'));"
-      msg+=" if they are yours, make them yours alone: chmod go-w"
-      hpc_say "$msg"
+  # not the user's own regular file or that others can change (a group-writable scratch) is not
+  # read. One find for all of them, not a process per manifest: 'TSTAMP/NAME' for the others,
+  # 'U/NAME' for those.
+  mapfile -d '' found < <(find "$hpc_manage_dir" -mindepth 1 -maxdepth 1 -name '*.manifest' \
+    \( \( -type f -user "$EUID" ! -perm /022 -printf 'T%i:%s:%T@/%f\0' \) -o -printf 'U/%f\0' \) 2>/dev/null)
+  for rec in ${found[@]+"${found[@]}"}; do
+    if [[ $rec == T* ]]; then
+      stamp=${rec%%/*}
+      stamps[${rec#*/}]=${stamp#T}
+    else
+      untrusted+=("${rec#*/}")
     fi
-  fi
-  for f in "$hpc_manage_dir"/*.manifest; do
-    [[ -z ${untrusted[$f]-} ]] || continue
-    hpc_manifest_read "$f" || continue
-    id=${hpc_mf[job_id]}
-    hpc_manage_file[id]=$f
-    hpc_manage_exp[$id]=${hpc_mf[exp_name]-}
-    hpc_manage_kind[$id]=${hpc_mf[kind]-}
-    hpc_manage_array[$id]=${hpc_mf[array]-}
-    hpc_manage_origin[$id]=${hpc_mf[origin]:-$id}
-    hpc_manage_output[$id]=${hpc_mf[output]-}
-    hpc_manage_mode[$id]=${hpc_mf[mode]-}
-    hpc_manage_name[$id]=''
-    for arg in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do
-      [[ $arg != --job-name=* ]] || hpc_manage_name[$id]=${arg#*=}
-    done
   done
+  if ((${#untrusted[@]})); then
+    local msg="not read: ${#untrusted[@]} manifest(s) in $hpc_manage_dir that others can change or that are not"
+    msg+=" your own files (${untrusted[0]}$( ((${#untrusted[@]} == 1)) || printf ', ...'));"
+    msg+=" if they are yours, make them yours alone: chmod go-w"
+    hpc_say "$msg"
+  fi
+  hpc_manage_index_load
+  files=("$hpc_manage_dir"/*.manifest)
+  set -f
+  for f in "${files[@]}"; do
+    name=${f##*/}
+    stamp=${stamps[$name]-}
+    [[ -n $stamp ]] || continue
+    # The index is in the order of this loop: its next line, else (a manifest new since) looked up.
+    row=${hpc_manage_index_lines[next]-}
+    if [[ $row == "$name"$'\x1f'* ]]; then
+      next=$((next + 1))
+    else
+      ((${#hpc_manage_indexed[@]} || ${#hpc_manage_index_lines[@]} < 2)) || hpc_manage_index_names
+      row=${hpc_manage_indexed[$name]-}
+    fi
+    hpc_manage_row=()
+    if [[ -n $row && ${row#*$'\x1f'} == "$stamp"$'\x1f'* ]]; then
+      # Split on 0x1f alone (each field kept, empty ones too), no glob (set -f above): inline, as
+      # this runs once per recorded job.
+      IFS=$'\x1f'
+      # shellcheck disable=SC2206
+      hpc_manage_row=($row)
+      IFS=$' \t\n'
+      [[ $row != *\\* ]] || hpc_manage_index_decode
+    fi
+    if ((${#hpc_manage_row[@]} == 11)) && [[ ${hpc_manage_row[2]} =~ ^[0-9]+$ ]]; then
+      rows+=("$row")
+    else
+      hpc_manifest_read "$f" || continue
+      hpc_manage_row=("$name" "$stamp" "${hpc_mf[job_id]}" "${hpc_mf[exp_name]-}" "${hpc_mf[kind]-}"
+        "${hpc_mf[array]-}" "${hpc_mf[origin]:-${hpc_mf[job_id]}}" "${hpc_mf[output]-}" "${hpc_mf[mode]-}" '')
+      for arg in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do
+        [[ $arg != --job-name=* ]] || hpc_manage_row[9]=${arg#*=}
+      done
+      hpc_manage_index_line
+      rows+=("$hpc_manage_index_line")
+      changed=1
+    fi
+    id=${hpc_manage_row[2]}
+    hpc_manage_file[id]=$f
+    hpc_manage_exp[$id]=${hpc_manage_row[3]}
+    hpc_manage_kind[$id]=${hpc_manage_row[4]}
+    hpc_manage_array[$id]=${hpc_manage_row[5]}
+    hpc_manage_origin[$id]=${hpc_manage_row[6]}
+    hpc_manage_output[$id]=${hpc_manage_row[7]}
+    hpc_manage_mode[$id]=${hpc_manage_row[8]}
+    hpc_manage_name[$id]=${hpc_manage_row[9]}
+  done
+  # Written anew when a manifest was read, or one indexed is gone.
+  ((changed == 0 && ${#rows[@]} + 1 == ${#hpc_manage_index_lines[@]})) ||
+    hpc_manage_index_save ${rows[@]+"${rows[@]}"}
   for id in "${!hpc_manage_file[@]}"; do
     exp=${hpc_manage_exp[$id]}
     [[ -n ${seen[$exp]-} ]] && continue
     seen[$exp]=1
     hpc_manage_exps+=("$exp")
   done
+}
+
+# The index of the manifests, manifests/.index: a first line 'hpc-manifest-index 1', then one
+# line per manifest, its fields separated by the byte 0x1f: the manifest's name, its stamp
+# (inode:size:mtime, as find prints them), job id, experiment, kind, array, origin, output
+# pattern, mode, job name, and a last field '.'. A value is escaped as in a manifest (\\ \n
+# \t \r), and 0x1f as \x1f. It is the user's own file that nobody else can write, read as
+# trusted (hpc_trusted_read, its first 64 MiB), written whole and renamed over
+# (hpc_private_write); one that may not be read is said once and left alone (never written over).
+
+# hpc_manage_index_load: sets hpc_manage_index_lines to the index's lines, its first line
+# 'hpc-manifest-index 1' (none when there is no index, or it may not be read:
+# hpc_manage_index_ok 0, said once).
+hpc_manage_index_load() {
+  local index=$hpc_manage_dir/.index
+  declare -gA hpc_manage_indexed=()
+  hpc_manage_index_lines=()
+  hpc_manage_index_ok=1
+  if ! hpc_trusted_read "$index" '' 67108864; then
+    [[ -e $index || -L $index ]] || return 0
+    hpc_say "not read: $index $hpc_trusted_problem; remove it"
+    hpc_manage_index_ok=0
+    return 0
+  fi
+  mapfile -t hpc_manage_index_lines <<<"${hpc_trusted_text%$'\n'}"
+  [[ ${hpc_manage_index_lines[0]-} == 'hpc-manifest-index 1' ]] || hpc_manage_index_lines=()
+}
+
+# hpc_manage_index_names: sets hpc_manage_indexed[NAME] to the index's line of each manifest NAME
+# (when a manifest is not where the index has it: one new since).
+hpc_manage_index_names() {
+  local line
+  for line in "${hpc_manage_index_lines[@]:1}"; do
+    [[ $line != *$'\x1f.' ]] || hpc_manage_indexed[${line%%$'\x1f'*}]=$line
+  done
+}
+
+# hpc_manage_index_decode: decodes the escaped fields of hpc_manage_row (a line of the index).
+hpc_manage_index_decode() {
+  local i
+  for i in "${!hpc_manage_row[@]}"; do
+    [[ ${hpc_manage_row[i]} != *\\* ]] || printf -v "hpc_manage_row[i]" '%b' "${hpc_manage_row[i]}"
+  done
+}
+
+# hpc_manage_index_line: sets hpc_manage_index_line to the index's line of hpc_manage_row.
+hpc_manage_index_line() {
+  local value
+  local -a out=()
+  for value in "${hpc_manage_row[@]}"; do
+    if [[ $value == *[$'\\\n\t\r\x1f']* ]]; then
+      value=${value//\\/\\\\}
+      value=${value//$'\n'/\\n}
+      value=${value//$'\t'/\\t}
+      value=${value//$'\r'/\\r}
+      value=${value//$'\x1f'/\\x1f}
+    fi
+    out+=("$value")
+  done
+  printf -v hpc_manage_index_line '%s\x1f' "${out[@]}"
+  hpc_manage_index_line+=.
+}
+
+# hpc_manage_index_save LINE...: writes the index anew with LINEs (best effort: whoever may read
+# the manifests may not write them; never over an index that was not read).
+hpc_manage_index_save() {
+  ((hpc_manage_index_ok)) || return 0
+  local text
+  printf -v text '%s\n' 'hpc-manifest-index 1' "$@"
+  hpc_private_write "$hpc_manage_dir/.index" "$text" 2>/dev/null || true
 }
 
 # hpc_manage_known: prints the known experiments for a message.
@@ -167,6 +282,23 @@ hpc_manage_pending() {
   done
 }
 
+# hpc_manage_live: sets hpc_manage_live[ID] for every job (or array job) ID that SLURM still
+# runs or holds for this user: one squeue for all of them, whatever the project's history
+# (status's default view). False, with one line, when squeue fails.
+# shellcheck disable=SC2034 # hpc_manage_live: read by commands/status.bash
+hpc_manage_live() {
+  local out line
+  declare -gA hpc_manage_live=()
+  out=$(squeue -h -u "$EUID" -o %F 2>&1) || {
+    hpc_say "squeue failed: ${out//$'\n'/ }"
+    return 1
+  }
+  while IFS= read -r line; do
+    line=${line%%|*}
+    [[ ! $line =~ ^[0-9]{1,18}$ ]] || hpc_manage_live[$line]=1
+  done <<<"$out"
+}
+
 # hpc_manage_task_keys ID: hpc_manage_keys ID, or only the task that the target named.
 hpc_manage_task_keys() {
   if [[ -n $hpc_manage_task ]]; then
@@ -178,14 +310,22 @@ hpc_manage_task_keys() {
 
 # hpc_manage_keys ID: sets hpc_manage_keys to the keys of job ID's tasks: ID_TASK for each task
 # of its array, else ID alone.
+# Each ID's keys are made once per process (hpc_manage_keys_of: a map's array of 10^5 tasks is
+# asked for them by every step of status).
 hpc_manage_keys() {
-  local i
+  local i IFS=' '
+  if [[ -n ${hpc_manage_keys_of[$1]-} ]]; then
+    # shellcheck disable=SC2206 # split on spaces: keys are digits and '_', no glob character
+    hpc_manage_keys=(${hpc_manage_keys_of[$1]})
+    return 0
+  fi
   hpc_manage_keys=()
   if [[ -n ${hpc_manage_array[$1]} ]] && hpc_manifest_expand_array "${hpc_manage_array[$1]}"; then
-    for i in "${hpc_manifest_indices[@]}"; do hpc_manage_keys+=("$1_$i"); done
+    hpc_manage_keys=("${hpc_manifest_indices[@]/#/$1_}")
   else
     hpc_manage_keys=("$1")
   fi
+  hpc_manage_keys_of[$1]="${hpc_manage_keys[*]}"
 }
 
 # ---------------------------------------------------------------------------------------------

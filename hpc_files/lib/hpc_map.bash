@@ -185,34 +185,41 @@ hpc_map_resubmit_record() {
 # (SLURM's COMPLETED with a file left RUNNING, or none, is LOST). While SLURM runs it, a file
 # still RUNNING is RUNNING; once SLURM has forgotten it, the file's state, else LOST.
 hpc_map_task_states() {
-  local root=$1 id key file text state slurm live ended
-  local -A file_state=() file_exit=() scanned=()
+  local root=$1 id key line state slurm live ended value
+  local -A file_state=() file_exit=() scanned=() slurm_live=() slurm_ended=()
   shift
   for id in "$@"; do
     [[ ${hpc_manage_mode[$id]-} == map ]] || continue
     if [[ -z ${scanned[${hpc_manage_exp[$id]}]-} ]]; then
       scanned[${hpc_manage_exp[$id]}]=1
-      for file in "$root/${hpc_manage_exp[$id]}"/*/tasks/*/status*.json; do
-        [[ -f $file && ! -L $file ]] || continue
-        text=''
-        IFS= read -r -d '' text <"$file" || true
-        [[ $text =~ \"array_job_id\":[[:space:]]*\"([0-9]+)\" ]] || continue
-        key=${BASH_REMATCH[1]}
-        [[ $text =~ \"task_id\":[[:space:]]*\"([0-9]+)\" ]] || continue
-        key+=_${BASH_REMATCH[1]}
-        [[ $text =~ \"state\":[[:space:]]*\"([A-Z_]+)\" ]] || continue
-        file_state[$key]=${BASH_REMATCH[1]} file_exit[$key]=-
-        [[ ! $text =~ \"exit_code\":[[:space:]]*(-?[0-9]+) ]] || file_exit[$key]=${BASH_REMATCH[1]}
+      # A map may have 10^5 items: one find lists the user's own regular files at their place
+      # (never through a link: neither a task's folder nor its file), and one awk reads them
+      # all: 'ARRAY_TASK STATE EXIT' each (hpc_map_status_fields).
+      hpc_map_status_fields "$root/${hpc_manage_exp[$id]}"
+      for line in ${hpc_map_status_fields[@]+"${hpc_map_status_fields[@]}"}; do
+        key=${line%% *} value=${line#* }
+        file_state[$key]=${value%% *} file_exit[$key]=${value#* }
       done
     fi
     hpc_manage_keys "$id"
     for key in "${hpc_manage_keys[@]}"; do
       slurm=${hpc_st_state[$key]-}
       state=${file_state[$key]-}
-      # SLURM still runs it (or will), or SLURM ended it (hpc_facts.bash).
-      live=0 ended=0
-      case $slurm in PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED*) live=1 ;; esac
-      hpc_facts_state_ended "$slurm" && ended=1
+      # Forgotten by SLURM (most tasks of an old map): the file's state, else LOST.
+      if [[ $slurm == UNKNOWN* ]]; then
+        [[ -n $state && $state != RUNNING ]] || state=LOST
+        hpc_st_state["$key"]=$state hpc_st_exit["$key"]=${file_exit[$key]:--}
+        continue
+      fi
+      # SLURM still runs it (or will), or SLURM ended it (hpc_facts.bash): asked once per state.
+      if [[ -z ${slurm_live[s$slurm]-} ]]; then
+        slurm_live[s$slurm]=0 slurm_ended[s$slurm]=0
+        case $slurm in
+          PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED*) slurm_live[s$slurm]=1 ;;
+        esac
+        ! hpc_facts_state_ended "$slurm" || slurm_ended[s$slurm]=1
+      fi
+      live=${slurm_live[s$slurm]} ended=${slurm_ended[s$slurm]}
       if ((ended)); then
         if [[ $slurm == COMPLETED && (-z $state || $state == RUNNING) ]]; then state=LOST; else state=$slurm; fi
       elif ((live)); then
@@ -230,6 +237,36 @@ hpc_map_task_states() {
       fi
     done
   done
+}
+
+# hpc_map_status_fields DIR: sets hpc_map_status_fields to 'ARRAY_ID_TASK_ID STATE EXIT' (EXIT
+# '-' when the file has none) for each task status file of the map folders in DIR
+# (DIR/<map>/tasks/<index>/status*.json: any attempt) that is the user's own regular file, found
+# without following a link, with its array_job_id, task_id and state as the toolkit writes them
+# ('"name": value', hpc_followup_json_object). Three processes, however many items (find stops at
+# the files' depth: what a task wrote below its folder is not walked).
+hpc_map_status_fields() {
+  local prog text
+  # shellcheck disable=SC2016 # awk's program, in single quotes
+  # Regexes written out (a regex made from a string is compiled at every use).
+  prog='FILENAME ~ /\/tasks\/[^\/]+\/status[^\/]*\.json$/ {
+      a = t = s = ""; e = "-"
+      if (match($0, /"array_job_id": ?"[0-9]+"/)) {
+        a = substr($0, RSTART, RLENGTH); gsub(/[^0-9]/, "", a)
+      }
+      if (match($0, /"task_id": ?"[0-9]+"/)) { t = substr($0, RSTART, RLENGTH); gsub(/[^0-9]/, "", t) }
+      if (match($0, /"state": ?"[A-Z_]+"/)) {
+        s = substr($0, RSTART, RLENGTH); sub(/^"state": ?"/, "", s); sub(/"$/, "", s)
+      }
+      if (match($0, /"exit_code": ?-?[0-9]+/)) { e = substr($0, RSTART, RLENGTH); sub(/^"exit_code": ?/, "", e) }
+      if (a != "" && t != "" && s != "") print a "_" t " " s " " e
+    }'
+  hpc_map_status_fields=()
+  [[ -d $1 && ! -L $1 ]] || return 0
+  text=$(find "$1" -mindepth 4 -maxdepth 4 -name 'status*.json' -type f -user "$EUID" -print0 2>/dev/null |
+    LC_ALL=C xargs -0 -r awk "$prog" 2>/dev/null) || true
+  [[ -n $text ]] || return 0
+  mapfile -t hpc_map_status_fields <<<"$text"
 }
 
 # hpc_map_gather_again ROOT: (job_submitter.sh gather EXP) submits the newest map's gather job

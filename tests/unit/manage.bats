@@ -1079,7 +1079,7 @@ Output: $outputs/one_venv-none_5000.out"
   done <<'EOT'
 status nope|nope: unknown experiment of project my project; known: e arr
 status e arr|status: unexpected word 'arr'; usage: status [EXP|JOBID[_TASK]]
-status --all|--all: unknown option of 'status'; see 'bash job_submitter.sh status --help'
+status --every|--every: unknown option of 'status'; see 'bash job_submitter.sh status --help'
 status ../e|../e: not an experiment name or a job id; known: e arr
 status 12345|12345: not a job or an experiment recorded for project my project (see 'bash job_submitter.sh status'); known: e arr
 logs|logs: needs an experiment, a job id or JOBID_TASK; known: e arr

@@ -48,6 +48,16 @@ hpc_manage_cancel() {
   local -a ids=(${hpc_manage_ids[@]+"${hpc_manage_ids[@]}"}) targets=() lines=() active=()
   hpc_manage_unrecorded=()
   [[ -z $hpc_manage_target_exp ]] || hpc_manage_pending "$hpc_manage_target_exp"
+  # A long history: only the jobs SLURM still has can be cancelled; they alone are asked about
+  # (one squeue -u finds them, hpc_manage_live), not every job ever recorded.
+  if ((${#ids[@]} > 20)); then
+    hpc_manage_live || exit 1
+    active=()
+    for id in "${ids[@]}"; do
+      [[ -z ${hpc_manage_live[$id]-} ]] || active+=("$id")
+    done
+    ids=(${active[@]+"${active[@]}"})
+  fi
   ((${#ids[@]} == 0)) || hpc_manage_states "${ids[@]}"
   for id in ${hpc_manage_unrecorded[@]+"${hpc_manage_unrecorded[@]}"}; do
     targets+=("$id")
