@@ -289,7 +289,7 @@ hpc_manage_pending() {
 hpc_manage_live() {
   local out line
   declare -gA hpc_manage_live=()
-  out=$(squeue -h -u "$EUID" -o %F 2>&1) || {
+  out=$(hpc_slurm squeue -h -u "$EUID" -o %F 2>&1) || {
     hpc_say "squeue failed: ${out//$'\n'/ }"
     return 1
   }
