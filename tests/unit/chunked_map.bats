@@ -210,6 +210,7 @@ try: print(json.load(open(sys.argv[1]))["state"])
 except OSError: print("-")' "$map_root/dir/tasks/$1/status.json"
 }
 
+# shellcheck disable=SC2034,SC2154,SC2329 # the variables the sourced library reads and sets; 'program' is run by it
 @test "a chunk's task: each item its own map_index, task_dir and status (naming the array task and the chunk); a failed item does not stop the rest; the task fails with the first failure" {
   chunk_job 1
   program() {
@@ -239,6 +240,7 @@ except OSError: print("-")' "$map_root/dir/tasks/$1/status.json"
 9 $map_root/dir/tasks/9"
 }
 
+# shellcheck disable=SC2034,SC2154,SC2329 # the variables the sourced library reads and sets; 'program' is run by it
 @test "a chunk with --chunk-stop-on-failure: the first failure stops it, the rest are NOT_RUN (resubmit --failed takes them)" {
   chunk_job 0
   hpc_plan_map_chunk_stop=1
@@ -249,6 +251,7 @@ except OSError: print("-")' "$map_root/dir/tasks/$1/status.json"
   assert_equal "$(item_state 0) $(item_state 1) $(item_state 2) $(item_state 3)" "COMPLETED FAILED NOT_RUN NOT_RUN"
 }
 
+# shellcheck disable=SC2034,SC2154,SC2329 # the variables the sourced library reads and sets; 'program' is run by it
 @test "the time-limit warning inside a chunk: the running item ends as it does, the items not started are NOT_RUN, never COMPLETED; the task is not COMPLETED" {
   chunk_job 0
   # The warning comes while item 1 runs; it finishes its work (exit 0).
