@@ -13,7 +13,7 @@ declare -g hpc_trusted_problem hpc_trusted_text
 declare -g hpc_runner_here_problem
 declare -ga hpc_runner_here_env hpc_runner_here_unset
 # The job's batch shell (hpc_job.bash, hpc_job_signals.bash): a chunk stops after a warning or TERM.
-declare -g hpc_job_warned hpc_job_ended_by_slurm
+declare -g hpc_job_warned hpc_job_ended_by_slurm scratch_dir exp_name
 
 # ---------------------------------------------------------------------------------------------
 # resubmit EXP --failed: a map's hooks of the group workflow (hpc_group_resubmit_failed)
@@ -502,10 +502,24 @@ hpc_map_chunk_setup() {
     mapfile -t -s "$hpc_map_chunk_low" -n "$((hpc_map_chunk_indices[-1] - hpc_map_chunk_low + 1))" \
       hpc_map_chunk_lines <"$map_dir/items.txt" || hpc_job_fail "map" "cannot read $map_dir/items.txt"
   fi
+  hpc_map_chunk_folders
   local how='one after the other'
   ((${hpc_plan_map_chunk_stop:-0} == 0)) || how+=', the first failure stops the rest'
   hpc_job_log "map chunk: ${#hpc_map_chunk_indices[@]} item(s) of $map_count, indices ${hpc_map_chunk_indices[0]}" \
     "to ${hpc_map_chunk_indices[-1]}, $how"
+}
+
+# hpc_map_chunk_folders: (hpc_map_chunk_setup) makes the chunk's items' task folders and
+# checkpoints folders (hpc_job_own_folders' task_I, not writable by others) in two processes, not
+# two per item; each item still checks its own as it starts (never a link).
+hpc_map_chunk_folders() {
+  local i
+  local -a tasks=() checkpoints=()
+  for i in "${hpc_map_chunk_indices[@]}"; do
+    tasks+=("$map_dir/tasks/$i") checkpoints+=("$scratch_dir/$exp_name/checkpoints/task_$i")
+  done
+  mkdir -p -- "${tasks[@]}" 2>/dev/null || true
+  (umask go-w && mkdir -p -- "${checkpoints[@]}") 2>/dev/null || true
 }
 
 # hpc_map_item_vars INDEX: a chunk's item's variables (map_index, map_item, task_dir; seed for
@@ -580,6 +594,8 @@ hpc_map_chunk_run() {
       continue
     fi
     if hpc_map_item_begin "${hpc_map_chunk_indices[k]}" "$((k + 1))" "$n"; then
+      # shellcheck disable=SC2034 # read by hpc_job_task: the first item's command line is logged
+      hpc_job_say_start=$((k == 0))
       hpc_job_run_program
       status=$hpc_job_status
       hpc_map_item_end "$status" || ((status)) || status=1

@@ -191,6 +191,8 @@ chunk_job() {
   export SLURM_JOB_ID=41 SLURM_ARRAY_JOB_ID=40 SLURM_ARRAY_TASK_ID=$1
   map_root=$BATS_TEST_TMPDIR/map
   mkdir -p "$map_root/dir/tasks"
+  # shellcheck disable=SC2034 # the job's variables, read by hpc_map.bash (the items' checkpoints)
+  scratch_dir=$BATS_TEST_TMPDIR/scratch exp_name=exp
   # shellcheck disable=SC2034 # the plan's fields, read by hpc_map.bash
   hpc_plan_map_chunk=4 hpc_plan_map_count=10 hpc_plan_map_offset=0 hpc_plan_map_dir=$map_root/dir \
     hpc_plan_map_has_items=0 hpc_plan_map_chunk_stop=0 hpc_plan_mode=map hpc_job_warned=0 hpc_job_ended_by_slurm=0
