@@ -181,8 +181,9 @@ EOF
   [[ -f $map_dir/tasks/4/status.json && ! -e $map_dir/tasks/4/status.attempt1.json ]] || fail "4's status moved"
 }
 
-# chunk_job: sources the job's side of a map alone, for task TASK of array 40 of a map of 0-9 in
-# chunks of 4; the program is the function 'program', run by a stand-in of hpc_job_run_program.
+# chunk_job TASK [real]: sources the job's side of a map alone, for task TASK of array 40 of a map
+# of 0-9 in chunks of 4; the program is the function 'program', run by a stand-in of
+# hpc_job_run_program (with 'real': hpc_job.bash's own).
 chunk_job() {
   # shellcheck source=/dev/null # hpc_job.bash is linted on its own (tests/run.sh)
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
@@ -199,6 +200,7 @@ chunk_job() {
   hpc_job_log() { printf '%s\n' "$*" >>"$BATS_TEST_TMPDIR/log"; }
   hpc_job_own_folders() { :; }
   hpc_job_task_variables_log() { :; }
+  [[ ${2-} != real ]] || return 0
   hpc_job_run_program() {
     hpc_job_status=0
     program || hpc_job_status=$?
@@ -298,4 +300,26 @@ except OSError: print("-")' "$map_root/dir/tasks/$1/status.json"
   assert_line "failed=1 3 4"
   [[ $stderr == *"task 3 is INCONSISTENT: its status file names job 40_0, whose chunk does not hold item 3"* ]] || fail "$stderr"
   [[ $stderr == *"task 4 is INCONSISTENT"* ]] || fail "$stderr"
+}
+
+# shellcheck disable=SC2034,SC2329,SC2016 # the library's variables; stand-ins run by it; the item's script expands its own
+@test "a chunk's items start from the task's own batch shell (no new bash reading the libraries and the plan per item): without job_step.sh they still run; the command line is logged for the first item only" {
+  chunk_job 2 real
+  # No job_step.sh: a new bash per item could not start.
+  hpc_plan_toolkit_dir=$BATS_TEST_TMPDIR/no-toolkit hpc_launcher_srun=() hpc_plan_launcher=none hpc_plan_runner=venv
+  mkdir -p "$hpc_plan_toolkit_dir"
+  hpc_runner_load venv
+  # The runner's environment: a stand-in that expands the command as the venv runner would.
+  hpc_runner_venv_enter() { hpc_configs_expand "$@"; }
+  printf 'printf "%%s\\n" "$map_index" >>"%s"\n' "$BATS_TEST_TMPDIR/ran" >"$BATS_TEST_TMPDIR/item.sh"
+  hpc_job_command=(bash "$BATS_TEST_TMPDIR/item.sh")
+  export HPC_JOB_T0=$EPOCHREALTIME
+  hpc_map_task_setup
+  hpc_map_chunk_run
+  assert_equal "$hpc_job_status" 0
+  run cat "$BATS_TEST_TMPDIR/ran"
+  assert_output $'8\n9'
+  run grep -c 'starting after' "$BATS_TEST_TMPDIR/log"
+  assert_output 1
+  assert_equal "$(item_state 8) $(item_state 9)" "COMPLETED COMPLETED"
 }
