@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# bench/map_chunked.bash: bench/map --chunked N (sourced by bench/map; its header says what is
+# bench/map_chunked.bash: bench/map chunked N (sourced by bench/map; its header says what is
 # measured): a chunked map of N one-line Python items against a bare array of the same width
 # running the same items in a loop, in the same run.
 
@@ -12,7 +12,7 @@ bench_wait_array() {
 # of each; prints the times.
 bench_chunked() {
   local repo=$1 n=$2 width=8 work project out id start k tasks t_floor t_toolkit t_plain plain_n python
-  [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "bench/map: --chunked N: '$n' is not a positive whole number" >&2 && exit 2; }
+  [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "bench/map: chunked N: '$n' is not a positive whole number" >&2 && exit 2; }
   bash "$repo/hpc_files/local_cluster.sh" up >/dev/null
   export SLURM_CONF=${HPC_CLUSTER_DIR:-$repo/.local_cluster}/etc/slurm.conf HPC_CLUSTER=local
   work=$(mktemp -d "${TMPDIR:-/tmp}/hpc bench.XXXXXX")
@@ -56,7 +56,7 @@ bench_chunked() {
   t_plain=$(($(bench_now_us) - start))
   awk -v n="$n" -v k="$k" -v t="$tasks" -v w="$width" -v f="$t_floor" -v c="$t_toolkit" -v d="$done_n" \
     -v pn="$plain_n" -v p="$t_plain" -v l="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {
-    printf "bench/map --chunked: %d items (python -c pass), %d tasks of %d, %d at once; load %s\n", n, t, k, w, l
+    printf "bench/map chunked: %d items (python -c pass), %d tasks of %d, %d at once; load %s\n", n, t, k, w, l
     printf "  floor: bare array, items in a loop      %8.1f s   1.00x\n", f / 1e6
     printf "  map --chunk auto (job_submitter)        %8.1f s   %.2fx   (target <= 2x)", c / 1e6, c / f
     printf "; %d items COMPLETED\n", d
