@@ -101,3 +101,43 @@ EOF
   run grep -c 'map chunk: 2 item(s) COMPLETED, 0 failed, 2 NOT_RUN' "$log"
   assert_output 1
 }
+
+@test "a chunked map in containers (-s, the apptainer stand-in): each item sees its own container paths (task_dir=/map/tasks/I) and writes its status and result; the gather sums them" {
+  # Not under /tmp: the container gets its own /tmp, which would hide the project.
+  box=$(mktemp -d /var/tmp/hpc-chunk-container.XXXXXX)
+  local box_project="$box/box project"
+  export SCRATCH=$box/scratch HOME=$box/home PATH="$HPC_ROOT/tests/fixtures/apptainer/bin:$PATH"
+  export APPTAINER_STANDIN_LOG=$box/argv
+  mkdir -p "$SCRATCH" "$HOME" "$APPTAINER_STANDIN_LOG"
+  APPTAINERENV_PREPEND_PATH=$(dirname "$(python3 -c 'import sys; print(sys.executable)')")
+  export APPTAINERENV_PREPEND_PATH
+  hpc_project_make "$box_project"
+  bash "$HPC_ROOT/tests/fixtures/apptainer/make_sif.sh" "$box_project/app.sif"
+  cp "$HPC_ROOT/tests/fixtures/map/"{featurize,gather}.py "$box_project/"
+  hpc_configs "$box_project" "python3 '$box_project/featurize.py' --index \${map_index} --item \"\${map_item}\" --out \${task_dir}"
+  printf '%s\n' 'first item' 'second' 'third' >"$box/list.txt"
+  out=$(MAP_SLEEP=0 bash "$box_project/hpc_files/job_submitter.sh" -y -s "$box_project/app.sif" -g 0 --map-over "$box/list.txt" \
+    --chunk 2 --gather "python3 '$box_project/gather.py'" -e boxchunk 2>&1) || fail "submission failed: $out"
+  job_id=$(sed -n 's/^Submitted job \([0-9][0-9]*\).*/\1/p' <<<"$out")
+  gather_id=$(sed -n 's/^Gather job \([0-9][0-9]*\):.*/\1/p' <<<"$out")
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$out")
+  [[ -n $job_id && -n $gather_id && -d $map_dir ]] || fail "no ids or map folder in: $out"
+  hpc_wait_job "$job_id" 180
+  hpc_wait_job "$gather_id" 120
+  assert_equal "$(hpc_job_state "$gather_id")" "COMPLETED 0:0"
+  run cat "$map_dir/gather_$gather_id.out"
+  assert_line "GATHER sum=5 n_ok=3 failed=''"
+  assert_equal "$(states 0 2)" "COMPLETED COMPLETED COMPLETED"
+  local items=('first item' 'second' 'third') i
+  for i in 0 1 2; do
+    run python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["item"])' "$map_dir/tasks/$i/result.json"
+    assert_output "${items[i]}"
+  done
+  # Items 0 and 1 ran in task 0, item 2 in task 1.
+  run cat "$SCRATCH/box project/hpc_outputs/"boxchunk_*_"${job_id}_0.out"
+  assert_line --partial "FEATURIZE index=0 "
+  assert_line --partial " out=/map/tasks/1"
+  run cat "$SCRATCH/box project/hpc_outputs/"boxchunk_*_"${job_id}_1.out"
+  assert_line --partial " out=/map/tasks/2"
+  rm -rf -- "${box:?}"
+}
