@@ -503,6 +503,9 @@ hpc_map_chunk_setup() {
       hpc_map_chunk_lines <"$map_dir/items.txt" || hpc_job_fail "map" "cannot read $map_dir/items.txt"
   fi
   hpc_map_chunk_folders
+  # The submitting shell's WANDB_DIR, if any, for every item (hpc_job_own_folders exports each
+  # item's own, which the next item must not take for the submitting shell's).
+  hpc_map_chunk_wandb=${WANDB_DIR-} hpc_map_chunk_wandb_set=${WANDB_DIR+1}
   local how='one after the other'
   ((${hpc_plan_map_chunk_stop:-0} == 0)) || how+=', the first failure stops the rest'
   hpc_job_log "map chunk: ${#hpc_map_chunk_indices[@]} item(s) of $map_count, indices ${hpc_map_chunk_indices[0]}" \
@@ -546,6 +549,7 @@ hpc_map_item_begin() {
     hpc_job_log "map item $1: $task_dir is a symbolic link or cannot be made: not run"
     return 1
   fi
+  if [[ -n $hpc_map_chunk_wandb_set ]]; then export WANDB_DIR=$hpc_map_chunk_wandb; else unset WANDB_DIR; fi
   hpc_job_own_folders
   hpc_followup_member_start
   hpc_map_status RUNNING '' '' || true
@@ -581,7 +585,9 @@ hpc_map_item_not_run() {
 # hpc_map_chunk_run: (the batch shell of a chunked map's task, in place of hpc_job_run_program)
 # runs its items one after the other, each as the program alone would run (its own status). A
 # failed item does not stop the rest, unless --chunk-stop-on-failure; after the time-limit
-# warning or SLURM's TERM the running item ends as it will and the rest are NOT_RUN. Sets
+# warning the running item ends as it will and the rest are NOT_RUN. After SLURM's TERM the rest
+# get no file (LOST to the reader, and resubmit --failed takes them): the time until SLURM's KILL
+# is phase 3's, which must still clean up the nodes. Sets
 # hpc_job_status: the last item's when it was stopped, else the first failure's; 1 when items
 # were not run or their status not written although the last one succeeded (never COMPLETED for
 # items that did not run).
@@ -589,7 +595,7 @@ hpc_map_chunk_run() {
   local n=${#hpc_map_chunk_indices[@]} k status=0 first=0 ok=0 failed=0 not_run=0 stop=0 stopped=0
   for ((k = 0; k < n; k++)); do
     if ((stop || hpc_job_warned || hpc_job_ended_by_slurm)); then
-      hpc_map_item_not_run "${hpc_map_chunk_indices[k]}"
+      ((hpc_job_ended_by_slurm)) || hpc_map_item_not_run "${hpc_map_chunk_indices[k]}"
       not_run=$((not_run + 1))
       continue
     fi
@@ -611,7 +617,9 @@ hpc_map_chunk_run() {
     fi
   done
   ((hpc_job_warned || hpc_job_ended_by_slurm)) && stopped=1
-  hpc_job_log "map chunk: $ok item(s) COMPLETED, $failed failed, $not_run NOT_RUN"
+  local how=NOT_RUN
+  ((hpc_job_ended_by_slurm == 0)) || how='not run (no status: SLURM ended the task)'
+  hpc_job_log "map chunk: $ok item(s) COMPLETED, $failed failed, $not_run $how"
   # Stopped by a signal: the running item's status tells how (hpc_job_main's last line).
   if ((stopped && status != 0)); then hpc_job_status=$status; else hpc_job_status=$first; fi
   ((hpc_job_status != 0 || failed + not_run == 0)) || hpc_job_status=1

@@ -181,9 +181,9 @@ EOF
   [[ -f $map_dir/tasks/4/status.json && ! -e $map_dir/tasks/4/status.attempt1.json ]] || fail "4's status moved"
 }
 
-# chunk_job TASK [real]: sources the job's side of a map alone, for task TASK of array 40 of a map
+# chunk_job TASK [real|folders]: sources the job's side of a map alone, for task TASK of array 40 of a map
 # of 0-9 in chunks of 4; the program is the function 'program', run by a stand-in of
-# hpc_job_run_program (with 'real': hpc_job.bash's own).
+# hpc_job_run_program (with 'real': hpc_job.bash's own) and of hpc_job_own_folders.
 chunk_job() {
   # shellcheck source=/dev/null # hpc_job.bash is linted on its own (tests/run.sh)
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
@@ -198,7 +198,8 @@ chunk_job() {
   hpc_plan_map_chunk=4 hpc_plan_map_count=10 hpc_plan_map_offset=0 hpc_plan_map_dir=$map_root/dir \
     hpc_plan_map_has_items=0 hpc_plan_map_chunk_stop=0 hpc_plan_mode=map hpc_job_warned=0 hpc_job_ended_by_slurm=0
   hpc_job_log() { printf '%s\n' "$*" >>"$BATS_TEST_TMPDIR/log"; }
-  hpc_job_own_folders() { :; }
+  # With 'folders': hpc_job.bash's own.
+  if [[ ${2-} != folders ]]; then hpc_job_own_folders() { :; }; fi
   hpc_job_task_variables_log() { :; }
   [[ ${2-} != real ]] || return 0
   hpc_job_run_program() {
@@ -322,4 +323,44 @@ except OSError: print("-")' "$map_root/dir/tasks/$1/status.json"
   run grep -c 'starting after' "$BATS_TEST_TMPDIR/log"
   assert_output 1
   assert_equal "$(item_state 8) $(item_state 9)" "COMPLETED COMPLETED"
+}
+
+# shellcheck disable=SC2034,SC2154,SC2329 # the library's variables; 'program' is run by it
+@test "a chunk's items each get their own WANDB_DIR and checkpoints_dir (task_I), not the first item's; one the submitting shell set is kept for every item" {
+  chunk_job 1 folders
+  hpc_plan_runner=venv hpc_plan_workdir=''
+  hpc_runner_load venv
+  program() { printf '%s %s\n' "$WANDB_DIR" "$checkpoints_dir" >>"$BATS_TEST_TMPDIR/ran"; }
+  unset WANDB_DIR
+  hpc_map_task_setup
+  hpc_map_chunk_run
+  run cat "$BATS_TEST_TMPDIR/ran"
+  local s=$BATS_TEST_TMPDIR/scratch/exp
+  assert_output "$s/task_4 $s/checkpoints/task_4
+$s/task_5 $s/checkpoints/task_5
+$s/task_6 $s/checkpoints/task_6
+$s/task_7 $s/checkpoints/task_7"
+  rm -f "$BATS_TEST_TMPDIR/ran"
+  export WANDB_DIR=$BATS_TEST_TMPDIR/mine
+  hpc_map_task_setup
+  hpc_map_chunk_run
+  run cut -d' ' -f1 "$BATS_TEST_TMPDIR/ran"
+  assert_output "$WANDB_DIR
+$WANDB_DIR
+$WANDB_DIR
+$WANDB_DIR"
+}
+
+# shellcheck disable=SC2034,SC2329 # the library's variables; 'program' is run by it
+@test "SLURM's TERM inside a chunk (scancel, the time limit): the running item gets SLURM's state, the items not started get no status (LOST: resubmit --failed takes them), none COMPLETED" {
+  chunk_job 0
+  program() { [[ $map_index != 1 ]] || { hpc_job_ended_by_slurm=1 && return 143; }; }
+  stub scontrol "show job -o 40_0 : echo 'JobId=41 ArrayJobId=40 ArrayTaskId=0 JobState=CANCELLED RunTime=00:00:05 TimeLimit=00:10:00'"
+  hpc_map_task_setup
+  hpc_map_chunk_run
+  unstub scontrol
+  assert_equal "$(item_state 0) $(item_state 1) $(item_state 2) $(item_state 3)" "COMPLETED CANCELLED - -"
+  assert_equal "$hpc_job_status" 143
+  run grep -c 'map chunk: 1 item(s) COMPLETED, 1 failed, 2 not run (no status: SLURM ended the task)' "$BATS_TEST_TMPDIR/log"
+  assert_output 1
 }
