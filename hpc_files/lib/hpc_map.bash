@@ -219,7 +219,7 @@ hpc_map_resubmit_record() {
 # folder in hpc_map_item_lines; its array tasks show SLURM's state.
 hpc_map_task_states() {
   local root=$1 id key file text state slurm live ended folder
-  local -A file_state=() file_exit=() scanned=() item_counts=()
+  local -A file_state=() file_exit=() scanned=() item_counts=() item_n=()
   hpc_map_item_lines=()
   shift
   for id in "$@"; do
@@ -239,7 +239,8 @@ hpc_map_task_states() {
           # An item of a chunk: counted by its newest state (its status.json).
           [[ ${file##*/} == status.json ]] || continue
           folder=${file%/tasks/*} state=${BASH_REMATCH[1]}
-          item_counts[$folder]+=" $state"
+          item_counts[$folder]=1 key=$folder/$state
+          item_n[$key]=$((${item_n[$key]:-0} + 1))
           continue
         fi
         file_state[$key]=${BASH_REMATCH[1]} file_exit[$key]=-
@@ -271,16 +272,19 @@ hpc_map_task_states() {
       fi
     done
   done
-  for folder in "${!item_counts[@]}"; do hpc_map_item_line "$folder" "${item_counts[$folder]}"; done
+  for folder in "${!item_counts[@]}"; do hpc_map_item_line "$folder"; done
 }
 
-# hpc_map_item_line FOLDER STATES: adds to hpc_map_item_lines the line of the chunked map in
-# FOLDER whose items' newest states are STATES (space-separated): how many items in each state,
-# those without a status file not started.
+# hpc_map_item_line FOLDER: (hpc_map_task_states, whose item_n counts the items of each folder
+# per state: FOLDER/STATE) adds to hpc_map_item_lines the line of the chunked map in FOLDER: how
+# many items in each state, those without a status file not started.
 hpc_map_item_line() {
-  local folder=$1 state count=0 seen=0 line text=''
+  local folder=$1 state key count=0 seen=0 line text=''
   local -A n=()
-  for state in $2; do n[$state]=$((${n[$state]:-0} + 1)) seen=$((seen + 1)); done
+  for key in "${!item_n[@]}"; do
+    [[ ${key%/*} == "$folder" ]] || continue
+    state=${key##*/} n[$state]=${item_n[$key]} seen=$((seen + ${item_n[$key]}))
+  done
   IFS= read -r -d '' text <"$folder/manifest.json" || true
   [[ ! $text =~ \"count\":\ ([0-9]+) ]] || count=${BASH_REMATCH[1]}
   ((count <= seen)) || n['not started']=$((count - seen))
