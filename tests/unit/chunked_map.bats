@@ -364,3 +364,15 @@ $WANDB_DIR"
   run grep -c 'map chunk: 1 item(s) COMPLETED, 1 failed, 2 not run (no status: SLURM ended the task)' "$BATS_TEST_TMPDIR/log"
   assert_output 1
 }
+
+@test "the gather's verdict line of a map with thousands of failed items names the first 20 and how many more (the table has them all), not a line of megabytes" {
+  local dir=$BATS_TEST_TMPDIR/map/tasks
+  mkdir -p "$dir"
+  # 2,000 keys, none with a file: all LOST (no manifest: nothing asked of SLURM).
+  PYTHONPATH=$HPC_ROOT/python_helpers/src run --separate-stderr python3 -m hpc_helpers.followup read --dir "$dir" \
+    --keys 0-1999 --policy all-ok --out "$BATS_TEST_TMPDIR/st" --rerun 'bash job_submitter.sh resubmit x --failed'
+  assert_failure 1
+  assert_equal "$stderr" "gather not run: policy all-ok needs 2000/2000 tasks, 0 ok; failed: 0 (LOST), 1 (LOST), 2 (LOST), 3 (LOST), 4 (LOST), 5 (LOST), 6 (LOST), 7 (LOST), 8 (LOST), 9 (LOST), 10 (LOST), 11 (LOST), 12 (LOST), 13 (LOST), 14 (LOST), 15 (LOST), 16 (LOST), 17 (LOST), 18 (LOST), 19 (LOST) and 1980 more ($BATS_TEST_TMPDIR/st.tsv); to re-run them: bash job_submitter.sh resubmit x --failed"
+  run grep -c LOST "$BATS_TEST_TMPDIR/st.tsv"
+  assert_output 2000
+}

@@ -336,10 +336,16 @@ def _failure_text(s: TaskStatus) -> str:
     return f"{s.key} ({s.state})"
 
 
+#: The failed tasks a verdict line names; the rest are counted (the table names them all).
+VERDICT_NAMED = 20
+
+
 def verdict_line(
-    statuses: Sequence[TaskStatus], policy: Policy, rerun: str = "", what: str = "gather"
+    statuses: Sequence[TaskStatus], policy: Policy, rerun: str = "", what: str = "gather",
+    table: str = "",
 ) -> str:
-    """The one line the follow-up job prints: run, or not run and why."""
+    """The one line the follow-up job prints: run, or not run and why (the first VERDICT_NAMED
+    failed tasks by name, then how many more, and where TABLE, if given, lists them)."""
     met, needed = evaluate(statuses, policy)
     n_ok = sum(1 for s in statuses if s.ok)
     failed = [s for s in statuses if not s.ok]
@@ -348,7 +354,9 @@ def verdict_line(
         f"{needed}/{len(statuses)} tasks, {n_ok} ok"
     )
     if failed:
-        text += "; failed: " + ", ".join(_failure_text(s) for s in failed)
+        text += "; failed: " + ", ".join(_failure_text(s) for s in failed[:VERDICT_NAMED])
+        if len(failed) > VERDICT_NAMED:
+            text += f" and {len(failed) - VERDICT_NAMED} more" + (f" ({table})" if table else "")
         if rerun:
             text += f"; to re-run them: {rerun}"
     return text
@@ -404,8 +412,9 @@ def _read_command(args: argparse.Namespace) -> int:
         return 2
     unit_dir = Path(args.dir)
     statuses = read_statuses(unit_dir, keys, args.array_job_id)
-    verdict = verdict_line(statuses, policy, args.rerun, args.what)
     prefix = Path(args.out)
+    verdict = verdict_line(statuses, policy, args.rerun, args.what,
+                           table=str(prefix.with_name(prefix.name + ".tsv")))
     try:
         write_table(prefix, statuses, policy, verdict)
     except OSError as err:
