@@ -577,6 +577,19 @@ hpc_map_item_end() {
   return 1
 }
 
+# hpc_map_item_done INDEX: (a chunk's task requeued: SLURM_RESTART_COUNT > 0) true, logged, when
+# item INDEX's status.json says this array task completed it in this attempt, in an earlier run
+# (read as the reader does: a regular file, not a link): it is not run again.
+hpc_map_item_done() {
+  local file=$map_dir/tasks/$1/status.json text=''
+  [[ -f $file && ! -L $file && ! -L ${file%/*} ]] || return 1
+  IFS= read -r -d '' text <"$file" || true
+  [[ $text =~ \"state\":\ \"COMPLETED\" && $text == *"\"array_job_id\": \"${SLURM_ARRAY_JOB_ID:-}\""* &&
+    $text == *"\"task_id\": \"${SLURM_ARRAY_TASK_ID:-}\""* && $text =~ \"attempt\":\ ([0-9]+) &&
+    ${BASH_REMATCH[1]} == "${hpc_plan_map_attempt:-1}" ]] || return 1
+  hpc_job_log "map item $1: COMPLETED by this task in an earlier run (restart $SLURM_RESTART_COUNT): not run again"
+}
+
 # hpc_map_item_not_run INDEX: (a chunk stopped: the time-limit warning, SLURM's TERM, a failure
 # with --chunk-stop-on-failure) the item's status NOT_RUN, so that resubmit --failed runs it.
 hpc_map_item_not_run() {
@@ -601,6 +614,10 @@ hpc_map_chunk_run() {
     if ((stop || hpc_job_warned || hpc_job_ended_by_slurm)); then
       ((hpc_job_ended_by_slurm)) || hpc_map_item_not_run "${hpc_map_chunk_indices[k]}"
       not_run=$((not_run + 1))
+      continue
+    fi
+    if ((${SLURM_RESTART_COUNT:-0} > 0)) && hpc_map_item_done "${hpc_map_chunk_indices[k]}"; then
+      ok=$((ok + 1))
       continue
     fi
     if hpc_map_item_begin "${hpc_map_chunk_indices[k]}" "$((k + 1))" "$n"; then

@@ -376,3 +376,25 @@ $WANDB_DIR"
   run grep -c LOST "$BATS_TEST_TMPDIR/st.tsv"
   assert_output 2000
 }
+
+# shellcheck disable=SC2034,SC2329 # the library's variables; 'program' is run by it
+@test "a chunk's task requeued (--requeue after the warning): the items it completed in an earlier run are not run again; the others are, a file naming another task is not taken for its own" {
+  chunk_job 0
+  program() { printf '%s\n' "$map_index" >>"$BATS_TEST_TMPDIR/ran"; }
+  hpc_map_task_setup
+  mkdir -p "$map_root/dir/tasks/"{0,1,2}
+  printf '{"state": "COMPLETED", "array_job_id": "40", "task_id": "0", "attempt": 1}\n' >"$map_root/dir/tasks/0/status.json"
+  printf '{"state": "COMPLETED", "array_job_id": "40", "task_id": "1", "attempt": 1}\n' >"$map_root/dir/tasks/1/status.json"
+  printf '{"state": "NOT_RUN", "array_job_id": "40", "task_id": "0", "attempt": 1}\n' >"$map_root/dir/tasks/2/status.json"
+  SLURM_RESTART_COUNT=1 hpc_map_chunk_run
+  assert_equal "$hpc_job_status" 0
+  run cat "$BATS_TEST_TMPDIR/ran"
+  assert_output $'1\n2\n3'
+  run grep -c 'map item 0: COMPLETED by this task in an earlier run (restart 1): not run again' "$BATS_TEST_TMPDIR/log"
+  assert_output 1
+  # The first run runs every item, whatever the files say.
+  rm -f "$BATS_TEST_TMPDIR/ran"
+  hpc_map_chunk_run
+  run cat "$BATS_TEST_TMPDIR/ran"
+  assert_output $'0\n1\n2\n3'
+}
