@@ -219,7 +219,7 @@ hpc_map_resubmit_record() {
 # folder in hpc_map_item_lines; its array tasks show SLURM's state.
 hpc_map_task_states() {
   local root=$1 id key file text state slurm live ended folder
-  local -A file_state=() file_exit=() scanned=() item_counts=() item_n=()
+  local -A file_state=() file_exit=() scanned=() item_counts=() item_n=() chunk_task=()
   hpc_map_item_lines=()
   shift
   for id in "$@"; do
@@ -236,7 +236,9 @@ hpc_map_task_states() {
         key+=_${BASH_REMATCH[1]}
         [[ $text =~ \"state\":[[:space:]]*\"([A-Z_]+)\" ]] || continue
         if [[ $text == *'"chunk": '* ]]; then
-          # An item of a chunk: counted by its newest state (its status.json).
+          # An item of a chunk: counted by its newest state (its status.json); its task keeps
+          # SLURM's state (it writes no file of its own).
+          chunk_task[$key]=1
           [[ ${file##*/} == status.json ]] || continue
           folder=${file%/tasks/*} state=${BASH_REMATCH[1]}
           item_counts[$folder]=1 key=$folder/$state
@@ -249,6 +251,7 @@ hpc_map_task_states() {
     fi
     hpc_manage_keys "$id"
     for key in "${hpc_manage_keys[@]}"; do
+      [[ -z ${chunk_task[$key]-} ]] || continue
       slurm=${hpc_st_state[$key]-}
       state=${file_state[$key]-}
       # SLURM still runs it (or will), or SLURM ended it (hpc_facts.bash).

@@ -68,6 +68,9 @@ EOF
   run bash "$PROJECT/hpc_files/job_submitter.sh" status chunks
   assert_success
   assert_line --regexp "^map chunks/${map_dir##*/}: 10 items: 9 COMPLETED, 1 FAILED$"
+  # Each chunk's task: SLURM's state (no file of its own; its items' files are counted above).
+  assert_line --regexp "^${job_id}_0 +chunks +venv-none +COMPLETED +"
+  assert_line --regexp "^${job_id}_1 +chunks +venv-none +FAILED +"
   # Item 5 again, alone; the others untouched.
   run bash "$PROJECT/hpc_files/job_submitter.sh" resubmit chunks --failed
   assert_success
