@@ -128,6 +128,12 @@
 #                              and ends FAILED without running CMD.
 #   --gather-cpus N, --gather-gpus N, --gather-time TIME
 #                              The gather job's CPUs (1), GPUs (0) and time limit (00:30:00).
+#   --chunk K|auto             K items per array task, one after the other in the task (each
+#                              still its own map_index, map_item, task_dir, status and result).
+#                              auto: as few tasks as keep the parallelism allowed (--max-concurrent
+#                              or the cluster's throttle) and fit MaxArraySize: K = the larger of
+#                              ceil(items / throttle) and ceil(items / MaxArraySize).
+#   --chunk-stop-on-failure    A failed item ends its chunk (the rest recorded NOT_RUN).
 #
 # Scaling test (one job per configuration, then a report job that runs when all have ended):
 #   --scaling-test             The same command on N nodes x G GPUs per node for every N of

@@ -28,7 +28,7 @@ declare -g scratch_dir exp_name hpc_plan_launcher hpc_plan_runner hpc_plan_pytho
   hpc_plan_nodes hpc_plan_gpus hpc_job_guards_PID hpc_plan_token hpc_plan_exp_name
 # hpc_scaling.bash (a scaling run's): its folder, its key, the folder its program starts in;
 # hpc_map.bash: a map task's count.
-declare -g scaling_run_dir hpc_plan_scaling_key hpc_scaling_workdir map_count task_dir
+declare -g scaling_run_dir hpc_plan_scaling_key hpc_scaling_workdir map_count task_dir hpc_map_chunked
 # The runner module (hpc_files/lib/runners/): its Python and its folders.
 declare -g hpc_runner_python hpc_runner_wandb_dir hpc_runner_wandb_host
 declare -ga hpc_plan_modules hpc_plan_command hpc_plan_offline_commands hpc_plan_copy_back \
@@ -140,16 +140,22 @@ hpc_job_run_program() {
     hpc_interactive_shell
     return 0
   fi
-  local step=(bash "$hpc_plan_toolkit_dir/job_step.sh" task --) first_failure
+  local step=(bash "$hpc_plan_toolkit_dir/job_step.sh" task --) first_failure=''
   # srun returns the highest exit status of its tasks, and the tasks it stopped after the first
   # failure (--kill-on-bad-exit) count as 128+SIGTERM. The program's own status is the first
   # task's that "Exited with exit code N": srun says which on its stderr, which passes through
   # tee (to the job's output) and a grep that keeps that first line.
-  first_failure=$(mktemp "${TMPDIR:-/tmp}/hpc_first_failure.XXXXXX")
   # The launcher's srun options (hpc_launcher_NAME_srun, set in hpc_job_main); none: no srun.
   if ((${#hpc_launcher_srun[@]} == 0)); then
-    "${step[@]}" "${hpc_job_command[@]}" &
+    if ((${hpc_map_chunked:-0})); then
+      # An item of a chunked map: job_step.sh's task in a subshell of this shell, which has
+      # loaded the plan and the libraries already (a new bash would read them again per item).
+      (hpc_job_task "${hpc_job_command[@]}") &
+    else
+      "${step[@]}" "${hpc_job_command[@]}" &
+    fi
   else
+    first_failure=$(mktemp "${TMPDIR:-/tmp}/hpc_first_failure.XXXXXX")
     srun "${hpc_launcher_srun[@]}" "${step[@]}" "${hpc_job_command[@]}" \
       2> >(tee -p >(grep -m 1 -oE ': tasks? [0-9,-]+: Exited with exit code [0-9]+$' >"$first_failure") >&2) &
   fi
@@ -176,7 +182,7 @@ hpc_job_run_program() {
       hpc_job_status=${BASH_REMATCH[1]}
     fi
   fi
-  rm -f -- "${first_failure:?}"
+  [[ -z ${first_failure:-} ]] || rm -f -- "${first_failure:?}"
 }
 
 # hpc_job_array_setup: what an array task gets: repeats a seed; offline grid points their own
@@ -199,6 +205,8 @@ hpc_job_array_setup() {
       # shellcheck source=/dev/null # hpc_map.bash: linted on its own (see docs/architecture.md)
       source "$hpc_plan_toolkit_dir/lib/hpc_map.bash"
       if [[ $hpc_plan_mode == map ]]; then hpc_map_task_setup; else hpc_map_gather_setup; fi
+      # A chunk's items get their own folders one by one, as each starts (hpc_map_chunk_run).
+      ((${hpc_map_chunked:-0} == 0)) || return 0
       ;;
     scaling | scaling-report)
       # shellcheck source=/dev/null # hpc_scaling.bash: linted on its own (see docs/architecture.md)
@@ -397,7 +405,8 @@ hpc_job_main() {
   hpc_job_usage_start
   # A scaling run times the launcher command, just before to just after (hpc_scaling.bash).
   [[ ${hpc_plan_mode:-single} != scaling ]] || hpc_scaling_run_start
-  hpc_job_run_program
+  # A chunked map's task runs its items one after the other (hpc_map.bash).
+  if ((${hpc_map_chunked:-0})); then hpc_map_chunk_run; else hpc_job_run_program; fi
   [[ ${hpc_plan_mode:-single} != scaling ]] || hpc_scaling_run_stop
   trap - TERM INT "$HPC_WARNING_SIGNAL"
   local warning_code
@@ -438,7 +447,9 @@ hpc_job_main() {
     ((hpc_job_status != 0)) || hpc_job_status=1
   fi
   # A map task's final status, for its gather (hpc_map.bash).
-  [[ ${hpc_plan_mode:-single} != map ]] || hpc_map_task_end "$hpc_job_status" || hpc_job_status=$?
+  # A chunk's items wrote theirs as each ended.
+  [[ ${hpc_plan_mode:-single} != map ]] || ((${hpc_map_chunked:-0})) || hpc_map_task_end "$hpc_job_status" ||
+    hpc_job_status=$?
   [[ ${hpc_plan_mode:-single} != scaling ]] || hpc_scaling_run_end "$hpc_job_status"
   hpc_job_maybe_requeue
   hpc_job_requeue_records_remove

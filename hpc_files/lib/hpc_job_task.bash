@@ -125,7 +125,9 @@ hpc_job_task() {
   # The launcher's command for this task, with the runner's wrap where the launcher puts it.
   "hpc_launcher_${hpc_plan_launcher}_task" "${hpc_configs_argv[@]}"
   argv=("${hpc_launcher_argv[@]}")
-  if [[ ${SLURM_LOCALID:-0} == 0 ]]; then
+  # A chunked map's items after its first say only which item starts (hpc_map_chunk_run): the
+  # masked command line costs tens of milliseconds per item.
+  if [[ ${SLURM_LOCALID:-0} == 0 && ${hpc_job_say_start:-1} == 1 ]]; then
     local shown=("${argv[@]}") i code_name=hpc_launcher_${hpc_plan_launcher}_code
     for i in "${!shown[@]}"; do
       [[ ${shown[i]} != "$hpc_job_rank_lines_code" ]] || shown[i]=HPC_RANK_LINES_CODE

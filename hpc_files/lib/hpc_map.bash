@@ -12,6 +12,8 @@ declare -g hpc_trusted_problem hpc_trusted_text
 # The map's runner module (gather --here): hpc_runner_NAME_here's answer.
 declare -g hpc_runner_here_problem
 declare -ga hpc_runner_here_env hpc_runner_here_unset
+# The job's batch shell (hpc_job.bash, hpc_job_signals.bash): a chunk stops after a warning or TERM.
+declare -g hpc_job_warned hpc_job_ended_by_slurm scratch_dir exp_name
 
 # ---------------------------------------------------------------------------------------------
 # resubmit EXP --failed: a map's hooks of the group workflow (hpc_group_resubmit_failed)
@@ -27,7 +29,7 @@ hpc_map_group_facts() {
 # what the resubmission runs: the kept task.sh and gather.sh and the array's plan file.
 hpc_map_resubmit_read() {
   local line first='' dir=$2 i
-  hpc_map_r_throttle='' hpc_map_r_gather_ids='' hpc_map_r_attempt=2
+  hpc_map_r_throttle='' hpc_map_r_gather_ids='' hpc_map_r_attempt=2 hpc_map_r_chunk=0
   while IFS= read -r line; do
     case $line in
       first=*) first=${line#*=} ;;
@@ -36,6 +38,7 @@ hpc_map_resubmit_read() {
       gather_ids=*) hpc_map_r_gather_ids=${line#*=} ;;
       failed=*) read -ra hpc_group_failed <<<"${line#*=}" ;;
       attempt=*) hpc_map_r_attempt=${line#*=} ;;
+      chunk=*) hpc_map_r_chunk=${line#*=} ;;
     esac
   done <<<"$1"
   [[ -n $first ]] || hpc_die "cannot read the map in $dir"
@@ -45,6 +48,7 @@ hpc_map_resubmit_read() {
   hpc_group_check_ids "$dir/manifest.json" ${hpc_group_live[@]+"${hpc_group_live[@]}"} \
     ${gather_ids[@]+"${gather_ids[@]}"}
   ((${#hpc_group_live[@]})) || hpc_die "$dir/manifest.json names no array job; nothing was submitted"
+  [[ $hpc_map_r_chunk =~ ^[0-9]{1,9}$ ]] || hpc_map_r_chunk=0
   if ! [[ $hpc_map_r_throttle =~ ^[0-9]*$ ]]; then
     local msg="$dir/manifest.json holds the throttle '$hpc_map_r_throttle', which is not a whole number;"
     hpc_die "$msg nothing was submitted"
@@ -99,7 +103,16 @@ hpc_map_resubmit_members() {
   hpc_map_r_max=$max hpc_map_r_specs=() hpc_map_r_lists=() hpc_map_r_plans=() hpc_map_array_ids=()
   size=${#indices[@]}
   [[ -z $max ]] || ((max <= 0 || max >= size)) || size=$max
-  for ((start = 0; start < ${#indices[@]}; start += size)); do
+  if ((hpc_map_r_chunk)); then
+    # A chunked map: its failed items chunked again (hpc_map_chunk_rule, at most K as before),
+    # one array whose task t runs the t-th K of them.
+    hpc_map_chunk_rule "${#indices[@]}" "${throttle:-1}" "$max"
+    ((hpc_map_chunk_auto <= hpc_map_r_chunk)) || hpc_map_chunk_auto=$hpc_map_r_chunk
+    hpc_map_r_k=$hpc_map_chunk_auto size=${#indices[@]}
+    hpc_map_r_lists+=("${indices[*]}")
+    hpc_map_r_specs+=("0-$(((size + hpc_map_r_k - 1) / hpc_map_r_k - 1))${throttle:+%$throttle}")
+  fi
+  for ((start = 0; start < ${#indices[@]} && ! hpc_map_r_chunk; start += size)); do
     chunk=("${indices[@]:start:size}")
     if [[ -n $max ]] && ((chunk[-1] >= max)); then
       hpc_map_r_lists+=("${chunk[*]}") hpc_map_r_specs+=("0-$((${#chunk[@]} - 1))${throttle:+%$throttle}")
@@ -114,6 +127,7 @@ hpc_map_resubmit_members() {
     printf -v text '# resubmit --failed: the same map folder, attempt %s.\nhpc_plan_map_dir=%q\n' "$attempt" "$dir"
     printf -v text '%shpc_plan_map_attempt=%q\nhpc_plan_map_offset=0\nhpc_plan_map_indices=%q\n' \
       "$text" "$attempt" "${hpc_map_r_lists[k]}"
+    ((hpc_map_r_chunk == 0)) || printf -v text '%shpc_plan_map_chunk=%q\n' "$text" "$hpc_map_r_k"
     hpc_group_replan "$hpc_map_r_plan" "the map's array" "$text"
     hpc_map_r_plans+=("$hpc_plan_file")
     hpc_group_script_for "$hpc_map_r_script" "$hpc_plan_file"
@@ -145,6 +159,8 @@ hpc_map_resubmit_record() {
   local dir=$1 k first=${hpc_group_live[0]} gather_id=$hpc_group_followup_id max=$hpc_map_r_max
   local -a record=() old_gather=()
   for k in "${hpc_group_members_ids[@]}"; do record+=(--array "$k"); done
+  # A chunked resubmission: which task runs which item.
+  ((hpc_map_r_chunk == 0)) || record+=(--chunk "$hpc_map_r_k" --indices "${hpc_map_r_lists[0]}")
   hpc_group_helpers map-record --dir "$dir" "${record[@]}" --gather "$gather_id" ||
     hpc_say "cannot record jobs ${hpc_group_members_ids[*]} $gather_id in $dir/manifest.json"
   for k in "${!hpc_group_members_ids[@]}"; do
@@ -168,9 +184,14 @@ hpc_map_resubmit_record() {
         "$gather_id" "$ids" "$dir/gather_$gather_id.out"
     return 0
   fi
-  printf -v hpc_group_summary 'Resubmitted task(s) %s of map %s as job %s (array %s%s)\n' \
-    "$hpc_map_r_ranges" "${dir##*/}" "$id" "$spec" \
-    "${hpc_map_r_lists[0]:+, task ids ${spec%\%*} are indices ${hpc_map_r_lists[0]}: above MaxArraySize $max}"
+  if ((hpc_map_r_chunk)); then
+    printf -v hpc_group_summary 'Resubmitted item(s) %s of map %s as job %s (array %s, %s item(s) per task)\n' \
+      "$hpc_map_r_ranges" "${dir##*/}" "$id" "$spec" "$hpc_map_r_k"
+  else
+    printf -v hpc_group_summary 'Resubmitted task(s) %s of map %s as job %s (array %s%s)\n' \
+      "$hpc_map_r_ranges" "${dir##*/}" "$id" "$spec" \
+      "${hpc_map_r_lists[0]:+, task ids ${spec%\%*} are indices ${hpc_map_r_lists[0]}: above MaxArraySize $max}"
+  fi
   [[ -z $gather_id ]] ||
     printf -v hpc_group_summary '%sGather job %s: after job %s ends (afterany); output %s\n' "$hpc_group_summary" \
       "$gather_id" "$id" "$dir/gather_$gather_id.out"
@@ -184,9 +205,12 @@ hpc_map_resubmit_record() {
 # says FAILED is not believed), except that it is never COMPLETED without a file of its own
 # (SLURM's COMPLETED with a file left RUNNING, or none, is LOST). While SLURM runs it, a file
 # still RUNNING is RUNNING; once SLURM has forgotten it, the file's state, else LOST.
+# A chunked map's items (their files say "chunk") are counted per state instead, one line per map
+# folder in hpc_map_item_lines; its array tasks show SLURM's state.
 hpc_map_task_states() {
-  local root=$1 id key line state slurm live ended value
-  local -A file_state=() file_exit=() scanned=() slurm_live=() slurm_ended=()
+  local root=$1 id key line state slurm live ended value exit chunk file folder
+  local -A file_state=() file_exit=() scanned=() slurm_live=() slurm_ended=() item_counts=() item_n=() chunk_task=()
+  hpc_map_item_lines=()
   shift
   for id in "$@"; do
     [[ ${hpc_manage_mode[$id]-} == map ]] || continue
@@ -194,15 +218,28 @@ hpc_map_task_states() {
       scanned[${hpc_manage_exp[$id]}]=1
       # A map may have 10^5 items: one find lists the user's own regular files at their place
       # (never through a link: neither a task's folder nor its file), and one awk reads them
-      # all: 'ARRAY_TASK STATE EXIT' each (hpc_map_status_fields).
+      # all: 'ARRAY_TASK STATE EXIT CHUNK FILE' each (hpc_map_status_fields).
       hpc_map_status_fields "$root/${hpc_manage_exp[$id]}"
       for line in ${hpc_map_status_fields[@]+"${hpc_map_status_fields[@]}"}; do
         key=${line%% *} value=${line#* }
-        file_state[$key]=${value%% *} file_exit[$key]=${value#* }
+        state=${value%% *} value=${value#* }
+        exit=${value%% *} value=${value#* }
+        chunk=${value%% *} file=${value#* }
+        if ((chunk)); then
+          # An item of a chunk: counted by its newest state (its status.json); its task keeps
+          # SLURM's state (it writes no file of its own).
+          chunk_task[$key]=1
+          [[ ${file##*/} == status.json ]] || continue
+          folder=${file%/tasks/*} item_counts[$folder]=1 key=$folder/$state
+          item_n[$key]=$((${item_n[$key]:-0} + 1))
+          continue
+        fi
+        file_state[$key]=$state file_exit[$key]=$exit
       done
     fi
     hpc_manage_keys "$id"
     for key in "${hpc_manage_keys[@]}"; do
+      [[ -z ${chunk_task[$key]-} ]] || continue
       slurm=${hpc_st_state[$key]-}
       state=${file_state[$key]-}
       # Forgotten by SLURM (most tasks of an old map): the file's state, else LOST.
@@ -237,10 +274,33 @@ hpc_map_task_states() {
       fi
     done
   done
+  for folder in "${!item_counts[@]}"; do hpc_map_item_line "$folder"; done
 }
 
-# hpc_map_status_fields DIR: sets hpc_map_status_fields to 'ARRAY_ID_TASK_ID STATE EXIT' (EXIT
-# '-' when the file has none) for each task status file of the map folders in DIR
+# hpc_map_item_line FOLDER: (hpc_map_task_states, whose item_n counts the items of each folder
+# per state: FOLDER/STATE) adds to hpc_map_item_lines the line of the chunked map in FOLDER: how
+# many items in each state, those without a status file not started.
+hpc_map_item_line() {
+  local folder=$1 state key count=0 seen=0 line text=''
+  local -A n=()
+  for key in "${!item_n[@]}"; do
+    [[ ${key%/*} == "$folder" ]] || continue
+    state=${key##*/} n[$state]=${item_n[$key]} seen=$((seen + ${item_n[$key]}))
+  done
+  IFS= read -r -d '' text <"$folder/manifest.json" || true
+  [[ ! $text =~ \"count\":\ ([0-9]+) ]] || count=${BASH_REMATCH[1]}
+  ((count <= seen)) || n['not started']=$((count - seen))
+  line="map ${folder#"${folder%/*/*}"/}: $((count > seen ? count : seen)) items:"
+  for state in COMPLETED RUNNING FAILED NOT_RUN 'not started' "${!n[@]}"; do
+    [[ -n ${n[$state]-} ]] || continue
+    line+=" ${n[$state]} $state,"
+    unset 'n[$state]'
+  done
+  hpc_map_item_lines+=("${line%,}")
+}
+
+# hpc_map_status_fields DIR: sets hpc_map_status_fields to 'ARRAY_ID_TASK_ID STATE EXIT CHUNK FILE'
+# (EXIT '-' when the file has none; CHUNK 1 for an item of a chunked map's task, else 0) for each task status file of the map folders in DIR
 # (DIR/<map>/tasks/<index>/status*.json: any attempt) that is the user's own regular file, found
 # without following a link, with its array_job_id, task_id and state as the toolkit writes them
 # ('"name": value', hpc_followup_json_object). Three processes, however many items (find stops at
@@ -259,7 +319,8 @@ hpc_map_status_fields() {
         s = substr($0, RSTART, RLENGTH); sub(/^"state": ?"/, "", s); sub(/"$/, "", s)
       }
       if (match($0, /"exit_code": ?-?[0-9]+/)) { e = substr($0, RSTART, RLENGTH); sub(/^"exit_code": ?/, "", e) }
-      if (a != "" && t != "" && s != "") print a "_" t " " s " " e
+      c = index($0, "\"chunk\": ") ? 1 : 0
+      if (a != "" && t != "" && s != "") print a "_" t " " s " " e " " c " " FILENAME
     }'
   hpc_map_status_fields=()
   [[ -d $1 && ! -L $1 ]] || return 0
@@ -371,6 +432,10 @@ hpc_map_gather_here() {
 # folder and writes its status RUNNING.
 hpc_map_task_setup() {
   local i line
+  if ((${hpc_plan_map_chunk:-0})); then
+    hpc_map_chunk_setup
+    return 0
+  fi
   hpc_map_task_index || return 1
   i=$hpc_map_index
   export map_index=$i map_count=${hpc_plan_map_count:?}
@@ -415,14 +480,17 @@ hpc_map_task_index() {
   fi
 }
 
-# hpc_map_status STATE EXIT_CODE END_UTC [END_S]: writes the task's status.json.
+# hpc_map_status STATE EXIT_CODE END_UTC [END_S]: writes the task's status.json (a chunk's item:
+# its own, naming its array task and the chunk's size).
 hpc_map_status() {
   local log=${hpc_plan_map_log:-}
+  local -a chunk=()
+  ((${hpc_map_chunked:-0} == 0)) || chunk=("chunk:=$hpc_plan_map_chunk")
   log=${log//%A/${SLURM_ARRAY_JOB_ID:-}}
   log=${log//%a/${SLURM_ARRAY_TASK_ID:-}}
   hpc_followup_member_status "$task_dir/status.json" "$map_index" "$1" "$2" "$3" "${4:-}" "$log" \
     "index:=$map_index" "item=$map_item" "array_job_id=${SLURM_ARRAY_JOB_ID:-}" \
-    "task_id=${SLURM_ARRAY_TASK_ID:-}" "attempt:=${hpc_plan_map_attempt:-1}" && return 0
+    "task_id=${SLURM_ARRAY_TASK_ID:-}" "attempt:=${hpc_plan_map_attempt:-1}" ${chunk[@]+"${chunk[@]}"} && return 0
   hpc_job_log "cannot write $task_dir/status.json"
   return 1
 }
@@ -438,6 +506,176 @@ hpc_map_task_end() {
   hpc_job_log "FAILED at step 'map-status': the task's final status was not written"
   (($1 != 0)) || return 1
   return "$1"
+}
+
+# ---------------------------------------------------------------------------------------------
+# A chunked map's task (--chunk K): its K items one after the other, each with its own variables,
+# folders and status.json, started from this batch shell (no new bash per item).
+
+# hpc_map_chunk_setup: (a chunked map's batch shell) the map's variables and this task's items:
+# hpc_map_chunk_indices (the task id-th K indices: of the resubmission's list, hpc_plan_map_indices,
+# else of the map's offset..offset+count-1) and their lines of items.txt (hpc_map_chunk_lines,
+# read once for the whole chunk).
+hpc_map_chunk_setup() {
+  local task=${SLURM_ARRAY_TASK_ID:?} k=${hpc_plan_map_chunk:?} start i end
+  local -a indices=()
+  hpc_map_chunked=1 hpc_map_chunk_indices=() hpc_map_chunk_lines=() hpc_map_chunk_low=0
+  export map_count=${hpc_plan_map_count:?}
+  export map_dir=${hpc_plan_map_dir:-${hpc_plan_map_root:?}/${hpc_plan_map_stamp:?}-${SLURM_ARRAY_JOB_ID:?}}
+  start=$((task * k))
+  if [[ -n ${hpc_plan_map_indices:-} ]]; then
+    read -ra indices <<<"$hpc_plan_map_indices"
+    hpc_map_chunk_indices=("${indices[@]:start:k}")
+  else
+    end=$((start + k))
+    ((end <= map_count)) || end=$map_count
+    for ((i = start; i < end; i++)); do hpc_map_chunk_indices+=("$((${hpc_plan_map_offset:-0} + i))"); done
+  fi
+  ((${#hpc_map_chunk_indices[@]})) || hpc_job_fail "map" "array task $task has no items (chunks of $k)"
+  if ((${hpc_plan_map_has_items:-0})); then
+    # The indices are in ascending order: the lines from the first to the last, read once.
+    hpc_map_chunk_low=${hpc_map_chunk_indices[0]}
+    mapfile -t -s "$hpc_map_chunk_low" -n "$((hpc_map_chunk_indices[-1] - hpc_map_chunk_low + 1))" \
+      hpc_map_chunk_lines <"$map_dir/items.txt" || hpc_job_fail "map" "cannot read $map_dir/items.txt"
+  fi
+  hpc_map_chunk_folders
+  # The submitting shell's WANDB_DIR, if any, for every item (hpc_job_own_folders exports each
+  # item's own, which the next item must not take for the submitting shell's).
+  hpc_map_chunk_wandb=${WANDB_DIR-} hpc_map_chunk_wandb_set=${WANDB_DIR+1}
+  local how='one after the other'
+  ((${hpc_plan_map_chunk_stop:-0} == 0)) || how+=', the first failure stops the rest'
+  hpc_job_log "map chunk: ${#hpc_map_chunk_indices[@]} item(s) of $map_count, indices ${hpc_map_chunk_indices[0]}" \
+    "to ${hpc_map_chunk_indices[-1]}, $how"
+}
+
+# hpc_map_chunk_folders: (hpc_map_chunk_setup) makes the chunk's items' task folders and
+# checkpoints folders (hpc_job_own_folders' task_I, not writable by others) in two processes, not
+# two per item; each item still checks its own as it starts (never a link).
+hpc_map_chunk_folders() {
+  local i
+  local -a tasks=() checkpoints=()
+  for i in "${hpc_map_chunk_indices[@]}"; do
+    tasks+=("$map_dir/tasks/$i") checkpoints+=("$scratch_dir/$exp_name/checkpoints/task_$i")
+  done
+  mkdir -p -- "${tasks[@]}" 2>/dev/null || true
+  (umask go-w && mkdir -p -- "${checkpoints[@]}") 2>/dev/null || true
+}
+
+# hpc_map_item_vars INDEX: a chunk's item's variables (map_index, map_item, task_dir; seed for
+# repeats); false when its line of items.txt is missing.
+hpc_map_item_vars() {
+  local i=$1
+  export map_index=$i task_dir=$map_dir/tasks/$i map_item=$i
+  # shellcheck disable=SC2034 # read by hpc_job.bash: the item's own folders
+  hpc_job_task_index=$i
+  ((${hpc_plan_map_repeat:-0} == 0)) || export seed=$i
+  ((${hpc_plan_map_has_items:-0})) || return 0
+  [[ -n ${hpc_map_chunk_lines[i - hpc_map_chunk_low]+x} ]] || return 1
+  map_item=${hpc_map_chunk_lines[i - hpc_map_chunk_low]}
+}
+
+# hpc_map_item_begin INDEX N OF: (a chunk) the item's variables, its own folders and its status
+# RUNNING; false (logged) when they cannot be made: the item does not run.
+hpc_map_item_begin() {
+  hpc_map_item_vars "$1" || {
+    hpc_job_log "map item $1: no line $1 in $map_dir/items.txt: not run"
+    return 1
+  }
+  if [[ -L $task_dir ]] || ! { [[ -d $task_dir ]] || mkdir -p -- "$task_dir"; }; then
+    hpc_job_log "map item $1: $task_dir is a symbolic link or cannot be made: not run"
+    return 1
+  fi
+  if [[ -n $hpc_map_chunk_wandb_set ]]; then export WANDB_DIR=$hpc_map_chunk_wandb; else unset WANDB_DIR; fi
+  hpc_job_own_folders
+  hpc_followup_member_start
+  hpc_map_status RUNNING '' '' || true
+  hpc_job_log "map item $1 ($2 of $3 in this task): $task_dir"
+  hpc_job_task_variables_log
+}
+
+# hpc_map_item_end STATUS: (a chunk's item ended) its status: COMPLETED or FAILED by its exit
+# STATUS, or SLURM's when SLURM ended the job (hpc_followup_final_state asks scontrol then only).
+# False when it cannot be written.
+hpc_map_item_end() {
+  local end_utc state=COMPLETED
+  ((${1} == 0)) || state=FAILED
+  if ((${hpc_job_ended_by_slurm:-0})); then
+    hpc_followup_final_state "$1"
+    state=$hpc_followup_state
+  fi
+  hpc_followup_utc end_utc
+  hpc_map_status "$state" "$1" "$end_utc" "${EPOCHREALTIME/,/.}" && return 0
+  hpc_job_log "map item $map_index: its final status was not written"
+  return 1
+}
+
+# hpc_map_item_done INDEX: (a chunk's task requeued: SLURM_RESTART_COUNT > 0) true, logged, when
+# item INDEX's status.json says this array task completed it in this attempt, in an earlier run
+# (read as the reader does: a regular file, not a link): it is not run again.
+hpc_map_item_done() {
+  local file=$map_dir/tasks/$1/status.json text=''
+  [[ -f $file && ! -L $file && ! -L ${file%/*} ]] || return 1
+  IFS= read -r -d '' text <"$file" || true
+  [[ $text =~ \"state\":\ \"COMPLETED\" && $text == *"\"array_job_id\": \"${SLURM_ARRAY_JOB_ID:-}\""* &&
+    $text == *"\"task_id\": \"${SLURM_ARRAY_TASK_ID:-}\""* && $text =~ \"attempt\":\ ([0-9]+) &&
+    ${BASH_REMATCH[1]} == "${hpc_plan_map_attempt:-1}" ]] || return 1
+  hpc_job_log "map item $1: COMPLETED by this task in an earlier run (restart $SLURM_RESTART_COUNT): not run again"
+}
+
+# hpc_map_item_not_run INDEX: (a chunk stopped: the time-limit warning, SLURM's TERM, a failure
+# with --chunk-stop-on-failure) the item's status NOT_RUN, so that resubmit --failed runs it.
+hpc_map_item_not_run() {
+  hpc_map_item_vars "$1" || true
+  [[ ! -L $task_dir ]] && { [[ -d $task_dir ]] || mkdir -p -- "$task_dir"; } || return 0
+  hpc_followup_start_utc='' hpc_followup_start_s=''
+  hpc_map_status NOT_RUN '' '' || true
+}
+
+# hpc_map_chunk_run: (the batch shell of a chunked map's task, in place of hpc_job_run_program)
+# runs its items one after the other, each as the program alone would run (its own status). A
+# failed item does not stop the rest, unless --chunk-stop-on-failure; after the time-limit
+# warning the running item ends as it will and the rest are NOT_RUN. After SLURM's TERM the rest
+# get no file (LOST to the reader, and resubmit --failed takes them): the time until SLURM's KILL
+# is phase 3's, which must still clean up the nodes. Sets
+# hpc_job_status: the last item's when it was stopped, else the first failure's; 1 when items
+# were not run or their status not written although the last one succeeded (never COMPLETED for
+# items that did not run).
+hpc_map_chunk_run() {
+  local n=${#hpc_map_chunk_indices[@]} k status=0 first=0 ok=0 failed=0 not_run=0 stop=0 stopped=0
+  for ((k = 0; k < n; k++)); do
+    if ((stop || hpc_job_warned || hpc_job_ended_by_slurm)); then
+      ((hpc_job_ended_by_slurm)) || hpc_map_item_not_run "${hpc_map_chunk_indices[k]}"
+      not_run=$((not_run + 1))
+      continue
+    fi
+    if ((${SLURM_RESTART_COUNT:-0} > 0)) && hpc_map_item_done "${hpc_map_chunk_indices[k]}"; then
+      ok=$((ok + 1))
+      continue
+    fi
+    if hpc_map_item_begin "${hpc_map_chunk_indices[k]}" "$((k + 1))" "$n"; then
+      # shellcheck disable=SC2034 # read by hpc_job_task: the first item's command line is logged
+      hpc_job_say_start=$((k == 0))
+      hpc_job_run_program
+      status=$hpc_job_status
+      hpc_map_item_end "$status" || ((status)) || status=1
+    else
+      status=1
+    fi
+    if ((status == 0)); then
+      ok=$((ok + 1))
+    else
+      failed=$((failed + 1))
+      ((first)) || first=$status
+      ((${hpc_plan_map_chunk_stop:-0} == 0)) || stop=1
+    fi
+  done
+  ((hpc_job_warned || hpc_job_ended_by_slurm)) && stopped=1
+  local how=NOT_RUN
+  ((hpc_job_ended_by_slurm == 0)) || how='not run (no status: SLURM ended the task)'
+  hpc_job_log "map chunk: $ok item(s) COMPLETED, $failed failed, $not_run $how"
+  # Stopped by a signal: the running item's status tells how (hpc_job_main's last line).
+  if ((stopped && status != 0)); then hpc_job_status=$status; else hpc_job_status=$first; fi
+  ((hpc_job_status != 0 || failed + not_run == 0)) || hpc_job_status=1
 }
 
 # hpc_map_gather_setup: (the gather's batch shell) reads the tasks' status files into

@@ -33,7 +33,7 @@ declare -g hpc_opt_count_max hpc_source_dir hpc_python_helpers_dir hpc_opt_time_
   hpc_profile_gpu_gres_name hpc_profile_name hpc_plan_map_keys hpc_plan_map_policy hpc_plan_map_rerun \
   hpc_manage_dir hpc_plan_text hpc_plan_file hpc_files_dir hpc_plan_gpu_type hpc_slurm_fresh hpc_slurm_raw \
   hpc_plan_misfit_option hpc_plan_misfit hpc_plan_file_text \
-  hpc_manage_project hpc_manifest_path hpc_manifest_ranges hpc_configs_max_word
+  hpc_manage_project hpc_manifest_path hpc_manifest_ranges hpc_configs_max_word hpc_opt_chunk_stop_on_failure
 declare -ga hpc_submit_argv hpc_configs_argv hpc_configs_names hpc_manage_keys hpc_mf_lines hpc_mf_argv
 declare -gA hpc_mf
 
@@ -45,11 +45,12 @@ source "${BASH_SOURCE[0]%/*}/hpc_group.bash"
 # The map's fields of the plan (hpc_plan.bash's list, where it is loaded: the submitter's). A
 # task's: map_root, map_stamp (its folder, once the array's id is known), map_count,
 # map_has_items, map_attempt, map_log, map_repeat, map_offset (a part's first index),
-# map_indices (a resubmission's indices above MaxArraySize), map_dir (set by a part or a
-# resubmission); the gather's: map_dir, map_keys, map_count, map_policy, map_rerun, map_array_ids.
+# map_indices (a resubmission's indices above MaxArraySize, or a chunked one's), map_dir (set by
+# a part or a resubmission), map_chunk (items per task: 0, one item a task) and map_chunk_stop (a
+# failed item ends its chunk); the gather's: map_dir, map_keys, map_count, map_policy, map_rerun, map_array_ids.
 ! declare -F hpc_plan_add_fields >/dev/null ||
   hpc_plan_add_fields map_root map_stamp map_count map_has_items map_attempt map_log map_repeat \
-    map_offset map_indices map_dir map_keys map_policy map_rerun map_array_ids
+    map_offset map_indices map_dir map_keys map_policy map_rerun map_array_ids map_chunk map_chunk_stop
 
 # ---------------------------------------------------------------------------------------------
 # Submission
@@ -135,6 +136,10 @@ hpc_map_check_options() {
     hpc_opt_map_range=0-$((hpc_opt_repeat - 1)) hpc_opt_repeat='' hpc_map_repeat=1
   fi
   if [[ -z $hpc_opt_map_range$hpc_opt_map_over ]]; then
+    [[ -z $hpc_opt_chunk ]] ||
+      hpc_die_usage "--chunk" "runs a map's items several per task; accepted with --map-range or --map-over"
+    ((hpc_opt_chunk_stop_on_failure == 0)) ||
+      hpc_die_usage "--chunk-stop-on-failure" "is for a chunked map; accepted with --chunk and a map"
     [[ -z $hpc_opt_gather$hpc_opt_gather_configs ]] ||
       hpc_die_usage "--gather" "needs a map or repeats to gather; accepted with --map-range, --map-over or --repeat"
     hpc_map_gather_option_given
@@ -154,6 +159,12 @@ hpc_map_check_options() {
     hpc_map_first=0 hpc_map_last=$((${#hpc_map_items[@]} - 1))
   fi
   hpc_map_count=$((hpc_map_last - hpc_map_first + 1))
+  if [[ $hpc_opt_chunk =~ ^[0-9]+$ ]] && ((hpc_opt_chunk > hpc_map_count)); then
+    hpc_die_usage "--chunk" \
+      "$hpc_opt_chunk items per task is more than the map has ($hpc_map_count); accepted: auto or 1 to $hpc_map_count"
+  fi
+  [[ -n $hpc_opt_chunk ]] || ((hpc_opt_chunk_stop_on_failure == 0)) ||
+    hpc_die_usage "--chunk-stop-on-failure" "is for a chunked map; accepted with --chunk"
   if [[ -n $hpc_opt_gather && -n $hpc_opt_gather_configs ]]; then
     hpc_die_usage "--gather/--gather-configs" "choose one: the command, or a file holding it"
   fi
@@ -223,26 +234,33 @@ hpc_map_plan() {
     hpc_die_usage "--gather-gpus" "$msg"
   fi
   hpc_manifest_check_array_size 1 0
+  # K items per task (--chunk): hpc_map_tasks array tasks.
+  hpc_map_chunk_plan "$throttle"
   max=${hpc_manifest_max_job_count:-}
   # A kept MaxJobCount is asked again before refusing (hpc_manifest_limits_recheck).
-  if [[ -n $max ]] && ((hpc_map_count > max)) && hpc_manifest_limits_recheck; then
+  if [[ -n $max ]] && ((hpc_map_tasks > max)) && hpc_manifest_limits_recheck; then
     hpc_manifest_check_array_size 1 0
     max=${hpc_manifest_max_job_count:-}
   fi
   # More tasks than SLURM keeps jobs could never all be submitted (and each part is an sbatch).
-  if [[ -n $max ]] && ((hpc_map_count > max)); then
+  if [[ -n $max ]] && ((hpc_map_tasks > max)); then
     local option=--map-range
     [[ -z $hpc_opt_map_over ]] || option=--map-over
     ((hpc_map_repeat == 0)) || option=--repeat
+    ((hpc_map_chunk == 0)) || option=--chunk
     hpc_die_usage "$option" \
-      "$hpc_map_count tasks are more than this cluster can hold (MaxJobCount $max); accepted: at most $max tasks"
+      "$hpc_map_tasks tasks are more than this cluster can hold (MaxJobCount $max); accepted: at most $max tasks"
   fi
+  [[ -z $hpc_map_chunk_note ]] || hpc_say "$hpc_map_chunk_note"
   max=${hpc_manifest_max_array_size:-}
   # Indices at or above MaxArraySize: several arrays (parts) of at most MaxArraySize tasks,
   # task ids from 0, each part's first index added in the job (hpc_plan_map_offset). A part
   # starts after the one before it (afterany), so that the throttle holds for the whole map.
   hpc_map_parts=()
-  if [[ -n $max ]] && ((hpc_map_last >= max && max > 0)); then
+  if ((hpc_map_chunk)); then
+    # Task t runs items first+t*K .. first+t*K+K-1 (hpc_map_chunk_indices): ids 0..T-1.
+    hpc_plan_array=0-$((hpc_map_tasks - 1))%$throttle
+  elif [[ -n $max ]] && ((hpc_map_last >= max && max > 0)); then
     local start
     for ((start = hpc_map_first; start <= hpc_map_last; start += max)); do
       hpc_map_parts+=("$start-$((start + max - 1 < hpc_map_last ? start + max - 1 : hpc_map_last))")
@@ -264,9 +282,49 @@ hpc_map_plan() {
   hpc_plan_map_root=$hpc_map_root hpc_plan_map_stamp=$hpc_map_stamp hpc_plan_map_count=$hpc_map_count
   hpc_plan_map_has_items=$((${#hpc_map_items[@]} > 0)) hpc_plan_map_attempt=1 hpc_plan_map_log=$hpc_plan_output
   hpc_plan_map_repeat=$hpc_map_repeat hpc_plan_map_offset=$((${#hpc_map_parts[@]} ? hpc_map_first : 0))
+  hpc_plan_map_chunk=$hpc_map_chunk hpc_plan_map_chunk_stop=$hpc_opt_chunk_stop_on_failure
+  ((hpc_map_chunk == 0)) || hpc_plan_map_offset=$hpc_map_first
   # Held until its folder and items exist and its gather is submitted (hpc_map_after_submit).
   hpc_submit_hold=(--hold)
   hpc_map_check_gather_references
+}
+
+# hpc_map_chunk_rule COUNT THROTTLE MAX: sets hpc_map_chunk_auto to --chunk auto's K for COUNT
+# items: as few tasks as keep the parallelism allowed (THROTTLE tasks at once: more tasks would
+# only pay more starts) and fit MaxArraySize MAX (empty: unknown), so the larger of
+# ceil(COUNT/THROTTLE) and ceil(COUNT/MAX).
+hpc_map_chunk_rule() {
+  local count=$1 throttle=$2 max=${3:-}
+  ((throttle > 0)) || throttle=1
+  hpc_map_chunk_auto=$(((count + throttle - 1) / throttle))
+  [[ -z $max ]] || ((max <= 0 || (count + max - 1) / max <= hpc_map_chunk_auto)) ||
+    hpc_map_chunk_auto=$(((count + max - 1) / max))
+}
+
+# hpc_map_chunk_plan THROTTLE: (hpc_map_plan, MaxArraySize known) sets hpc_map_chunk (K items per
+# task, 0 without --chunk) and hpc_map_tasks (the array's tasks); exit 2 when --chunk K makes more
+# tasks than MaxArraySize. Without --chunk, for a map of many items, hpc_map_chunk_note: the line
+# that says --chunk auto would run them in fewer tasks (said once the map is accepted).
+hpc_map_chunk_plan() {
+  local throttle=$1 max=${hpc_manifest_max_array_size:-}
+  hpc_map_chunk=0 hpc_map_tasks=$hpc_map_count hpc_map_chunk_note=''
+  hpc_map_chunk_rule "$hpc_map_count" "$throttle" "$max"
+  if [[ -z $hpc_opt_chunk ]]; then
+    if ((hpc_map_count >= 100 && hpc_map_chunk_auto >= 4)); then
+      hpc_map_chunk_note="note: $hpc_map_count items are $hpc_map_count array tasks (at most $throttle at once),"
+      hpc_map_chunk_note+=" each paying a job's start; for short items, --chunk auto runs them"
+      hpc_map_chunk_note+=" $hpc_map_chunk_auto per task"
+    fi
+    return 0
+  fi
+  hpc_map_chunk=$hpc_opt_chunk
+  [[ $hpc_map_chunk != auto ]] || hpc_map_chunk=$hpc_map_chunk_auto
+  hpc_map_tasks=$(((hpc_map_count + hpc_map_chunk - 1) / hpc_map_chunk))
+  if [[ -n $max ]] && ((max > 0 && hpc_map_tasks > max)); then
+    local msg="$hpc_map_chunk items per task make $hpc_map_tasks tasks, more than MaxArraySize $max;"
+    msg+=" accepted: auto or $(((hpc_map_count + max - 1) / max)) to $hpc_map_count"
+    hpc_die_usage "--chunk" "$msg"
+  fi
 }
 
 # hpc_map_check_gather_fit: (after hpc_submit_check_fit, which leaves what sinfo said in
@@ -339,7 +397,10 @@ hpc_map_dry_run() {
   local last_item=$hpc_map_last first_item=$hpc_map_first
   if ((${#hpc_map_items[@]})); then first_item=${hpc_map_items[0]} last_item=${hpc_map_items[-1]}; fi
   hpc_map_dir=$hpc_map_root/$hpc_map_stamp-ARRAYID
-  if ((${#hpc_map_parts[@]} == 0)); then
+  if ((hpc_map_chunk)); then
+    printf '\n== map\n%s items in chunks of %s: one array of %s task(s): --array=%s (at most %s at once), folder %s\n' \
+      "$hpc_map_count" "$hpc_map_chunk" "$hpc_map_tasks" "$hpc_plan_array" "${hpc_plan_array#*%}" "$hpc_map_dir"
+  elif ((${#hpc_map_parts[@]} == 0)); then
     printf '\n== map\nOne array of %s task(s): --array=%s (at most %s at once), folder %s\n' \
       "$hpc_map_count" "$hpc_plan_array" "${hpc_plan_array#*%}" "$hpc_map_dir"
   else
@@ -406,6 +467,10 @@ hpc_map_manifest_json() {
     "git_commit=${hpc_manifest_git_commit:-}" "git_dirty=${hpc_manifest_git_dirty:-}"
   json=${json%\}}
   json+=", \"array_ids\": $array_ids, \"gather_ids\": $gather_ids"
+  # A chunked array: which task runs which items (the reader's check that a task writes only its
+  # own items' status: hpc_helpers.followup).
+  ((hpc_map_chunk == 0)) || printf -v json '%s, "chunk": %s, "chunks": {"%s": {"chunk": %s, "first": %s, "last": %s}}' \
+    "$json" "$hpc_map_chunk" "${hpc_map_array_ids[0]}" "$hpc_map_chunk" "$hpc_map_first" "$hpc_map_last"
   json+=", \"argv\": $argv, \"command\": $command, \"sbatch\": $sbatch, \"gather_command\": $gather}"
   # Written once, before any task can start (the array is still held): no reader sees it half.
   hpc_private_write "$hpc_map_dir/manifest.json" "$json"$'\n'
@@ -564,6 +629,9 @@ hpc_map_after_submit() {
   hpc_map_manifest_json || hpc_group_undo "cannot write $hpc_map_dir/manifest.json"
   hpc_group_release "$hpc_plan_exp_name"
   printf 'Map %s: array job %s (%s), folder %s\n' "$hpc_map_id" "$id" "$hpc_plan_array" "$hpc_map_dir"
+  ((hpc_map_chunk == 0)) ||
+    printf '%s items, %s per task: %s tasks, each running its items one after the other\n' \
+      "$hpc_map_count" "$hpc_map_chunk" "$hpc_map_tasks"
   ((${#hpc_map_parts[@]} == 0)) ||
     printf 'The map is above MaxArraySize %s: %s arrays, one after the other: %s (indices %s)\n' \
       "$hpc_manifest_max_array_size" "${#hpc_map_parts[@]}" "${hpc_map_array_ids[*]}" "${hpc_map_parts[*]}"

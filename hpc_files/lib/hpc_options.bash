@@ -21,6 +21,7 @@ hpc_opt_defaults() {
   # Map + gather (hpc_map.bash checks them).
   hpc_opt_map_range='' hpc_opt_map_over='' hpc_opt_gather='' hpc_opt_gather_configs=''
   hpc_opt_gather_when='' hpc_opt_gather_cpus='' hpc_opt_gather_gpus='' hpc_opt_gather_time=''
+  hpc_opt_chunk='' hpc_opt_chunk_stop_on_failure=0
   hpc_opt_data=() hpc_opt_copy_back=()
   # Scaling test (hpc_scaling.bash checks them).
   hpc_opt_scaling_test=0 hpc_opt_scale_nodes='' hpc_opt_scale_gpus='' hpc_opt_repeats='' hpc_opt_scaling_mode=''
@@ -127,7 +128,12 @@ hpc_opt_parse() {
       --max-concurrent) name=--max-concurrent ;;
       --sweep-config) name=--sweep-config ;;
       --map-range | --map-over | --gather | --gather-configs) name=$opt ;;
-      --gather-when | --gather-cpus | --gather-gpus | --gather-time) name=$opt ;;
+      --gather-when | --gather-cpus | --gather-gpus | --gather-time | --chunk) name=$opt ;;
+      --chunk-stop-on-failure)
+        ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
+        hpc_opt_chunk_stop_on_failure=1
+        continue
+        ;;
       --scale-nodes | --scale-gpus | --repeats | --scaling-mode) name=$opt ;;
       --report-time | --scale-target-efficiency) name=$opt ;;
       --scaling-test | --scale-serial | --scale-parallel)
@@ -334,6 +340,14 @@ hpc_opt_set() {
       [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value (see --help)"
       name=${name#--}
       printf -v "hpc_opt_${name//-/_}" '%s' "$value"
+      ;;
+    --chunk)
+      # Items per array task; hpc_map_check_options checks it against the map.
+      [[ $value == auto ]] || hpc_opt_is_count "$value" 1 ||
+        hpc_die_usage "$name" \
+          "'$value' is not accepted; accepted: auto or a whole number of items per task, 1 to $hpc_opt_count_max"
+      hpc_opt_chunk=$value
+      [[ $value == auto ]] || hpc_opt_chunk=$((10#$value))
       ;;
     --scale-nodes | --scale-gpus | --repeats | --scaling-mode | --report-time | --scale-target-efficiency)
       # Stored as given; hpc_scaling_check_options checks them together.

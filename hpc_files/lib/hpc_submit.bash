@@ -7,7 +7,7 @@
 # kept), so that the linter knows each name and catches a misspelt one.
 # job_submitter.sh: its own path and folder; hpc_options.bash: the options.
 declare -g hpc_opt_scale_serial hpc_opt_scale_parallel hpc_submitter hpc_files_dir hpc_opt_cluster \
-  hpc_opt_dry_run hpc_opt_help hpc_opt_scaling_test hpc_opt_wandb_offline hpc_opt_yes
+  hpc_opt_dry_run hpc_opt_help hpc_opt_scaling_test hpc_opt_wandb_offline hpc_opt_yes hpc_opt_chunk_stop_on_failure
 declare -ga hpc_opt_data
 # hpc_plan.bash: the plan.
 declare -g hpc_plan_checkpoints_dir hpc_plan_exp_name hpc_plan_job_name hpc_plan_outputs_dir \
@@ -360,7 +360,8 @@ hpc_submit_main() {
   # shellcheck disable=SC2034 # hpc_submit_data_archive: read by hpc_plan_adopt
   hpc_submit_hold=() hpc_submit_data_archive=''
   if [[ -n $hpc_opt_map_range$hpc_opt_map_over$hpc_opt_gather$hpc_opt_gather_configs ||
-    -n $hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time ]]; then
+    -n $hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time$hpc_opt_chunk ]] ||
+    ((hpc_opt_chunk_stop_on_failure)); then
     # Map + gather: loaded only when asked for.
     # shellcheck source=/dev/null # hpc_map_submit.bash: linted on its own (see docs/architecture.md)
     source "$hpc_files_dir/lib/hpc_map_submit.bash"

@@ -152,6 +152,8 @@ hpc_manage_status() {
     printf '%-*s  %-*s  %-*s  %-*s  %-*s  %s\n' "$w1" "${rows_job[i]}" "$w2" "${rows_exp[i]}" \
       "$w3" "${rows_kind[i]}" "$w4" "${rows_state[i]}" "$w5" "${rows_exit[i]}" "${rows_out[i]}"
   done
+  # A chunked map's items, counted per state (hpc_map_task_states).
+  [[ -z ${hpc_map_item_lines[*]+x} ]] || printf '%s\n' "${hpc_map_item_lines[@]}"
   hpc_status_says
   if ((hpc_status_hidden)); then
     local jobs='jobs'

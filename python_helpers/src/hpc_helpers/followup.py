@@ -23,6 +23,13 @@ map's arrays), every task's file names the array task it came from; while SLURM 
 that array task (one ``scontrol show job`` per array), a file that claims success where SLURM
 says otherwise, names an array that is not the map's, or names an array task another file
 names too is INCONSISTENT: named, and never counted as success.
+
+A chunked map (``--chunk K``) runs K items per array task, each item with its own status file
+naming the array task that ran it; its ``manifest.json`` says which task of which array runs
+which items (``chunks``). There a file names an array task that does not run its item, or claims
+success for an array task SLURM still holds PENDING, is INCONSISTENT: a task can write only its
+own items' results. SLURM's FAILED or TIMEOUT of a chunk's task contradicts none of its items'
+successes (one item of the chunk failed, or the time ran out after them).
 """
 
 from __future__ import annotations
@@ -182,18 +189,50 @@ def _map_array_ids(unit_dir: Path) -> list[str] | None:
     return [str(i) for i in ids] if isinstance(ids, list) else None
 
 
+def _map_chunks(unit_dir: Path) -> dict[str, dict[str, str]]:
+    """The chunked arrays of the map whose tasks folder is UNIT_DIR: for each array id, which
+    task id runs each item (key). Its manifest.json's ``chunks``: per array ``chunk`` K and
+    either ``first``/``last`` (task t runs first+t*K ..) or ``indices`` (task t the t-th K)."""
+    try:
+        doc = json.loads((unit_dir.parent / "manifest.json").read_text(encoding="utf-8"))
+        chunks = doc.get("chunks") or {}
+        if not isinstance(chunks, dict):
+            return {}
+        out: dict[str, dict[str, str]] = {}
+        for array, layout in chunks.items():
+            k = int(layout["chunk"])
+            if "indices" in layout:
+                keys = [str(int(i)) for i in layout["indices"]]
+            else:
+                keys = [str(i) for i in range(int(layout["first"]), int(layout["last"]) + 1)]
+            if k >= 1:
+                out[str(array)] = {key: str(n // k) for n, key in enumerate(keys)}
+        return out
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
 def _contradiction(
     fields: dict[str, Any], state: str, arrays: Sequence[str],
     slurm: dict[str, tuple[str, str]], claims: dict[str, list[str]],
+    *, key: str = "", chunks: dict[str, dict[str, str]] | None = None,
 ) -> str:
     """Why SLURM contradicts a task's status file (empty when it does not): the file's array
-    task is not the map's, is named by another file too, or ended otherwise in SLURM."""
+    task is not the map's, is named by another file too, or ended otherwise in SLURM; for a
+    chunked array, does not run the file's item, or has not started."""
     array, task = str(fields.get("array_job_id") or ""), str(fields.get("task_id") or "")
     if not array or not task:
         return "its status file names no array task" if state in OK_STATES else ""
     claimed = f"{array}_{task}"
     if array not in arrays:
         return f"its status file names job {claimed}, not an array of this map"
+    if chunks and array in chunks:
+        if chunks[array].get(key) != task:
+            return f"its status file names job {claimed}, whose chunk does not hold item {key}"
+        known = slurm.get(claimed)
+        if known and state in OK_STATES and known[0] == "PENDING":
+            return f"its status file says {state}, SLURM says job {claimed} has not started"
+        return ""
     if len(claims.get(claimed, [])) > 1:
         others = ", ".join(claims[claimed])
         return f"its status file names job {claimed}, as the files of {others} do"
@@ -221,6 +260,7 @@ def read_statuses(
     REFINE, SLURM's word over a file's (the module's docstring)."""
     out: list[TaskStatus] = []
     arrays = _map_array_ids(unit_dir) if refine else None
+    chunks = _map_chunks(unit_dir) if arrays else {}
     slurm_tasks = _slurm_array_tasks(arrays) if arrays else {}
     for key in keys:
         path = unit_dir / key / "status.json"
@@ -250,7 +290,8 @@ def read_statuses(
             state = "LOST"
         if state == "RUNNING":
             state = "LOST"
-        if refine and state in ("LOST", "FAILED"):
+        # A chunk's item that failed: its task's end (TIMEOUT...) came after it, or not at all.
+        if refine and (state == "LOST" or (state == "FAILED" and not fields.get("chunk"))):
             # An array task by its own name: the array's job id shows every task.
             job = str(fields.get("job_id") or "")
             if fields.get("array_job_id") and fields.get("task_id") not in (None, ""):
@@ -273,7 +314,8 @@ def read_statuses(
         for s in out:
             if s.state == "LOST":
                 continue
-            why = _contradiction(s.fields, s.state, arrays, slurm_tasks, claims)
+            why = _contradiction(
+                s.fields, s.state, arrays, slurm_tasks, claims, key=s.key, chunks=chunks)
             if why:
                 print(f"hpc_helpers.followup: task {s.key} is INCONSISTENT: {why}; not counted as "
                       "a success", file=sys.stderr)
@@ -294,10 +336,16 @@ def _failure_text(s: TaskStatus) -> str:
     return f"{s.key} ({s.state})"
 
 
+#: The failed tasks a verdict line names; the rest are counted (the table names them all).
+VERDICT_NAMED = 20
+
+
 def verdict_line(
-    statuses: Sequence[TaskStatus], policy: Policy, rerun: str = "", what: str = "gather"
+    statuses: Sequence[TaskStatus], policy: Policy, rerun: str = "", what: str = "gather",
+    table: str = "",
 ) -> str:
-    """The one line the follow-up job prints: run, or not run and why."""
+    """The one line the follow-up job prints: run, or not run and why (the first VERDICT_NAMED
+    failed tasks by name, then how many more, and where TABLE, if given, lists them)."""
     met, needed = evaluate(statuses, policy)
     n_ok = sum(1 for s in statuses if s.ok)
     failed = [s for s in statuses if not s.ok]
@@ -306,7 +354,9 @@ def verdict_line(
         f"{needed}/{len(statuses)} tasks, {n_ok} ok"
     )
     if failed:
-        text += "; failed: " + ", ".join(_failure_text(s) for s in failed)
+        text += "; failed: " + ", ".join(_failure_text(s) for s in failed[:VERDICT_NAMED])
+        if len(failed) > VERDICT_NAMED:
+            text += f" and {len(failed) - VERDICT_NAMED} more" + (f" ({table})" if table else "")
         if rerun:
             text += f"; to re-run them: {rerun}"
     return text
@@ -362,8 +412,9 @@ def _read_command(args: argparse.Namespace) -> int:
         return 2
     unit_dir = Path(args.dir)
     statuses = read_statuses(unit_dir, keys, args.array_job_id)
-    verdict = verdict_line(statuses, policy, args.rerun, args.what)
     prefix = Path(args.out)
+    verdict = verdict_line(statuses, policy, args.rerun, args.what,
+                           table=str(prefix.with_name(prefix.name + ".tsv")))
     try:
         write_table(prefix, statuses, policy, verdict)
     except OSError as err:
@@ -397,13 +448,14 @@ def _map_info_command(args: argparse.Namespace) -> int:
     keys = [str(i) for i in range(first, last + 1)]
     statuses = read_statuses(folder / "tasks", keys)
     attempts = [_int_or_none(s.fields.get("attempt")) or 1 for s in statuses]
+    chunk = _int_or_none(manifest.get("chunk")) or 0
     array = str(manifest.get("array", ""))
     ids = " ".join(str(i) for i in manifest.get("array_ids", []))
     gathers = " ".join(str(i) for i in manifest.get("gather_ids", []))
     sys.stdout.write(
         f"first={first}\nlast={last}\nthrottle={array.partition('%')[2]}\narray_ids={ids}\n"
         f"gather_ids={gathers}\nfailed={' '.join(s.key for s in statuses if not s.ok)}\n"
-        f"attempt={max(attempts, default=1) + 1}\n"
+        f"attempt={max(attempts, default=1) + 1}\nchunk={chunk}\n"
     )
     return 0
 
@@ -417,6 +469,11 @@ def _map_record_command(args: argparse.Namespace) -> int:
         doc["array_ids"] = [*doc.get("array_ids", []), *arrays]
     if args.gather:
         doc["gather_ids"] = [*doc.get("gather_ids", []), args.gather]
+    if args.chunk and len(arrays) == 1:
+        # A chunked resubmission: which of its tasks runs which item (_map_chunks).
+        chunks = doc.get("chunks") if isinstance(doc.get("chunks"), dict) else {}
+        chunks[arrays[0]] = {"chunk": args.chunk, "indices": [int(i) for i in args.indices.split()]}
+        doc["chunks"] = chunks
     _atomic_write(path, json.dumps(doc) + "\n")
     return 0
 
@@ -500,6 +557,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--dir", required=True)
     p.add_argument("--array", action="append", default=[], help="once per array (part)")
     p.add_argument("--gather", default="")
+    p.add_argument("--chunk", type=int, default=0, help="a chunked array's items per task")
+    p.add_argument("--indices", default="", help="a chunked array's items, in order")
     p = sub.add_parser("gather-command", help="the map's gather command, NUL-separated words")
     p.add_argument("--dir", required=True)
     p = sub.add_parser("study-info", help="a scaling study's ids and failed runs, name=value")
