@@ -24,3 +24,38 @@ hpc_wait_forgotten() {
     sleep 1
   done
 }
+
+# hpc_site_preempt: submits to partition 'high' a one-node job that needs a GPU, which every
+# toolkit job that holds both GPUs of a node (-g 2) must give up: it is preempted. Prints its id.
+hpc_site_preempt() {
+  hpc_sbatch -p high -N1 --gres=gpu:1 -o /dev/null --wrap 'sleep 1'
+}
+
+# hpc_site_wait_line ID FILE REGEX TIMEOUT_S: waits until a line of FILE (job ID's output) matches
+# REGEX, cutting short SLURM's 120 s wait before a requeued job may start again (as
+# hpc_wait_requeued does); fails the test after TIMEOUT_S.
+hpc_site_wait_line() {
+  local id=$1 file=$2 regex=$3 timeout=$4 start=$SECONDS pending_since=''
+  until grep -qE -- "$regex" "$file" 2>/dev/null; do
+    ((SECONDS - start <= timeout)) || fail "no line matching '$regex' in $file within ${timeout}s: $(cat "$file")"
+    if [[ $(squeue -h -j "$id" -o '%T %r' 2>/dev/null) == "PENDING BeginTime" ]] &&
+      ! sinfo -h -N -o %T | grep -q completing && ! pgrep -f "slurmstepd: \[$id\." >/dev/null; then
+      pending_since=${pending_since:-$SECONDS}
+      if ((SECONDS - pending_since >= 3)); then
+        scontrol update JobId="$id" StartTime=now || true
+        pending_since=''
+      fi
+    fi
+    sleep 0.5
+  done
+}
+
+# hpc_site_lock NAME: (in a test) waits until no other test file on this site cluster holds the
+# lock NAME, then holds it until the test ends (its process exits): the site files run side by
+# side, and those that preempt ('preempt') or count the user's jobs in the QOS 'limited' ('qos')
+# would disturb each other. Fails the test after 900 s.
+hpc_site_lock() {
+  local fd
+  exec {fd}>"$HPC_CLUSTER_DIR/run/test-$1.lock"
+  flock -w 900 "$fd" || fail "the site cluster's test lock '$1' was held for 900 s"
+}
