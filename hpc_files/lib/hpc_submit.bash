@@ -387,7 +387,15 @@ hpc_submit_job() {
       out+=" (this cluster's MaxArraySize was taken as $hpc_manifest_max_array_size, kept from scontrol show config"
       out+=" within the last 10 minutes; the next submission asks again)"
     fi
-    hpc_submit_error="sbatch refused the job: $out"
+    # A limit of the site's QOS or association on the jobs submitted at once (each array task
+    # counts): what SLURM says, and where the limits are shown.
+    if [[ $out == *MaxSubmitJob* ]]; then
+      out+=" (a limit on the jobs a user may have submitted at once, each array task counting as one:"
+      out+=" 'sacctmgr show qos' and 'sacctmgr show assoc user=${USER:-$(id -un)}' show it; submit fewer at a time, or"
+      out+=" once earlier jobs have ended)"
+    fi
+    # One line: sbatch says a reason over several (the limit's name, then the refusal).
+    hpc_submit_error="sbatch refused the job: ${out//$'\n'/; }"
     hpc_submit_lost "$out"
     return 1
   fi

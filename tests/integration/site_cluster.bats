@@ -51,7 +51,9 @@ teardown() {
 }
 
 @test "site: a job in partition high preempts one in debug, which is sent its --signal at once and requeued" {
-  # The low job takes every CPU of both nodes; the high one then needs one of them.
+  hpc_site_lock preempt
+  # The low job takes every CPU of both nodes (once the other site files' jobs let it); the high
+  # one then needs one of them.
   cat >low.sh <<'EOS'
 #!/bin/bash
 trap 'echo "signal USR1 restart ${SLURM_RESTART_COUNT:-0}" >>"$OUT"' USR1
@@ -61,7 +63,7 @@ EOS
   export OUT=$work/low.out
   id=$(hpc_sbatch -N2 --exclusive -t 10 --signal=B:USR1@5 -o /dev/null low.sh)
   cancel_ids=$id
-  hpc_wait_output "$OUT" '^start 0$' 60
+  hpc_wait_output "$OUT" '^start 0$' 300
   high=$(hpc_sbatch -p high -N1 -o /dev/null --wrap 'sleep 1')
   cancel_ids+=" $high"
   # Told at preemption (preempt_send_user_signal), not 5 s before its 10 min limit.
@@ -76,6 +78,7 @@ EOS
 
 @test "site: the QOS 'limited' refuses a submission beyond MaxSubmitJobsPerUser with SLURM's reason" {
   local ids=() i max
+  hpc_site_lock qos
   max=$(sacctmgr -n -P show qos limited format=MaxSubmitPU)
   [[ $max =~ ^[0-9]+$ ]] || fail "QOS limited has no MaxSubmitJobsPerUser: '$max'"
   for ((i = 0; i < max; i++)); do
