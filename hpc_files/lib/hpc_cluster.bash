@@ -641,7 +641,7 @@ hpc_cluster_down() {
   # Job steps outlive a killed slurmd (slurmstepd is its own process): end those of this cluster.
   # Matched by the whole SLURM_CONF entry: one folder's name may begin another's (c and c2).
   for pid in $(pgrep -f "^slurmstepd: \[" 2>/dev/null); do
-    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$hpc_cluster_conf" &&
+    tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qxF "SLURM_CONF=$hpc_cluster_conf" &&
       kill -KILL "$pid" 2>/dev/null
   done
   # The accounting after the controller, which sends it the jobs' last records.

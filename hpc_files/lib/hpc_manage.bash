@@ -356,10 +356,12 @@ hpc_manage_states() {
 
 # hpc_manage_requeued RAW|KEY...: for each job or task KEY (own job id RAW) that squeue shows
 # REQUEUED, or PENDING for its begin time, asks scontrol whether SLURM restarted it (Restarts>0)
-# and sets hpc_st_note[KEY] to 'requeued, restarts at TIME' (StartTime, else EligibleTime).
+# and sets hpc_st_note[KEY] to 'requeued, restarts at TIME' (StartTime, else EligibleTime);
+# 'preempted, requeued, ...' when the batch shell recorded that its last run was preempted (the
+# record beside the job's log, hpc_job_preempt_record).
 # shellcheck disable=SC2034 # hpc_st_note: read by commands/status.bash
 hpc_manage_requeued() {
-  local item raw key out word restarts start eligible when
+  local item raw key out word restarts start eligible when record
   for item in "$@"; do
     raw=${item%%|*} key=${item#*|}
     out=$(scontrol -o show job "$raw" 2>/dev/null) || continue
@@ -377,6 +379,8 @@ hpc_manage_requeued() {
       [[ -n $when || ! $word =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T ]] || when=$word
     done
     hpc_st_note[$key]="requeued${when:+, restarts at $when}"
+    record=${hpc_manage_dir%/manifests}/.hpc_preempted.$raw.$((restarts - 1))
+    [[ ! -f $record || -L $record ]] || hpc_st_note[$key]="preempted, ${hpc_st_note[$key]}"
   done
 }
 

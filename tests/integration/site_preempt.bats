@@ -38,6 +38,15 @@ teardown() {
     --requeue 1 --copy-back snapshot.pt -e ddp
   hpc_site_wait_line "$job_id" "$job_out" '^EPOCH 3$' 240
   high=$(hpc_site_preempt)
+  # Requeued and held back by SLURM for a while: status says it was preempted.
+  local start=$SECONDS
+  until [[ $(squeue -h -j "$job_id" -o '%T %r') == "PENDING BeginTime" ]]; do
+    ((SECONDS - start < 120)) || fail "job $job_id not requeued within 120 s: $(squeue -h -j "$job_id" -o '%T %r')"
+    sleep 0.5
+  done
+  run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" status ddp
+  [[ $(grep -E "^$job_id " <<<"$output" | tr -s ' ') == "$job_id ddp venv-torchrun PENDING (preempted, requeued, restarts at "* ]] ||
+    fail "status does not say the job was preempted and requeued: $output"
   # Run 2 resumes from the snapshot; once it trains, the time-limit warning (sent by the test).
   hpc_site_wait_line "$job_id" "$job_out" '^RESUMED epoch=' 300
   resumed=$(sed -n 's/^RESUMED epoch=\([0-9]*\) .*/\1/p' "$job_out" | head -n 1)
