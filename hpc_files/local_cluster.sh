@@ -3,14 +3,21 @@
 #
 # A real two-node SLURM cluster on this machine, for trying the toolkit and for its tests.
 # Every file it writes (config, munge key and socket, state, spool, logs, pids, devices,
-# node-local scratch) lives under one folder. Two configurations, chosen at 'up':
+# node-local scratch) lives under one folder. Three configurations, chosen at 'up':
 #   default  nodes n1 and n2 (slurmd -N), each 4 CPUs, 8000 MB and gpu:2 (fake GPUs: character
 #            devices), in one default partition 'debug'.
 #   second   differs where real clusters differ: nodes named by their address, 127.0.0.1 and
 #            127.0.0.2, each 4 CPUs, 4000 MB and typed GPUs gpu:a100:2, in a partition
 #            'compute' that is not the default: jobs must name it (-p compute, or
 #            SBATCH_PARTITION=compute).
-# Both can run at once, each in its own folder on its own port base.
+#   site     the default's nodes as real sites run them: accounting in slurmdbd (port N+3) on a
+#            MariaDB of the folder's own (socket in run/, no port; installed with slurmdbd and
+#            its MySQL plugin when missing), so sacct answers with MaxRSS and TotalCPU after the
+#            controller forgot the job (MinJobAge=5); an account 'lab' with root's (and
+#            SUDO_USER's) association; preemption: the default partition 'debug' is preempted by
+#            partition 'high' (PreemptMode=REQUEUE, GraceTime=30, the job's --signal sent at
+#            once); a QOS 'limited' (MaxSubmitJobsPerUser=4, MaxJobsPerUser=2).
+# Each can run beside the others, in its own folder on its own port base.
 #
 # Commands:
 #   up       check that the cluster's ports are free (naming what holds one that is not), start
@@ -19,7 +26,8 @@
 #            to use:  export SLURM_CONF=... HPC_CLUSTER=local   (the cluster's profile,
 #            hpc_files/clusters/local.yaml). A failed 'up' stops what it started. A second 'up'
 #            changes nothing but the SLURM_TMPDIR mode, and prints the line again.
-#   down     stop the daemons this folder's cluster started, by their pids.
+#   down     stop the daemons this folder's cluster started, by their pids (site: MariaDB and
+#            slurmdbd too; the database stays in the folder for the next 'up').
 #   status   sinfo of the cluster and whether each daemon runs.
 #   env      print the export line only:  eval "$(bash hpc_files/local_cluster.sh env)"
 #
@@ -28,7 +36,7 @@
 #                      repository. No whitespace (slurm.conf cannot quote it).
 #   --port-base N      slurmctld listens on N, the first node on N+1, the second on N+2
 #                      [HPC_CLUSTER_PORT_BASE]; default 17817.
-#   --config NAME      default or second [HPC_CLUSTER_CONFIG]; default: the one the folder's
+#   --config NAME      default, second or site [HPC_CLUSTER_CONFIG]; default: the one the folder's
 #                      cluster last ran, else default. Changing it needs a 'down' first.
 #   --tmpdir MODE      provided: the cluster gives each job SLURM_TMPDIR (a TaskProlog exports
 #                      a per-job folder that the Prolog makes and the Epilog removes), as on

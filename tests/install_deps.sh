@@ -2,6 +2,7 @@
 # Usage: bash tests/install_deps.sh
 #
 # Installs what the test suite needs on a fresh Debian 12 machine, as root: slurm-wlm and munge,
+# slurmdbd, its MySQL plugin and mariadb-server (the site configuration of the local cluster),
 # bubblewrap and siftool for the container stand-in, GNU parallel for test files side by side
 # (apt-get), bats-core and its helper libraries (npm ci, from package-lock.json), and the Python
 # packages of requirements-dev.txt (pip; torch is the CPU wheel pinned there). Each step is
@@ -9,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-apt_packages=(slurm-wlm munge bubblewrap siftool parallel)
+apt_packages=(slurm-wlm munge slurmdbd slurm-wlm-mysql-plugin mariadb-server bubblewrap siftool parallel)
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")

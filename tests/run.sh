@@ -30,7 +30,10 @@
 # its cluster from its GNU parallel job slot (tests/helpers/cluster.bash). When
 # tests/integration/second_cluster.bats is among the bats paths, the second configuration
 # (local_cluster.sh --config second) runs beside them in HPC_SECOND_CLUSTER_DIR (default
-# .local_cluster_second) on HPC_SECOND_CLUSTER_PORT_BASE (default: the first base + 50).
+# .local_cluster_second) on HPC_SECOND_CLUSTER_PORT_BASE (default: the first base + 50). When a
+# file named site_*.bats is, the site configuration (--config site: slurmdbd, preemption, limits)
+# runs beside them in HPC_SITE_CLUSTER_DIR (default .local_cluster_site) on
+# HPC_SITE_CLUSTER_PORT_BASE (default: the first base + 30); only those files use it.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -122,9 +125,12 @@ for ((k = 1; k <= clusters; k++)); do
 done
 export HPC_SECOND_CLUSTER_DIR=${HPC_SECOND_CLUSTER_DIR:-$root/.local_cluster_second}
 export HPC_SECOND_CLUSTER_PORT_BASE=${HPC_SECOND_CLUSTER_PORT_BASE:-$((first_base + 50))}
-wants_second=0
+export HPC_SITE_CLUSTER_DIR=${HPC_SITE_CLUSTER_DIR:-$root/.local_cluster_site}
+export HPC_SITE_CLUSTER_PORT_BASE=${HPC_SITE_CLUSTER_PORT_BASE:-$((first_base + 30))}
+wants_second=0 wants_site=0
 for file in "${integration_files[@]}"; do
   [[ ${file##*/} != second_cluster.bats ]] || wants_second=1
+  [[ ${file##*/} != site_*.bats ]] || wants_site=1
 done
 
 reports=$(mktemp -d)
@@ -158,6 +164,7 @@ trap stop_clusters EXIT
 # Every cluster of this run, "DIR PORT_BASE [CONFIG]" a line.
 all_clusters=$cluster_list
 ((! wants_second)) || all_clusters+="$HPC_SECOND_CLUSTER_DIR $HPC_SECOND_CLUSTER_PORT_BASE second"$'\n'
+((! wants_site)) || all_clusters+="$HPC_SITE_CLUSTER_DIR $HPC_SITE_CLUSTER_PORT_BASE site"$'\n'
 # up_clusters: brings every cluster of this run up, all at once (each waits seconds for its
 # nodes); prints what failed.
 up_clusters() {

@@ -2,10 +2,11 @@
 # hpc_cluster.bash: the embedded two-node SLURM cluster behind local_cluster.sh.
 # One folder holds everything; daemons are started as daemons with pid files in that folder, and
 # stopped only through those pids (after checking the pid still runs the program we started).
-# Two configurations (hpc_cluster_configure): 'default' and 'second', which differs where real
-# clusters differ (node names, memory, partition, GPU type).
+# Three configurations (hpc_cluster_configure): 'default'; 'second', which differs where real
+# clusters differ (node names, memory, partition, GPU type); 'site', the default's nodes as real
+# sites run them: accounting in slurmdbd on a MariaDB of the folder's own, preemption, QOS limits.
 
-hpc_cluster_configs=(default second)
+hpc_cluster_configs=(default second site)
 
 # hpc_cluster_config_names: the configurations' names, comma-separated, for messages.
 hpc_cluster_config_names() {
@@ -23,6 +24,13 @@ hpc_cluster_configure() {
       # Named nodes that all resolve to loopback (through /etc/hosts).
       hpc_cluster_node_addrs=(127.0.0.1 127.0.0.1)
       hpc_cluster_name=hpclocal hpc_cluster_partition=debug hpc_cluster_partition_is_default=YES
+      hpc_cluster_mem_mb=8000 hpc_cluster_gpu_type=
+      ;;
+    site)
+      # The default's nodes and partition (so the 'local' profile serves), which is preemptible here.
+      hpc_cluster_nodes=(n1 n2)
+      hpc_cluster_node_addrs=(127.0.0.1 127.0.0.1)
+      hpc_cluster_name=hpcsite hpc_cluster_partition=debug hpc_cluster_partition_is_default=YES
       hpc_cluster_mem_mb=8000 hpc_cluster_gpu_type=
       ;;
     second)
@@ -54,11 +62,11 @@ hpc_cluster_init() {
   export SLURM_CONF=$hpc_cluster_conf
 }
 
-# hpc_cluster_pidfile DAEMON [NODE]: the pid file of munged, slurmctld or the slurmd of NODE.
+# hpc_cluster_pidfile DAEMON [NODE]: the pid file of munged, mariadbd, slurmdbd, slurmctld or the
+# slurmd of NODE.
 hpc_cluster_pidfile() {
   case $1 in
-    munged) printf '%s\n' "$hpc_cluster_dir/run/munged.pid" ;;
-    slurmctld) printf '%s\n' "$hpc_cluster_dir/run/slurmctld.pid" ;;
+    munged | mariadbd | slurmdbd | slurmctld) printf '%s\n' "$hpc_cluster_dir/run/$1.pid" ;;
     slurmd) printf '%s\n' "$hpc_cluster_dir/run/slurmd-$2.pid" ;;
   esac
 }
@@ -76,21 +84,30 @@ hpc_cluster_pid() {
   printf '%s\n' "$pid"
 }
 
-# hpc_cluster_install_packages: installs slurm-wlm and munge when missing (root), or says what
-# to run (not root).
+# hpc_cluster_install_packages: installs slurm-wlm and munge when missing (root), and for the
+# site configuration slurmdbd, its MySQL plugin and mariadb-server; or says what to run (not root).
+# Installing mariadb-server does not start the system's database for us: the cluster runs its own.
 hpc_cluster_install_packages() {
-  local missing=() cmd
+  local missing=() cmd packages=(slurm-wlm munge)
   for cmd in slurmctld slurmd munged sbatch; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
   done
+  if [[ $hpc_cluster_config == site ]]; then
+    packages+=(slurmdbd slurm-wlm-mysql-plugin mariadb-server)
+    for cmd in slurmdbd mariadbd mariadb-install-db sacctmgr; do
+      command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
+    done
+    compgen -G '/usr/lib/*/slurm-wlm/accounting_storage_mysql.so' >/dev/null ||
+      missing+=(accounting_storage_mysql.so)
+  fi
   ((${#missing[@]} == 0)) && return 0
   if ((EUID != 0)); then
-    hpc_die "missing ${missing[*]}; run as root: apt-get install -y slurm-wlm munge"
+    hpc_die "missing ${missing[*]}; run as root: apt-get install -y ${packages[*]}"
   fi
-  hpc_say "installing slurm-wlm and munge (missing: ${missing[*]})"
+  hpc_say "installing ${packages[*]} (missing: ${missing[*]})"
   if ! DEBIAN_FRONTEND=noninteractive apt-get update -qq ||
-    ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; then
-    hpc_die "apt-get could not install slurm-wlm and munge"
+    ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null; then
+    hpc_die "apt-get could not install ${packages[*]}"
   fi
 }
 
@@ -152,14 +169,20 @@ hpc_cluster_write_files() {
     # No cgroups in a container: track processes by parent pid, bind nothing.
     printf 'ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n'
     printf 'MpiDefault=none\nSwitchType=switch/none\n'
-    # No database here: one line per finished job in a text file, and scontrol until MinJobAge.
+    # One line per finished job in a text file; besides, scontrol until MinJobAge, and in the
+    # site configuration sacct from slurmdbd.
     printf 'JobCompType=jobcomp/filetxt\nJobCompLoc=%s/log/jobcomp.log\n' "$d"
-    printf 'AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none\n'
+    if [[ $hpc_cluster_config == site ]]; then
+      hpc_cluster_site_conf
+    else
+      printf 'AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none\n'
+      printf 'MinJobAge=600\n'
+    fi
     printf 'DefMemPerCPU=500\n'
     # Clusters beside each other (the test suite runs several) hand out different job ids, so
     # their jobs on this one host derive different MASTER_PORTs (20000 + id % 20000).
     printf 'FirstJobId=%s\n' "$((hpc_cluster_port_base * 10 % 20000 + 1))"
-    printf 'MinJobAge=600\nKillWait=10\nInactiveLimit=0\nReturnToService=2\nMaxArraySize=1001\n'
+    printf 'KillWait=10\nInactiveLimit=0\nReturnToService=2\nMaxArraySize=1001\n'
     # Start trivial jobs within about a second of submission.
     printf 'SchedulerType=sched/builtin\n'
     printf 'SchedulerParameters=sched_interval=2,batch_sched_delay=0,sched_min_interval=0\n'
@@ -174,11 +197,20 @@ hpc_cluster_write_files() {
         "${hpc_cluster_nodes[i]}" "${hpc_cluster_node_addrs[i]}" "$(hostname -s)" "$(hpc_cluster_port slurmd "$i")" \
         "$hpc_cluster_mem_mb" "${hpc_cluster_gpu_type:+$hpc_cluster_gpu_type:}"
     done
-    printf 'PartitionName=%s Nodes=%s Default=%s MaxTime=INFINITE State=UP\n' "$hpc_cluster_partition" "$(
+    printf 'PartitionName=%s Nodes=%s Default=%s MaxTime=INFINITE State=UP%s\n' "$hpc_cluster_partition" "$(
       IFS=,
       printf '%s' "${hpc_cluster_nodes[*]}"
-    )" "$hpc_cluster_partition_is_default"
+    )" "$hpc_cluster_partition_is_default" "$([[ $hpc_cluster_config != site ]] ||
+      printf ' PriorityTier=1 PreemptMode=REQUEUE GraceTime=%s' "$hpc_cluster_grace_s")"
+    if [[ $hpc_cluster_config == site ]]; then
+      # The higher-priority partition over the same nodes: its jobs preempt those of the default.
+      printf 'PartitionName=high Nodes=%s Default=NO MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF\n' "$(
+        IFS=,
+        printf '%s' "${hpc_cluster_nodes[*]}"
+      )"
+    fi
   } >"$d/etc/slurm.conf"
+  [[ $hpc_cluster_config != site ]] || hpc_cluster_write_slurmdbd_conf
 
   {
     printf '# Fake GPUs: character devices, one per GPU, per node.\n'
@@ -188,6 +220,120 @@ hpc_cluster_write_files() {
     done
   } >"$d/etc/gres.conf"
   hpc_cluster_write_prologs
+}
+
+# The site configuration's preemption grace time (the preemptible partition's GraceTime, s), and
+# the limits of its QOS 'limited' (per user: jobs submitted, jobs running).
+hpc_cluster_grace_s=30
+hpc_cluster_qos_max_submit=4 hpc_cluster_qos_max_jobs=2
+
+# hpc_cluster_site_conf: the slurm.conf lines of the site configuration: accounting in slurmdbd
+# (enforced: a user needs an association, QOS limits hold), resource use gathered every second
+# (sacct's MaxRSS and TotalCPU), a short MinJobAge (the controller forgets a job within about a
+# minute and a half, then only sacct knows it), preemption by partition priority with requeue; at
+# preemption the job gets its --signal at once (else SIGTERM), then GraceTime, then the end.
+hpc_cluster_site_conf() {
+  printf 'AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=localhost\n'
+  printf 'AccountingStoragePort=%s\n' "$(hpc_cluster_port slurmdbd)"
+  # What reaches slurmdbd signs with munge through this socket (not AuthInfo's, which is for the rest).
+  printf 'AccountingStoragePass=%s\n' "$hpc_cluster_munge_socket"
+  printf 'AccountingStorageEnforce=associations,limits,qos\n'
+  printf 'JobAcctGatherType=jobacct_gather/linux\nJobAcctGatherFrequency=task=1\n'
+  printf 'MinJobAge=5\n'
+  printf 'PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\n'
+  printf 'SlurmctldParameters=preempt_send_user_signal\n'
+}
+
+# hpc_cluster_write_slurmdbd_conf: slurmdbd.conf (beside slurm.conf, where slurmdbd and sacctmgr
+# look for it; root's only, as slurmdbd demands). slurmdbd reaches the folder's MariaDB through its
+# socket (MYSQL_UNIX_PORT, hpc_cluster_start_accounting) as root, whom the socket authenticates:
+# no password anywhere, and the database listens on no port.
+hpc_cluster_write_slurmdbd_conf() {
+  local d=$hpc_cluster_dir
+  (
+    umask 077
+    {
+      printf '# Written by hpc_files/local_cluster.sh; rewritten by every "up" while the cluster is down.\n'
+      printf 'AuthType=auth/munge\nAuthInfo=socket=%s\n' "$hpc_cluster_munge_socket"
+      printf 'DbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort=%s\n' "$(hpc_cluster_port slurmdbd)"
+      printf 'SlurmUser=root\nDebugLevel=info\n'
+      printf 'PidFile=%s\nLogFile=%s/log/slurmdbd.log\n' "$(hpc_cluster_pidfile slurmdbd)" "$d"
+      printf 'StorageType=accounting_storage/mysql\nStorageHost=localhost\nStorageUser=root\n'
+      printf 'StorageLoc=slurm_acct_db\n'
+    } >"$d/etc/slurmdbd.conf"
+  )
+  chmod 600 "$d/etc/slurmdbd.conf"
+}
+
+# hpc_cluster_mariadb_args: the options of the folder's own MariaDB server (also those that
+# mariadb-install-db needs to lay out its files): no option file read, its socket in the folder,
+# no TCP port, small logs and buffers (a test database), as root.
+hpc_cluster_mariadb_args() {
+  local d=$hpc_cluster_dir
+  printf '%s\n' --no-defaults --datadir="$d/db" --socket="$d/run/mariadb.sock" --skip-networking \
+    --user=root --skip-name-resolve --innodb-log-file-size=8M --innodb-buffer-pool-size=64M \
+    --innodb-lock-wait-timeout=900
+}
+
+# hpc_cluster_start_accounting: the site configuration's MariaDB (its data folder made at the
+# first 'up': about two seconds) and slurmdbd, then what slurmdbd must know before slurmctld
+# starts: the cluster, the QOS 'limited', the account 'lab' and the associations of root and the
+# user who ran sudo (each made once; the database keeps them across 'down' and 'up').
+hpc_cluster_start_accounting() {
+  local d=$hpc_cluster_dir args i user
+  mapfile -t args < <(hpc_cluster_mariadb_args)
+  if ! hpc_cluster_pid mariadbd >/dev/null; then
+    if [[ ! -d $d/db/mysql ]]; then
+      rm -rf -- "${d:?}/db"
+      mariadb-install-db "${args[@]}" --skip-test-db --auth-root-authentication-method=socket \
+        >"$d/log/mariadb-install.log" 2>&1 || {
+        hpc_cluster_log_tail "$d/log/mariadb-install.log"
+        hpc_die "mariadb-install-db could not make the database in $d/db"
+      }
+    fi
+    # mariadbd does not daemonize itself: setsid -f does, its output in its log, not on ours.
+    # shellcheck disable=SC2016 # expanded by that bash
+    hpc_cluster_start mariadbd -- setsid -f bash -c 'exec "$@" </dev/null >>"$0" 2>&1' "$d/log/mariadb.log" \
+      mariadbd "${args[@]}" --pid-file="$(hpc_cluster_pidfile mariadbd)" --log-error="$d/log/mariadb.log"
+  fi
+  if ! hpc_cluster_pid slurmdbd >/dev/null; then
+    # Its pid file comes before its socket: wait for the socket too.
+    for ((i = 0; i < 150; i++)); do
+      [[ -S $d/run/mariadb.sock ]] && break
+      sleep 0.1
+    done
+    MYSQL_UNIX_PORT=$d/run/mariadb.sock hpc_cluster_start slurmdbd -- slurmdbd
+  fi
+  # slurmdbd answers once its tables exist (seconds at the first 'up').
+  for ((i = 0; i < 600; i++)); do
+    # Bounded: a client that cannot sign its message retries for minutes.
+    timeout 10 sacctmgr -n -P show cluster format=Cluster >"$d/run/clusters" 2>/dev/null && break
+    sleep 0.1
+  done
+  ((i < 600)) || {
+    hpc_cluster_log_tail "$d/log/slurmdbd.log"
+    hpc_die "slurmdbd did not answer within 60 s"
+  }
+  grep -qxF "$hpc_cluster_name" "$d/run/clusters" || hpc_cluster_sacctmgr add cluster "$hpc_cluster_name"
+  [[ -n $(sacctmgr -n -P show qos limited format=Name) ]] ||
+    hpc_cluster_sacctmgr add qos limited MaxSubmitJobsPerUser="$hpc_cluster_qos_max_submit" \
+      MaxJobsPerUser="$hpc_cluster_qos_max_jobs"
+  [[ -n $(sacctmgr -n -P show account lab format=Account) ]] ||
+    hpc_cluster_sacctmgr add account lab Description=lab Organization=lab
+  for user in root ${SUDO_USER:+"$SUDO_USER"}; do
+    [[ -z $(sacctmgr -n -P show assoc cluster="$hpc_cluster_name" user="$user" account=lab format=User) ]] ||
+      continue
+    hpc_cluster_sacctmgr add user "$user" Account=lab Cluster="$hpc_cluster_name" QOS=normal,limited \
+      DefaultQOS=normal
+    # Its jobs go to lab (which may use the QOS 'limited'), not to the account named after it.
+    hpc_cluster_sacctmgr modify user where name="$user" set DefaultAccount=lab
+  done
+}
+
+# hpc_cluster_sacctmgr ARGS...: sacctmgr -i ARGS (no question asked), dying with its answer on failure.
+hpc_cluster_sacctmgr() {
+  local out
+  out=$(sacctmgr -i "$@" 2>&1) || hpc_die "sacctmgr $* failed: $out"
 }
 
 # hpc_cluster_write_prologs: the Prolog/Epilog (root, every node of a job) and TaskProlog (the
@@ -233,6 +379,8 @@ hpc_cluster_port() {
   case $1 in
     slurmctld) printf '%s\n' "$hpc_cluster_port_base" ;;
     slurmd) printf '%s\n' "$((hpc_cluster_port_base + 1 + $2))" ;;
+    # After both nodes' ports (the site configuration only; its MariaDB has no port).
+    slurmdbd) printf '%s\n' "$((hpc_cluster_port_base + 3))" ;;
   esac
 }
 
@@ -277,6 +425,13 @@ hpc_cluster_check_ports() {
       busy+=("$port")
     fi
   done
+  if [[ $hpc_cluster_config == site ]] && ! hpc_cluster_pid slurmdbd >/dev/null; then
+    port=$(hpc_cluster_port slurmdbd)
+    if holder=$(hpc_cluster_port_holder "$port"); then
+      hpc_say "port $port (slurmdbd of this cluster) is in use by $holder"
+      busy+=("$port")
+    fi
+  fi
   if ((${#busy[@]})); then
     local msg="port(s) ${busy[*]} in use: nothing was started; choose another --port-base"
     msg+=" (this one: $hpc_cluster_port_base) or stop what holds them"
@@ -287,8 +442,8 @@ hpc_cluster_check_ports() {
 # hpc_cluster_daemon_log DAEMON [NODE]: the log file of that daemon.
 hpc_cluster_daemon_log() {
   case $1 in
-    munged) printf '%s\n' "$hpc_cluster_dir/log/munged.log" ;;
-    slurmctld) printf '%s\n' "$hpc_cluster_dir/log/slurmctld.log" ;;
+    munged | slurmdbd | slurmctld) printf '%s\n' "$hpc_cluster_dir/log/$1.log" ;;
+    mariadbd) printf '%s\n' "$hpc_cluster_dir/log/mariadb.log" ;;
     slurmd) printf '%s\n' "$hpc_cluster_dir/log/slurmd-$2.log" ;;
   esac
 }
@@ -328,7 +483,8 @@ hpc_cluster_start() {
   hpc_die "$daemon${node:+ $node} did not start"
 }
 
-# hpc_cluster_start_daemons: starts whichever of munged, slurmctld and the slurmds is not running.
+# hpc_cluster_start_daemons: starts whichever of munged, (site: MariaDB and slurmdbd,)
+# slurmctld and the slurmds is not running.
 hpc_cluster_start_daemons() {
   local d=$hpc_cluster_dir node
   if ! hpc_cluster_pid munged >/dev/null; then
@@ -336,6 +492,7 @@ hpc_cluster_start_daemons() {
       --key-file="$d/munge/munge.key" --pid-file="$(hpc_cluster_pidfile munged)" \
       --log-file="$d/log/munged.log" --seed-file="$d/munge/munged.seed"
   fi
+  [[ $hpc_cluster_config != site ]] || hpc_cluster_start_accounting
   if ! hpc_cluster_pid slurmctld >/dev/null; then
     hpc_cluster_start slurmctld -- slurmctld -f "$hpc_cluster_conf"
   fi
@@ -359,16 +516,21 @@ hpc_cluster_stop_pids() {
 }
 
 # hpc_cluster_stop_started: after a failed 'up', stops the daemons that this 'up' started (the
-# slurm daemons first, munged last), and nothing that ran before it.
+# slurm daemons first, then MariaDB, munged last), and nothing that ran before it.
 hpc_cluster_stop_started() {
-  local entry name node pid pids=() munged_pid=''
+  local entry name node pid pids=() munged_pid='' mariadbd_pid=''
   ((${#hpc_cluster_started[@]})) || return 0
   for entry in "${hpc_cluster_started[@]}"; do
     read -r name node <<<"$entry"
     pid=$(hpc_cluster_pid "$name" ${node:+"$node"}) || continue
-    if [[ $name == munged ]]; then munged_pid=$pid; else pids+=("$pid"); fi
+    case $name in
+      munged) munged_pid=$pid ;;
+      mariadbd) mariadbd_pid=$pid ;;
+      *) pids+=("$pid") ;;
+    esac
   done
   hpc_cluster_stop_pids ${pids[@]+"${pids[@]}"}
+  [[ -z $mariadbd_pid ]] || hpc_cluster_stop_pids "$mariadbd_pid"
   [[ -z $munged_pid ]] || hpc_cluster_stop_pids "$munged_pid"
   hpc_say "'up' failed: stopped what it had started (${hpc_cluster_started[*]})"
   hpc_cluster_started=()
@@ -455,19 +617,20 @@ hpc_cluster_print_env() {
   fi
 }
 
-# hpc_cluster_any_running: true when munged, slurmctld or a slurmd of this folder's cluster runs.
+# hpc_cluster_any_running: true when one of this folder's cluster's daemons runs.
 hpc_cluster_any_running() {
-  local node
-  hpc_cluster_pid munged >/dev/null && return 0
-  hpc_cluster_pid slurmctld >/dev/null && return 0
+  local node name
+  for name in munged mariadbd slurmdbd slurmctld; do
+    hpc_cluster_pid "$name" >/dev/null && return 0
+  done
   for node in "${hpc_cluster_nodes[@]}"; do
     hpc_cluster_pid slurmd "$node" >/dev/null && return 0
   done
   return 1
 }
 
-# hpc_cluster_down: stops this cluster's daemons by pid (slurmds, slurmctld, then munged) and waits
-# for them to exit; running jobs are killed with their slurmd.
+# hpc_cluster_down: stops this cluster's daemons by pid (slurmds, slurmctld, slurmdbd, MariaDB, then
+# munged) and waits for them to exit; running jobs are killed with their slurmd.
 hpc_cluster_down() {
   local name node pid pids=() i
   for node in "${hpc_cluster_nodes[@]}"; do
@@ -478,8 +641,12 @@ hpc_cluster_down() {
   # Job steps outlive a killed slurmd (slurmstepd is its own process): end those of this cluster.
   # Matched by the whole SLURM_CONF entry: one folder's name may begin another's (c and c2).
   for pid in $(pgrep -f "^slurmstepd: \[" 2>/dev/null); do
-    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$hpc_cluster_conf" &&
+    tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qxF "SLURM_CONF=$hpc_cluster_conf" &&
       kill -KILL "$pid" 2>/dev/null
+  done
+  # The accounting after the controller, which sends it the jobs' last records.
+  for name in slurmdbd mariadbd; do
+    if pid=$(hpc_cluster_pid "$name"); then hpc_cluster_stop_pids "$pid"; fi
   done
   if pid=$(hpc_cluster_pid munged); then
     kill -TERM "$pid" 2>/dev/null || true
@@ -488,7 +655,7 @@ hpc_cluster_down() {
       sleep 0.1
     done
   fi
-  for name in slurmctld munged; do
+  for name in slurmctld slurmdbd mariadbd munged; do
     if hpc_cluster_pid "$name" >/dev/null; then hpc_die "$name is still running"; fi
   done
   for node in "${hpc_cluster_nodes[@]}"; do
@@ -499,11 +666,16 @@ hpc_cluster_down() {
 
 # hpc_cluster_status: sinfo of the cluster and one line per daemon; returns 1 when any is down.
 hpc_cluster_status() {
-  local node pid rc=0 mode
+  local node pid rc=0 mode name
   mode=$(cat "$hpc_cluster_mode_file" 2>/dev/null) || mode=unknown
   printf 'cluster folder: %s (configuration: %s, SLURM_TMPDIR mode: %s)\n' "$hpc_cluster_dir" "$hpc_cluster_config" \
     "$mode"
   if pid=$(hpc_cluster_pid munged); then echo "munged: running (pid $pid)"; else echo "munged: stopped" && rc=1; fi
+  if [[ $hpc_cluster_config == site ]]; then
+    for name in mariadbd slurmdbd; do
+      if pid=$(hpc_cluster_pid "$name"); then echo "$name: running (pid $pid)"; else echo "$name: stopped" && rc=1; fi
+    done
+  fi
   if pid=$(hpc_cluster_pid slurmctld); then echo "slurmctld: running (pid $pid)"; else echo "slurmctld: stopped" &&
     rc=1; fi
   for node in "${hpc_cluster_nodes[@]}"; do

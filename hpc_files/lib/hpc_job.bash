@@ -453,5 +453,6 @@ hpc_job_main() {
   [[ ${hpc_plan_mode:-single} != scaling ]] || hpc_scaling_run_end "$hpc_job_status"
   hpc_job_maybe_requeue
   hpc_job_requeue_records_remove
+  hpc_job_preempt_records_remove
   exit "$hpc_job_status"
 }

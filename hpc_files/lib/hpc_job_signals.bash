@@ -2,7 +2,8 @@
 # hpc_job_signals.bash: signals and restarts in a job (sourced by hpc_job.bash): the time-limit
 # warning passed only to the processes that catch it (hpc_job_warn), the batch shell's traps
 # (hpc_job_forward), and requeueing: the toolkit's own (hpc_job_maybe_requeue) and the program's
-# through the scontrol shim (hpc_job_scontrol), both counted against --requeue N.
+# through the scontrol shim (hpc_job_scontrol), both counted against --requeue N; a preempted run
+# (SLURM's notice is the same signal) is requeued too, and counts against nothing.
 
 # What this file reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
@@ -106,7 +107,16 @@ hpc_job_warn() {
 hpc_job_forward() {
   if [[ $1 == "${HPC_WARNING_SIGNAL:-}" ]]; then
     hpc_job_warned=1
-    hpc_job_log "time-limit warning (SIG$1): passing it to the program, then waiting for it to finish"
+    if hpc_job_preempted_now; then
+      # Told apart from the time limit, so that the restart it causes is not counted against it.
+      hpc_job_preempted=1
+      hpc_job_preempt_record_make
+      local msg="preempted by a higher-priority job (SIG$1 at SLURM's notice; the partition's grace time ends"
+      msg+=" this run): passing it to the program, then waiting for it to finish; the job is requeued"
+      hpc_job_log "$msg"
+    else
+      hpc_job_log "time-limit warning (SIG$1): passing it to the program, then waiting for it to finish"
+    fi
     [[ -n ${hpc_job_program_pid:-} ]] || return 0
     if ((${#hpc_launcher_srun[@]} == 0)); then
       hpc_job_warn "$hpc_job_program_pid" "$1" &
@@ -156,6 +166,48 @@ hpc_job_requeue_record() {
   printf '%s/hpc_outputs/.hpc_requeue.%s.%s\n' "$scratch_dir" "$SLURM_JOB_ID" "${1:-${SLURM_RESTART_COUNT:-0}}"
 }
 
+# hpc_job_preempted_now: true when SLURM has chosen this job for preemption (its PreemptTime is
+# set): the warning signal then is SLURM's notice of it (a site's preempt_send_user_signal), not
+# of the time limit. Asked once, bounded: no answer reads as not preempted.
+hpc_job_preempted_now() {
+  local out
+  out=$(timeout 10 scontrol -o show job "${SLURM_JOB_ID:?}" 2>/dev/null) || return 1
+  [[ $out =~ (^|[[:space:]])PreemptTime=([^[:space:]]+) ]] || return 1
+  [[ ${BASH_REMATCH[2]} != None && ${BASH_REMATCH[2]} != Unknown ]]
+}
+
+# hpc_job_preempt_record [RESTART]: prints the path of the record that run RESTART (default: this
+# run) of this job was preempted: beside the requeue records (hpc_job_requeue_record).
+hpc_job_preempt_record() {
+  [[ -n ${scratch_dir:-} && -n ${SLURM_JOB_ID:-} ]] || return 1
+  printf '%s/hpc_outputs/.hpc_preempted.%s.%s\n' "$scratch_dir" "$SLURM_JOB_ID" "${1:-${SLURM_RESTART_COUNT:-0}}"
+}
+
+# hpc_job_preempt_record_make: records that this run was preempted (a plain new file; an existing
+# one is left as it is).
+hpc_job_preempt_record_make() {
+  local record
+  record=$(hpc_job_preempt_record) || return 0
+  (set -C && printf 'preempted\n' >"$record") 2>/dev/null || true
+}
+
+# hpc_job_was_preempted [RESTART]: true when run RESTART (default: this run) was preempted.
+hpc_job_was_preempted() {
+  local record
+  record=$(hpc_job_preempt_record "$@") || return 1
+  [[ -f $record && ! -L $record ]]
+}
+
+# hpc_job_restarts_counted: prints how many of this job's restarts count against --requeue N: those
+# after a time limit or the program's requeue, not those after a preemption.
+hpc_job_restarts_counted() {
+  local restart counted=${SLURM_RESTART_COUNT:-0}
+  for ((restart = 0; restart < ${SLURM_RESTART_COUNT:-0}; restart++)); do
+    ! hpc_job_was_preempted "$restart" || counted=$((counted - 1))
+  done
+  printf '%s\n' "$counted"
+}
+
 # hpc_job_requeued_by_program: true when the program of this run has requeued this job itself
 # (hpc_job_program_requeue made this run's record).
 hpc_job_requeued_by_program() {
@@ -171,6 +223,18 @@ hpc_job_requeue_records_remove() {
   for ((restart = 0; restart <= ${SLURM_RESTART_COUNT:-0}; restart++)); do
     ((restart < ${SLURM_RESTART_COUNT:-0})) || ! hpc_job_requeued_by_program || continue
     record=$(hpc_job_requeue_record "$restart") || return 0
+    [[ ! -f $record || -L $record ]] || rm -f -- "${record:?}"
+  done
+}
+
+# hpc_job_preempt_records_remove: (the batch shell, at the end of a run) removes the records of
+# the earlier runs' preemptions once this run ends the job: while it has runs to come (requeued
+# by the batch shell, the program or the preemption of this run), they are counted at each.
+hpc_job_preempt_records_remove() {
+  local restart record
+  ((! ${hpc_job_requeue_asked:-0})) && ! hpc_job_requeued_by_program && ! hpc_job_was_preempted || return 0
+  for ((restart = 0; restart < ${SLURM_RESTART_COUNT:-0}; restart++)); do
+    record=$(hpc_job_preempt_record "$restart") || return 0
     [[ ! -f $record || -L $record ]] || rm -f -- "${record:?}"
   done
 }
@@ -212,10 +276,17 @@ hpc_job_real_scontrol() {
 # is made first (so the batch shell neither requeues again nor says otherwise), then REAL
 # requeues the job; else it is refused (status 1) and the run goes on. Once per run.
 hpc_job_program_requeue() {
-  local real=$1 restarts=${SLURM_RESTART_COUNT:-0} max=${hpc_plan_requeue:-0} record status=0 msg
+  local real=$1 restarts max=${hpc_plan_requeue:-0} record status=0 msg
   shift
   # The requeue ends this run: SLURM's SIGTERM must not cut the bookkeeping short.
   trap '' TERM
+  restarts=$(hpc_job_restarts_counted)
+  if hpc_job_was_preempted; then
+    # SLURM requeues a preempted job anyway: the program's requeue (on the same signal) counts not.
+    hpc_job_log "requeueing for the program (scontrol $*) after the preemption; it does not count against --requeue N"
+    "$real" "$@"
+    return
+  fi
   if ((max == 0)); then
     msg="not requeued: the program asked (scontrol $*), but this job was submitted without --requeue N"
     msg+=" (no restarts allowed); the run goes on"
@@ -281,10 +352,15 @@ hpc_job_scontrol() {
 # itself in this run (hpc_job_program_requeue), or SLURM ended the run (SIGTERM: at the time
 # limit the program had not stopped by itself, and a restart would start from what it never saved).
 hpc_job_maybe_requeue() {
-  local restarts=${SLURM_RESTART_COUNT:-0}
+  local restarts
+  restarts=$(hpc_job_restarts_counted)
   if hpc_job_requeued_by_program; then
     hpc_job_log \
       "requeued by the program in this run (restart $((restarts + 1)) of $hpc_plan_requeue): not requeued again"
+    return 0
+  fi
+  if ((${hpc_job_preempted:-0})); then
+    hpc_job_maybe_requeue_preempted
     return 0
   fi
   ((hpc_job_warned && hpc_plan_requeue > 0)) || return 0
@@ -298,5 +374,22 @@ hpc_job_maybe_requeue() {
     return 0
   fi
   hpc_job_log "requeueing (restart $((restarts + 1)) of $hpc_plan_requeue)"
+  hpc_job_requeue_asked=1
+  scontrol requeue "${SLURM_JOB_ID:?}" || hpc_job_log "scontrol requeue $SLURM_JOB_ID failed"
+}
+
+# hpc_job_maybe_requeue_preempted: after a preempted run, requeues this job whether or not it has
+# --requeue N (a program that stopped early at the notice and exited 0 would else end the job
+# COMPLETED for work not done): SLURM would requeue it at the end of the grace time anyway. When
+# SLURM ended the run (SIGTERM at the end of the grace time), SLURM requeues it itself.
+hpc_job_maybe_requeue_preempted() {
+  local max=${hpc_plan_requeue:-0}
+  if ((${hpc_job_ended_by_slurm:-0})); then
+    hpc_job_log "preempted: SLURM ended this run at the end of the grace time and requeues the job"
+    return 0
+  fi
+  hpc_job_log "requeueing after the preemption (restart $((${SLURM_RESTART_COUNT:-0} + 1));" \
+    "a preemption does not count against --requeue $max)"
+  hpc_job_requeue_asked=1
   scontrol requeue "${SLURM_JOB_ID:?}" || hpc_job_log "scontrol requeue $SLURM_JOB_ID failed"
 }

@@ -351,6 +351,23 @@ hpc_manage_set_range() {
   fi
 }
 
+# hpc_manage_note_limit ID ARRAY_ID TASKS STATE REASON: (a line of squeue) a pending job or task
+# that a limit of the site's QOS or association holds (REASON QOS...Limit or Assoc...Limit, e.g.
+# QOSMaxJobsPerUserLimit) gets a note saying so: it waits for the user's other jobs, not for nodes.
+# shellcheck disable=SC2034 # hpc_st_note: read by commands/status.bash
+hpc_manage_note_limit() {
+  local i note
+  [[ ${4-} == PENDING && ${5-} =~ ^(QOS|Assoc)[A-Za-z]*Limit$ ]] || return 0
+  note="held by a limit of the QOS or association: $5"
+  if [[ $3 == N/A ]]; then
+    hpc_st_note[$1]=$note
+  elif [[ $3 =~ ^[0-9]+$ ]]; then
+    hpc_st_note[$2_$3]=$note
+  elif hpc_manifest_expand_array "$3"; then
+    for i in "${hpc_manifest_indices[@]}"; do hpc_st_note[$2_$i]=$note; done
+  fi
+}
+
 # hpc_manage_states ID...: the state of every task of the recorded jobs ID, into hpc_st_state,
 # hpc_st_exit and hpc_st_raw (the task's own job id), by key (hpc_manage_keys): squeue first,
 # then sacct, then scontrol show job, then the states file, else UNKNOWN. Each source is asked
@@ -378,6 +395,7 @@ hpc_manage_states() {
     else
       hpc_manage_set_range "${fields[1]}" "${fields[2]}" "${fields[0]}" "${fields[3]}" -
     fi
+    hpc_manage_note_limit "${fields[@]}"
     # Requeued, or waiting for SLURM's delay before a requeued job restarts (Reason=BeginTime).
     if [[ ${fields[3]} == REQUEUED* || ${fields[3]}/${fields[4]-} == PENDING/BeginTime ]]; then
       if [[ ${fields[2]} == N/A ]]; then
@@ -478,10 +496,12 @@ hpc_manage_states() {
 
 # hpc_manage_requeued RAW|KEY...: for each job or task KEY (own job id RAW) that squeue shows
 # REQUEUED, or PENDING for its begin time, asks scontrol whether SLURM restarted it (Restarts>0)
-# and sets hpc_st_note[KEY] to 'requeued, restarts at TIME' (StartTime, else EligibleTime).
+# and sets hpc_st_note[KEY] to 'requeued, restarts at TIME' (StartTime, else EligibleTime);
+# 'preempted, requeued, ...' when the batch shell recorded that its last run was preempted (the
+# record beside the job's log, hpc_job_preempt_record).
 # shellcheck disable=SC2034 # hpc_st_note: read by commands/status.bash
 hpc_manage_requeued() {
-  local item raw key out word restarts start eligible when
+  local item raw key out word restarts start eligible when record
   for item in "$@"; do
     raw=${item%%|*} key=${item#*|}
     out=$(hpc_slurm scontrol -o show job "$raw" 2>/dev/null) || continue
@@ -499,6 +519,8 @@ hpc_manage_requeued() {
       [[ -n $when || ! $word =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T ]] || when=$word
     done
     hpc_st_note[$key]="requeued${when:+, restarts at $when}"
+    record=${hpc_manage_dir%/manifests}/.hpc_preempted.$raw.$((restarts - 1))
+    [[ ! -f $record || -L $record ]] || hpc_st_note[$key]="preempted, ${hpc_st_note[$key]}"
   done
 }
 

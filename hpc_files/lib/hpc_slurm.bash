@@ -39,7 +39,15 @@ hpc_slurm_sbatch() {
   else
     hpc_slurm_answer=$(hpc_slurm_sbatch_exec --parsable "${@:3}" 2>&1 </dev/null)
   fi || {
-    hpc_slurm_error="sbatch refused ${what:-the job}: ${hpc_slurm_answer//$'\n'/ }"
+    # One line: sbatch may give a reason over several (a limit's name, then the refusal).
+    hpc_slurm_error="sbatch refused ${what:-the job}: ${hpc_slurm_answer//$'\n'/; }"
+    # A limit of the site's QOS or association on the jobs submitted at once (each array task
+    # counts): what SLURM says, and where the limits are shown.
+    [[ $hpc_slurm_answer != *MaxSubmitJob* ]] || {
+      hpc_slurm_error+=" (a limit on the jobs a user may have submitted at once, each array task counting as one:"
+      hpc_slurm_error+=" 'sacctmgr show qos' and 'sacctmgr show assoc user=${USER:-$(id -un)}' show it;"
+      hpc_slurm_error+=" submit fewer at a time, or once earlier jobs have ended)"
+    }
     [[ ${hpc_slurm_answer,,} != *'timed out'* && ${hpc_slurm_answer,,} != *'zero bytes were transmitted'* ]] ||
       hpc_submit_unsure=1
     return 1

@@ -11,7 +11,7 @@ setup() {
   assert_success
   assert_line --index 0 "Usage: bash hpc_files/local_cluster.sh [options] up|down|status|env"
   assert_line --partial "--tmpdir MODE"
-  assert_line --partial "--config NAME      default or second [HPC_CLUSTER_CONFIG]"
+  assert_line --partial "--config NAME      default, second or site [HPC_CLUSTER_CONFIG]"
   assert_line --partial "  second   differs where real clusters differ: nodes named by their address, 127.0.0.1 and"
 }
 
@@ -29,10 +29,10 @@ up down|down: only one command at a time (already: up)
 --port-base 80 up|--port-base: '80' is not a port number between 1024 and 65000
 --port-base x up|--port-base: 'x' is not a port number between 1024 and 65000
 up --tmpdir|--tmpdir: needs a value
---config third up|--config: 'third' is not accepted; accepted: default, second
---config Second up|--config: 'Second' is not accepted; accepted: default, second
+--config third up|--config: 'third' is not accepted; accepted: default, second, site
+--config Second up|--config: 'Second' is not accepted; accepted: default, second, site
 up --config|--config: needs a value
---config=third up|--config: 'third' is not accepted; accepted: default, second
+--config=third up|--config: 'third' is not accepted; accepted: default, second, site
 --port-base=x up|--port-base: 'x' is not a port number between 1024 and 65000
 --dir= up|--dir: empty; accepted: a folder name without whitespace
 --verbose=1 up|--verbose=1: unknown; accepted: up, down, status, env, --dir, --port-base, --config, --tmpdir, --help
@@ -65,7 +65,7 @@ EOT
 @test "HPC_CLUSTER_CONFIG is checked like --config" {
   HPC_CLUSTER_CONFIG=big run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir "$work/c" up
   assert_equal "$status" 2
-  assert_output "local_cluster.sh: --config: 'big' is not accepted; accepted: default, second"
+  assert_output "local_cluster.sh: --config: 'big' is not accepted; accepted: default, second, site"
   [ ! -e "$work/c" ]
 }
 

@@ -79,7 +79,7 @@ hpc_manage_resubmit_identity() {
 # hpc_manage_resubmit_env ID: (resubmit) the sbatch of the resubmission gets, for each variable the
 # command refers to, what it had at submission (hpc_manifest_env's lines in the manifest of job
 # ID; for a map or a study, of every manifest of the experiment, the newest's last): its recorded
-# value, or unset (hpc_submit_env_set, hpc_submit_env_unset: hpc_submit_sbatch). Says in one line
+# value, or unset (hpc_submit_env_set, hpc_submit_env_unset: hpc_slurm_sbatch). Says in one line
 # each where this shell differs. A secret's value was never recorded: taken from this shell, exit 2
 # when it is not set here.
 hpc_manage_resubmit_env() {
