@@ -1,9 +1,42 @@
 # shellcheck shell=bash
-# Loaded by every .bats file: bats-support, bats-assert, and the repository root.
-HPC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# Loaded by every .bats file (by each test again): bats-support, bats-assert, and the repository
+# root. Without a process where bash alone does it: a fork of the test's shell and a program
+# cost milliseconds, and this runs before every one of over a thousand tests.
+# The root exported by the file's setup_file (or the suite) is kept when it is this one.
+if [[ -z ${HPC_ROOT:-} || ! $HPC_ROOT/tests/helpers/common.bash -ef ${BASH_SOURCE[0]} ]]; then
+  HPC_ROOT=$(cd "${BASH_SOURCE[0]%/*}/../.." && pwd)
+fi
 export HPC_ROOT
-load "$HPC_ROOT/node_modules/bats-support/load"
-load "$HPC_ROOT/node_modules/bats-assert/load"
+
+# hpc_test_load_library DIR: sources the files that DIR/load.bash sources. Their load.bash runs
+# `dirname` (a process) for each of them, 15 per test; a load.bash of another form is loaded as
+# it is.
+hpc_test_load_library() {
+  local line re='^source "\$\(dirname "\$\{BASH_SOURCE\[0\]\}"\)/([A-Za-z0-9_/.-]+)"$'
+  local -a files=()
+  while IFS= read -r line || [[ -n $line ]]; do
+    [[ -n $line && $line != '#'* ]] || continue
+    if [[ ! $line =~ $re ]]; then
+      load "$1/load"
+      return
+    fi
+    files+=("$1/${BASH_REMATCH[1]}")
+  done <"$1/load.bash"
+  for line in "${files[@]}"; do
+    # shellcheck source=/dev/null # bats-support's and bats-assert's own files
+    source "$line"
+  done
+}
+# Outside bats' DEBUG trap (see hpc_test_untraced): it would cost more than the processes saved.
+if [[ -o functrace ]]; then
+  set +T
+  hpc_test_load_library "$HPC_ROOT/node_modules/bats-support"
+  hpc_test_load_library "$HPC_ROOT/node_modules/bats-assert"
+  set -T
+else
+  hpc_test_load_library "$HPC_ROOT/node_modules/bats-support"
+  hpc_test_load_library "$HPC_ROOT/node_modules/bats-assert"
+fi
 
 # Unit tests reach no cluster: every SLURM client they might call is tests/helpers/unplanned_slurm
 # (one line naming the call, exit 1), on PATH just before the first folder outside the checkout
@@ -60,13 +93,14 @@ fi
 # hpc_test_untraced COMMAND [ARGS...]: runs COMMAND in this shell with the functions it calls
 # outside bats' DEBUG trap (inherited by functions under set -T, it runs before each of their
 # commands: reading a 3000-word configs line took 11.7 s with it, 0.24 s without); returns its
-# status. A failure is still named at the line that called hpc_test_untraced.
+# status. A failure is still named at the line that called hpc_test_untraced. Its own status has
+# a name of its own: bats' run, called by COMMAND, sets the caller's 'status'.
 hpc_test_untraced() {
-  local status=0
+  local hpc_test_untraced_rc=0
   set +T
-  "$@" || status=$?
+  "$@" || hpc_test_untraced_rc=$?
   set -T
-  return "$status"
+  return "$hpc_test_untraced_rc"
 }
 
 # hpc_test_tmp: a fresh temporary folder whose path contains a space, so every test also

@@ -2,13 +2,16 @@
 # Loaded by the unit tests of job_submitter.sh (tests/unit/job_submitter.bats, bad_input.bats):
 # a warm profile cache, a project installed in a temporary folder, PATH stubs of SLURM.
 
-# hpc_test_warm_profiles: for setup_file: compiles every cluster profile once, with the toolkit's
-# own code, into "$BATS_FILE_TMPDIR/warm cache" (exported as HPC_WARM_CACHE). Installed copies
-# have the same content, so a submitter given a copy of it finds them compiled and runs no Python.
-hpc_test_warm_profiles() {
+# hpc_test_prepare DIR: what every submitter test starts from, made once into DIR (made): every
+# cluster profile compiled with the toolkit's own code into "DIR/warm cache" (exported as
+# HPC_WARM_CACHE; installed copies have the same content, so a submitter given a copy of it finds
+# them compiled and runs no Python) and the toolkit installed with install.sh into "DIR/installed
+# project" (exported as HPC_TEST_PROJECT), under umask 000: its files keep the repository's
+# modes, so that a copy (cp -R applies the copier's umask) is what install.sh makes under the
+# copier's umask. Called by tests/unit/setup_suite.bash, once for a whole bats run.
+hpc_test_prepare() {
   local profile
-  export PYTHONDONTWRITEBYTECODE=1
-  export HPC_WARM_CACHE="$BATS_FILE_TMPDIR/warm cache"
+  export HPC_WARM_CACHE="$1/warm cache" HPC_TEST_PROJECT="$1/installed project"
   for profile in "$HPC_ROOT"/hpc_files/clusters/*.yaml; do
     profile=${profile##*/}
     (
@@ -18,23 +21,38 @@ hpc_test_warm_profiles() {
       hpc_facts_locate "$hpc_files_dir"
       # shellcheck source=hpc_files/lib/hpc_profile.bash
       source "$hpc_files_dir/lib/hpc_profile.bash"
-      HPC_CACHE_DIR=$HPC_WARM_CACHE hpc_profile_load "${profile%.yaml}"
+      PYTHONDONTWRITEBYTECODE=1 HPC_CACHE_DIR=$HPC_WARM_CACHE hpc_profile_load "${profile%.yaml}"
     ) || return 1
   done
+  (umask 000 && mkdir -p "$HPC_TEST_PROJECT" && bash "$HPC_ROOT/hpc_files/install.sh" "$HPC_TEST_PROJECT" >/dev/null)
+}
+
+# hpc_test_warm_profiles: for setup_file: HPC_WARM_CACHE and HPC_TEST_PROJECT (hpc_test_prepare)
+# ready: the suite's, made once for the whole bats run (tests/unit/setup_suite.bash), or, where
+# this file runs without them, made now into BATS_FILE_TMPDIR. Exports PYTHONDONTWRITEBYTECODE=1.
+hpc_test_warm_profiles() {
+  export PYTHONDONTWRITEBYTECODE=1
+  # The suite's when they belong to this bats run (not a variable left in the environment).
+  if [[ -n ${BATS_RUN_TMPDIR:-} && ${HPC_WARM_CACHE:-} == "$BATS_RUN_TMPDIR"/* && -d $HPC_WARM_CACHE &&
+    ${HPC_TEST_PROJECT:-} == "$BATS_RUN_TMPDIR"/* && -d $HPC_TEST_PROJECT ]]; then
+    return 0
+  fi
+  hpc_test_prepare "$BATS_FILE_TMPDIR"
 }
 
 # hpc_test_submitter_project CACHE SCRATCH: for setup: a project installed in "$tmp/my project"
-# ($tmp from hpc_test_tmp) with a one-line configs file, SCRATCH made and exported, a copy of the
-# warm profile cache at CACHE (HPC_CACHE_DIR), the stubs of tests/fixtures/submitter/bin first on
-# PATH recording into "$BATS_TEST_TMPDIR/stub log" (stub_log), and no stray variable of the
-# caller's environment. Sets fixtures, tmp, project, submitter and stub_log.
+# ($tmp from hpc_test_tmp; a copy of HPC_TEST_PROJECT, see hpc_test_warm_profiles) with a
+# one-line configs file, SCRATCH made and exported, a copy of the warm profile cache at CACHE
+# (HPC_CACHE_DIR), the stubs of tests/fixtures/submitter/bin first on PATH recording into
+# "$BATS_TEST_TMPDIR/stub log" (stub_log), and no stray variable of the caller's environment.
+# Sets fixtures, tmp, project, submitter and stub_log.
 hpc_test_submitter_project() {
   # shellcheck disable=SC2034 # fixtures and submitter: for the calling test
   fixtures=$HPC_ROOT/tests/fixtures/submitter
   tmp=$(hpc_test_tmp)
   project="$tmp/my project"
-  mkdir -p "$project" "$2"
-  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
+  mkdir -p "$2"
+  cp -R "$HPC_TEST_PROJECT" "$project"
   printf 'python main.py --lr 0.1\n' >"$project/hpc_files/experiment_configurations.txt"
   # shellcheck disable=SC2034
   submitter=$project/hpc_files/job_submitter.sh
@@ -44,7 +62,7 @@ hpc_test_submitter_project() {
   mkdir -p "$stub_log"
   unset HPC_PYTHON HPC_HOSTNAME MASTER_PORT HPC_STUB_SBATCH HPC_STUB_INSTALL HPC_STUB_SINFO \
     HPC_STUB_SINFO_TABLE HPC_STUB_SQUEUE_STATES HPC_STUB_SQUEUE_JOBS HPC_STUB_SCRIPTS \
-    HPC_STUB_PYTHON HPC_STUB_JOB_ID WANDB_API_KEY
+    HPC_STUB_PYTHON HPC_STUB_JOB_ID HPC_STUB_MAX_ARRAY_SIZE WANDB_API_KEY WANDB_DIR
   export SCRATCH=$2 HPC_CLUSTER=local HPC_CACHE_DIR=$1 HPC_STUB_LOG=$stub_log
   export PATH=$fixtures/bin:$PATH
 }

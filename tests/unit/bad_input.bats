@@ -92,7 +92,7 @@ refused() {
   local rows=0 report='' out
   while IFS='|' read -r env_words words line; do
     [[ -n $words$env_words && $env_words != '#'* ]] || continue
-    out=$(refused "$env_words" "$words" "$line") || report+=$out$'\n'
+    out=$(hpc_test_untraced refused "$env_words" "$words" "$line") || report+=$out$'\n'
     rows=$((rows + 1))
   done <<'EOT'
 # Numbers and words.

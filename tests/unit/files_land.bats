@@ -9,40 +9,18 @@ declare -g hpc_job_python_module
 
 bats_require_minimum_version 1.5.0
 
-# shellcheck disable=SC2030 # the profile is compiled in a subshell, on purpose
 setup_file() {
   load '../helpers/common'
-  export PYTHONDONTWRITEBYTECODE=1
-  HPC_WARM_CACHE="$BATS_FILE_TMPDIR/warm cache"
-  export HPC_WARM_CACHE
-  (
-    hpc_files_dir=$HPC_ROOT/hpc_files hpc_python_helpers_dir=$HPC_ROOT/python_helpers
-    # shellcheck source=hpc_files/lib/hpc_common.bash
-    source "$hpc_files_dir/lib/hpc_common.bash"
-    # shellcheck source=hpc_files/lib/hpc_profile.bash
-    source "$hpc_files_dir/lib/hpc_profile.bash"
-    HPC_CACHE_DIR=$HPC_WARM_CACHE hpc_profile_load local
-  )
+  load '../helpers/submitter'
+  hpc_test_warm_profiles
 }
 
 setup() {
   load '../helpers/common'
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
-  fixtures=$HPC_ROOT/tests/fixtures/submitter
-  tmp=$(hpc_test_tmp)
-  project="$tmp/my project"
-  mkdir -p "$project" "$tmp/scratch"
-  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
+  hpc_test_submitter_project "$BATS_TEST_TMPDIR/cache" "$(hpc_test_tmp)/scratch"
   printf 'python train.py --out snapshot.pt\n' >"$project/hpc_files/experiment_configurations.txt"
-  submitter=$project/hpc_files/job_submitter.sh
-  cp -R "$HPC_WARM_CACHE" "$BATS_TEST_TMPDIR/cache"
-  stub_log="$BATS_TEST_TMPDIR/stub log"
-  mkdir -p "$stub_log"
-  unset HPC_PYTHON HPC_HOSTNAME MASTER_PORT HPC_STUB_SBATCH HPC_STUB_INSTALL HPC_STUB_SQUEUE_STATES \
-    HPC_STUB_SQUEUE_JOBS HPC_STUB_SCRIPTS HPC_STUB_PYTHON HPC_STUB_JOB_ID WANDB_DIR WANDB_API_KEY
-  export SCRATCH=$tmp/scratch HPC_CLUSTER=local HPC_CACHE_DIR=$BATS_TEST_TMPDIR/cache HPC_STUB_LOG=$stub_log
-  export PATH=$fixtures/bin:$PATH
   outputs="$SCRATCH/my project/hpc_outputs"
   # A venv the submitter considers built.
   hpc_test_venv_built "$project"

@@ -58,6 +58,19 @@ for ((i = 0; i < 200; i++)); do
   sleep 0.1
 done'
 
+# wait_exec PID: waits (5 s at most) until the background job PID runs its own program. Until it
+# does, it is a copy of this test's shell, which catches USR1 (bash's own handler), so that the
+# looking would take it for a catcher and warn it.
+wait_exec() {
+  local i self
+  self=$(tr '\0' ' ' <"/proc/$BASHPID/cmdline")
+  for ((i = 0; i < 50; i++)); do
+    [[ $(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null) == "$self" ]] || return 0
+    sleep 0.1
+  done
+  fail "$1 did not start its program"
+}
+
 # wait_file FILE: waits (5 s at most) until FILE exists.
 wait_file() {
   local i
@@ -162,6 +175,7 @@ EOF
   bash -c 'sleep 2; exec python3 -c "$1" "$2"' _ "$catcher_code" "$tmp/a" &
   started+=($!)
   local program=$!
+  wait_exec "$program"
   run hpc_job_warn "$program" USR1
   assert_success
   assert_line --index 0 "[hpc n1] no process of the program catches SIGUSR1 (yet): it gets the warning once it installs a handler, else it runs on until the time limit"
@@ -174,6 +188,7 @@ EOF
   sleep 3 &
   started+=($!)
   local program=$!
+  wait_exec "$program"
   run hpc_job_warn "$program" USR1
   assert_success
   assert_output "[hpc n1] no process of the program catches SIGUSR1 (yet): it gets the warning once it installs a handler, else it runs on until the time limit"

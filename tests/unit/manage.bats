@@ -13,20 +13,12 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
   load '../helpers/common'
-  export PYTHONDONTWRITEBYTECODE=1
-  # One project for the file (the commands only read it) and the local profile compiled once.
+  load '../helpers/submitter'
+  # One project for the file (the commands only read it); the profiles compiled once for the run.
+  hpc_test_warm_profiles
   export PROJECT="$BATS_FILE_TMPDIR/my project"
-  mkdir -p "$PROJECT"
-  bash "$HPC_ROOT/hpc_files/install.sh" "$PROJECT" >/dev/null
+  cp -R "$HPC_TEST_PROJECT" "$PROJECT"
   printf 'python main.py --lr 0.1\n' >"$PROJECT/hpc_files/experiment_configurations.txt"
-  export HPC_WARM_CACHE="$BATS_FILE_TMPDIR/warm cache"
-  (
-    export HPC_CACHE_DIR=$HPC_WARM_CACHE
-    hpc_files_dir=$HPC_ROOT/hpc_files hpc_python_helpers_dir=$HPC_ROOT/python_helpers
-    source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
-    source "$HPC_ROOT/hpc_files/lib/hpc_profile.bash"
-    hpc_profile_load local
-  )
 }
 
 setup() {
