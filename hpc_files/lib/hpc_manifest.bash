@@ -226,10 +226,13 @@ hpc_manifest_write() {
   hpc_manifest_put git_commit "$hpc_manifest_git_commit"
   hpc_manifest_put git_dirty "$hpc_manifest_git_dirty"
   hpc_manifest_put argv ${words[@]+"${words[@]}"}
-  # Where each value came from: the command line, the defaults file's line, the profile.
-  hpc_opt_settings
-  hpc_mask_vars hpc_opt_settings
-  hpc_manifest_put setting ${hpc_opt_settings[@]+"${hpc_opt_settings[@]}"}
+  # Where each value came from: the command line, the defaults file's line, the profile (from
+  # the submitter's table of settings, hpc_options.bash, when it is loaded).
+  if declare -F hpc_opt_settings >/dev/null; then
+    hpc_opt_settings
+    hpc_mask_vars hpc_opt_settings
+    hpc_manifest_put setting ${hpc_opt_settings[@]+"${hpc_opt_settings[@]}"}
+  fi
   value=''
   [[ -z $plan ]] || value=${hpc_plan_tokens[$plan]-}
   hpc_manifest_put token "$value"
