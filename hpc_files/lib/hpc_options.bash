@@ -10,98 +10,120 @@ declare -gA hpc_opt_launcher_aliases=([script]=torchrun)
 declare -gA hpc_opt_launcher_alias_why=([script]="torch.distributed.launch became torchrun")
 
 # The table of settings: every option of a submission, once, as one row
-#   hpc_opt_row NAME VARIABLE DEFAULT KIND SCOPES SPELLING...
-# NAME: as messages write it (-t/--time); VARIABLE: hpc_opt_VARIABLE holds its value; DEFAULT: the
-# built-in value (the option is set when its variable differs from it); KIND: value (one value,
-# checked by hpc_opt_set's case for NAME), flag (no value: 1 when given) or multi (paths up to the
-# next option, adding up: -d, --copy-back); SCOPES, comma-separated ('-' for none): file (a key of
-# the project's defaults file, hpc_opt_file_apply), profile (the cluster profile gives the value
-# when nothing else does; the plan's field hpc_plan_VARIABLE holds what was used), map and scaling
-# (set, it makes the submission that mode: hpc_opt_asks), noint:LABEL (interactive refuses it,
-# naming LABEL; the first row in table order wins), action (what the submitter does, not a value
-# of the job: not listed among the settings); SPELLING: the words the command line takes. The
-# parser, the names the refusals offer (hpc_opt_names), the defaults file's keys, the mode
-# triggers and refusals, interactive's refusals and the settings' origins are read from it. A new
-# option is one row here, its check in hpc_opt_set and its lines in job_submitter.sh's usage.
-declare -gA hpc_opt_spelled=() hpc_opt_var=() hpc_opt_default=() hpc_opt_kind=() hpc_opt_scopes=()
-declare -ga hpc_opt_rows=()
-# hpc_opt_row NAME VARIABLE DEFAULT KIND SCOPES SPELLING...: one row of the table (above).
-hpc_opt_row() {
-  local word
-  hpc_opt_rows+=("$1")
-  hpc_opt_var[$1]=$2 hpc_opt_default[$1]=$3 hpc_opt_kind[$1]=$4 hpc_opt_scopes[$1]=,$5,
-  for word in "${@:6}"; do hpc_opt_spelled[$word]=$1; done
+#   'VARIABLE=DEFAULT|NAME|KIND|SCOPES| SPELLING...'
+# VARIABLE: hpc_opt_VARIABLE holds its value; DEFAULT: its built-in value (the option is set when
+# its variable differs from it; '()' for a multi's empty list); NAME: as messages write it
+# (-t/--time; its long name is the defaults file's key); KIND: value (one value, checked by
+# hpc_opt_set's case for NAME), flag (no value: 1 when given) or multi (paths up to the next option,
+# adding up: -d, --copy-back); SCOPES, comma-separated ('-' for none): file (a key of the project's
+# defaults file, hpc_opt_file_apply), profile (the cluster profile gives the value when nothing else
+# does; the plan's field hpc_plan_VARIABLE holds what was used), map and scaling (set, it makes the
+# submission that mode: hpc_opt_asks), noint:LABEL (interactive refuses it, naming LABEL; the first
+# row in table order wins), action (what the submitter does, not a value of the job: not listed
+# among the settings); SPELLING: the words the command line takes. The parser, the names the
+# refusals offer (hpc_opt_names), the defaults file's keys, the mode triggers and refusals,
+# interactive's refusals and the settings' origins are read from it. A new option is one row here,
+# its check in hpc_opt_set and its lines in job_submitter.sh's usage. Plain text, read with string
+# operations: nothing is built from it when it is loaded (every submission loads it).
+hpc_opt_table=(
+  # Submitting (first: most submissions name them, and hpc_opt_find reads the rows in order).
+  'dry_run=0|--dry-run|flag|action| --dry-run'
+  'yes=0|-y/--yes|flag|action| -y --yes'
+  'help=0|-h/--help|flag|action| -h --help'
+  # The experiment's name (early: most submissions name it).
+  'exp_name=|-e/--exp-name|value|file| -e --exp-name'
+  # Resources.
+  'gpus=|-g/--gpus|value|file,profile| -g --gpus'
+  'cpus=|-c/--cpus|value|file,profile| -c --cpus --cpu'
+  'num_nodes=1|-n/--num-nodes|value|file| -n --num-nodes --num_nodes'
+  'mem_per_gpu=|-m/--mem-per-gpu|value|file,profile| -m --mem-per-gpu'
+  'time=|-t/--time|value|file,profile| -t --time'
+  'gpu_type=|-G/--gpu-type|value|file,profile| -G --gpu-type'
+  'account=|-a/--account|value|file,profile| -a --account'
+  'partition=|-p/--partition|value|file,profile| -p --partition'
+  # How the program is started.
+  'launcher=none|-W/--which-distributed|value|file| -W --which-distributed'
+  'label_ranks=0|--label-ranks|flag|-| --label-ranks'
+  'configs=|-C/--configs|value|-| -C --configs'
+  # Names and places.
+  'cluster=|--cluster|value|-| --cluster'
+  # Data, results, runners.
+  'data=()|-d/--data|multi|file| -d --data'
+  'copy_back=()|--copy-back|multi|file| --copy-back'
+  'runner=|--runner|value|file| --runner'
+  'workdir=|--workdir|value|-| --workdir'
+  # Arrays (one at a time).
+  'wandb_sweepid=|-w/--wandb-sweepid|value|noint:-w/--wandb-sweepid| -w --wandb-sweepid'
+  'num_sweeps=|--num-sweeps|value|-| --num-sweeps'
+  'wandb_offline=0|--wandb-offline|flag|noint:--wandb-offline| --wandb-offline'
+  'sweep_config=|--sweep-config|value|-| --sweep-config'
+  'repeat=|--repeat|value|noint:--repeat| --repeat'
+  'max_concurrent=|--max-concurrent|value|-| --max-concurrent'
+  # Map and gather (hpc_map_check_options checks them together).
+  'map_range=|--map-range|value|map,noint:--map-range| --map-range'
+  'map_over=|--map-over|value|map,noint:--map-over| --map-over'
+  'gather=|--gather|value|map,noint:--gather| --gather'
+  'gather_configs=|--gather-configs|value|map,noint:--gather| --gather-configs'
+  'gather_when=|--gather-when|value|map,noint:--gather| --gather-when'
+  'gather_cpus=|--gather-cpus|value|map,noint:--gather| --gather-cpus'
+  'gather_gpus=|--gather-gpus|value|map,noint:--gather| --gather-gpus'
+  'gather_time=|--gather-time|value|map,noint:--gather| --gather-time'
+  # Scaling test (hpc_scaling_check_options checks them together; --scaling-test first: the others
+  # are refused without it).
+  'scaling_test=0|--scaling-test|flag|scaling,noint:--scaling-test| --scaling-test'
+  'scale_nodes=|--scale-nodes|value|scaling,noint:--scale-*| --scale-nodes'
+  'scale_gpus=|--scale-gpus|value|scaling,noint:--scale-*| --scale-gpus'
+  'repeats=|--repeats|value|scaling,noint:--scale-*| --repeats'
+  'scaling_mode=|--scaling-mode|value|scaling,noint:--scale-*| --scaling-mode'
+  'report_time=|--report-time|value|scaling,noint:--scale-*| --report-time'
+  'scale_target_efficiency=|--scale-target-efficiency|value|scaling,noint:--scale-*| --scale-target-efficiency'
+  'scale_serial=0|--scale-serial|flag|scaling,noint:--scale-*| --scale-serial'
+  'scale_parallel=0|--scale-parallel|flag|scaling,noint:--scale-*| --scale-parallel'
+  # Time limits.
+  'signal_lead=|--signal-lead|value|file,profile| --signal-lead'
+  'requeue=0|--requeue|value|file,noint:--requeue| --requeue'
+  # Containers (after the rows above: interactive names them first).
+  'singularity=|-s/--singularity-container|value|noint:-s/--singularity-container| -s --singularity-container'
+)
+
+# hpc_opt_fields ROW: sets hpc_opt_f_var, hpc_opt_f_default, hpc_opt_f_name, hpc_opt_f_kind and
+# hpc_opt_f_scopes (with a comma at each end) to ROW's columns, and hpc_opt_f_row to ROW.
+hpc_opt_fields() {
+  local rest=${1#*|}
+  hpc_opt_f_row=$1 hpc_opt_f_var=${1%%=*} hpc_opt_f_default=${1%%|*}
+  hpc_opt_f_default=${hpc_opt_f_default#*=}
+  hpc_opt_f_name=${rest%%|*} rest=${rest#*|}
+  hpc_opt_f_kind=${rest%%|*} rest=${rest#*|}
+  hpc_opt_f_scopes=,${rest%%|*},
 }
-# Resources.
-hpc_opt_row -g/--gpus gpus '' value file,profile -g --gpus
-hpc_opt_row -c/--cpus cpus '' value file,profile -c --cpus --cpu
-hpc_opt_row -n/--num-nodes num_nodes 1 value file -n --num-nodes --num_nodes
-hpc_opt_row -m/--mem-per-gpu mem_per_gpu '' value file,profile -m --mem-per-gpu
-hpc_opt_row -t/--time time '' value file,profile -t --time
-hpc_opt_row -G/--gpu-type gpu_type '' value file,profile -G --gpu-type
-hpc_opt_row -a/--account account '' value file,profile -a --account
-hpc_opt_row -p/--partition partition '' value file,profile -p --partition
-# How the program is started.
-hpc_opt_row -W/--which-distributed launcher none value file -W --which-distributed
-hpc_opt_row --label-ranks label_ranks 0 flag - --label-ranks
-hpc_opt_row -C/--configs configs '' value - -C --configs
-# Names and places.
-hpc_opt_row -e/--exp-name exp_name '' value file -e --exp-name
-hpc_opt_row --cluster cluster '' value - --cluster
-# Data, results, runners.
-hpc_opt_row -d/--data data '' multi file -d --data
-hpc_opt_row --copy-back copy_back '' multi file --copy-back
-hpc_opt_row --runner runner '' value file --runner
-hpc_opt_row --workdir workdir '' value - --workdir
-# Arrays (one at a time).
-hpc_opt_row -w/--wandb-sweepid wandb_sweepid '' value noint:-w/--wandb-sweepid -w --wandb-sweepid
-hpc_opt_row --num-sweeps num_sweeps '' value - --num-sweeps
-hpc_opt_row --wandb-offline wandb_offline 0 flag noint:--wandb-offline --wandb-offline
-hpc_opt_row --sweep-config sweep_config '' value - --sweep-config
-hpc_opt_row --repeat repeat '' value noint:--repeat --repeat
-hpc_opt_row --max-concurrent max_concurrent '' value - --max-concurrent
-# Map and gather (hpc_map_check_options checks them together).
-hpc_opt_row --map-range map_range '' value map,noint:--map-range --map-range
-hpc_opt_row --map-over map_over '' value map,noint:--map-over --map-over
-hpc_opt_row --gather gather '' value map,noint:--gather --gather
-hpc_opt_row --gather-configs gather_configs '' value map,noint:--gather --gather-configs
-hpc_opt_row --gather-when gather_when '' value map,noint:--gather --gather-when
-hpc_opt_row --gather-cpus gather_cpus '' value map,noint:--gather --gather-cpus
-hpc_opt_row --gather-gpus gather_gpus '' value map,noint:--gather --gather-gpus
-hpc_opt_row --gather-time gather_time '' value map,noint:--gather --gather-time
-# Scaling test (hpc_scaling_check_options checks them together; --scaling-test first: the others
-# are refused without it).
-hpc_opt_row --scaling-test scaling_test 0 flag scaling,noint:--scaling-test --scaling-test
-hpc_opt_row --scale-nodes scale_nodes '' value 'scaling,noint:--scale-*' --scale-nodes
-hpc_opt_row --scale-gpus scale_gpus '' value 'scaling,noint:--scale-*' --scale-gpus
-hpc_opt_row --repeats repeats '' value 'scaling,noint:--scale-*' --repeats
-hpc_opt_row --scaling-mode scaling_mode '' value 'scaling,noint:--scale-*' --scaling-mode
-hpc_opt_row --report-time report_time '' value 'scaling,noint:--scale-*' --report-time
-hpc_opt_row --scale-target-efficiency scale_target_efficiency '' value 'scaling,noint:--scale-*' \
-  --scale-target-efficiency
-hpc_opt_row --scale-serial scale_serial 0 flag 'scaling,noint:--scale-*' --scale-serial
-hpc_opt_row --scale-parallel scale_parallel 0 flag 'scaling,noint:--scale-*' --scale-parallel
-# Time limits.
-hpc_opt_row --signal-lead signal_lead '' value file,profile --signal-lead
-hpc_opt_row --requeue requeue 0 value file,noint:--requeue --requeue
-# Containers (after the rows above: interactive names them first).
-hpc_opt_row -s/--singularity-container singularity '' value noint:-s/--singularity-container \
-  -s --singularity-container
-# Submitting.
-hpc_opt_row --dry-run dry_run 0 flag action --dry-run
-hpc_opt_row -y/--yes yes 0 flag action -y --yes
-hpc_opt_row -h/--help help 0 flag action -h --help
+
+# hpc_opt_find SPELLING: the columns (hpc_opt_fields) of the row that SPELLING names; false when
+# none. Row by row: a pattern over the table as one text costs more (Bash matches it at every
+# position), and building an index would cost every submission.
+hpc_opt_find() {
+  local row
+  for row in "${hpc_opt_table[@]}"; do
+    [[ "$row " == *" $1 "* ]] || continue
+    hpc_opt_fields "$row"
+    return 0
+  done
+  return 1
+}
 
 # Where each value came from, in the order the values were taken: hpc_opt_seen (NAME), with
-# hpc_opt_seen_where ('command line', 'hpc_files/defaults line N') and hpc_opt_seen_value (a
-# multi's one value; empty for the others, whose value is their variable's).
-declare -ga hpc_opt_seen=() hpc_opt_seen_where=() hpc_opt_seen_value=()
+# hpc_opt_seen_where ('command line', 'hpc_files/defaults line N'), hpc_opt_seen_value (a
+# multi's one value; empty for the others, whose value is their variable's) and hpc_opt_seen_row
+# (its row of the table); hpc_opt_seen_scopes: the SCOPES of them all, one after the other.
+declare -ga hpc_opt_seen=() hpc_opt_seen_where=() hpc_opt_seen_value=() hpc_opt_seen_row=()
+hpc_opt_seen_scopes=
 # hpc_usage_origin (hpc_common.bash's hpc_die_usage names it): where a value that did not come
 # from the command line came from, by NAME. Declared there, and here for the linter.
 declare -gA hpc_usage_origin
 # What this library reads, set by the others or through the table (printf -v): declared here, not
 # set, so that the linter knows each name. job_submitter.sh: the toolkit's folder; hpc_common.bash:
 # why a file is not trusted; hpc_opt_defaults: the options read by name below.
+# The multi options' variables are arrays: hpc_opt_defaults empties them.
+declare -ga hpc_opt_data hpc_opt_copy_back
 declare -g hpc_files_dir hpc_trusted_problem hpc_opt_wandb_sweepid hpc_opt_repeat hpc_opt_wandb_offline \
   hpc_opt_num_sweeps hpc_opt_sweep_config hpc_opt_launcher hpc_opt_num_nodes hpc_opt_singularity \
   hpc_opt_runner hpc_opt_workdir hpc_plan_cluster hpc_plan_partition_option
@@ -109,58 +131,54 @@ declare -g hpc_files_dir hpc_trusted_problem hpc_opt_wandb_sweepid hpc_opt_repea
 # hpc_opt_defaults: sets every hpc_opt_* global to its built-in value (the table's DEFAULT: "not
 # given" for most).
 hpc_opt_defaults() {
-  local name
-  for name in "${hpc_opt_rows[@]}"; do
-    if [[ ${hpc_opt_kind[$name]} == multi ]]; then
-      declare -ga "hpc_opt_${hpc_opt_var[$name]}=()"
-    else
-      printf -v "hpc_opt_${hpc_opt_var[$name]}" '%s' "${hpc_opt_default[$name]}"
-    fi
-  done
+  # The table's own words (a variable's name and its fixed default, '()' for the arrays declared
+  # below), never a user's value: all in one declare.
+  local -a set=("${hpc_opt_table[@]%%|*}")
+  declare -g "${set[@]/#/hpc_opt_}"
   hpc_opt_cluster=${HPC_CLUSTER:-} hpc_opt_num_nodes_given=0
-  hpc_opt_seen=() hpc_opt_seen_where=() hpc_opt_seen_value=() hpc_usage_origin=()
+  hpc_opt_seen=() hpc_opt_seen_where=() hpc_opt_seen_value=() hpc_opt_seen_row=() hpc_opt_seen_scopes=''
+  hpc_usage_origin=()
   # The variable names a profile as --cluster does: never a path.
   [[ -z $hpc_opt_cluster ]] || hpc_opt_is_profile_name "$hpc_opt_cluster" ||
     hpc_die_usage "HPC_CLUSTER" \
       "'$hpc_opt_cluster' is not accepted; accepted: the name of a profile in hpc_files/clusters/"
 }
 
-# hpc_opt_is_set NAME: true when the option NAME's value is not its built-in one.
-hpc_opt_is_set() {
-  local ref=hpc_opt_${hpc_opt_var[$1]}
-  [[ ${!ref} != "${hpc_opt_default[$1]}" ]]
+# hpc_opt_f_is_set: (after hpc_opt_fields) true when that option's value is not its built-in one.
+hpc_opt_f_is_set() {
+  local ref=hpc_opt_$hpc_opt_f_var
+  [[ ${!ref} != "$hpc_opt_f_default" ]]
 }
 
-# hpc_opt_asks SCOPE: true when an option of SCOPE (map, scaling) is set: the submission is then
-# that mode, whose library is loaded.
+# hpc_opt_asks SCOPE: true when an option of SCOPE (map, scaling) was given: the submission is
+# then that mode, whose library is loaded. (Their values are never the built-in one: '' is
+# refused, a flag is 1.)
 hpc_opt_asks() {
-  local name
-  for name in "${hpc_opt_rows[@]}"; do
-    [[ ${hpc_opt_scopes[$name]} == *",$1,"* ]] && hpc_opt_is_set "$name" && return 0
-  done
-  return 1
+  [[ $hpc_opt_seen_scopes == *",$1,"* ]]
 }
 
 # hpc_opt_refuse_outside SCOPE MODE WITH: exit 2 naming the first option of SCOPE that is set,
 # except WITH itself: it 'is for MODE; accepted with WITH'.
 hpc_opt_refuse_outside() {
-  local name
-  for name in "${hpc_opt_rows[@]}"; do
-    [[ $name != "$3" && ${hpc_opt_scopes[$name]} == *",$1,"* ]] || continue
-    ! hpc_opt_is_set "$name" || hpc_die_usage "$name" "is for $2; accepted with $3"
+  local row
+  for row in "${hpc_opt_table[@]}"; do
+    [[ $row == *[\|,]"$1"[,\|]* ]] || continue
+    hpc_opt_fields "$row"
+    [[ $hpc_opt_f_name != "$3" && $hpc_opt_f_scopes == *",$1,"* ]] || continue
+    ! hpc_opt_f_is_set || hpc_die_usage "$hpc_opt_f_name" "is for $2; accepted with $3"
   done
 }
 
 # hpc_opt_noint_given: sets hpc_opt_noint to the LABEL of the first option set that interactive
 # refuses (noint:LABEL), or empty.
 hpc_opt_noint_given() {
-  local name scopes
+  local row scopes
   hpc_opt_noint=''
-  for name in "${hpc_opt_rows[@]}"; do
-    scopes=${hpc_opt_scopes[$name]}
-    [[ $scopes == *,noint:* ]] || continue
-    hpc_opt_is_set "$name" || continue
-    scopes=${scopes#*,noint:}
+  for row in "${hpc_opt_table[@]}"; do
+    [[ $row == *,noint:* || $row == *\|noint:* ]] || continue
+    hpc_opt_fields "$row"
+    hpc_opt_f_is_set || continue
+    scopes=${hpc_opt_f_scopes#*,noint:}
     hpc_opt_noint=${scopes%%,*}
     return 0
   done
@@ -236,15 +254,15 @@ hpc_opt_parse() {
   while (($#)); do
     hpc_split_option "$1"
     shift
-    name=${hpc_opt_spelled[$opt]-}
-    if [[ -z $name ]]; then
+    if ! hpc_opt_find "$opt"; then
       [[ $opt != -* ]] || hpc_opt_die_unknown "$opt"
       hpc_die_usage "$opt" "unexpected word (every value belongs to an option; see --help)"
     fi
-    case ${hpc_opt_kind[$name]} in
+    name=$hpc_opt_f_name
+    case $hpc_opt_f_kind in
       flag)
         ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
-        printf -v "hpc_opt_${hpc_opt_var[$name]}" 1
+        printf -v "hpc_opt_$hpc_opt_f_var" 1
         hpc_opt_seen_add "$name" 'command line'
         continue
         ;;
@@ -276,9 +294,11 @@ hpc_opt_parse() {
   done
 }
 
-# hpc_opt_seen_add NAME WHERE [VALUE]: records that NAME's value (a multi's VALUE) came from WHERE.
+# hpc_opt_seen_add NAME WHERE [VALUE]: (after hpc_opt_fields of NAME's row) records that NAME's
+# value (a multi's VALUE) came from WHERE.
 hpc_opt_seen_add() {
-  hpc_opt_seen+=("$1") hpc_opt_seen_where+=("$2") hpc_opt_seen_value+=("${3-}")
+  hpc_opt_seen+=("$1") hpc_opt_seen_where+=("$2") hpc_opt_seen_value+=("${3-}") hpc_opt_seen_row+=("$hpc_opt_f_row")
+  hpc_opt_seen_scopes+=$hpc_opt_f_scopes
 }
 
 # hpc_opt_set_multi NAME WHERE VALUE...: checks and adds the paths of -d/--data or --copy-back,
@@ -309,7 +329,13 @@ hpc_opt_die_unknown() {
 
 # hpc_opt_names: sets hpc_opt_names to every spelling hpc_opt_parse accepts, from the table.
 hpc_opt_names() {
-  hpc_opt_names=("${!hpc_opt_spelled[@]}")
+  local row
+  local -a words
+  hpc_opt_names=()
+  for row in "${hpc_opt_table[@]}"; do
+    read -r -a words <<<"${row##*|}"
+    hpc_opt_names+=("${words[@]}")
+  done
 }
 
 # hpc_opt_set NAME VALUE: checks one option's value and stores it.
@@ -458,91 +484,26 @@ hpc_opt_set() {
 # '--long-option=value' line per setting (the table's rows with scope file; -d/--data and
 # --copy-back one path a line, adding up), '#' comments and blank lines. Its values come after
 # the command line's and before the cluster profile's. At most hpc_opt_file_max bytes.
-hpc_opt_file_max=65536
-
-# hpc_opt_file_keys: prints the defaults file's keys (the long spellings of the rows with scope
-# file), sorted, comma-separated, for the refusals.
-hpc_opt_file_keys() {
-  local word
-  local -a keys=()
-  for word in "${!hpc_opt_spelled[@]}"; do
-    [[ $word == --* && ${hpc_opt_scopes[${hpc_opt_spelled[$word]}]} == *,file,* && $word != *_* ]] || continue
-    [[ $word != --cpu ]] && keys+=("$word")
-  done
-  printf '%s\n' "${keys[@]}" | LC_ALL=C sort | paste -sd, - | sed 's/,/, /g'
-}
+hpc_opt_file_max=16384
 
 # hpc_opt_file_apply [interactive]: takes the defaults file's values (after hpc_opt_parse) for the
 # options the command line did not give; a value the command line gave is still checked. With
 # interactive, the file's options that interactive refuses are left out. Bad input: exit 2, one
 # line naming the file, the line and the key; nothing is changed on disk.
 hpc_opt_file_apply() {
-  local path=$hpc_files_dir/defaults label=hpc_files/defaults line key value name n=0 ref saved
+  local path=$hpc_files_dir/defaults label=hpc_files/defaults
   [[ -e $path || -L $path ]] || return 0
   hpc_trusted_read "$path" own $((hpc_opt_file_max + 1)) ||
     hpc_die_usage "$label" "$hpc_trusted_problem; accepted: your own file of settings, or none"
   # shellcheck disable=SC2154 # hpc_trusted_text: set by hpc_trusted_read
   ((${#hpc_trusted_text} <= hpc_opt_file_max)) ||
     hpc_die_usage "$label" "larger than $hpc_opt_file_max bytes; accepted: a short file of settings"
-  local -a lines
-  local -A from_line=() from_cli=()
-  for name in ${hpc_opt_seen[@]+"${hpc_opt_seen[@]}"}; do from_cli[$name]=1; done
-  mapfile -t lines <<<"$hpc_trusted_text"
-  for line in "${lines[@]}"; do
-    n=$((n + 1))
-    line=${line%$'\r'}
-    # Spaces around the line and around '=' are not part of the key or the value.
-    [[ $line =~ ^[[:space:]]*(.*[^[:space:]])?[[:space:]]*$ ]] && line=${BASH_REMATCH[1]}
-    [[ -n $line && $line != '#'* ]] || continue
-    [[ $line =~ ^(--[A-Za-z0-9_-]+)[[:space:]]*=[[:space:]]*(.*)$ ]] ||
-      hpc_die_usage "$label line $n" \
-        "'$line' is not accepted; accepted: --long-option=value, a comment (#) or a blank line"
-    key=${BASH_REMATCH[1]} value=${BASH_REMATCH[2]}
-    name=${hpc_opt_spelled[$key]-}
-    hpc_opt_file_check_key "$label line $n" "$key" "$name"
-    if [[ ${hpc_opt_kind[$name]} != multi ]]; then
-      if [[ -v from_line[$name] ]]; then
-        value="$key given twice (line ${from_line[$name]}, then line $n); accepted: once (only --data and"
-        hpc_die_usage "$label line $n" "$value --copy-back take several)"
-      fi
-      from_line[$name]=$n
-    fi
-    [[ ${1-} != interactive || ${hpc_opt_scopes[$name]} != *,noint:* ]] || continue
-    hpc_usage_origin[$name]="$label line $n"
-    if [[ ${hpc_opt_kind[$name]} == multi ]]; then
-      if [[ -v from_cli[$name] ]]; then
-        [[ $name != --copy-back ]] || hpc_opt_check_relative "$name" "$value" "\${SLURM_TMPDIR}"
-      else
-        hpc_opt_set_multi "$name" "$label line $n" "$value"
-      fi
-    elif [[ -v from_cli[$name] ]]; then
-      # Checked all the same (a bad line is refused), then the command line's value back.
-      ref=hpc_opt_${hpc_opt_var[$name]} saved=${!ref}
-      hpc_opt_set "$name" "$value"
-      printf -v "$ref" '%s' "$saved"
-    else
-      hpc_opt_set "$name" "$value"
-      hpc_opt_seen_add "$name" "$label line $n"
-    fi
-    [[ ! -v from_cli[$name] ]] || unset "hpc_usage_origin[$name]"
-  done
-}
-
-# hpc_opt_file_check_key WHERE KEY NAME: exit 2 unless KEY (the option NAME, empty when none) is a
-# key of the defaults file; names the nearest key when one is near.
-hpc_opt_file_check_key() {
-  [[ -z $3 || ${hpc_opt_scopes[$3]} != *,file,* ]] || return 0
-  local keys
-  keys=$(hpc_opt_file_keys)
-  [[ -z $3 ]] ||
-    hpc_die_usage "$1" "$2 is not a setting of the defaults file (it is given on the command line); accepted: $keys"
-  # shellcheck source=hpc_files/lib/hpc_help.bash
-  source "${BASH_SOURCE[0]%/*}/hpc_help.bash"
-  local -a candidates
-  IFS=', ' read -r -a candidates <<<"$keys"
-  hpc_nearest "$2" "${candidates[@]}"
-  [[ -z $hpc_nearest ]] || hpc_die_usage "$1" "unknown key '$2'; did you mean $hpc_nearest?"
-  hpc_die_usage "$1" "unknown key '$2'; accepted: $keys"
+  # Only comments and blank lines (the file install.sh writes): nothing to take.
+  [[ $'\n'$hpc_trusted_text =~ $'\n'[[:blank:]]*[^#[:space:]] ]] || return 0
+  # The file's lines: their own library, read only when there are some.
+  # shellcheck source=hpc_files/lib/hpc_defaults_file.bash
+  source "${BASH_SOURCE[0]%/*}/hpc_defaults_file.bash"
+  hpc_opt_file_lines "$label" "${1-}"
 }
 
 # hpc_opt_settings: (after hpc_plan_make) sets hpc_opt_settings to one line per value that is not
@@ -550,22 +511,26 @@ hpc_opt_file_check_key() {
 # order taken, then what the cluster profile gave (SBATCH_PARTITION for a partition from it).
 # --dry-run prints them, the manifest records them (setting).
 hpc_opt_settings() {
-  local i name ref where
+  local i name row ref where
   local -A listed=()
   hpc_opt_settings=()
   for i in "${!hpc_opt_seen[@]}"; do
     name=${hpc_opt_seen[i]}
-    [[ ${hpc_opt_scopes[$name]} != *,action,* ]] || continue
-    listed[$name]=1 ref=hpc_opt_${hpc_opt_var[$name]}
-    case ${hpc_opt_kind[$name]} in
+    hpc_opt_fields "${hpc_opt_seen_row[i]}"
+    [[ $hpc_opt_f_scopes != *,action,* ]] || continue
+    listed[$name]=1 ref=hpc_opt_$hpc_opt_f_var
+    case $hpc_opt_f_kind in
       flag) hpc_opt_settings+=("$name (${hpc_opt_seen_where[i]})") ;;
       multi) hpc_opt_settings+=("$name=${hpc_opt_seen_value[i]} (${hpc_opt_seen_where[i]})") ;;
       *) hpc_opt_settings+=("$name=${!ref} (${hpc_opt_seen_where[i]})") ;;
     esac
   done
-  for name in "${hpc_opt_rows[@]}"; do
-    [[ ${hpc_opt_scopes[$name]} == *,profile,* && ! -v listed[$name] ]] || continue
-    ref=hpc_plan_${hpc_opt_var[$name]}
+  for row in "${hpc_opt_table[@]}"; do
+    [[ $row == *profile* ]] || continue
+    # The row's NAME and VARIABLE, without hpc_opt_fields (this runs for every job's manifest).
+    name=${row#*|} name=${name%%|*}
+    [[ ! -v listed[$name] ]] || continue
+    ref=hpc_plan_${row%%=*}
     [[ -n ${!ref-} ]] || continue
     where="cluster profile ${hpc_plan_cluster-}"
     [[ $name != -p/--partition || ${hpc_plan_partition_option-} != SBATCH_PARTITION ]] || where=SBATCH_PARTITION

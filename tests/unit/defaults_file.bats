@@ -139,7 +139,7 @@ sbatch_arg() {
   refused "hpc_files/defaults: is not a regular file of ${USER:-this user} (or is a link); accepted: your own file of settings, or none" -g 0
   rm -f -- "$defaults"
   { for ((i = 0; i < 3000; i++)); do printf '# a comment line to make the file long %s\n' "$i"; done; } >"$defaults"
-  refused "hpc_files/defaults: larger than 65536 bytes; accepted: a short file of settings" -g 0
+  refused "hpc_files/defaults: larger than 16384 bytes; accepted: a short file of settings" -g 0
 }
 
 @test "another user's defaults file is refused (exit 2, one line): its settings never reach a job" {
