@@ -98,13 +98,14 @@ hpc_opt_fields() {
 }
 
 # hpc_opt_find SPELLING: the columns (hpc_opt_fields) of the row that SPELLING names; false when
-# none. Row by row: a pattern over the table as one text costs more (Bash matches it at every
-# position), and building an index would cost every submission.
+# none. Row by row, by index (a 'for row in' would copy the whole table first): a pattern over
+# the table as one text costs more (Bash matches it at every position), and building an index
+# would cost every submission.
 hpc_opt_find() {
-  local row
-  for row in "${hpc_opt_table[@]}"; do
-    [[ "$row " == *" $1 "* ]] || continue
-    hpc_opt_fields "$row"
+  local i
+  for ((i = 0; i < ${#hpc_opt_table[@]}; i++)); do
+    [[ "${hpc_opt_table[i]} " == *" $1 "* ]] || continue
+    hpc_opt_fields "${hpc_opt_table[i]}"
     return 0
   done
   return 1
@@ -525,7 +526,8 @@ hpc_opt_settings() {
       *) hpc_opt_settings+=("$name=${!ref} (${hpc_opt_seen_where[i]})") ;;
     esac
   done
-  for row in "${hpc_opt_table[@]}"; do
+  for ((i = 0; i < ${#hpc_opt_table[@]}; i++)); do
+    row=${hpc_opt_table[i]}
     [[ $row == *profile* ]] || continue
     # The row's NAME and VARIABLE, without hpc_opt_fields (this runs for every job's manifest).
     name=${row#*|} name=${name%%|*}
