@@ -20,13 +20,13 @@
 
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
-declare -g hpc_opt_noint hpc_opt_dry_run hpc_opt_help hpc_opt_cluster hpc_files_dir \
+declare -g hpc_opt_f_scopes hpc_opt_dry_run hpc_opt_help hpc_opt_cluster hpc_files_dir \
   hpc_plan_mode hpc_plan_runner hpc_plan_outputs_dir hpc_plan_exp_name hpc_plan_kind \
   hpc_plan_script hpc_plan_file hpc_plan_toolkit_dir hpc_plan_source_dir hpc_plan_launcher hpc_plan_data_archive \
   hpc_stage_archive hpc_job_status hpc_lib_dir hpc_plan_checkpoints_dir hpc_plan_workdir \
   exp_name hpc_job_node_tmpdir hpc_job_term_why hpc_pending_file hpc_pending_tag hpc_pending_token
 declare -gA hpc_pending_job_token
-declare -ga hpc_opt_data hpc_plan_sbatch_args hpc_plan_command \
+declare -ga hpc_opt_table hpc_opt_data hpc_plan_sbatch_args hpc_plan_command \
   hpc_submit_made hpc_configs_words hpc_pending_ids
 
 # The salloc options taken from the plan's sbatch arguments: the allocation's shape. The rest
@@ -72,13 +72,19 @@ hpc_interactive_options() {
   done
 }
 
-# hpc_interactive_refuse: exit 2, one line, for the options that make no sense in one shell
-# (the table's rows with scope noint, hpc_options.bash).
+# hpc_interactive_refuse: exit 2, one line, for the options that make no sense in one shell: the
+# first row of the table of settings (hpc_options.bash) with scope noint:LABEL whose option is
+# set, named by its LABEL.
 hpc_interactive_refuse() {
-  hpc_opt_noint_given
-  [[ -z $hpc_opt_noint ]] ||
-    hpc_die_usage "$hpc_opt_noint" \
+  local row label
+  for row in "${hpc_opt_table[@]}"; do
+    [[ $row == *noint:* ]] || continue
+    hpc_opt_fields "$row"
+    hpc_opt_f_is_set || continue
+    label=${hpc_opt_f_scopes#*,noint:}
+    hpc_die_usage "${label%%,*}" \
       "not with interactive; accepted there: the options of one job (see 'bash job_submitter.sh interactive --help')"
+  done
 }
 
 # hpc_interactive_salloc_args: sets hpc_interactive_salloc to salloc's options: those of the

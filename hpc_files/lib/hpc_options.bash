@@ -170,21 +170,6 @@ hpc_opt_refuse_outside() {
   done
 }
 
-# hpc_opt_noint_given: sets hpc_opt_noint to the LABEL of the first option set that interactive
-# refuses (noint:LABEL), or empty.
-hpc_opt_noint_given() {
-  local row scopes
-  hpc_opt_noint=''
-  for row in "${hpc_opt_table[@]}"; do
-    [[ $row == *,noint:* || $row == *\|noint:* ]] || continue
-    hpc_opt_fields "$row"
-    hpc_opt_f_is_set || continue
-    scopes=${hpc_opt_f_scopes#*,noint:}
-    hpc_opt_noint=${scopes%%,*}
-    return 0
-  done
-}
-
 # hpc_opt_is_profile_name VALUE: true for the name of a cluster profile, never a path.
 hpc_opt_is_profile_name() {
   [[ $1 =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ ]]
@@ -328,17 +313,6 @@ hpc_opt_die_unknown() {
   hpc_die_usage "$1" "unknown option; see 'bash job_submitter.sh --help'"
 }
 
-# hpc_opt_names: sets hpc_opt_names to every spelling hpc_opt_parse accepts, from the table.
-hpc_opt_names() {
-  local row
-  local -a words
-  hpc_opt_names=()
-  for row in "${hpc_opt_table[@]}"; do
-    read -r -a words <<<"${row##*|}"
-    hpc_opt_names+=("${words[@]}")
-  done
-}
-
 # hpc_opt_set NAME VALUE: checks one option's value and stores it.
 hpc_opt_set() {
   local name=$1 value=$2
@@ -370,8 +344,11 @@ hpc_opt_set() {
       # The launchers are the files in hpc_files/lib/launchers/.
       hpc_launcher_list
       # shellcheck disable=SC2154 # hpc_launcher_names: set by hpc_launcher_list
-      [[ " ${hpc_launcher_names[*]} " == *" $value "* && $value != *" "* ]] ||
+      if ! [[ " ${hpc_launcher_names[*]} " == *" $value "* && $value != *" "* ]]; then
+        # shellcheck source=hpc_files/lib/hpc_help.bash
+        source "${BASH_SOURCE[0]%/*}/hpc_help.bash"
         hpc_die_usage "$name" "'$value' is not accepted; accepted: $(hpc_opt_launchers_text)"
+      fi
       hpc_opt_launcher=$value
       ;;
     -t/--time)
@@ -583,47 +560,4 @@ hpc_opt_runners_text() {
     [[ -f $file && $name =~ ^[a-z][a-z0-9_]*$ ]] && text+="$name, "
   done
   printf '%s\n' "${text%, }"
-}
-
-# hpc_opt_launchers_text: prints the launchers -W accepts (the files in hpc_files/lib/launchers/),
-# as a refusal lists them: 'lightning, none, torchrun (alias: script)'.
-hpc_opt_launchers_text() {
-  local name alias text=''
-  hpc_launcher_list
-  for name in "${hpc_launcher_names[@]}"; do
-    text+="$name, "
-    for alias in "${!hpc_opt_launcher_aliases[@]}"; do
-      [[ ${hpc_opt_launcher_aliases[$alias]} != "$name" ]] || text="${text%, } (alias: $alias), "
-    done
-  done
-  printf '%s\n' "${text%, }"
-}
-
-# hpc_opt_help FILE: prints the usage comment of FILE (--help), with each launcher's own lines
-# (hpc_launcher_NAME_describe, from the files in hpc_files/lib/launchers/) after the line that
-# introduces them, indented as the option's text.
-hpc_opt_help() {
-  local line name text
-  while IFS= read -r line; do
-    printf '%s\n' "$line"
-    if [[ $line == 'Commands (one file each in hpc_files/lib/commands/):' ]]; then
-      # Each command by its file's Summary line (hpc_help.bash).
-      # shellcheck source=hpc_files/lib/hpc_help.bash
-      source "${BASH_SOURCE[0]%/*}/hpc_help.bash"
-      hpc_commands_summaries
-      continue
-    fi
-    if [[ $line == *"one of the files in hpc_files/lib/runners/:" ]]; then
-      printf '%29saccepted: %s\n' '' "$(hpc_opt_runners_text)"
-      continue
-    fi
-    [[ $line == *"one of the files in hpc_files/lib/launchers/:" ]] || continue
-    hpc_launcher_list
-    for name in "${hpc_launcher_names[@]}"; do
-      hpc_launcher_load "$name" || continue
-      while IFS= read -r text; do
-        printf '%29s%s\n' '' "$text"
-      done < <("hpc_launcher_${name}_describe")
-    done
-  done < <(hpc_usage "$1")
 }

@@ -419,6 +419,8 @@ hpc_submit_main() {
   hpc_opt_defaults
   hpc_opt_parse "$@"
   if ((hpc_opt_help)); then
+    # shellcheck source=hpc_files/lib/hpc_help.bash
+    source "$hpc_files_dir/lib/hpc_help.bash"
     hpc_opt_help "$hpc_submitter"
     exit 0
   fi
