@@ -313,7 +313,7 @@ hpc_opt_die_unknown() {
   hpc_die_usage "$1" "unknown option; see 'bash job_submitter.sh --help'"
 }
 
-# hpc_opt_set NAME VALUE: checks one option's value and stores it.
+# hpc_opt_set NAME VALUE: (after hpc_opt_find of its row) checks one option's value and stores it.
 hpc_opt_set() {
   local name=$1 value=$2
   case $name in
@@ -417,19 +417,6 @@ hpc_opt_set() {
       [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a sweep configuration file (sweeper.yml)"
       hpc_opt_sweep_config=$value
       ;;
-    --map-range | --map-over | --gather | --gather-configs | --gather-when | --gather-cpus | --gather-gpus | \
-      --gather-time)
-      # Stored as given; hpc_map_check_options checks them together.
-      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value (see --help)"
-      name=${name#--}
-      printf -v "hpc_opt_${name//-/_}" '%s' "$value"
-      ;;
-    --scale-nodes | --scale-gpus | --repeats | --scaling-mode | --report-time | --scale-target-efficiency)
-      # Stored as given; hpc_scaling_check_options checks them together.
-      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value (see --help)"
-      name=${name#--}
-      printf -v "hpc_opt_${name//-/_}" '%s' "$value"
-      ;;
     --requeue)
       hpc_opt_is_count "$value" 0 || {
         local accepted="how many times a warned job may requeue itself, 0 to $hpc_opt_count_max"
@@ -454,6 +441,13 @@ hpc_opt_set() {
       # Empty would silently mean "not given".
       [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value"
       if [[ $name == -w/* ]]; then hpc_opt_wandb_sweepid=$value; else hpc_opt_singularity=$value; fi
+      ;;
+    *)
+      # Any other row of the table (the map's and the scaling test's options): stored as given,
+      # in the variable of the row hpc_opt_find found; its mode checks them together
+      # (hpc_map_check_options, hpc_scaling_check_options).
+      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value (see --help)"
+      printf -v "hpc_opt_$hpc_opt_f_var" '%s' "$value"
       ;;
   esac
 }
