@@ -14,17 +14,18 @@ declare -gA hpc_opt_launcher_alias_why=([script]="torch.distributed.launch becam
 # VARIABLE: hpc_opt_VARIABLE holds its value; DEFAULT: its built-in value (the option is set when
 # its variable differs from it; '()' for a multi's empty list); NAME: as messages write it
 # (-t/--time; its long name is the defaults file's key); KIND: value (one value, checked by
-# hpc_opt_set's case for NAME), flag (no value: 1 when given) or multi (paths up to the next option,
-# adding up: -d, --copy-back); SCOPES, comma-separated ('-' for none): file (a key of the project's
-# defaults file, hpc_opt_file_apply), profile (the cluster profile gives the value when nothing else
-# does; the plan's field hpc_plan_VARIABLE holds what was used), map and scaling (set, it makes the
-# submission that mode: hpc_opt_asks), noint:LABEL (interactive refuses it, naming LABEL; the first
-# row in table order wins), action (what the submitter does, not a value of the job: not listed
-# among the settings); SPELLING: the words the command line takes. The parser, the names the
-# refusals offer (hpc_opt_names), the defaults file's keys, the mode triggers and refusals,
-# interactive's refusals and the settings' origins are read from it. A new option is one row here,
-# its check in hpc_opt_set and its lines in job_submitter.sh's usage. Plain text, read with string
-# operations: nothing is built from it when it is loaded (every submission loads it).
+# hpc_opt_set's case for NAME, or stored as given for its mode to check), flag (no value: 1 when
+# given) or multi (paths up to the next option, adding up: -d, --copy-back); SCOPES, comma-separated
+# ('-' for none): file (a key of the project's defaults file, hpc_opt_file_apply), profile (the
+# cluster profile gives the value when nothing else does; the plan's field hpc_plan_VARIABLE holds
+# what was used), map and scaling (set, it makes the submission that mode: hpc_opt_asks),
+# noint:LABEL (interactive refuses it, naming LABEL; the first row in table order wins), action
+# (what the submitter does, not a value of the job: not listed among the settings); SPELLING: the
+# words the command line takes. The parser, the names the refusals offer (hpc_opt_names), the
+# defaults file's keys, the mode triggers and refusals, interactive's refusals and the settings'
+# origins are read from it. A new option is one row here, its check in hpc_opt_set when it has one
+# of its own, and its lines in job_submitter.sh's usage. Plain text, read with string operations:
+# nothing is built from it when it is loaded (every submission loads it).
 hpc_opt_table=(
   # Submitting (first: most submissions name them, and hpc_opt_find reads the rows in order).
   'dry_run=0|--dry-run|flag|action| --dry-run'
