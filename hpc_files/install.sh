@@ -4,8 +4,9 @@
 # Installs the toolkit into a project: makes PROJECT_DIR/hpc_files/ with the submitter, its
 # library, the cluster profiles, the venv and Singularity job scripts and the Python helpers, so
 # that the project needs nothing else:  cd PROJECT_DIR/hpc_files && bash job_submitter.sh --help
-# The templates experiment_configurations.txt and sweeper.yml are copied only when the project
-# has none: running it again updates the toolkit's own files and never your configuration.
+# The templates experiment_configurations.txt, sweeper.yml and defaults (the project's usual
+# settings, all commented out) are copied only when the project has none: running it again
+# updates the toolkit's own files and never your configuration.
 # PROJECT_DIR/.gitignore gets the lines for the venv (virtual_env, .virtual_env_builds/) and the
 # lock files that are missing from it, after your own lines (a symbolic link, or anything but a
 # regular file, is not written).
@@ -54,12 +55,16 @@ copy_tree "$repo/python_helpers/src" "$dest/python_helpers/src"
 cp -- "$repo/python_helpers/pyproject.toml" "$dest/python_helpers/pyproject.toml"
 echo "installed the toolkit in $dest (job_submitter.sh, lib/, clusters/, virtual_env_hpc_files/, plai_cleanups/," \
   "python_helpers/)"
-for file in experiment_configurations.txt sweeper.yml; do
-  [[ -f $src/$file ]] || continue
-  if [[ -e $dest/$file ]]; then
+# The defaults file's template is defaults.template here: the toolkit's own folder has no
+# defaults file, so that its submitter, run from any user's copy, reads none.
+for file in experiment_configurations.txt sweeper.yml defaults; do
+  template=$file
+  [[ $file != defaults ]] || template=defaults.template
+  [[ -f $src/$template ]] || continue
+  if [[ -e $dest/$file || -L $dest/$file ]]; then
     echo "kept your $dest/$file"
   else
-    cp -- "$src/$file" "$dest/$file"
+    cp -- "$src/$template" "$dest/$file"
     echo "added the template $dest/$file: edit it"
   fi
 done

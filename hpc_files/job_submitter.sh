@@ -177,6 +177,10 @@
 #   -h, --help                 This text.
 #
 # Each option is given once, except -d/--data and --copy-back, whose paths add up.
+# The project's usual settings can be written once in hpc_files/defaults, a line each as
+# --time=2:00:00 (install.sh writes one, commented out; docs/options.md): the command line
+# overrides them, the cluster profile fills what neither gives; --dry-run says where each
+# value came from.
 # Requests that no node of the partition could run (more nodes, CPUs, GPUs or memory than it
 # has, a GPU type it lacks) are refused before anything is made, from what sinfo says (cached
 # for 10 minutes); so are arrays above MaxArraySize (scontrol show config, cached the same way).

@@ -20,8 +20,12 @@ hpc_die() {
 }
 
 # hpc_die_usage OPTION MESSAGE: bad input; one line naming the option and what it accepts, exit 2.
+# A value that did not come from the command line is named with its origin
+# (hpc_usage_origin[OPTION], set by hpc_options.bash: '-t/--time from hpc_files/defaults line 3').
+declare -gA hpc_usage_origin
 hpc_die_usage() {
   local message="$1: $2"
+  [[ -z ${hpc_usage_origin[$1]-} ]] || message="$1 from ${hpc_usage_origin[$1]}: $2"
   # A value holding a newline is quoted in the message: shown as \n, so it stays one line.
   hpc_say "${message//$'\n'/\\n}"
   exit 2

@@ -11,8 +11,11 @@
 
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
-# hpc_common.bash: the library's folder.
+# hpc_common.bash: the library's folder; hpc_options.bash: the table of settings, the launchers'
+# old names; hpc_common.bash's hpc_launcher_list: the launchers.
 declare -g hpc_lib_dir
+declare -ga hpc_opt_table hpc_launcher_names
+declare -gA hpc_opt_launcher_aliases
 
 # hpc_edit_distance A B: sets hpc_edit_distance to the number of edits (insert, delete, replace a
 # character, swap two adjacent ones: the optimal string alignment distance) that make A into B,
@@ -187,4 +190,59 @@ hpc_commands_check_word() {
   # A word holding a newline stays one line, as in hpc_die_usage.
   hpc_say "${message//$'\n'/\\n}"
   exit 2
+}
+
+# The submitter's own options (the table of settings, hpc_options.bash), for --help and the
+# refusals of unknown options: here, as a submission does not need them.
+
+# hpc_opt_names: sets hpc_opt_names to every spelling hpc_opt_parse accepts, from the table.
+hpc_opt_names() {
+  local row
+  local -a words
+  hpc_opt_names=()
+  for row in "${hpc_opt_table[@]}"; do
+    read -r -a words <<<"${row##*|}"
+    hpc_opt_names+=("${words[@]}")
+  done
+}
+
+# hpc_opt_launchers_text: prints the launchers -W accepts (the files in hpc_files/lib/launchers/),
+# as a refusal lists them: 'lightning, none, torchrun (alias: script)'.
+hpc_opt_launchers_text() {
+  local name alias text=''
+  hpc_launcher_list
+  for name in "${hpc_launcher_names[@]}"; do
+    text+="$name, "
+    for alias in "${!hpc_opt_launcher_aliases[@]}"; do
+      [[ ${hpc_opt_launcher_aliases[$alias]} != "$name" ]] || text="${text%, } (alias: $alias), "
+    done
+  done
+  printf '%s\n' "${text%, }"
+}
+
+# hpc_opt_help FILE: prints the usage comment of FILE (--help), with each launcher's own lines
+# (hpc_launcher_NAME_describe, from the files in hpc_files/lib/launchers/) after the line that
+# introduces them, indented as the option's text.
+hpc_opt_help() {
+  local line name text
+  while IFS= read -r line; do
+    printf '%s\n' "$line"
+    if [[ $line == 'Commands (one file each in hpc_files/lib/commands/):' ]]; then
+      # Each command by its file's Summary line.
+      hpc_commands_summaries
+      continue
+    fi
+    if [[ $line == *"one of the files in hpc_files/lib/runners/:" ]]; then
+      printf '%29saccepted: %s\n' '' "$(hpc_opt_runners_text)"
+      continue
+    fi
+    [[ $line == *"one of the files in hpc_files/lib/launchers/:" ]] || continue
+    hpc_launcher_list
+    for name in "${hpc_launcher_names[@]}"; do
+      hpc_launcher_load "$name" || continue
+      while IFS= read -r text; do
+        printf '%29s%s\n' '' "$text"
+      done < <("hpc_launcher_${name}_describe")
+    done
+  done < <(hpc_usage "$1")
 }

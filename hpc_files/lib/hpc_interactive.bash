@@ -20,18 +20,13 @@
 
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
-declare -g hpc_opt_wandb_sweepid hpc_opt_wandb_offline hpc_opt_repeat hpc_opt_map_range \
-  hpc_opt_map_over hpc_opt_gather hpc_opt_gather_configs hpc_opt_gather_when hpc_opt_gather_cpus \
-  hpc_opt_gather_gpus hpc_opt_gather_time hpc_opt_scaling_test hpc_opt_scale_nodes \
-  hpc_opt_scale_gpus hpc_opt_repeats hpc_opt_scaling_mode hpc_opt_report_time \
-  hpc_opt_scale_serial hpc_opt_scale_parallel hpc_opt_scale_target_efficiency hpc_opt_requeue \
-  hpc_opt_singularity hpc_opt_dry_run hpc_opt_help hpc_opt_cluster hpc_files_dir \
+declare -g hpc_opt_f_scopes hpc_opt_dry_run hpc_opt_help hpc_opt_cluster hpc_files_dir \
   hpc_plan_mode hpc_plan_runner hpc_plan_outputs_dir hpc_plan_exp_name hpc_plan_kind \
   hpc_plan_script hpc_plan_file hpc_plan_toolkit_dir hpc_plan_source_dir hpc_plan_launcher hpc_plan_data_archive \
   hpc_stage_archive hpc_job_status hpc_lib_dir hpc_plan_checkpoints_dir hpc_plan_workdir \
   exp_name hpc_job_node_tmpdir hpc_job_term_why hpc_pending_file hpc_pending_tag hpc_pending_token
 declare -gA hpc_pending_job_token
-declare -ga hpc_opt_data hpc_plan_sbatch_args hpc_plan_command \
+declare -ga hpc_opt_table hpc_opt_data hpc_plan_sbatch_args hpc_plan_command \
   hpc_submit_made hpc_configs_words hpc_pending_ids
 
 # The salloc options taken from the plan's sbatch arguments: the allocation's shape. The rest
@@ -77,30 +72,19 @@ hpc_interactive_options() {
   done
 }
 
-# hpc_interactive_refuse: exit 2, one line, for the options that make no sense in one shell.
+# hpc_interactive_refuse: exit 2, one line, for the options that make no sense in one shell: the
+# first row of the table of settings (hpc_options.bash) with scope noint:LABEL whose option is
+# set, named by its LABEL.
 hpc_interactive_refuse() {
-  local name='' gather scale
-  # Any of the options of a gather, or of a scaling test, given (each is empty when not).
-  gather=$hpc_opt_gather$hpc_opt_gather_configs$hpc_opt_gather_when
-  gather+=$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time
-  scale=$hpc_opt_scale_nodes$hpc_opt_scale_gpus$hpc_opt_repeats
-  scale+=$hpc_opt_scaling_mode$hpc_opt_report_time$hpc_opt_scale_target_efficiency
-  [[ -z $hpc_opt_wandb_sweepid ]] || name=-w/--wandb-sweepid
-  [[ -n $name || $hpc_opt_wandb_offline == 0 ]] || name=--wandb-offline
-  [[ -n $name || -z $hpc_opt_repeat ]] || name=--repeat
-  [[ -n $name || -z $hpc_opt_map_range ]] || name=--map-range
-  [[ -n $name || -z $hpc_opt_map_over ]] || name=--map-over
-  [[ -n $name || -z $gather ]] || name=--gather
-  [[ -n $name || $hpc_opt_scaling_test == 0 ]] || name=--scaling-test
-  if [[ -z $name ]] && ((hpc_opt_scale_serial || hpc_opt_scale_parallel)) ||
-    [[ -z $name && -n $scale ]]; then
-    name='--scale-*'
-  fi
-  [[ -n $name || $hpc_opt_requeue == 0 ]] || name=--requeue
-  [[ -n $name || -z $hpc_opt_singularity ]] || name=-s/--singularity-container
-  [[ -z $name ]] ||
-    hpc_die_usage "$name" \
+  local row label
+  for row in "${hpc_opt_table[@]}"; do
+    [[ $row == *noint:* ]] || continue
+    hpc_opt_fields "$row"
+    hpc_opt_f_is_set || continue
+    label=${hpc_opt_f_scopes#*,noint:}
+    hpc_die_usage "${label%%,*}" \
       "not with interactive; accepted there: the options of one job (see 'bash job_submitter.sh interactive --help')"
+  done
 }
 
 # hpc_interactive_salloc_args: sets hpc_interactive_salloc to salloc's options: those of the
@@ -125,6 +109,7 @@ hpc_interactive_main() {
     exit 0
   fi
   hpc_interactive_refuse
+  hpc_opt_file_apply interactive
   hpc_opt_check_combinations
   if ((hpc_opt_dry_run == 0)) && [[ ! -t 0 ]]; then
     local msg="interactive needs a terminal on its standard input (not a pipe, a file or a batch job);"

@@ -25,10 +25,11 @@
 
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
-# hpc_plan.bash: the plan; hpc_submit.bash: argv; hpc_configs.bash: the configs file's command.
+# hpc_plan.bash: the plan; hpc_submit.bash: argv; hpc_configs.bash: the configs file's command;
+# hpc_options.bash: where the values came from.
 declare -g hpc_plan_exp_name hpc_plan_output hpc_plan_scratch_dir hpc_plan_source_dir
 declare -ga hpc_submit_argv hpc_plan_fields hpc_plan_array_fields hpc_plan_command hpc_plan_offline_commands \
-  hpc_configs_names
+  hpc_configs_names hpc_opt_settings
 declare -gA hpc_plan_manifest_keys hpc_plan_tokens
 # hpc_common.bash: the descriptor hpc_trusted_open opened.
 declare -g hpc_trusted_fd
@@ -228,6 +229,13 @@ hpc_manifest_write() {
   hpc_manifest_put git_commit "$hpc_manifest_git_commit"
   hpc_manifest_put git_dirty "$hpc_manifest_git_dirty"
   hpc_manifest_put argv ${words[@]+"${words[@]}"}
+  # Where each value came from: the command line, the defaults file's line, the profile (from
+  # the submitter's table of settings, hpc_options.bash, when it is loaded).
+  if declare -F hpc_opt_settings >/dev/null; then
+    hpc_opt_settings
+    hpc_mask_vars hpc_opt_settings
+    hpc_manifest_put setting ${hpc_opt_settings[@]+"${hpc_opt_settings[@]}"}
+  fi
   value=''
   [[ -z $plan ]] || value=${hpc_plan_tokens[$plan]-}
   hpc_manifest_put token "$value"

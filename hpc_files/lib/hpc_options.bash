@@ -9,29 +9,168 @@
 declare -gA hpc_opt_launcher_aliases=([script]=torchrun)
 declare -gA hpc_opt_launcher_alias_why=([script]="torch.distributed.launch became torchrun")
 
-# hpc_opt_defaults: sets every hpc_opt_* global to "not given" (empty) or its fixed default.
+# The table of settings: every option of a submission, once, as one row
+#   'VARIABLE=DEFAULT|NAME|KIND|SCOPES| SPELLING...'
+# VARIABLE: hpc_opt_VARIABLE holds its value; DEFAULT: its built-in value (the option is set when
+# its variable differs from it; '()' for a multi's empty list); NAME: as messages write it
+# (-t/--time; its long name is the defaults file's key); KIND: value (one value, checked by
+# hpc_opt_set's case for NAME, or stored as given for its mode to check), flag (no value: 1 when
+# given) or multi (paths up to the next option, adding up: -d, --copy-back); SCOPES, comma-separated
+# ('-' for none): file (a key of the project's defaults file, hpc_opt_file_apply), profile (the
+# cluster profile gives the value when nothing else does; the plan's field hpc_plan_VARIABLE holds
+# what was used), map and scaling (set, it makes the submission that mode: hpc_opt_asks),
+# noint:LABEL (interactive refuses it, naming LABEL; the first row in table order wins), action
+# (what the submitter does, not a value of the job: not listed among the settings); SPELLING: the
+# words the command line takes. The parser, the names the refusals offer (hpc_opt_names), the
+# defaults file's keys, the mode triggers and refusals, interactive's refusals and the settings'
+# origins are read from it. A new option is one row here, its check in hpc_opt_set when it has one
+# of its own, and its lines in job_submitter.sh's usage. Plain text, read with string operations:
+# nothing is built from it when it is loaded (every submission loads it).
+hpc_opt_table=(
+  # Submitting (first: most submissions name them, and hpc_opt_find reads the rows in order).
+  'dry_run=0|--dry-run|flag|action| --dry-run'
+  'yes=0|-y/--yes|flag|action| -y --yes'
+  'help=0|-h/--help|flag|action| -h --help'
+  # The experiment's name (early: most submissions name it).
+  'exp_name=|-e/--exp-name|value|file| -e --exp-name'
+  # Resources.
+  'gpus=|-g/--gpus|value|file,profile| -g --gpus'
+  'cpus=|-c/--cpus|value|file,profile| -c --cpus --cpu'
+  'num_nodes=1|-n/--num-nodes|value|file| -n --num-nodes --num_nodes'
+  'mem_per_gpu=|-m/--mem-per-gpu|value|file,profile| -m --mem-per-gpu'
+  'time=|-t/--time|value|file,profile| -t --time'
+  'gpu_type=|-G/--gpu-type|value|file,profile| -G --gpu-type'
+  'account=|-a/--account|value|file,profile| -a --account'
+  'partition=|-p/--partition|value|file,profile| -p --partition'
+  # How the program is started.
+  'launcher=none|-W/--which-distributed|value|file| -W --which-distributed'
+  'label_ranks=0|--label-ranks|flag|-| --label-ranks'
+  'configs=|-C/--configs|value|-| -C --configs'
+  # Names and places.
+  'cluster=|--cluster|value|-| --cluster'
+  # Data, results, runners.
+  'data=()|-d/--data|multi|file| -d --data'
+  'copy_back=()|--copy-back|multi|file| --copy-back'
+  'runner=|--runner|value|file| --runner'
+  'workdir=|--workdir|value|-| --workdir'
+  # Arrays (one at a time).
+  'wandb_sweepid=|-w/--wandb-sweepid|value|noint:-w/--wandb-sweepid| -w --wandb-sweepid'
+  'num_sweeps=|--num-sweeps|value|-| --num-sweeps'
+  'wandb_offline=0|--wandb-offline|flag|noint:--wandb-offline| --wandb-offline'
+  'sweep_config=|--sweep-config|value|-| --sweep-config'
+  'repeat=|--repeat|value|noint:--repeat| --repeat'
+  'max_concurrent=|--max-concurrent|value|-| --max-concurrent'
+  # Map and gather (hpc_map_check_options checks them together).
+  'map_range=|--map-range|value|map,noint:--map-range| --map-range'
+  'map_over=|--map-over|value|map,noint:--map-over| --map-over'
+  'gather=|--gather|value|map,noint:--gather| --gather'
+  'gather_configs=|--gather-configs|value|map,noint:--gather| --gather-configs'
+  'gather_when=|--gather-when|value|map,noint:--gather| --gather-when'
+  'gather_cpus=|--gather-cpus|value|map,noint:--gather| --gather-cpus'
+  'gather_gpus=|--gather-gpus|value|map,noint:--gather| --gather-gpus'
+  'gather_time=|--gather-time|value|map,noint:--gather| --gather-time'
+  'chunk=|--chunk|value|map,noint:--chunk| --chunk'
+  'chunk_stop_on_failure=0|--chunk-stop-on-failure|flag|map,noint:--chunk| --chunk-stop-on-failure'
+  # Scaling test (hpc_scaling_check_options checks them together; --scaling-test first: the others
+  # are refused without it).
+  'scaling_test=0|--scaling-test|flag|scaling,noint:--scaling-test| --scaling-test'
+  'scale_nodes=|--scale-nodes|value|scaling,noint:--scale-*| --scale-nodes'
+  'scale_gpus=|--scale-gpus|value|scaling,noint:--scale-*| --scale-gpus'
+  'repeats=|--repeats|value|scaling,noint:--scale-*| --repeats'
+  'scaling_mode=|--scaling-mode|value|scaling,noint:--scale-*| --scaling-mode'
+  'report_time=|--report-time|value|scaling,noint:--scale-*| --report-time'
+  'scale_target_efficiency=|--scale-target-efficiency|value|scaling,noint:--scale-*| --scale-target-efficiency'
+  'scale_serial=0|--scale-serial|flag|scaling,noint:--scale-*| --scale-serial'
+  'scale_parallel=0|--scale-parallel|flag|scaling,noint:--scale-*| --scale-parallel'
+  # Time limits.
+  'signal_lead=|--signal-lead|value|file,profile| --signal-lead'
+  'requeue=0|--requeue|value|file,noint:--requeue| --requeue'
+  # Containers (after the rows above: interactive names them first).
+  'singularity=|-s/--singularity-container|value|noint:-s/--singularity-container| -s --singularity-container'
+)
+
+# hpc_opt_fields ROW: sets hpc_opt_f_var, hpc_opt_f_default, hpc_opt_f_name, hpc_opt_f_kind and
+# hpc_opt_f_scopes (with a comma at each end) to ROW's columns, and hpc_opt_f_row to ROW.
+hpc_opt_fields() {
+  local rest=${1#*|}
+  hpc_opt_f_row=$1 hpc_opt_f_var=${1%%=*} hpc_opt_f_default=${1%%|*}
+  hpc_opt_f_default=${hpc_opt_f_default#*=}
+  hpc_opt_f_name=${rest%%|*} rest=${rest#*|}
+  hpc_opt_f_kind=${rest%%|*} rest=${rest#*|}
+  hpc_opt_f_scopes=,${rest%%|*},
+}
+
+# hpc_opt_find SPELLING: the columns (hpc_opt_fields) of the row that SPELLING names; false when
+# none. Row by row, by index (a 'for row in' would copy the whole table first): a pattern over
+# the table as one text costs more (Bash matches it at every position), and building an index
+# would cost every submission.
+hpc_opt_find() {
+  local i
+  for ((i = 0; i < ${#hpc_opt_table[@]}; i++)); do
+    [[ "${hpc_opt_table[i]} " == *" $1 "* ]] || continue
+    hpc_opt_fields "${hpc_opt_table[i]}"
+    return 0
+  done
+  return 1
+}
+
+# Where each value came from, in the order the values were taken: hpc_opt_seen (NAME), with
+# hpc_opt_seen_where ('command line', 'hpc_files/defaults line N'), hpc_opt_seen_value (a
+# multi's one value; empty for the others, whose value is their variable's) and hpc_opt_seen_row
+# (its row of the table); hpc_opt_seen_scopes: the SCOPES of them all, one after the other.
+declare -ga hpc_opt_seen=() hpc_opt_seen_where=() hpc_opt_seen_value=() hpc_opt_seen_row=()
+hpc_opt_seen_scopes=
+# hpc_usage_origin (hpc_common.bash's hpc_die_usage names it): where a value that did not come
+# from the command line came from, by NAME. Declared there, and here for the linter.
+declare -gA hpc_usage_origin
+# What this library reads, set by the others or through the table (printf -v): declared here, not
+# set, so that the linter knows each name. job_submitter.sh: the toolkit's folder; hpc_common.bash:
+# why a file is not trusted; hpc_opt_defaults: the options read by name below.
+# The multi options' variables are arrays: hpc_opt_defaults empties them.
+declare -ga hpc_opt_data hpc_opt_copy_back
+declare -g hpc_files_dir hpc_trusted_problem hpc_opt_wandb_sweepid hpc_opt_repeat hpc_opt_wandb_offline \
+  hpc_opt_num_sweeps hpc_opt_sweep_config hpc_opt_launcher hpc_opt_num_nodes hpc_opt_singularity \
+  hpc_opt_runner hpc_opt_workdir hpc_plan_cluster hpc_plan_partition_option
+
+# hpc_opt_defaults: sets every hpc_opt_* global to its built-in value (the table's DEFAULT: "not
+# given" for most).
 hpc_opt_defaults() {
-  hpc_opt_account='' hpc_opt_gpus='' hpc_opt_cpus='' hpc_opt_launcher=none hpc_opt_time=''
-  hpc_opt_mem_per_gpu='' hpc_opt_gpu_type='' hpc_opt_exp_name='' hpc_opt_num_nodes=1
-  hpc_opt_configs='' hpc_opt_partition='' hpc_opt_cluster=${HPC_CLUSTER:-} hpc_opt_dry_run=0
-  hpc_opt_yes=0 hpc_opt_wandb_sweepid='' hpc_opt_singularity='' hpc_opt_help=0
-  hpc_opt_requeue=0 hpc_opt_signal_lead='' hpc_opt_workdir='' hpc_opt_runner=''
-  hpc_opt_repeat='' hpc_opt_num_sweeps='' hpc_opt_max_concurrent='' hpc_opt_wandb_offline=0
-  hpc_opt_sweep_config='' hpc_opt_label_ranks=0
-  # Map + gather (hpc_map.bash checks them).
-  hpc_opt_map_range='' hpc_opt_map_over='' hpc_opt_gather='' hpc_opt_gather_configs=''
-  hpc_opt_gather_when='' hpc_opt_gather_cpus='' hpc_opt_gather_gpus='' hpc_opt_gather_time=''
-  hpc_opt_chunk='' hpc_opt_chunk_stop_on_failure=0
-  hpc_opt_data=() hpc_opt_copy_back=()
-  # Scaling test (hpc_scaling.bash checks them).
-  hpc_opt_scaling_test=0 hpc_opt_scale_nodes='' hpc_opt_scale_gpus='' hpc_opt_repeats='' hpc_opt_scaling_mode=''
-  hpc_opt_report_time=''
-  hpc_opt_scale_serial=0 hpc_opt_scale_parallel=0 hpc_opt_scale_target_efficiency=''
-  hpc_opt_num_nodes_given=0
+  # The table's own words (a variable's name and its fixed default, '()' for the arrays declared
+  # below), never a user's value: all in one declare.
+  local -a set=("${hpc_opt_table[@]%%|*}")
+  declare -g "${set[@]/#/hpc_opt_}"
+  hpc_opt_cluster=${HPC_CLUSTER:-} hpc_opt_num_nodes_given=0
+  hpc_opt_seen=() hpc_opt_seen_where=() hpc_opt_seen_value=() hpc_opt_seen_row=() hpc_opt_seen_scopes=''
+  hpc_usage_origin=()
   # The variable names a profile as --cluster does: never a path.
   [[ -z $hpc_opt_cluster ]] || hpc_opt_is_profile_name "$hpc_opt_cluster" ||
     hpc_die_usage "HPC_CLUSTER" \
       "'$hpc_opt_cluster' is not accepted; accepted: the name of a profile in hpc_files/clusters/"
+}
+
+# hpc_opt_f_is_set: (after hpc_opt_fields) true when that option's value is not its built-in one.
+hpc_opt_f_is_set() {
+  local ref=hpc_opt_$hpc_opt_f_var
+  [[ ${!ref} != "$hpc_opt_f_default" ]]
+}
+
+# hpc_opt_asks SCOPE: true when an option of SCOPE (map, scaling) was given: the submission is
+# then that mode, whose library is loaded. (Their values are never the built-in one: '' is
+# refused, a flag is 1.)
+hpc_opt_asks() {
+  [[ $hpc_opt_seen_scopes == *",$1,"* ]]
+}
+
+# hpc_opt_refuse_outside SCOPE MODE WITH: exit 2 naming the first option of SCOPE that is set,
+# except WITH itself: it 'is for MODE; accepted with WITH'.
+hpc_opt_refuse_outside() {
+  local row
+  for row in "${hpc_opt_table[@]}"; do
+    [[ $row == *[\|,]"$1"[,\|]* ]] || continue
+    hpc_opt_fields "$row"
+    [[ $hpc_opt_f_name != "$3" && $hpc_opt_f_scopes == *",$1,"* ]] || continue
+    ! hpc_opt_f_is_set || hpc_die_usage "$hpc_opt_f_name" "is for $2; accepted with $3"
+  done
 }
 
 # hpc_opt_is_profile_name VALUE: true for the name of a cluster profile, never a path.
@@ -95,96 +234,39 @@ hpc_opt_check_relative() {
   [[ $2 != *$'\n'* ]] || hpc_die_usage "$1" "a path with a newline is not accepted"
 }
 
-# hpc_opt_parse ARGS...: parses job_submitter.sh's options into hpc_opt_* (after hpc_opt_defaults).
-# An option with a value may be given once (-d/--data and --copy-back add up): the second of two
-# would otherwise silently win.
+# hpc_opt_parse ARGS...: parses job_submitter.sh's options into hpc_opt_* (after hpc_opt_defaults),
+# each spelling found in the table (hpc_opt_row). An option with a value may be given once (-d/--data
+# and --copy-back add up): the second of two would otherwise silently win.
 hpc_opt_parse() {
   local opt name value have_value
   local -A given=()
   while (($#)); do
     hpc_split_option "$1"
     shift
-    case $opt in
-      -a | --account) name=-a/--account ;;
-      -g | --gpus) name=-g/--gpus ;;
-      -c | --cpus | --cpu) name=-c/--cpus ;;
-      -W | --which-distributed) name=-W/--which-distributed ;;
-      -t | --time) name=-t/--time ;;
-      -m | --mem-per-gpu) name=-m/--mem-per-gpu ;;
-      -G | --gpu-type) name=-G/--gpu-type ;;
-      -e | --exp-name) name=-e/--exp-name ;;
-      -n | --num-nodes | --num_nodes) name=-n/--num-nodes ;;
-      -C | --configs) name=-C/--configs ;;
-      -p | --partition) name=-p/--partition ;;
-      --cluster) name=--cluster ;;
-      -w | --wandb-sweepid) name=-w/--wandb-sweepid ;;
-      -s | --singularity-container) name=-s/--singularity-container ;;
-      --runner) name=--runner ;;
-      -d | --data) name=-d/--data ;;
-      --copy-back) name=--copy-back ;;
-      --workdir) name=--workdir ;;
-      --repeat) name=--repeat ;;
-      --num-sweeps) name=--num-sweeps ;;
-      --max-concurrent) name=--max-concurrent ;;
-      --sweep-config) name=--sweep-config ;;
-      --map-range | --map-over | --gather | --gather-configs) name=$opt ;;
-      --gather-when | --gather-cpus | --gather-gpus | --gather-time | --chunk) name=$opt ;;
-      --chunk-stop-on-failure)
-        ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
-        hpc_opt_chunk_stop_on_failure=1
-        continue
-        ;;
-      --scale-nodes | --scale-gpus | --repeats | --scaling-mode) name=$opt ;;
-      --report-time | --scale-target-efficiency) name=$opt ;;
-      --scaling-test | --scale-serial | --scale-parallel)
-        ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
-        case $opt in
-          --scaling-test) hpc_opt_scaling_test=1 ;;
-          --scale-serial) hpc_opt_scale_serial=1 ;;
-          --scale-parallel) hpc_opt_scale_parallel=1 ;;
-        esac
-        continue
-        ;;
-      --wandb-offline)
-        ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
-        hpc_opt_wandb_offline=1
-        continue
-        ;;
-      --requeue) name=--requeue ;;
-      --signal-lead) name=--signal-lead ;;
-      --dry-run | -y | --yes | -h | --help | --label-ranks)
-        ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
-        case $opt in
-          --label-ranks) hpc_opt_label_ranks=1 ;;
-          --dry-run) hpc_opt_dry_run=1 ;;
-          -y | --yes) hpc_opt_yes=1 ;;
-          -h | --help) hpc_opt_help=1 ;;
-        esac
-        continue
-        ;;
-      -*) hpc_opt_die_unknown "$opt" ;;
-      *) hpc_die_usage "$opt" "unexpected word (every value belongs to an option; see --help)" ;;
-    esac
-
-    if [[ $name == -d/--data || $name == --copy-back ]]; then
-      # The values of --data and --copy-back run until the next option.
-      local -a values=()
-      ((have_value == 0)) || values+=("$value")
-      while (($#)) && [[ $1 != -* ]]; do
-        values+=("$1")
-        shift
-      done
-      if [[ $name == -d/--data ]]; then
-        ((${#values[@]})) || hpc_die_usage "$name" "needs at least one path relative to \${SCRATCH}/\${project_name}"
-        hpc_opt_data+=("${values[@]}")
-      else
-        ((${#values[@]})) || hpc_die_usage "$name" "needs at least one path relative to \${SLURM_TMPDIR}"
-        for value in "${values[@]}"; do hpc_opt_check_relative "$name" "$value" "\${SLURM_TMPDIR}"; done
-        hpc_opt_copy_back+=("${values[@]}")
-      fi
-      continue
+    if ! hpc_opt_find "$opt"; then
+      [[ $opt != -* ]] || hpc_opt_die_unknown "$opt"
+      hpc_die_usage "$opt" "unexpected word (every value belongs to an option; see --help)"
     fi
-
+    name=$hpc_opt_f_name
+    case $hpc_opt_f_kind in
+      flag)
+        ((have_value == 0)) || hpc_die_usage "$opt" "takes no value"
+        printf -v "hpc_opt_$hpc_opt_f_var" 1
+        hpc_opt_seen_add "$name" 'command line'
+        continue
+        ;;
+      multi)
+        # The values of --data and --copy-back run until the next option.
+        local -a values=()
+        ((have_value == 0)) || values+=("$value")
+        while (($#)) && [[ $1 != -* ]]; do
+          values+=("$1")
+          shift
+        done
+        hpc_opt_set_multi "$name" 'command line' ${values[@]+"${values[@]}"}
+        continue
+        ;;
+    esac
     if ((have_value == 0)); then
       # A missing value, also as the last word: never take the next option as the value. A
       # negative number is a value, so that the option's own check says what it accepts.
@@ -197,7 +279,30 @@ hpc_opt_parse() {
         "given twice ('${given[$name]}', then '$value'); accepted: once (only -d/--data and --copy-back take several)"
     given[$name]=$value
     hpc_opt_set "$name" "$value"
+    hpc_opt_seen_add "$name" 'command line'
   done
+}
+
+# hpc_opt_seen_add NAME WHERE [VALUE]: (after hpc_opt_fields of NAME's row) records that NAME's
+# value (a multi's VALUE) came from WHERE.
+hpc_opt_seen_add() {
+  hpc_opt_seen+=("$1") hpc_opt_seen_where+=("$2") hpc_opt_seen_value+=("${3-}") hpc_opt_seen_row+=("$hpc_opt_f_row")
+  hpc_opt_seen_scopes+=$hpc_opt_f_scopes
+}
+
+# hpc_opt_set_multi NAME WHERE VALUE...: checks and adds the paths of -d/--data or --copy-back,
+# from WHERE.
+hpc_opt_set_multi() {
+  local name=$1 where=$2 value
+  shift 2
+  if [[ $name == -d/--data ]]; then
+    (($#)) || hpc_die_usage "$name" "needs at least one path relative to \${SCRATCH}/\${project_name}"
+  else
+    (($#)) || hpc_die_usage "$name" "needs at least one path relative to \${SLURM_TMPDIR}"
+    for value in "$@"; do hpc_opt_check_relative "$name" "$value" "\${SLURM_TMPDIR}"; done
+  fi
+  if [[ $name == -d/--data ]]; then hpc_opt_data+=("$@"); else hpc_opt_copy_back+=("$@"); fi
+  for value in "$@"; do hpc_opt_seen_add "$name" "$where" "$value"; done
 }
 
 # hpc_opt_die_unknown OPTION: bad input: OPTION is none of hpc_opt_parse's; names the nearest
@@ -211,29 +316,7 @@ hpc_opt_die_unknown() {
   hpc_die_usage "$1" "unknown option; see 'bash job_submitter.sh --help'"
 }
 
-# hpc_opt_names: sets hpc_opt_names to every option hpc_opt_parse accepts, read from its own case
-# patterns (the lines '  -a | --account)' of its text in this file): one list, which no new
-# option can miss.
-hpc_opt_names() {
-  local line word in_parse=0 pattern='^[[:space:]]+(-[-A-Za-z0-9_ |]*)\)'
-  local -a words
-  hpc_opt_names=()
-  while IFS= read -r line; do
-    if ((in_parse == 0)); then
-      [[ $line != 'hpc_opt_parse() {' ]] || in_parse=1
-      continue
-    fi
-    [[ $line != '}' ]] || break
-    # A pattern of options only: -*) and the like are not names.
-    [[ $line =~ $pattern ]] || continue
-    read -ra words <<<"${BASH_REMATCH[1]//|/ }"
-    for word in "${words[@]}"; do
-      [[ " ${hpc_opt_names[*]} " == *" $word "* ]] || hpc_opt_names+=("$word")
-    done
-  done <"${BASH_SOURCE[0]}"
-}
-
-# hpc_opt_set NAME VALUE: checks one option's value and stores it.
+# hpc_opt_set NAME VALUE: (after hpc_opt_find of its row) checks one option's value and stores it.
 hpc_opt_set() {
   local name=$1 value=$2
   case $name in
@@ -264,8 +347,11 @@ hpc_opt_set() {
       # The launchers are the files in hpc_files/lib/launchers/.
       hpc_launcher_list
       # shellcheck disable=SC2154 # hpc_launcher_names: set by hpc_launcher_list
-      [[ " ${hpc_launcher_names[*]} " == *" $value "* && $value != *" "* ]] ||
+      if ! [[ " ${hpc_launcher_names[*]} " == *" $value "* && $value != *" "* ]]; then
+        # shellcheck source=hpc_files/lib/hpc_help.bash
+        source "${BASH_SOURCE[0]%/*}/hpc_help.bash"
         hpc_die_usage "$name" "'$value' is not accepted; accepted: $(hpc_opt_launchers_text)"
+      fi
       hpc_opt_launcher=$value
       ;;
     -t/--time)
@@ -334,13 +420,6 @@ hpc_opt_set() {
       [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a sweep configuration file (sweeper.yml)"
       hpc_opt_sweep_config=$value
       ;;
-    --map-range | --map-over | --gather | --gather-configs | --gather-when | --gather-cpus | --gather-gpus | \
-      --gather-time)
-      # Stored as given; hpc_map_check_options checks them together.
-      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value (see --help)"
-      name=${name#--}
-      printf -v "hpc_opt_${name//-/_}" '%s' "$value"
-      ;;
     --chunk)
       # Items per array task; hpc_map_check_options checks it against the map.
       [[ $value == auto ]] || hpc_opt_is_count "$value" 1 ||
@@ -348,12 +427,6 @@ hpc_opt_set() {
           "'$value' is not accepted; accepted: auto or a whole number of items per task, 1 to $hpc_opt_count_max"
       hpc_opt_chunk=$value
       [[ $value == auto ]] || hpc_opt_chunk=$((10#$value))
-      ;;
-    --scale-nodes | --scale-gpus | --repeats | --scaling-mode | --report-time | --scale-target-efficiency)
-      # Stored as given; hpc_scaling_check_options checks them together.
-      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value (see --help)"
-      name=${name#--}
-      printf -v "hpc_opt_${name//-/_}" '%s' "$value"
       ;;
     --requeue)
       hpc_opt_is_count "$value" 0 || {
@@ -380,7 +453,73 @@ hpc_opt_set() {
       [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value"
       if [[ $name == -w/* ]]; then hpc_opt_wandb_sweepid=$value; else hpc_opt_singularity=$value; fi
       ;;
+    *)
+      # Any other row of the table (the map's and the scaling test's options): stored as given,
+      # in the variable of the row hpc_opt_find found; its mode checks them together
+      # (hpc_map_check_options, hpc_scaling_check_options).
+      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value (see --help)"
+      printf -v "hpc_opt_$hpc_opt_f_var" '%s' "$value"
+      ;;
   esac
+}
+
+# The project's defaults file (docs/options.md): hpc_files/defaults beside job_submitter.sh, one
+# '--long-option=value' line per setting (the table's rows with scope file; -d/--data and
+# --copy-back one path a line, adding up), '#' comments and blank lines. Its values come after
+# the command line's and before the cluster profile's. At most hpc_opt_file_max bytes.
+hpc_opt_file_max=16384
+
+# hpc_opt_file_apply [interactive]: takes the defaults file's values (after hpc_opt_parse) for the
+# options the command line did not give; a value the command line gave is still checked. With
+# interactive, the file's options that interactive refuses are left out. Bad input: exit 2, one
+# line naming the file, the line and the key; nothing is changed on disk.
+hpc_opt_file_apply() {
+  local path=$hpc_files_dir/defaults label=hpc_files/defaults
+  [[ -e $path || -L $path ]] || return 0
+  hpc_trusted_read "$path" own $((hpc_opt_file_max + 1)) ||
+    hpc_die_usage "$label" "$hpc_trusted_problem; accepted: your own file of settings, or none"
+  # shellcheck disable=SC2154 # hpc_trusted_text: set by hpc_trusted_read
+  ((${#hpc_trusted_text} <= hpc_opt_file_max)) ||
+    hpc_die_usage "$label" "larger than $hpc_opt_file_max bytes; accepted: a short file of settings"
+  # Only comments and blank lines (the file install.sh writes): nothing to take.
+  [[ $'\n'$hpc_trusted_text =~ $'\n'[[:blank:]]*[^#[:space:]] ]] || return 0
+  # The file's lines: their own library, read only when there are some.
+  # shellcheck source=hpc_files/lib/hpc_defaults_file.bash
+  source "${BASH_SOURCE[0]%/*}/hpc_defaults_file.bash"
+  hpc_opt_file_lines "$label" "${1-}"
+}
+
+# hpc_opt_settings: (after hpc_plan_make) sets hpc_opt_settings to one line per value that is not
+# the built-in default, 'NAME=VALUE (WHERE)': the command line's and the defaults file's in the
+# order taken, then what the cluster profile gave (SBATCH_PARTITION for a partition from it).
+# --dry-run prints them, the manifest records them (setting).
+hpc_opt_settings() {
+  local i name row ref where
+  local -A listed=()
+  hpc_opt_settings=()
+  for i in "${!hpc_opt_seen[@]}"; do
+    name=${hpc_opt_seen[i]}
+    hpc_opt_fields "${hpc_opt_seen_row[i]}"
+    [[ $hpc_opt_f_scopes != *,action,* ]] || continue
+    listed[$name]=1 ref=hpc_opt_$hpc_opt_f_var
+    case $hpc_opt_f_kind in
+      flag) hpc_opt_settings+=("$name (${hpc_opt_seen_where[i]})") ;;
+      multi) hpc_opt_settings+=("$name=${hpc_opt_seen_value[i]} (${hpc_opt_seen_where[i]})") ;;
+      *) hpc_opt_settings+=("$name=${!ref} (${hpc_opt_seen_where[i]})") ;;
+    esac
+  done
+  for ((i = 0; i < ${#hpc_opt_table[@]}; i++)); do
+    row=${hpc_opt_table[i]}
+    [[ $row == *profile* ]] || continue
+    # The row's NAME and VARIABLE, without hpc_opt_fields (this runs for every job's manifest).
+    name=${row#*|} name=${name%%|*}
+    [[ ! -v listed[$name] ]] || continue
+    ref=hpc_plan_${row%%=*}
+    [[ -n ${!ref-} ]] || continue
+    where="cluster profile ${hpc_plan_cluster-}"
+    [[ $name != -p/--partition || ${hpc_plan_partition_option-} != SBATCH_PARTITION ]] || where=SBATCH_PARTITION
+    hpc_opt_settings+=("$name=${!ref} ($where)")
+  done
 }
 
 # hpc_opt_check_combinations: options that exclude or need one another (one array mode at a
@@ -426,47 +565,4 @@ hpc_opt_runners_text() {
     [[ -f $file && $name =~ ^[a-z][a-z0-9_]*$ ]] && text+="$name, "
   done
   printf '%s\n' "${text%, }"
-}
-
-# hpc_opt_launchers_text: prints the launchers -W accepts (the files in hpc_files/lib/launchers/),
-# as a refusal lists them: 'lightning, none, torchrun (alias: script)'.
-hpc_opt_launchers_text() {
-  local name alias text=''
-  hpc_launcher_list
-  for name in "${hpc_launcher_names[@]}"; do
-    text+="$name, "
-    for alias in "${!hpc_opt_launcher_aliases[@]}"; do
-      [[ ${hpc_opt_launcher_aliases[$alias]} != "$name" ]] || text="${text%, } (alias: $alias), "
-    done
-  done
-  printf '%s\n' "${text%, }"
-}
-
-# hpc_opt_help FILE: prints the usage comment of FILE (--help), with each launcher's own lines
-# (hpc_launcher_NAME_describe, from the files in hpc_files/lib/launchers/) after the line that
-# introduces them, indented as the option's text.
-hpc_opt_help() {
-  local line name text
-  while IFS= read -r line; do
-    printf '%s\n' "$line"
-    if [[ $line == 'Commands (one file each in hpc_files/lib/commands/):' ]]; then
-      # Each command by its file's Summary line (hpc_help.bash).
-      # shellcheck source=hpc_files/lib/hpc_help.bash
-      source "${BASH_SOURCE[0]%/*}/hpc_help.bash"
-      hpc_commands_summaries
-      continue
-    fi
-    if [[ $line == *"one of the files in hpc_files/lib/runners/:" ]]; then
-      printf '%29saccepted: %s\n' '' "$(hpc_opt_runners_text)"
-      continue
-    fi
-    [[ $line == *"one of the files in hpc_files/lib/launchers/:" ]] || continue
-    hpc_launcher_list
-    for name in "${hpc_launcher_names[@]}"; do
-      hpc_launcher_load "$name" || continue
-      while IFS= read -r text; do
-        printf '%29s%s\n' '' "$text"
-      done < <("hpc_launcher_${name}_describe")
-    done
-  done < <(hpc_usage "$1")
 }

@@ -51,17 +51,9 @@ hpc_scaling_check_num_nodes() {
 # hpc_scaling_repeats, hpc_scaling_mode, hpc_scaling_report_time and hpc_scaling_target (the
 # efficiency, percent, the report's verdict asks for).
 hpc_scaling_check_options() {
-  local name n
-  if ((hpc_opt_scaling_test == 0)); then
-    for name in scale-nodes scale-gpus repeats scaling-mode report-time scale-target-efficiency; do
-      n=hpc_opt_${name//-/_}
-      [[ -z ${!n} ]] || hpc_die_usage "--$name" "is for a scaling test; accepted with --scaling-test"
-    done
-    for name in scale-serial scale-parallel; do
-      n=hpc_opt_${name//-/_}
-      ((${!n} == 0)) || hpc_die_usage "--$name" "is for a scaling test; accepted with --scaling-test"
-    done
-  fi
+  local n
+  # The table's scaling options (hpc_options.bash), the first one set named.
+  ((hpc_opt_scaling_test)) || hpc_opt_refuse_outside scaling "a scaling test" --scaling-test
   if ! ((hpc_opt_scale_serial == 0 || hpc_opt_scale_parallel == 0)); then
     local msg="choose one: runs one after another (--scale-serial) or runs that may share"
     msg+=" nodes (--scale-parallel); without either, each run has its nodes to itself"

@@ -6,8 +6,8 @@
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # job_submitter.sh: its own path and folder; hpc_options.bash: the options.
-declare -g hpc_opt_scale_serial hpc_opt_scale_parallel hpc_submitter hpc_files_dir hpc_opt_cluster \
-  hpc_opt_dry_run hpc_opt_help hpc_opt_scaling_test hpc_opt_wandb_offline hpc_opt_yes hpc_opt_chunk_stop_on_failure
+declare -g hpc_submitter hpc_files_dir hpc_opt_cluster \
+  hpc_opt_dry_run hpc_opt_help hpc_opt_scaling_test hpc_opt_wandb_offline hpc_opt_yes
 declare -ga hpc_opt_data
 # hpc_plan.bash: the plan.
 declare -g hpc_plan_checkpoints_dir hpc_plan_exp_name hpc_plan_job_name hpc_plan_outputs_dir \
@@ -353,23 +353,22 @@ hpc_submit_main() {
   hpc_opt_defaults
   hpc_opt_parse "$@"
   if ((hpc_opt_help)); then
+    # shellcheck source=hpc_files/lib/hpc_help.bash
+    source "$hpc_files_dir/lib/hpc_help.bash"
     hpc_opt_help "$hpc_submitter"
     exit 0
   fi
+  hpc_opt_file_apply
   hpc_opt_check_combinations
   # shellcheck disable=SC2034 # hpc_submit_data_archive: read by hpc_plan_adopt
   hpc_submit_hold=() hpc_submit_data_archive=''
-  if [[ -n $hpc_opt_map_range$hpc_opt_map_over$hpc_opt_gather$hpc_opt_gather_configs ||
-    -n $hpc_opt_gather_when$hpc_opt_gather_cpus$hpc_opt_gather_gpus$hpc_opt_gather_time$hpc_opt_chunk ]] ||
-    ((hpc_opt_chunk_stop_on_failure)); then
+  if hpc_opt_asks map; then
     # Map + gather: loaded only when asked for.
     # shellcheck source=/dev/null # hpc_map_submit.bash: linted on its own (see docs/architecture.md)
     source "$hpc_files_dir/lib/hpc_map_submit.bash"
     hpc_map_check_options
   fi
-  if ((hpc_opt_scaling_test || hpc_opt_scale_serial || hpc_opt_scale_parallel)) ||
-    [[ -n $hpc_opt_scale_nodes$hpc_opt_scale_gpus$hpc_opt_repeats ||
-      -n $hpc_opt_scaling_mode$hpc_opt_report_time$hpc_opt_scale_target_efficiency ]]; then
+  if hpc_opt_asks scaling; then
     # Scaling test: loaded only when asked for.
     # shellcheck source=/dev/null # hpc_scaling_submit.bash: linted on its own (see docs/architecture.md)
     source "$hpc_files_dir/lib/hpc_scaling_submit.bash"

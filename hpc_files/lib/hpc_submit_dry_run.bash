@@ -13,7 +13,7 @@ declare -g hpc_plan_array_count hpc_plan_exp_name hpc_plan_kind hpc_plan_launche
   hpc_plan_text hpc_profile_tmpdir_provided hpc_profile_tmpdir_root hpc_stage_archive \
   hpc_runner_preview hpc_facts_omp_threads hpc_runner_wandb_dir hpc_runner_wandb_note hpc_runner_env_text \
   hpc_runner_sets_workdir hpc_runner_start_text
-declare -ga hpc_configs_words hpc_facts_program_env hpc_opt_data hpc_plan_sbatch_args hpc_stage_paths \
+declare -ga hpc_opt_settings hpc_configs_words hpc_facts_program_env hpc_opt_data hpc_plan_sbatch_args hpc_stage_paths \
   hpc_submit_secret_names
 
 # hpc_submit_own_folders_text: prints where the job's files land: checkpoints_dir, WANDB_DIR and
@@ -144,6 +144,10 @@ hpc_submit_dry_run() {
   printf '%s\n' "$script" | hpc_mask_stream
   printf '\n== environment of the program\n'
   hpc_submit_environment
+  # Where each value that is not the built-in default came from (hpc_opt_settings).
+  hpc_opt_settings
+  printf '\n== settings (where each value that is not the built-in default came from)\n'
+  ((${#hpc_opt_settings[@]} == 0)) || printf '%s\n' "${hpc_opt_settings[@]}" | hpc_mask_stream
   printf '\n== summary\n%s\n' "$(hpc_plan_summary)"
   [[ -z $hpc_runner_preview ]] || printf '%s\n' "$hpc_runner_preview"
   if [[ -n $hpc_plan_workdir && ! -d $hpc_plan_workdir ]]; then

@@ -123,6 +123,12 @@ setup_doc() {
       hpc_configs "$PROJECT" 'python featurize_and_score.py --model_id ${map_index} --ckpt "${map_item}" \' \
         '  --data "${scratch_dir}/trak/data.pt" --out "${task_dir}"'
       ;;
+    options.md)
+      doc_says options.md '--time=0:10:00'
+      doc_says options.md '--requeue=1'
+      doc_says options.md 'in `demo_project/hpc_files/defaults`'
+      printf -- '--time=0:10:00\n--requeue=1\n' >"$PROJECT/hpc_files/defaults"
+      ;;
   esac
 }
 
@@ -228,6 +234,19 @@ run_doc() {
 
 @test "docs/interactive.md" {
   run_doc interactive.md
+}
+
+@test "docs/options.md" {
+  cp -- "$PROJECT/hpc_files/defaults" "$BATS_FILE_TMPDIR/defaults.installed"
+  run_doc options.md
+  # The dry run said where each value came from; the job ran with the command line's time.
+  run cat "$BATS_FILE_TMPDIR/examples.log"
+  assert_line -- "-t/--time=0:10:00 (hpc_files/defaults line 1)"
+  assert_line -- "--requeue=1 (hpc_files/defaults line 2)"
+  grep -q '^#SBATCH --time="0:05:00"$' "$SCRATCH/demo_project/hpc_outputs"/settings_*.sh ||
+    fail "the job of '-t 0:05:00' did not get that time"
+  # The guides after this one see the file install.sh wrote.
+  cp -- "$BATS_FILE_TMPDIR/defaults.installed" "$PROJECT/hpc_files/defaults"
 }
 
 @test "every guide README.md links, but architecture.md, has its test here" {

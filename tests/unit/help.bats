@@ -178,7 +178,7 @@ EOT
   [[ ! -e $stub_log/sbatch.1.args ]] || fail "sbatch was called"
 }
 
-@test "hpc_opt_names: the parser's own case patterns; every option the --help text lists is among them" {
+@test "hpc_opt_names: the table of settings' spellings; every option the --help text lists is among them" {
   source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
   source "$HPC_ROOT/hpc_files/lib/hpc_options.bash"
   source "$HPC_ROOT/hpc_files/lib/hpc_help.bash"

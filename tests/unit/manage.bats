@@ -188,7 +188,7 @@ line two" "tab	inside" "carriage$(printf "\r")return" "ünïcödé — 日本語
   assert_output ''
   run grep -lE 'WANDB|TOKEN|PASSWORD|HOME' "$file"
   assert_output ''
-  run grep -vcE '^(format|time|plan|project|source_dir|scratch_dir|exp_name|kind|cluster|launcher|runner|nodes|ntasks_per_node|cpus|cpus_per_task|gpus|gpu_type|mem|mem_per_gpu|time_limit|partition|account|requeue|signal|signal_lead|mode|array|job_name|outputs_dir|checkpoints_dir|venv|toolkit_dir|python_helpers|tmpdir_provided|tmpdir_root|image|container_workdir|container_lib|workdir|data_archive|label_ranks|num_processes|job_id|origin|script|output|output_path|git_commit|git_dirty|argv|sbatch|command|offline_commands|copy_back|modules|token|end)	' "$file"
+  run grep -vcE '^(format|time|plan|project|source_dir|scratch_dir|exp_name|kind|cluster|launcher|runner|nodes|ntasks_per_node|cpus|cpus_per_task|gpus|gpu_type|mem|mem_per_gpu|time_limit|partition|account|requeue|signal|signal_lead|mode|array|job_name|outputs_dir|checkpoints_dir|venv|toolkit_dir|python_helpers|tmpdir_provided|tmpdir_root|image|container_workdir|container_lib|workdir|data_archive|label_ranks|num_processes|job_id|origin|script|output|output_path|git_commit|git_dirty|argv|setting|sbatch|command|offline_commands|copy_back|modules|token|end)	' "$file"
   assert_output 0
   run grep -E '^(exp_name|kind|cluster|nodes|cpus|cpus_per_task|gpus|mem|time_limit|partition|job_id|origin|script|output_path|git_dirty)	' "$file"
   assert_output "cluster	local
