@@ -42,27 +42,27 @@ setup() {
 }
 
 @test "a new row is all an option needs to parse, to make its mode, and to be a defaults file's key" {
-  hpc_opt_table+=('chunk=|--chunk|value|map,file| --chunk -k')
+  hpc_opt_table+=('items_per_task=|--items-per-task|value|map,file| --items-per-task -k')
   hpc_opt_defaults
-  [[ $hpc_opt_chunk == '' ]]
+  [[ $hpc_opt_items_per_task == '' ]]
   run ! hpc_opt_asks map
   hpc_opt_parse -k 4 -g 1
-  assert_equal "$hpc_opt_chunk" 4
+  assert_equal "$hpc_opt_items_per_task" 4
   hpc_opt_asks map
   run ! hpc_opt_asks scaling
   # As a key of the defaults file, with its origin.
   hpc_files_dir=$BATS_TEST_TMPDIR
-  printf -- '--chunk=8\n' >"$BATS_TEST_TMPDIR/defaults"
+  printf -- '--items-per-task=8\n' >"$BATS_TEST_TMPDIR/defaults"
   hpc_opt_defaults
   hpc_opt_parse -g 1
   hpc_opt_file_apply
-  assert_equal "$hpc_opt_chunk" 8
+  assert_equal "$hpc_opt_items_per_task" 8
   hpc_opt_settings
-  assert_equal "${hpc_opt_settings[*]}" "-g/--gpus=1 (command line) --chunk=8 (hpc_files/defaults line 1)"
+  assert_equal "${hpc_opt_settings[*]}" "-g/--gpus=1 (command line) --items-per-task=8 (hpc_files/defaults line 1)"
   # Given empty: refused, naming the file's line.
-  printf -- '--chunk=\n' >"$BATS_TEST_TMPDIR/defaults"
+  printf -- '--items-per-task=\n' >"$BATS_TEST_TMPDIR/defaults"
   hpc_opt_defaults
   run hpc_opt_file_apply
   assert_equal "$status" 2
-  assert_output --partial ": --chunk from hpc_files/defaults line 1: '' is not accepted; accepted: a non-empty value (see --help)"
+  assert_output --partial ": --items-per-task from hpc_files/defaults line 1: '' is not accepted; accepted: a non-empty value (see --help)"
 }
