@@ -158,6 +158,11 @@ hpc_pending_unmake() {
       rm -rf -- "${path:?}"
     fi
   done
+  # The manifests' index (hpc_manage_index) that this cancel wrote while the removed manifests were
+  # there: an index of no manifest is not kept (with manifests left, a row naming none is ignored).
+  path=$hpc_pending_dir/manifests
+  for part in "$path"/*.manifest; do [[ ! -e $part ]] || return 0; done
+  [[ ! -f $path/.index || -L $path/.index || ! -O $path/.index ]] || rm -f -- "${path:?}/.index"
 }
 
 # hpc_pending_sbatch_starts: (in hpc_slurm_sbatch_exec's subshell, just before sbatch) appends the time

@@ -43,6 +43,8 @@ setup() {
 
 @test "a new row is all an option needs to parse, to make its mode, and to be a defaults file's key" {
   hpc_opt_table+=('items_per_task=|--items-per-task|value|map,file| --items-per-task -k')
+  # Its variable, set through the table (hpc_opt_defaults, printf -v): declared for the linter.
+  declare -g hpc_opt_items_per_task
   hpc_opt_defaults
   [[ $hpc_opt_items_per_task == '' ]]
   run ! hpc_opt_asks map
