@@ -287,7 +287,13 @@ hpc_map_item_line() {
     [[ ${key%/*} == "$folder" ]] || continue
     state=${key##*/} n[$state]=${item_n[$key]} seen=$((seen + ${item_n[$key]}))
   done
-  IFS= read -r -d '' text <"$folder/manifest.json" || true
+  # The map's record, which its tasks could replace (a FIFO would hang status, a link to an endless
+  # file fill its memory): the user's own regular file only, its first MiB (the count is near its head).
+  if hpc_trusted_read "$folder/manifest.json" own 1048576; then
+    text=$hpc_trusted_text
+  else
+    hpc_say "not read: $folder/manifest.json $hpc_trusted_problem; its items not started are not counted"
+  fi
   [[ ! $text =~ \"count\":\ ([0-9]+) ]] || count=${BASH_REMATCH[1]}
   ((count <= seen)) || n['not started']=$((count - seen))
   line="map ${folder#"${folder%/*/*}"/}: $((count > seen ? count : seen)) items:"
