@@ -102,3 +102,33 @@ item_status() {
   assert_equal "$status" 0
   assert_output --partial 'items: 2 COMPLETED'
 }
+
+@test "status of a chunked map: an item's status written by a task whose chunk does not hold it (forged by another chunk's task) is INCONSISTENT, never COMPLETED, as the gather reads it" {
+  local id=710 k=2
+  chunk_map "$id" 6 "$k"
+  # Task 0 runs items 0-1, task 1 items 2-3, task 2 items 4-5 (SLURM still holds 1 and 2).
+  item_status 0 0 COMPLETED
+  item_status 1 0 RUNNING
+  # Task 0 forges items 2 and 4 (naming itself), and item 5 naming task 1, whose chunk is 2-3.
+  item_status 2 0 COMPLETED
+  item_status 4 0 COMPLETED
+  item_status 5 1 FAILED
+  printf 'squeue %s_0 %s RUNNING -\nsqueue %s_1 %s PENDING -\nsqueue %s_2 %s PENDING -\n' \
+    "$id" "$id" "$id" "$id" "$id" "$id" >"$HPC_STUB_JOBS"
+  manage status c
+  assert_equal "$status" 0
+  assert_output --partial "map c/20300101-000000-$id: 6 items: 1 COMPLETED, 1 RUNNING, 1 not started, 3 INCONSISTENT"
+  # A resubmission's layout (its list of indices) counts too: its task 0 runs items 2 and 5.
+  local doc
+  doc=$(<"$dir/manifest.json")
+  printf '%s\n' "${doc%\}\}\}*}}, \"720\": {\"chunk\": 2, \"indices\": [2, 5]}}}" >"$dir/manifest.json"
+  item_status 2 0 COMPLETED
+  sed -i "s/\"$id\"/\"720\"/" "$dir/tasks/2/status.json"
+  item_status 5 0 COMPLETED
+  sed -i "s/\"$id\"/\"720\"/" "$dir/tasks/5/status.json"
+  item_status 4 0 COMPLETED
+  sed -i "s/\"$id\"/\"720\"/" "$dir/tasks/4/status.json"
+  manage status c
+  assert_equal "$status" 0
+  assert_output --partial "map c/20300101-000000-$id: 6 items: 3 COMPLETED, 1 RUNNING, 1 not started, 1 INCONSISTENT"
+}
