@@ -132,3 +132,36 @@ item_status() {
   assert_equal "$status" 0
   assert_output --partial "map c/20300101-000000-$id: 6 items: 3 COMPLETED, 1 RUNNING, 1 not started, 1 INCONSISTENT"
 }
+
+# status_full_disk: status --all where every write beyond 2 KiB fails (EFBIG, as ENOSPC would).
+status_full_disk() {
+  # shellcheck disable=SC2016 # the script of bash -c: the submitter as its $0
+  run --separate-stderr bash -c 'trap "" XFSZ; ulimit -f 2; exec timeout 20 bash "$0" status --all' "$submitter"
+}
+
+@test "a full disk while the index is written: status still answers, and neither a truncated index nor a half-written temporary file is left (the write undone)" {
+  local i manifests=$outputs/manifests text
+  make_manifest h0 1000
+  text=$(<"$manifests/h0_1000.manifest")
+  for i in $(seq 1001 1039); do
+    (umask 077 && printf '%s\n' "${text//1000/$i}" >"$manifests/h0_$i.manifest")
+  done
+  # The index of 40 manifests is larger than 2 KiB.
+  status_full_disk
+  assert_equal "$status" 0
+  assert_equal "$(grep -c '^10[0-9][0-9] ' <<<"$output")" 40
+  [[ ! -e $manifests/.index ]] || fail "a truncated index was left: $(wc -c <"$manifests/.index") bytes"
+  manage status --all
+  assert_equal "$status" 0
+  [[ -f $manifests/.index ]] || fail "no index"
+  local before
+  before=$(<"$manifests/.index")
+  # A new manifest: the index written anew fails; the old one stays whole, nothing else is left.
+  (umask 077 && printf '%s\n' "${text//1000/1040}" >"$manifests/h0_1040.manifest")
+  status_full_disk
+  assert_equal "$status" 0
+  assert_equal "$(grep -c '^10[0-9][0-9] ' <<<"$output")" 41
+  assert_equal "$(<"$manifests/.index")" "$before"
+  run ls -A "$manifests"
+  refute_output --partial '.index.new'
+}
