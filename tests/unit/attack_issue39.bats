@@ -165,3 +165,31 @@ status_full_disk() {
   run ls -A "$manifests"
   refute_output --partial '.index.new'
 }
+
+@test "sbatch answering a job id SLURM never gives (0089, 24 digits) is no job id; a manifest or an index row with one is not read, and status of the rest still answers" {
+  local answer
+  mkdir -p "$tmp/sbatch"
+  for answer in 0089 123456789012345678901234 0; do
+    printf '#!/usr/bin/env bash\ncat >/dev/null\necho %s\n' "$answer" >"$tmp/sbatch/sbatch"
+    chmod +x "$tmp/sbatch/sbatch"
+    run bash -c 'source "$1/hpc_files/lib/hpc_common.bash" && source "$1/hpc_files/lib/hpc_slurm.bash" &&
+      PATH=$2:$PATH && hpc_slurm_sbatch "the job" "#!/bin/bash" || { echo "refused: $hpc_slurm_error"; exit 1; }
+      echo "id $hpc_slurm_id"' _ "$HPC_ROOT" "$tmp/sbatch"
+    assert_equal "$status" 1
+    assert_output "refused: sbatch gave no job id for the job: $answer"
+  done
+  make_manifest a 4242
+  make_manifest b 0089
+  make_manifest c 123456789012345678901234
+  manage status --all
+  assert_equal "$status" 0
+  assert_line --regexp '^4242 +a '
+  # An index row that says so (written by an earlier version) is not taken either.
+  rm -- "$outputs/manifests/b_0089.manifest" "$outputs/manifests/c_123456789012345678901234.manifest"
+  local index
+  index=$(<"$outputs/manifests/.index")
+  printf '%s\n' "${index//$'\x1f'4242$'\x1f'/$'\x1f'0042$'\x1f'}" >"$outputs/manifests/.index"
+  manage status --all
+  assert_equal "$status" 0
+  assert_line --regexp '^4242 +a '
+}
