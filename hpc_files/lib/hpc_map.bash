@@ -684,13 +684,14 @@ hpc_map_item_not_run() {
 hpc_map_chunk_run() {
   local n=${#hpc_map_chunk_indices[@]} k status=0 first=0 ok=0 failed=0 not_run=0 stop=0 stopped=0
   for ((k = 0; k < n; k++)); do
+    # Done in an earlier run (requeued): first, so that a stop never writes NOT_RUN over its success.
+    if ((${SLURM_RESTART_COUNT:-0} > 0)) && hpc_map_item_done "${hpc_map_chunk_indices[k]}"; then
+      ok=$((ok + 1))
+      continue
+    fi
     if ((stop || hpc_job_warned || hpc_job_ended_by_slurm)); then
       ((hpc_job_ended_by_slurm)) || hpc_map_item_not_run "${hpc_map_chunk_indices[k]}"
       not_run=$((not_run + 1))
-      continue
-    fi
-    if ((${SLURM_RESTART_COUNT:-0} > 0)) && hpc_map_item_done "${hpc_map_chunk_indices[k]}"; then
-      ok=$((ok + 1))
       continue
     fi
     if hpc_map_item_begin "${hpc_map_chunk_indices[k]}" "$((k + 1))" "$n"; then
