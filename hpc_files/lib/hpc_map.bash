@@ -252,9 +252,7 @@ hpc_map_task_states() {
       # SLURM still runs it (or will), or SLURM ended it (hpc_facts.bash): asked once per state.
       if [[ -z ${slurm_live[s$slurm]-} ]]; then
         slurm_live[s$slurm]=0 slurm_ended[s$slurm]=0
-        case $slurm in
-          PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED*) slurm_live[s$slurm]=1 ;;
-        esac
+        ! hpc_map_state_live "$slurm" || slurm_live[s$slurm]=1
         ! hpc_facts_state_ended "$slurm" || slurm_ended[s$slurm]=1
       fi
       live=${slurm_live[s$slurm]} ended=${slurm_ended[s$slurm]}
@@ -278,11 +276,20 @@ hpc_map_task_states() {
   for folder in "${!item_counts[@]}"; do hpc_map_item_line "$folder"; done
 }
 
+# hpc_map_state_live STATE: true when SLURM's STATE of a task says it still runs (or will).
+hpc_map_state_live() {
+  case $1 in
+    PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED*) return 0 ;;
+  esac
+  return 1
+}
+
 # hpc_map_item_line FOLDER: (hpc_map_task_states, whose item_recs lists each chunk item's status
 # file of each folder: 'ARRAY_TASK INDEX STATE' lines) adds to hpc_map_item_lines the line of the
 # chunked map in FOLDER: how many items in each state, those without a status file not started.
 # An item's file that names an array task whose chunk (manifest.json's chunks) does not hold the
-# item is INCONSISTENT, as the gather reads it (hpc_helpers.followup): a task writes only its own.
+# item is INCONSISTENT, as the gather reads it (hpc_helpers.followup): a task writes only its own;
+# one still RUNNING whose task SLURM has ended (or forgotten) is LOST.
 hpc_map_item_line() {
   local folder=$1 state key count=0 seen=0 line text='' rest array index task
   local -A n=() first=() last=() k=() pos=()
@@ -323,9 +330,12 @@ hpc_map_item_line() {
         ((index >= first[$array] && index <= last[$array])) &&
           (((index - first[$array]) / k[$array] == task)) || state=INCONSISTENT
       else
-        key=${array}_$index
-        [[ -n ${pos[$key]-} ]] && ((pos[$key] / k[$array] == task)) || state=INCONSISTENT
+        [[ -n ${pos[${array}_$index]-} ]] && ((pos[${array}_$index] / k[$array] == task)) || state=INCONSISTENT
       fi
+    fi
+    # Killed hard (a node lost): the file was never ended. Its task's state: hpc_manage_states'.
+    if [[ $state == RUNNING && -n ${hpc_st_state[$key]-} ]] && ! hpc_map_state_live "${hpc_st_state[$key]}"; then
+      state=LOST
     fi
     n[$state]=$((${n[$state]:-0} + 1)) seen=$((seen + 1))
   done <<<"${item_recs[$folder]-}"

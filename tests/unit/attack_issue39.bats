@@ -250,3 +250,20 @@ except OSError: print("-")' "$map_root/dir/tasks/$1/status.json"
   assert_equal "$(item_state 0) $(item_state 1) $(item_state 2) $(item_state 3)" "COMPLETED COMPLETED COMPLETED COMPLETED"
   assert_equal "$hpc_job_status" 0
 }
+
+@test "status of a chunked map: an item whose file still says RUNNING after SLURM ended its task (killed hard) is LOST, as the gather reads it, not RUNNING for ever" {
+  local id=730 k=2
+  chunk_map "$id" 4 "$k"
+  item_status 0 0 COMPLETED
+  item_status 1 0 RUNNING
+  item_status 2 1 RUNNING
+  # Task 0 ended (SLURM's FAILED: its node died under item 1); task 1 still runs item 2.
+  printf 'scontrol %s_0 731 FAILED 1:0\nsqueue %s_1 732 RUNNING -\n' "$id" "$id" >"$HPC_STUB_JOBS"
+  manage status c
+  assert_equal "$status" 0
+  assert_output --partial "map c/20300101-000000-$id: 4 items: 1 COMPLETED, 1 RUNNING, 1 not started, 1 LOST"
+  # Once SLURM has forgotten both tasks: no item RUNNING.
+  : >"$HPC_STUB_JOBS"
+  manage status c
+  assert_output --partial "map c/20300101-000000-$id: 4 items: 1 COMPLETED, 1 not started, 2 LOST"
+}
