@@ -133,9 +133,10 @@ hpc_private_write() {
 }
 
 # hpc_private_create PATH TEXT: writes TEXT into a new file PATH made 0600 (noclobber); false
-# when PATH exists or cannot be written.
+# when PATH exists or cannot be written. A write that fails once the file is made (a full disk)
+# removes it: never a truncated record at its name, nor a temporary file left behind.
 hpc_private_create() {
-  local - mask=${hpc_umask:-} line written=0
+  local - mask=${hpc_umask:-} line written=0 fd=''
   set -C
   [[ ! -e $1 && ! -L $1 ]] || return 1
   if [[ -z $mask ]]; then
@@ -148,13 +149,16 @@ hpc_private_create() {
     done 2>/dev/null </proc/self/status
     hpc_umask=$mask
   fi
-  if [[ $mask == +([0-7]) ]]; then
-    umask 077
-    ! printf '%s' "$2" 2>/dev/null >"$1" || written=1
-    umask "$mask"
-  else
-    ! (umask 077 && printf '%s' "$2" >"$1") 2>/dev/null || written=1
-  fi
+  # Without /proc: the umask asked once (a process).
+  [[ $mask == +([0-7]) ]] || mask=$(umask) hpc_umask=$mask
+  umask 077
+  { exec {fd}>"$1"; } 2>/dev/null || fd=''
+  umask "$mask"
+  [[ -n $fd ]] || return 1
+  ! { printf '%s' "$2" >&"$fd"; } 2>/dev/null || written=1
+  # Removed only while the name is still the file this made.
+  ((written)) || [[ ! $1 -ef /dev/fd/$fd ]] || rm -f -- "${1:?}"
+  exec {fd}>&-
   ((written))
 }
 

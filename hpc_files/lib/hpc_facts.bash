@@ -11,6 +11,12 @@ hpc_facts_ended_states=' COMPLETED CANCELLED FAILED TIMEOUT NODE_FAIL BOOT_FAIL 
 # shellcheck disable=SC2034 # read by hpc_manage.bash
 hpc_facts_failed_states=' FAILED TIMEOUT NODE_FAIL CANCELLED '
 
+# A SLURM job id as the toolkit takes one (sbatch's answer, a manifest's, a row of the manifests'
+# index): digits without a leading zero (bash's arithmetic reads one as octal: 0089 an error, 0042
+# another job) and at most 18 of them (beyond, its arithmetic overflows).
+# shellcheck disable=SC2034 # read by hpc_slurm.bash, hpc_manifest.bash, hpc_manage.bash
+hpc_facts_job_id_re='^[1-9][0-9]{0,17}$'
+
 # hpc_facts_state_ended STATE: true when a job in STATE has ended (nothing of it runs or will).
 hpc_facts_state_ended() {
   [[ -n $1 && $1 != *' '* && $hpc_facts_ended_states == *" $1 "* ]]

@@ -330,7 +330,7 @@ hpc_manifest_read() {
     esac
   done <&"$fd"
   exec {fd}<&-
-  ((complete)) && [[ ${hpc_mf[format]-} == 1 && ${hpc_mf[job_id]-} =~ ^[0-9]+$ ]]
+  ((complete)) && [[ ${hpc_mf[format]-} == 1 && ${hpc_mf[job_id]-} =~ $hpc_facts_job_id_re ]]
 }
 
 # hpc_manifest_expand_array SPEC: sets hpc_manifest_indices to the indices of the array SPEC

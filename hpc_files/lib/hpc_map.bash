@@ -209,7 +209,7 @@ hpc_map_resubmit_record() {
 # folder in hpc_map_item_lines; its array tasks show SLURM's state.
 hpc_map_task_states() {
   local root=$1 id key line state slurm live ended value exit chunk file folder
-  local -A file_state=() file_exit=() scanned=() slurm_live=() slurm_ended=() item_counts=() item_n=() chunk_task=()
+  local -A file_state=() file_exit=() scanned=() slurm_live=() slurm_ended=() item_counts=() item_recs=() chunk_task=()
   hpc_map_item_lines=()
   shift
   for id in "$@"; do
@@ -226,12 +226,13 @@ hpc_map_task_states() {
         exit=${value%% *} value=${value#* }
         chunk=${value%% *} file=${value#* }
         if ((chunk)); then
-          # An item of a chunk: counted by its newest state (its status.json); its task keeps
-          # SLURM's state (it writes no file of its own).
+          # An item of a chunk: counted by its newest state (its status.json), once checked
+          # against the map's chunks (hpc_map_item_line); its task keeps SLURM's state (it writes
+          # no file of its own).
           chunk_task[$key]=1
           [[ ${file##*/} == status.json ]] || continue
-          folder=${file%/tasks/*} item_counts[$folder]=1 key=$folder/$state
-          item_n[$key]=$((${item_n[$key]:-0} + 1))
+          folder=${file%/tasks/*} value=${file%/*}
+          item_counts[$folder]=1 item_recs[$folder]+="$key ${value##*/} $state"$'\n'
           continue
         fi
         file_state[$key]=$state file_exit[$key]=$exit
@@ -251,9 +252,7 @@ hpc_map_task_states() {
       # SLURM still runs it (or will), or SLURM ended it (hpc_facts.bash): asked once per state.
       if [[ -z ${slurm_live[s$slurm]-} ]]; then
         slurm_live[s$slurm]=0 slurm_ended[s$slurm]=0
-        case $slurm in
-          PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED*) slurm_live[s$slurm]=1 ;;
-        esac
+        ! hpc_map_state_live "$slurm" || slurm_live[s$slurm]=1
         ! hpc_facts_state_ended "$slurm" || slurm_ended[s$slurm]=1
       fi
       live=${slurm_live[s$slurm]} ended=${slurm_ended[s$slurm]}
@@ -277,18 +276,69 @@ hpc_map_task_states() {
   for folder in "${!item_counts[@]}"; do hpc_map_item_line "$folder"; done
 }
 
-# hpc_map_item_line FOLDER: (hpc_map_task_states, whose item_n counts the items of each folder
-# per state: FOLDER/STATE) adds to hpc_map_item_lines the line of the chunked map in FOLDER: how
-# many items in each state, those without a status file not started.
+# hpc_map_state_live STATE: true when SLURM's STATE of a task says it still runs (or will).
+hpc_map_state_live() {
+  case $1 in
+    PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED*) return 0 ;;
+  esac
+  return 1
+}
+
+# hpc_map_item_line FOLDER: (hpc_map_task_states, whose item_recs lists each chunk item's status
+# file of each folder: 'ARRAY_TASK INDEX STATE' lines) adds to hpc_map_item_lines the line of the
+# chunked map in FOLDER: how many items in each state, those without a status file not started.
+# An item's file that names an array task whose chunk (manifest.json's chunks) does not hold the
+# item is INCONSISTENT, as the gather reads it (hpc_helpers.followup): a task writes only its own;
+# one still RUNNING whose task SLURM has ended (or forgotten) is LOST.
 hpc_map_item_line() {
-  local folder=$1 state key count=0 seen=0 line text=''
-  local -A n=()
-  for key in "${!item_n[@]}"; do
-    [[ ${key%/*} == "$folder" ]] || continue
-    state=${key##*/} n[$state]=${item_n[$key]} seen=$((seen + ${item_n[$key]}))
-  done
-  IFS= read -r -d '' text <"$folder/manifest.json" || true
+  local folder=$1 state key count=0 seen=0 line text='' rest array index task
+  local -A n=() first=() last=() k=() pos=()
+  # The map's record, which its tasks could replace (a FIFO would hang status, a link to an endless
+  # file fill its memory): the user's own regular file only, its first MiB (the count is near its head).
+  if hpc_trusted_read "$folder/manifest.json" own 1048576; then
+    text=$hpc_trusted_text
+  else
+    hpc_say "not read: $folder/manifest.json $hpc_trusted_problem; its items not started are not counted"
+  fi
   [[ ! $text =~ \"count\":\ ([0-9]+) ]] || count=${BASH_REMATCH[1]}
+  # The chunks, as the submitter and map-record write them: '"ARRAY": {"chunk": K, "first": F,
+  # "last": L}' or '..., "indices": [I, ...]}'.
+  rest=''
+  [[ $text != *'"chunks": {'* ]] || rest=${text#*\"chunks\": \{}
+  local re='^,? ?"([0-9]{1,18})": \{"chunk": ([0-9]{1,9}), '
+  re+='"(first": ([0-9]{1,9}), "last": ([0-9]{1,9})|indices": \[([0-9, ]*)\])\}'
+  while [[ $rest =~ $re ]]; do
+    rest=${rest:${#BASH_REMATCH[0]}}
+    array=${BASH_REMATCH[1]} k[${BASH_REMATCH[1]}]=$((10#${BASH_REMATCH[2]}))
+    if [[ -n ${BASH_REMATCH[4]} ]]; then
+      first[$array]=$((10#${BASH_REMATCH[4]})) last[$array]=$((10#${BASH_REMATCH[5]}))
+    else
+      task=0
+      for index in ${BASH_REMATCH[6]//,/ }; do
+        pos[${array}_$((10#$index))]=$task
+        task=$((task + 1))
+      done
+    fi
+  done
+  while read -r key index state; do
+    [[ -n $state ]] || continue
+    if ((${#k[@]})); then
+      array=${key%_*} task=${key#*_}
+      if ! [[ $index =~ ^[0-9]{1,9}$ && -n ${k[$array]-} ]] || ((k[$array] < 1)); then
+        state=INCONSISTENT
+      elif index=$((10#$index)) task=$((10#$task)) && [[ -n ${first[$array]-} ]]; then
+        ((index >= first[$array] && index <= last[$array])) &&
+          (((index - first[$array]) / k[$array] == task)) || state=INCONSISTENT
+      else
+        [[ -n ${pos[${array}_$index]-} ]] && ((pos[${array}_$index] / k[$array] == task)) || state=INCONSISTENT
+      fi
+    fi
+    # Killed hard (a node lost): the file was never ended. Its task's state: hpc_manage_states'.
+    if [[ $state == RUNNING && -n ${hpc_st_state[$key]-} ]] && ! hpc_map_state_live "${hpc_st_state[$key]}"; then
+      state=LOST
+    fi
+    n[$state]=$((${n[$state]:-0} + 1)) seen=$((seen + 1))
+  done <<<"${item_recs[$folder]-}"
   ((count <= seen)) || n['not started']=$((count - seen))
   line="map ${folder#"${folder%/*/*}"/}: $((count > seen ? count : seen)) items:"
   for state in COMPLETED RUNNING FAILED NOT_RUN 'not started' "${!n[@]}"; do
@@ -644,13 +694,14 @@ hpc_map_item_not_run() {
 hpc_map_chunk_run() {
   local n=${#hpc_map_chunk_indices[@]} k status=0 first=0 ok=0 failed=0 not_run=0 stop=0 stopped=0
   for ((k = 0; k < n; k++)); do
+    # Done in an earlier run (requeued): first, so that a stop never writes NOT_RUN over its success.
+    if ((${SLURM_RESTART_COUNT:-0} > 0)) && hpc_map_item_done "${hpc_map_chunk_indices[k]}"; then
+      ok=$((ok + 1))
+      continue
+    fi
     if ((stop || hpc_job_warned || hpc_job_ended_by_slurm)); then
       ((hpc_job_ended_by_slurm)) || hpc_map_item_not_run "${hpc_map_chunk_indices[k]}"
       not_run=$((not_run + 1))
-      continue
-    fi
-    if ((${SLURM_RESTART_COUNT:-0} > 0)) && hpc_map_item_done "${hpc_map_chunk_indices[k]}"; then
-      ok=$((ok + 1))
       continue
     fi
     if hpc_map_item_begin "${hpc_map_chunk_indices[k]}" "$((k + 1))" "$n"; then
