@@ -289,7 +289,7 @@ hpc_manage_pending() {
 hpc_manage_live() {
   local out line
   declare -gA hpc_manage_live=()
-  out=$(hpc_slurm squeue -h -u "$EUID" -o %F 2>&1) || {
+  out=$(hpc_slurm -t 60 squeue -h -u "$EUID" -o %F 2>&1) || {
     hpc_say "squeue failed: ${out//$'\n'/ }"
     return 1
   }
@@ -382,7 +382,7 @@ hpc_manage_states() {
   IFS=$' \t\n'
 
   # 1. squeue: pending and running jobs, array tasks one per line (-r), with the reason.
-  if ! out=$(hpc_slurm squeue -h -r -j "$joined" -o '%A|%F|%K|%T|%r' 2>&1); then
+  if ! out=$(hpc_slurm -t 60 squeue -h -r -j "$joined" -o '%A|%F|%K|%T|%r' 2>&1); then
     # A list of jobs that SLURM has all forgotten is an error for squeue.
     [[ $out == *'Invalid job id'* ]] || hpc_die "squeue failed: ${out//$'\n'/ }"
     out=''
@@ -415,7 +415,7 @@ hpc_manage_states() {
   IFS=,
   joined="${hpc_manage_missing[*]}"
   IFS=$' \t\n'
-  if out=$(hpc_slurm sacct -n -P -X -j "$joined" -o JobID,JobIDRaw,State,ExitCode 2>/dev/null); then
+  if out=$(hpc_slurm -t 60 sacct -n -P -X -j "$joined" -o JobID,JobIDRaw,State,ExitCode 2>/dev/null); then
     while IFS='|' read -r -a fields; do
       ((${#fields[@]} == 4)) || continue
       if [[ ${fields[0]} =~ ^([0-9]+)_\[?([0-9,:%-]+)\]?$ ]]; then

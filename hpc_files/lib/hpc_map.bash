@@ -433,7 +433,10 @@ hpc_map_gather_here() {
   hpc_map_dir=$hpc_group_dir
   [[ -f $hpc_map_dir/gather.sh ]] ||
     hpc_die_usage "gather" "the map ${hpc_map_dir##*/} has no gather job (submitted without --gather)"
-  text=$(<"$hpc_map_dir/manifest.json")
+  # As the job's gather reads it (hpc_map_gather_again): the user's own file, no link, bounded.
+  { hpc_trusted_check "$hpc_map_dir/manifest.json" && hpc_trusted_read "$hpc_map_dir/manifest.json" own 1048576; } ||
+    hpc_die "the map's record $hpc_map_dir/manifest.json $hpc_trusted_problem: not read; nothing was run"
+  text=$hpc_trusted_text
   if ! { [[ $text =~ \"first\":\ ([0-9]+) ]] && first=${BASH_REMATCH[1]} &&
     [[ $text =~ \"last\":\ ([0-9]+) ]] && last=${BASH_REMATCH[1]} &&
     [[ $text =~ \"policy\":\ \"([a-z0-9=%-]+)\" ]] && policy=${BASH_REMATCH[1]} &&

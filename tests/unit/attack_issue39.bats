@@ -267,3 +267,26 @@ except OSError: print("-")' "$map_root/dir/tasks/$1/status.json"
   manage status c
   assert_output --partial "map c/20300101-000000-$id: 4 items: 1 COMPLETED, 1 not started, 2 LOST"
 }
+
+@test "gather EXP --here: a map's manifest.json that is a link is not read (one line says so) and nothing runs; one that others can write neither" {
+  make_manifest ev 500 0-1 map
+  local dir="$outputs/map/ev/500"
+  mkdir -p "$dir"
+  chmod 700 "$outputs/map" "$outputs/map/ev" "$dir"
+  printf '{"first": 0, "last": 1, "policy": "all-ok", "kind": "venv-none", "gather": "touch ran"}\n' >"$tmp/elsewhere.json"
+  ln -s "$tmp/elsewhere.json" "$dir/manifest.json"
+  printf '#!/bin/bash\n' >"$dir/gather.sh"
+  manage gather ev --here
+  assert_equal "$status" 1
+  assert_equal "${#stderr_lines[@]}" 1
+  assert_regex "$stderr" "^job_submitter.sh: the map's record $dir/manifest.json is not a regular file of .* \\(or is a link\\): not read; nothing was run$"
+  # A regular file that others can write: refused the same way, naming why.
+  rm "$dir/manifest.json"
+  cp "$tmp/elsewhere.json" "$dir/manifest.json"
+  chmod 666 "$dir/manifest.json"
+  manage gather ev --here
+  assert_equal "$status" 1
+  assert_equal "${#stderr_lines[@]}" 1
+  assert_regex "$stderr" "^job_submitter.sh: the map's record $dir/manifest.json .*: not read; nothing was run$"
+  [[ ! -e $PROJECT/ran && ! -e $dir/ran ]]
+}
