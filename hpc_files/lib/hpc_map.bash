@@ -379,8 +379,9 @@ hpc_map_item_line() {
 # (EXIT '-' when the file has none; CHUNK 1 for an item of a chunked map's task, else 0) for each
 # task status file of the map folders in DIR (DIR/<map>/tasks/<index>/status*.json: any attempt)
 # that is the user's own regular file, found without following a link, with its array_job_id,
-# task_id and state as the toolkit writes them ('"name": value', hpc_followup_json_object). Three processes, however many items (find stops at
-# the files' depth: what a task wrote below its folder is not walked).
+# task_id and state as the toolkit writes them ('"name": value', hpc_followup_json_object). Three
+# processes, however many items (find stops at the files' depth: what a task wrote below its
+# folder is not walked).
 hpc_map_status_fields() {
   local prog text
   # shellcheck disable=SC2016 # awk's program, in single quotes
