@@ -341,16 +341,22 @@ hpc_map_forgotten_counts() {
     for id in "$@"; do printf 'K %s\n' "${hpc_manage_keys_of[$id]}"; done
     ((${#hpc_map_status_fields[@]} == 0)) || printf 'F %s\n' "${hpc_map_status_fields[@]}"
   } | LC_ALL=C awk "$prog") || out=slow
-  if [[ $out == slow || -z $out ]]; then
-    for id in "$@"; do hpc_manage_states_kept "$id"; done
-    return 1
+  if [[ $out != slow && -n $out ]]; then
+    mapfile -t counts <<<"$out"
+    for line in "${counts[@]}"; do
+      read -r -a words <<<"$line"
+      printf -v line '%s %s, ' "${words[@]:2}"
+      hpc_map_summary[${words[0]}]="${words[1]} items: ${line%, }"
+    done
   fi
-  mapfile -t counts <<<"$out"
-  for line in "${counts[@]}"; do
-    read -r -a words <<<"$line"
-    printf -v line '%s %s, ' "${words[@]:2}"
-    hpc_map_summary[${words[0]}]="${words[1]} items: ${line%, }"
+  for id in "$@"; do [[ -n ${hpc_map_summary[$id]-} ]] || out=slow; done
+  [[ $out == slow ]] || return 0
+  # Not counted here: each task gets its state, as any.
+  for id in "$@"; do
+    unset 'hpc_map_summary[$id]'
+    hpc_manage_states_kept "$id"
   done
+  return 1
 }
 
 # hpc_map_item_line FOLDER: (hpc_map_task_states, whose item_n counts the items of each folder

@@ -156,3 +156,22 @@ trace_lines() {
   assert_equal "$(tr -s ' ' <<<"${lines[1]}")" \
     "730_[0-1999] big venv-none 2000 items: 1599 COMPLETED, 200 FAILED, 201 LOST - $outputs/big_venv-none_730_%a.out"
 }
+
+@test "status EXP of a chunked map SLURM has forgotten: its items counted per state on a line of their own, its array's line SLURM's word on its tasks, as before" {
+  make_manifest m 740 0-11 map
+  local dir=$outputs/map/m/20300101-000000-740 i state
+  mkdir -p "$dir"
+  printf '{"name": "m", "count": 40}\n' >"$dir/manifest.json"
+  for i in $(seq 0 35); do
+    mkdir -p "$dir/tasks/$i"
+    state=COMPLETED
+    ((i != 5)) || state=FAILED
+    printf '{"item": "%s", "array_job_id": "740", "task_id": "%s", "state": "%s", "exit_code": 0, "chunk": "%s"}\n' \
+      "$i" "$((i / 3))" "$state" "$((i / 3))" >"$dir/tasks/$i/status.json"
+  done
+  manage status m
+  assert_equal "$status" 0
+  assert_equal "$(tr -s ' ' <<<"${lines[1]}")" \
+    "740_[0-11] m venv-none 12 items: 12 UNKNOWN - $outputs/m_venv-none_740_%a.out"
+  assert_line "map m/20300101-000000-740: 40 items: 35 COMPLETED, 1 FAILED, 4 not started"
+}
