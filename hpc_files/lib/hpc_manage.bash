@@ -64,7 +64,7 @@ hpc_manage_index() {
   local -a found=() untrusted=() files=() rows=()
   hpc_manage_file=() hpc_manage_exps=()
   declare -gA hpc_manage_keys_of=() hpc_manage_exp=() hpc_manage_kind=() hpc_manage_array=() hpc_manage_origin=() \
-  hpc_manage_output=() hpc_manage_name=() hpc_manage_mode=()
+  hpc_manage_output=() hpc_manage_name=() hpc_manage_mode=() hpc_manage_defer=()
   [[ -d $hpc_manage_dir ]] || return 0
   # A manifest names the script, options and jobs that resubmit and cancel act on: one that is
   # not the user's own regular file or that others can change (a group-writable scratch) is not
@@ -335,6 +335,7 @@ hpc_manage_keys() {
 # source already did.
 hpc_manage_set() {
   [[ -z ${hpc_st_state[$1]-} ]] || return 0
+  hpc_st_answered[${1%%_*}]=1
   hpc_st_state[$1]=${3%% *}
   hpc_st_raw[$1]=$2
   hpc_st_exit[$1]=$4
@@ -371,11 +372,15 @@ hpc_manage_note_limit() {
 # hpc_manage_states ID...: the state of every task of the recorded jobs ID, into hpc_st_state,
 # hpc_st_exit and hpc_st_raw (the task's own job id), by key (hpc_manage_keys): squeue first,
 # then sacct, then scontrol show job, then the states file, else UNKNOWN. Each source is asked
-# once, for every job it still has to answer for.
+# once, for every job it still has to answer for. An array job ID that the caller marked in
+# hpc_manage_defer (status: a long map array shown as one line) and that no source answered for,
+# with no states file, is put in hpc_manage_forgotten instead, its tasks left without a state
+# (hpc_map_task_states counts them from their status files; hpc_manage_states_kept ID gives
+# them theirs): 10^4 tasks SLURM has forgotten cost no work each.
 hpc_manage_states() {
   local id key out line joined state
   local -a missing=() fields=()
-  declare -gA hpc_st_state=() hpc_st_exit=() hpc_st_raw=() hpc_st_note=()
+  declare -gA hpc_st_state=() hpc_st_exit=() hpc_st_raw=() hpc_st_note=() hpc_st_answered=() hpc_manage_forgotten=()
   (($#)) || return 0
   local IFS=,
   joined="$*"
@@ -460,38 +465,52 @@ hpc_manage_states() {
     hpc_manage_missing "${missing[@]}"
   fi
 
-  # 4. The ended states seen before; else unknown. New ended states are kept for next time. Only
-  # the user's own regular file is read (never through a link, never a FIFO: nothing waits), its
-  # first MiB at most, and it is written anew beside it, never into it (hpc_private_write).
-  local states new raw code old
-  local -A kept=() kept_raw=() kept_exit=()
+  # 4. The ended states seen before; else unknown.
+  local states
   for id in "$@"; do
-    hpc_manage_keys "$id"
-    states=${hpc_manage_file[id]%.manifest}.states new='' old=''
-    kept=() kept_raw=() kept_exit=()
-    if hpc_trusted_read "$states" own 1048576; then
-      old=$hpc_trusted_text
-      while IFS=$'\t' read -r key raw state code; do
-        [[ -n $key && -n $state ]] || continue
-        kept[$key]=$state kept_raw[$key]=$raw kept_exit[$key]=$code
-      done <<<"$old"
-    elif [[ -e $states || -L $states ]]; then
-      hpc_say "not read: $states $hpc_trusted_problem; remove it"
-      old=-
+    states=${hpc_manage_file[id]%.manifest}.states
+    if [[ -n ${hpc_manage_defer[$id]-} && -z ${hpc_st_answered[$id]-} && ! -e $states && ! -L $states ]]; then
+      # shellcheck disable=SC2034 # read by hpc_map.bash
+      hpc_manage_forgotten[$id]=1
+      continue
     fi
-    for key in "${hpc_manage_keys[@]}"; do
-      [[ -z ${kept[$key]-} ]] || hpc_manage_set "$key" "${kept_raw[$key]}" "${kept[$key]}" "${kept_exit[$key]}"
-      if [[ -z ${hpc_st_state[$key]-} ]]; then
-        hpc_st_state[$key]='UNKNOWN (forgotten by SLURM)' hpc_st_exit[$key]=- hpc_st_raw[$key]=''
-      elif
-        [[ $hpc_manifest_ended_states == *" ${hpc_st_state[$key]} "* && ${kept[$key]-} != "${hpc_st_state[$key]}" ]]
-      then
-        new+=$key$'\t'${hpc_st_raw[$key]}$'\t'${hpc_st_state[$key]}$'\t'${hpc_st_exit[$key]}$'\n'
-      fi
-    done
-    # Best effort: whoever may read the manifests may not write them. Never over one not read.
-    [[ -z $new || $old == - ]] || hpc_private_write "$states" "$old$new" 2>/dev/null || true
+    hpc_manage_states_kept "$id"
   done
+}
+
+# hpc_manage_states_kept ID: (hpc_manage_states, step 4) the tasks of job ID that no source
+# answered for: the ended state seen before (ID's states file), else UNKNOWN. New ended states are
+# kept for next time. Only the user's own regular file is read (never through a link, never a
+# FIFO: nothing waits), its first MiB at most, and it is written anew beside it, never into it
+# (hpc_private_write).
+hpc_manage_states_kept() {
+  local id=$1 key states new raw code old state
+  local -A kept=() kept_raw=() kept_exit=()
+  unset 'hpc_manage_forgotten[$id]'
+  hpc_manage_keys "$id"
+  states=${hpc_manage_file[id]%.manifest}.states new='' old=''
+  if hpc_trusted_read "$states" own 1048576; then
+    old=$hpc_trusted_text
+    while IFS=$'\t' read -r key raw state code; do
+      [[ -n $key && -n $state ]] || continue
+      kept[$key]=$state kept_raw[$key]=$raw kept_exit[$key]=$code
+    done <<<"$old"
+  elif [[ -e $states || -L $states ]]; then
+    hpc_say "not read: $states $hpc_trusted_problem; remove it"
+    old=-
+  fi
+  for key in "${hpc_manage_keys[@]}"; do
+    [[ -z ${kept[$key]-} ]] || hpc_manage_set "$key" "${kept_raw[$key]}" "${kept[$key]}" "${kept_exit[$key]}"
+    if [[ -z ${hpc_st_state[$key]-} ]]; then
+      hpc_st_state[$key]='UNKNOWN (forgotten by SLURM)' hpc_st_exit[$key]=- hpc_st_raw[$key]=''
+    elif
+      [[ $hpc_manifest_ended_states == *" ${hpc_st_state[$key]} "* && ${kept[$key]-} != "${hpc_st_state[$key]}" ]]
+    then
+      new+=$key$'\t'${hpc_st_raw[$key]}$'\t'${hpc_st_state[$key]}$'\t'${hpc_st_exit[$key]}$'\n'
+    fi
+  done
+  # Best effort: whoever may read the manifests may not write them. Never over one not read.
+  [[ -z $new || $old == - ]] || hpc_private_write "$states" "$old$new" 2>/dev/null || true
 }
 
 # hpc_manage_requeued RAW|KEY...: for each job or task KEY (own job id RAW) that squeue shows

@@ -353,6 +353,11 @@ hpc_manifest_expand_array() {
     last=$((10#${BASH_REMATCH[3]:-$first}))
     step=$((10#${BASH_REMATCH[5]:-1}))
     ((step > 0 && last >= first && (last - first) / step < 1000000)) || return 1
+    if ((${#items[@]} == 1 && (last - first) / step >= 256)); then
+      # One long range (a map's array of 10^4 tasks): one seq, not a Bash step per task.
+      mapfile -t hpc_manifest_indices < <(seq "$first" "$step" "$last")
+      return 0
+    fi
     for ((i = first; i <= last; i += step)); do seen[i]=1; done
   done
   # shellcheck disable=SC2034 # read by hpc_manage.bash

@@ -14,6 +14,9 @@ declare -g hpc_runner_here_problem
 declare -ga hpc_runner_here_env hpc_runner_here_unset
 # The job's batch shell (hpc_job.bash, hpc_job_signals.bash): a chunk stops after a warning or TERM.
 declare -g hpc_job_warned hpc_job_ended_by_slurm scratch_dir exp_name
+# hpc_manage.bash (status): the recorded jobs' experiments, their tasks' keys, the arrays SLURM
+# has forgotten whole.
+declare -gA hpc_manage_exp hpc_manage_keys_of hpc_manage_forgotten
 
 # ---------------------------------------------------------------------------------------------
 # resubmit EXP --failed: a map's hooks of the group workflow (hpc_group_resubmit_failed)
@@ -207,19 +210,39 @@ hpc_map_resubmit_record() {
 # still RUNNING is RUNNING; once SLURM has forgotten it, the file's state, else LOST.
 # A chunked map's items (their files say "chunk") are counted per state instead, one line per map
 # folder in hpc_map_item_lines; its array tasks show SLURM's state.
+# An array SLURM has forgotten whole (hpc_manage_forgotten: its tasks have no state yet) gets its
+# summary line's counts in hpc_map_summary[ID] instead (hpc_map_forgotten_counts), none of its
+# tasks a state of its own; where that cannot be (a chunked map), its tasks get theirs as any.
 hpc_map_task_states() {
-  local root=$1 id key line state slurm live ended value exit chunk file folder
+  local root=$1 id key line state slurm live ended value exit chunk file folder exp
   local -A file_state=() file_exit=() scanned=() slurm_live=() slurm_ended=() item_counts=() item_recs=() chunk_task=()
+  local -A others=() forgotten=()
+  declare -gA hpc_map_summary=()
   hpc_map_item_lines=()
   shift
   for id in "$@"; do
     [[ ${hpc_manage_mode[$id]-} == map ]] || continue
-    if [[ -z ${scanned[${hpc_manage_exp[$id]}]-} ]]; then
-      scanned[${hpc_manage_exp[$id]}]=1
+    if [[ -n ${hpc_manage_forgotten[$id]-} ]]; then
+      forgotten[${hpc_manage_exp[$id]}]+=" $id"
+    else
+      others[${hpc_manage_exp[$id]}]=1
+    fi
+  done
+  for id in "$@"; do
+    [[ ${hpc_manage_mode[$id]-} == map ]] || continue
+    exp=${hpc_manage_exp[$id]}
+    if [[ -z ${scanned[$exp]-} ]]; then
+      scanned[$exp]=1
       # A map may have 10^5 items: one find lists the user's own regular files at their place
       # (never through a link: neither a task's folder nor its file), and one awk reads them
       # all: 'ARRAY_TASK STATE EXIT CHUNK FILE' each (hpc_map_status_fields).
-      hpc_map_status_fields "$root/${hpc_manage_exp[$id]}"
+      hpc_map_status_fields "$root/$exp"
+      if [[ -n ${forgotten[$exp]-} ]]; then
+        # shellcheck disable=SC2086 # job ids: digits
+        hpc_map_forgotten_counts ${forgotten[$exp]} || others[$exp]=1
+      fi
+      # Each task's file, for the arrays SLURM still answers for (not read in Bash otherwise).
+      [[ -n ${others[$exp]-} ]] || continue
       for line in ${hpc_map_status_fields[@]+"${hpc_map_status_fields[@]}"}; do
         key=${line%% *} value=${line#* }
         state=${value%% *} value=${value#* }
@@ -238,6 +261,7 @@ hpc_map_task_states() {
         file_state[$key]=$state file_exit[$key]=$exit
       done
     fi
+    [[ -z ${hpc_map_summary[$id]-} ]] || continue
     hpc_manage_keys "$id"
     for key in "${hpc_manage_keys[@]}"; do
       [[ -z ${chunk_task[$key]-} ]] || continue
@@ -281,6 +305,64 @@ hpc_map_state_live() {
   case $1 in
     PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED*) return 0 ;;
   esac
+  return 1
+}
+
+# hpc_map_forgotten_counts ID...: (hpc_map_task_states, after hpc_map_status_fields) for each
+# array job ID that SLURM has forgotten whole (hpc_manage_forgotten), sets hpc_map_summary[ID] to
+# its summary line's counts ('1000 items: 998 COMPLETED, 2 FAILED'), counted in one awk as each
+# task would be on its line: its file's state (the last file read of that task), else LOST (none,
+# or one left RUNNING); the states SLURM runs first, then the others in the order of their first
+# task (hpc_status_summary). False, with no count set, for a chunked map (its items are counted
+# apart) or a file whose state asks for the task's log (UNKNOWN): then the tasks get their states
+# (hpc_manage_states_kept) and are counted as any.
+hpc_map_forgotten_counts() {
+  local id prog out line
+  local -a counts=() words=()
+  # shellcheck disable=SC2016 # awk's program, in single quotes
+  prog='$1 == "K" {
+      for (i = 2; i <= NF; i++) { id = $i; sub(/_.*/, "", id); task[id, ++n[id]] = $i }
+      ids[++m] = id; next
+    }
+    $1 == "F" { if ($5 != 0) chunk = 1; state[$2] = $3; next }
+    END {
+      if (chunk) { print "slow"; exit }
+      for (j = 1; j <= m; j++) {
+        id = ids[j]; k = 0; split("", c); split("", o)
+        for (i = 1; i <= n[id]; i++) {
+          s = state[task[id, i]]
+          if (s == "" || s == "RUNNING") s = "LOST"
+          if (s ~ /^UNKNOWN/) { print "slow"; exit }
+          if (!(s in c)) o[++k] = s
+          c[s]++
+        }
+        line = id " " n[id]
+        split("RUNNING COMPLETING PENDING", first, " ")
+        for (i = 1; i <= 3; i++) if (first[i] in c) line = line " " c[first[i]] " " first[i]
+        for (i = 1; i <= k; i++) if (o[i] !~ /^(RUNNING|COMPLETING|PENDING)$/) line = line " " c[o[i]] " " o[i]
+        print line
+      }
+    }'
+  for id in "$@"; do hpc_manage_keys "$id"; done
+  out=$({
+    for id in "$@"; do printf 'K %s\n' "${hpc_manage_keys_of[$id]}"; done
+    ((${#hpc_map_status_fields[@]} == 0)) || printf 'F %s\n' "${hpc_map_status_fields[@]}"
+  } | LC_ALL=C awk "$prog") || out=slow
+  if [[ $out != slow && -n $out ]]; then
+    mapfile -t counts <<<"$out"
+    for line in "${counts[@]}"; do
+      read -r -a words <<<"$line"
+      printf -v line '%s %s, ' "${words[@]:2}"
+      hpc_map_summary[${words[0]}]="${words[1]} items: ${line%, }"
+    done
+  fi
+  for id in "$@"; do [[ -n ${hpc_map_summary[$id]-} ]] || out=slow; done
+  [[ $out == slow ]] || return 0
+  # Not counted here: each task gets its state, as any.
+  for id in "$@"; do
+    unset 'hpc_map_summary[$id]'
+    hpc_manage_states_kept "$id"
+  done
   return 1
 }
 

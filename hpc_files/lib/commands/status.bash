@@ -99,6 +99,15 @@ hpc_manage_status() {
     hpc_manage_pending_notes
     return 0
   fi
+  # A long map array, one line: the tasks of one that SLURM has forgotten whole are counted from
+  # their status files, none of them given a state of its own (hpc_manage_states, hpc_map.bash).
+  if ((! one_job && ! ${hpc_status_tasks:-0})); then
+    for id in "${ids[@]}"; do
+      [[ ${hpc_manage_mode[$id]-} == map ]] || continue
+      hpc_manage_keys "$id"
+      ((${#hpc_manage_keys[@]} <= hpc_status_task_lines)) || hpc_manage_defer[$id]=1
+    done
+  fi
   ((${#ids[@]} == 0)) || hpc_manage_states "${ids[@]}"
   # A map's tasks: their state from the status files they wrote (hpc_map.bash).
   if ((${#ids[@]})) && [[ " ${hpc_manage_mode[*]} " == *" map "* ]]; then
@@ -111,7 +120,8 @@ hpc_manage_status() {
     hpc_manage_task_keys "$id"
     # A long array: one line (its job id asked for, or --tasks: every task).
     if ((! one_job && ! ${hpc_status_tasks:-0} && ${#hpc_manage_keys[@]} > hpc_status_task_lines)); then
-      hpc_status_summary "$id"
+      hpc_status_summary=${hpc_map_summary[$id]-}
+      [[ -n $hpc_status_summary ]] || hpc_status_summary "$id"
       rows_job+=("${id}_[${hpc_manage_array[$id]}]") rows_exp+=("${hpc_manage_exp[$id]}")
       rows_kind+=("${hpc_manage_kind[$id]}") rows_state+=("$hpc_status_summary") rows_exit+=(-)
       hpc_manifest_output "${hpc_manage_output[$id]}" "$id" %a '' "${hpc_manage_name[$id]}"

@@ -1,0 +1,177 @@
+#!/usr/bin/env bats
+# status that scales (issue 39): the project's manifests are read once into an index
+# status EXP of a large map that SLURM has forgotten (issue 39, item 3): the summary line of each
+# array counts its items from the tasks' status files in one awk, with no work per task in Bash;
+# the same counts as before (and as --tasks shows), the same files trusted. Without SLURM: the
+# table-driven stand-ins of tests/fixtures/manage/bin (as tests/unit/status_scale.bats).
+# shellcheck disable=SC2030,SC2031 # make_manifest runs in a subshell: what it sets stays there, on purpose
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+  load '../helpers/common'
+  export PROJECT="$BATS_FILE_TMPDIR/my project"
+  mkdir -p "$PROJECT"
+  bash "$HPC_ROOT/hpc_files/install.sh" "$PROJECT" >/dev/null
+  printf 'python main.py --lr 0.1\n' >"$PROJECT/hpc_files/experiment_configurations.txt"
+}
+
+setup() {
+  load '../helpers/common'
+  load '../helpers/stub'
+  tmp=$(hpc_test_tmp)
+  submitter=$PROJECT/hpc_files/job_submitter.sh
+  stub_log="$BATS_TEST_TMPDIR/stub log"
+  mkdir -p "$stub_log" "$tmp/scratch"
+  unset HPC_STUB_SQUEUE HPC_STUB_SACCT HPC_STUB_SBATCH HPC_STUB_JOB_ID
+  export SCRATCH=$tmp/scratch HPC_CLUSTER=local HPC_CACHE_DIR=$tmp/cache HPC_STUB_LOG=$stub_log
+  export HPC_STUB_JOBS=$tmp/jobs HPC_STUB_SACCT=fail
+  export PATH=$HPC_ROOT/tests/fixtures/manage/bin:$PATH
+  outputs="$SCRATCH/my project/hpc_outputs"
+  manifests=$outputs/manifests
+  mkdir -p "$outputs"
+  chmod 700 "$outputs"
+  : >"$HPC_STUB_JOBS"
+}
+
+# manage ARGS...: runs a command of the submitter, stdout and stderr apart, at most 60 s.
+manage() {
+  run --separate-stderr timeout 60 bash "$submitter" "$@" </dev/null
+}
+
+# calls COMMAND: how many times the stub COMMAND was called.
+calls() {
+  local n=0
+  while [[ -e $stub_log/$1.$((n + 1)).args ]]; do n=$((n + 1)); done
+  printf '%s\n' "$n"
+}
+
+# make_manifest EXP ID [ARRAY [MODE]]: a submission of experiment EXP, job ID (an array job when
+# ARRAY is given; MODE map for a map's array), recorded by the library as the submitter does.
+# shellcheck disable=SC2034 # the plan's fields, read by hpc_manifest_write
+make_manifest() {
+  local exp=$1 id=$2 array=${3-} mode=${4:-single}
+  (
+    source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
+    source "$HPC_ROOT/hpc_files/lib/hpc_manifest.bash"
+    source "$HPC_ROOT/hpc_files/lib/hpc_plan.bash"
+    hpc_plan_mode=$mode hpc_plan_requeue=0
+    hpc_plan_source_dir=$PROJECT hpc_plan_project_name="my project"
+    hpc_plan_scratch_dir="$SCRATCH/my project" hpc_plan_exp_name=$exp hpc_plan_kind=venv-none
+    hpc_plan_cluster=local hpc_plan_launcher=none hpc_plan_runner=venv hpc_plan_nodes=1
+    hpc_plan_ntasks_per_node=1 hpc_plan_cpus=1 hpc_plan_cpus_per_task=1 hpc_plan_gpus=0
+    hpc_plan_mem=1G hpc_plan_time=00-00:10:00 hpc_plan_partition=debug hpc_plan_array=$array
+    hpc_plan_job_name="my project-$exp"
+    if [[ -n $array ]]; then
+      hpc_plan_output=$outputs/${exp}_venv-none_%A_%a.out
+    else
+      hpc_plan_output=$outputs/${exp}_venv-none_%j.out
+    fi
+    hpc_plan_sbatch_args=(--job-name="$hpc_plan_job_name" --output="$hpc_plan_output" --partition=debug)
+    [[ -z $array ]] || hpc_plan_sbatch_args+=(--array="$array")
+    hpc_plan_command=(python main.py --lr 0.1)
+    hpc_submit_argv=(-y -g 0 -e "$exp")
+    hpc_manifest_write "$id" "$outputs/${exp}_venv-none_$id.sh"
+  )
+}
+
+# plant_map EXP ID N: a map EXP of one array ID of N tasks, SLURM's word on none of them; each
+# task i wrote its status file: COMPLETED, FAILED (exit 3) when i % 10 == 7, and left RUNNING
+# (lost) when i % 10 == 8; task 9 wrote none.
+plant_map() {
+  local exp=$1 id=$2 n=$3 i state code
+  make_manifest "$exp" "$id" "0-$((n - 1))" map
+  map_dir=$outputs/map/$exp/20300101-000000-$id
+  for ((i = 0; i < n; i++)); do
+    mkdir -p "$map_dir/tasks/$i"
+    state=COMPLETED code=0
+    ((i % 10 != 7)) || state=FAILED code=3
+    ((i % 10 != 8)) || state=RUNNING code=0
+    ((i != 9)) || continue
+    printf '{"item": "%s", "array_job_id": "%s", "task_id": "%s", "state": "%s", "exit_code": %s}\n' \
+      "$i" "$id" "$i" "$state" "$code" >"$map_dir/tasks/$i/status.json"
+  done
+}
+
+# trace_lines ARGS...: how many commands bash -x traces for the submitter's ARGS (its lines that
+# begin with '+': a value of many lines, traced, is one command).
+trace_lines() {
+  bash -x "$submitter" "$@" 2>&1 >/dev/null </dev/null | grep -c '^+'
+}
+
+@test "status EXP of a map SLURM has forgotten: each array's items per state from its status files, as --tasks lists them; another attempt's file, a file of another array's task, a link and another user's file as before" {
+  plant_map m 700 40
+  # Task 12's second attempt (the newer file read last) says FAILED; a file in task 13's folder
+  # names a task of another array; 14's file is a link to one that says COMPLETED; 15's another
+  # user's (both LOST: a FAILED file, RUNNING left).
+  printf '{"array_job_id": "700", "task_id": "12", "state": "FAILED", "exit_code": 4}\n' \
+    >"$map_dir/tasks/12/status_2.json"
+  printf '{"array_job_id": "999", "task_id": "13", "state": "FAILED", "exit_code": 1}\n' \
+    >"$map_dir/tasks/13/status_2.json"
+  printf '{"array_job_id": "700", "task_id": "14", "state": "COMPLETED", "exit_code": 0}\n' >"$tmp/14.json"
+  rm -- "$map_dir/tasks/14/status.json" "$map_dir/tasks/15/status.json"
+  ln -s "$tmp/14.json" "$map_dir/tasks/14/status.json"
+  printf '{"array_job_id": "700", "task_id": "15", "state": "COMPLETED", "exit_code": 0}\n' \
+    >"$map_dir/tasks/15/status.json"
+  chown nobody "$map_dir/tasks/15/status.json"
+  manage status m --tasks
+  assert_equal "$status" 0
+  assert_line --regexp '^700_12 +m +venv-none +FAILED +4 '
+  assert_line --regexp '^700_13 +m +venv-none +COMPLETED +0 '
+  assert_line --regexp '^700_14 +m +venv-none +LOST +- '
+  assert_line --regexp '^700_17 +m +venv-none +FAILED +3 '
+  assert_line --regexp '^700_18 +m +venv-none +LOST +0 '
+  local completed failed lost
+  completed=$(grep -cE '^700_[0-9]+ +m +venv-none +COMPLETED ' <<<"$output")
+  failed=$(grep -cE '^700_[0-9]+ +m +venv-none +FAILED ' <<<"$output")
+  lost=$(grep -cE '^700_[0-9]+ +m +venv-none +LOST ' <<<"$output")
+  assert_equal "$completed $failed $lost" "28 5 7"
+  manage status m
+  assert_equal "$status" 0
+  assert_equal "$stderr" ""
+  assert_equal "$(tr -s ' ' <<<"${lines[1]}")" \
+    "700_[0-39] m venv-none 40 items: 28 COMPLETED, 5 FAILED, 7 LOST - $outputs/m_venv-none_700_%a.out"
+}
+
+@test "status EXP of a forgotten map whose ended states status kept (the .states file): SLURM's kept word still wins over a file's, in the summary as on each task's line" {
+  plant_map m 710 20
+  # SLURM said task 0 FAILED and task 9 (no file) COMPLETED before it forgot them.
+  printf '0\t710\tFAILED\t1:0\n9\t710\tCOMPLETED\t0:0\n' | sed 's/^/710_/' >"$manifests/m_710.states"
+  chmod 600 "$manifests/m_710.states"
+  manage status m
+  assert_equal "$status" 0
+  assert_equal "$(tr -s ' ' <<<"${lines[1]}")" \
+    "710_[0-19] m venv-none 20 items: 3 FAILED, 14 COMPLETED, 3 LOST - $outputs/m_venv-none_710_%a.out"
+}
+
+@test "status EXP's summary of a forgotten map does no work per item: bash -x writes about as many lines for 2,000 items as for 200" {
+  plant_map small 720 200
+  plant_map big 730 2000
+  local few many
+  few=$(trace_lines status small)
+  many=$(trace_lines status big)
+  # Before: thousands of lines more (several per item).
+  ((many - few < 200)) || fail "bash -x: $few lines for 200 items, $many for 2,000"
+  manage status big
+  assert_equal "$(tr -s ' ' <<<"${lines[1]}")" \
+    "730_[0-1999] big venv-none 2000 items: 1599 COMPLETED, 200 FAILED, 201 LOST - $outputs/big_venv-none_730_%a.out"
+}
+
+@test "status EXP of a chunked map SLURM has forgotten: its items counted per state on a line of their own, its array's line SLURM's word on its tasks, as before" {
+  make_manifest m 740 0-11 map
+  local dir=$outputs/map/m/20300101-000000-740 i state
+  mkdir -p "$dir"
+  printf '{"name": "m", "count": 40}\n' >"$dir/manifest.json"
+  for i in $(seq 0 35); do
+    mkdir -p "$dir/tasks/$i"
+    state=COMPLETED
+    ((i != 5)) || state=FAILED
+    printf '{"item": "%s", "array_job_id": "740", "task_id": "%s", "state": "%s", "exit_code": 0, "chunk": "%s"}\n' \
+      "$i" "$((i / 3))" "$state" "$((i / 3))" >"$dir/tasks/$i/status.json"
+  done
+  manage status m
+  assert_equal "$status" 0
+  assert_equal "$(tr -s ' ' <<<"${lines[1]}")" \
+    "740_[0-11] m venv-none 12 items: 12 UNKNOWN - $outputs/m_venv-none_740_%a.out"
+  assert_line "map m/20300101-000000-740: 40 items: 35 COMPLETED, 1 FAILED, 4 not started"
+}
