@@ -38,10 +38,8 @@ declare -ga hpc_plan_modules hpc_plan_command hpc_plan_offline_commands hpc_plan
 source "${BASH_SOURCE[0]%/*}/hpc_common.bash"
 # shellcheck source=hpc_files/lib/hpc_configs.bash
 source "${BASH_SOURCE[0]%/*}/hpc_configs.bash"
-# shellcheck source=hpc_files/lib/hpc_sweep.bash
-source "${BASH_SOURCE[0]%/*}/hpc_sweep.bash"
-# shellcheck source=hpc_files/lib/hpc_stage_node.bash
-source "${BASH_SOURCE[0]%/*}/hpc_stage_node.bash"
+# A sweep's key (hpc_sweep.bash) and the data's staging (hpc_stage_node.bash) are loaded where
+# they are used (hpc_job_task, hpc_job_guard): a job without them does not read them.
 # The job's phases, one file each: every node's setup and end, signals and restarts, the tasks.
 # shellcheck source=hpc_files/lib/hpc_job_node.bash
 source "${BASH_SOURCE[0]%/*}/hpc_job_node.bash"

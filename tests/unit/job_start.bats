@@ -92,10 +92,10 @@ job_start_of() {
   [[ -d $SCRATCH/my\ project/start/checkpoints ]] || fail "no checkpoints folder"
 }
 
-@test "a job reads only the libraries its start needs before the program: not the usage sampler's (hpc_usage.bash), maps, scaling or interactive code" {
+@test "a job reads only the libraries its start needs before the program: not the usage sampler's (hpc_usage.bash), a sweep's key (hpc_sweep.bash), data staging (hpc_stage_node.bash), maps, scaling or interactive code" {
   job_start_of -y -g 0 -e start
   local lib
-  for lib in hpc_usage hpc_map hpc_scaling hpc_interactive; do
+  for lib in hpc_usage hpc_map hpc_scaling hpc_interactive hpc_sweep hpc_stage_node; do
     [[ " $files " != *" $lib.bash "* ]] || fail "libraries read before the program: $files"
   done
 }
