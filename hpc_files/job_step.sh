@@ -11,7 +11,7 @@
 # when no client is attached (lib/hpc_interactive.bash).
 set -euo pipefail
 # shellcheck source=/dev/null # hpc_job.bash: linted on its own (see docs/architecture.md)
-source "$(dirname "${BASH_SOURCE[0]}")/lib/hpc_job.bash"
+source "${BASH_SOURCE[0]%/*}/lib/hpc_job.bash"
 # The job's plan, the file the batch shell loaded (its path is the one thing it hands on).
 [[ ${1-} != guard && ${1-} != task && ${1-} != sample ]] || hpc_job_plan_load "${HPC_JOB_PLAN:-}"
 [[ ${1-} != shell && ${1-} != run && ${1-} != watchdog ]] || hpc_job_plan_load "${HPC_JOB_PLAN:-}"
@@ -24,17 +24,17 @@ case ${1-} in
     ;;
   stack)
     # shellcheck source=hpc_files/lib/hpc_stack_node.bash
-    source "$(dirname "${BASH_SOURCE[0]}")/lib/hpc_stack_node.bash"
+    source "${BASH_SOURCE[0]%/*}/lib/hpc_stack_node.bash"
     hpc_stack_node "${2:?}" "${3-}"
     ;;
   sample)
     # shellcheck source=hpc_files/lib/hpc_usage.bash
-    source "$(dirname "${BASH_SOURCE[0]}")/lib/hpc_usage.bash"
+    source "${BASH_SOURCE[0]%/*}/lib/hpc_usage.bash"
     hpc_usage_sample_loop "${2:?}" "${3:?}/${SLURMD_NODENAME:-$HOSTNAME}"
     ;;
   shell | run | watchdog)
     # shellcheck source=hpc_files/lib/hpc_interactive.bash
-    source "$(dirname "${BASH_SOURCE[0]}")/lib/hpc_interactive.bash"
+    source "${BASH_SOURCE[0]%/*}/lib/hpc_interactive.bash"
     case $1 in
       shell) hpc_interactive_node_shell ;;
       run) hpc_interactive_run "${@:2}" ;;

@@ -62,28 +62,31 @@ hpc_trusted_check() {
 }
 
 # hpc_trusted_open PATH [own]: opens the trusted file PATH for reading on the descriptor
-# hpc_trusted_fd once it passes hpc_trusted_check (with own: hpc_own_check), and checks again
-# that the name still passes and is the file opened: in a folder that others can write, the name
-# may point elsewhere by the time it is opened (a link to their code). Read it from that
-# descriptor, then close it. False, with hpc_trusted_problem saying why, else. A FIFO or a link
-# fails the check before anything is opened: nothing waits on one.
+# hpc_trusted_fd once it is a regular file of this user (hpc_own_check), then checks that the
+# name passes hpc_trusted_check (with own: hpc_own_check) and is the file opened: in a folder
+# that others can write, the name may point elsewhere by the time it is opened (a link to their
+# code). Read it from that descriptor, then close it. False, with hpc_trusted_problem saying why,
+# else. A FIFO or a link fails the first check before anything is opened: nothing waits on one;
+# the mode (a process: stat) is asked once, of the name that is the file opened.
 hpc_trusted_open() {
   local fd check=hpc_trusted_check
   [[ ${2-} != own ]] || check=hpc_own_check
   # shellcheck disable=SC2034 # read by the callers
   hpc_trusted_fd=''
-  "$check" "$1" || return 1
+  hpc_own_check "$1" || return 1
   # shellcheck disable=SC2034 # read by the callers
   hpc_trusted_problem="cannot be opened"
   { exec {fd}<"$1"; } 2>/dev/null || return 1
-  if "$check" "$1" && [[ $1 -ef /dev/fd/$fd ]]; then
+  if "$check" "$1"; then
+    if [[ $1 -ef /dev/fd/$fd ]]; then
+      # shellcheck disable=SC2034 # read by the callers
+      hpc_trusted_fd=$fd
+      return 0
+    fi
     # shellcheck disable=SC2034 # read by the callers
-    hpc_trusted_fd=$fd
-    return 0
+    hpc_trusted_problem="was replaced while it was opened"
   fi
   exec {fd}<&-
-  # shellcheck disable=SC2034 # read by the callers
-  hpc_trusted_problem="was replaced while it was opened"
   return 1
 }
 

@@ -35,20 +35,18 @@ declare -ga hpc_plan_modules hpc_plan_command hpc_plan_offline_commands hpc_plan
   hpc_runner_argv
 
 # shellcheck source=hpc_files/lib/hpc_common.bash
-source "$(dirname "${BASH_SOURCE[0]}")/hpc_common.bash"
+source "${BASH_SOURCE[0]%/*}/hpc_common.bash"
 # shellcheck source=hpc_files/lib/hpc_configs.bash
-source "$(dirname "${BASH_SOURCE[0]}")/hpc_configs.bash"
-# shellcheck source=hpc_files/lib/hpc_sweep.bash
-source "$(dirname "${BASH_SOURCE[0]}")/hpc_sweep.bash"
-# shellcheck source=hpc_files/lib/hpc_stage_node.bash
-source "$(dirname "${BASH_SOURCE[0]}")/hpc_stage_node.bash"
+source "${BASH_SOURCE[0]%/*}/hpc_configs.bash"
+# A sweep's key (hpc_sweep.bash) and the data's staging (hpc_stage_node.bash) are loaded where
+# they are used (hpc_job_task, hpc_job_guard): a job without them does not read them.
 # The job's phases, one file each: every node's setup and end, signals and restarts, the tasks.
 # shellcheck source=hpc_files/lib/hpc_job_node.bash
-source "$(dirname "${BASH_SOURCE[0]}")/hpc_job_node.bash"
+source "${BASH_SOURCE[0]%/*}/hpc_job_node.bash"
 # shellcheck source=hpc_files/lib/hpc_job_signals.bash
-source "$(dirname "${BASH_SOURCE[0]}")/hpc_job_signals.bash"
+source "${BASH_SOURCE[0]%/*}/hpc_job_signals.bash"
 # shellcheck source=hpc_files/lib/hpc_job_task.bash
-source "$(dirname "${BASH_SOURCE[0]}")/hpc_job_task.bash"
+source "${BASH_SOURCE[0]%/*}/hpc_job_task.bash"
 
 # hpc_launcher_srun: the launcher's srun options (hpc_launcher_NAME_srun); empty: no srun.
 hpc_launcher_srun=()
@@ -137,6 +135,7 @@ hpc_job_load_modules() {
 hpc_job_run_program() {
   # An interactive session's batch shell starts the shell instead; its hpc-run comes back here.
   if [[ ${hpc_plan_mode:-single} == interactive && -z ${HPC_INTERACTIVE_STEP:-} ]]; then
+    hpc_job_usage_start
     hpc_interactive_shell
     return 0
   fi
@@ -147,19 +146,18 @@ hpc_job_run_program() {
   # tee (to the job's output) and a grep that keeps that first line.
   # The launcher's srun options (hpc_launcher_NAME_srun, set in hpc_job_main); none: no srun.
   if ((${#hpc_launcher_srun[@]} == 0)); then
-    if ((${hpc_map_chunked:-0})); then
-      # An item of a chunked map: job_step.sh's task in a subshell of this shell, which has
-      # loaded the plan and the libraries already (a new bash would read them again per item).
-      (hpc_job_task "${hpc_job_command[@]}") &
-    else
-      "${step[@]}" "${hpc_job_command[@]}" &
-    fi
+    # job_step.sh's task in a subshell of this shell, which has loaded the plan and the libraries
+    # already: a new bash would read them again before the program (and per item of a chunk).
+    (hpc_job_task "${hpc_job_command[@]}") &
   else
     first_failure=$(mktemp "${TMPDIR:-/tmp}/hpc_first_failure.XXXXXX")
     srun "${hpc_launcher_srun[@]}" "${step[@]}" "${hpc_job_command[@]}" \
       2> >(tee -p >(grep -m 1 -oE ': tasks? [0-9,-]+: Exited with exit code [0-9]+$' >"$first_failure") >&2) &
   fi
   hpc_job_program_pid=$!
+  # The sampler of what the job uses starts beside the program once it is on its way: nothing of
+  # it (its folder's checks, its srun) comes before the program's start.
+  hpc_job_usage_start
   hpc_job_status=0
   while :; do
     wait "$hpc_job_program_pid" || hpc_job_status=$?
@@ -262,7 +260,8 @@ hpc_job_own_folders() {
     # The runner's rule: the experiment's (or task's) folder on scratch; a container's own.
     "hpc_runner_${hpc_plan_runner}_folders" "$scratch_dir/$exp_name" "$task"
     export WANDB_DIR=$hpc_runner_wandb_dir
-    [[ -z $hpc_runner_wandb_host ]] || mkdir -p -- "$hpc_runner_wandb_host" ||
+    # The submission made the experiment's folder: a process only for a task's or a missing one.
+    [[ -z $hpc_runner_wandb_host || -d $hpc_runner_wandb_host ]] || mkdir -p -- "$hpc_runner_wandb_host" ||
       hpc_job_fail "folders" "cannot make $hpc_runner_wandb_host"
   fi
   if [[ ${hpc_plan_mode:-single} == scaling ]]; then
@@ -293,8 +292,12 @@ hpc_job_own_folders() {
 
 # hpc_job_usage_start: starts the sampler of what the job uses (hpc_usage.bash), one per node in
 # a step of its own beside the program (--overlap: it takes nothing the program needs), in the
-# background: the program does not wait for it. HPC_JOB_USAGE=0 starts none.
+# background: the program does not wait for it. Once per job, when hpc_job_main asked for it
+# (hpc_job_usage_wanted: not in job_step.sh's steps, which also run hpc_job_run_program).
+# HPC_JOB_USAGE=0 starts none.
 hpc_job_usage_start() {
+  ((${hpc_job_usage_wanted:-0})) || return 0
+  hpc_job_usage_wanted=0
   hpc_job_usage_pid=''
   [[ ${HPC_JOB_USAGE:-1} != 0 && -n ${scratch_dir:-} ]] || return 0
   hpc_job_usage_key=${SLURM_JOB_ID:?}
@@ -402,7 +405,8 @@ hpc_job_main() {
     hpc_job_log "rendezvous at $MASTER_ADDR:$MASTER_PORT"
   fi
 
-  hpc_job_usage_start
+  # The usage sampler: started by hpc_job_run_program, beside the program.
+  hpc_job_usage_wanted=1 hpc_job_usage_pid=''
   # A scaling run times the launcher command, just before to just after (hpc_scaling.bash).
   [[ ${hpc_plan_mode:-single} != scaling ]] || hpc_scaling_run_start
   # A chunked map's task runs its items one after the other (hpc_map.bash).

@@ -9,8 +9,9 @@
 # kept), so that the linter knows each name and catches a misspelt one.
 # The plan file (hpc_job_plan_load); hpc_facts.bash: the tmpdir's name; hpc_configs_expand: the
 # expanded root; hpc_job_guards_PID: set by bash for the coprocess hpc_job_guards.
-# hpc_facts.bash (loaded by hpc_common.bash): SLURM's times in seconds.
-declare -g hpc_facts_seconds
+# hpc_facts.bash (loaded by hpc_common.bash): SLURM's times in seconds; hpc_common.bash: the
+# libraries' folder and hpc_module_load's problem.
+declare -g hpc_facts_seconds hpc_lib_dir hpc_module_problem
 declare -g hpc_plan_runner hpc_plan_tmpdir_root \
   hpc_plan_toolkit_dir hpc_facts_tmpdir_name hpc_job_guards_PID
 declare -ga hpc_configs_argv hpc_plan_copy_back hpc_job_srun_detach
@@ -261,6 +262,8 @@ hpc_job_guard() {
     exit "$rc"
   }
   trap hpc_job_guard_end TERM USR2 INT
+  [[ -z ${hpc_plan_data_archive:-} ]] || hpc_module_load "$hpc_lib_dir" hpc_stage_extract hpc_stage_node ||
+    hpc_job_log "staging: $hpc_module_problem"
   if [[ -n ${hpc_plan_data_archive:-} ]] && ! hpc_stage_extract "$hpc_plan_data_archive" "$path"; then
     printf 'failed %s\n' "$SLURMD_NODENAME"
     ((made == 0)) || hpc_job_tmpdir_remove "$path" || true

@@ -5,8 +5,9 @@
 # formats that both sides print. Functions are prefixed hpc_stage_; none exits the caller's shell.
 # The archive's format, the measurements behind it and the layout of the cache: docs/staging.md.
 
+# Read once: the job's guard loads this file inside a function, after hpc_common.bash.
 # shellcheck source=hpc_files/lib/hpc_common.bash
-source "${BASH_SOURCE[0]%/*}/hpc_common.bash"
+declare -F hpc_module_load >/dev/null || source "${BASH_SOURCE[0]%/*}/hpc_common.bash"
 
 # Extraction needs the data's size (rounded up to 4 KiB blocks) plus 2% plus this many bytes free.
 hpc_stage_margin_bytes=${hpc_stage_margin_bytes:-16777216}
