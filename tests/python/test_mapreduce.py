@@ -426,3 +426,36 @@ def test_a_reader_gone_away_stops_it_quietly(tmp_path: Path) -> None:
     os.close(write_end)
     assert proc.stderr.decode() == ""
     assert proc.returncode == 1
+
+
+def test_a_lost_chunk_item_is_asked_of_the_task_that_ran_its_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An item of a chunked map without a status file: SLURM is asked about the array task whose
+    chunk holds it (manifest.json's chunks), never about the task whose id equals the item's."""
+    doc = {"array_ids": ["70"], "chunks": {"70": {"chunk": 3, "first": 0, "last": 5}}}
+    (tmp_path / "manifest.json").write_text(json.dumps(doc))
+    (tmp_path / "tasks").mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "scontrol"
+    # Task 0 (items 0-2) was cancelled; task 1 (items 3-5) completed: item 2 is task 0's.
+    fake.write_text(
+        "#!/bin/sh\n"
+        'echo "$*" >>"$0.calls"\n'
+        'case "$4" in\n'
+        '70) echo "JobId=71 ArrayJobId=70 ArrayTaskId=0 JobState=CANCELLED ExitCode=0:15"\n'
+        '    echo "JobId=72 ArrayJobId=70 ArrayTaskId=1 JobState=COMPLETED ExitCode=0:0";;\n'
+        '70_0) echo "JobId=71 ArrayJobId=70 ArrayTaskId=0 JobState=CANCELLED Reason=None";;\n'
+        '70_1) echo "JobId=72 ArrayJobId=70 ArrayTaskId=1 JobState=COMPLETED Reason=None";;\n'
+        '70_2) echo "JobId=73 ArrayJobId=70 ArrayTaskId=2 JobState=COMPLETED Reason=None";;\n'
+        "esac\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    statuses = followup.read_statuses(tmp_path / "tasks", ["2", "4"], "70")
+    assert [s.state for s in statuses] == ["CANCELLED", "LOST"]
+    calls = (bin_dir / "scontrol.calls").read_text().splitlines()
+    assert "show job -o 70_2" not in calls
+    assert "show job -o 70_4" not in calls
+    assert "show job -o 70_0" in calls

@@ -297,7 +297,12 @@ def read_statuses(
             if fields.get("array_job_id") and fields.get("task_id") not in (None, ""):
                 job = f"{fields['array_job_id']}_{fields['task_id']}"
             elif not job and array_job_id and key.isdigit():
-                job = f"{array_job_id}_{key}"
+                # A chunked array's item ran in the task whose chunk holds it, not in task KEY.
+                owner = chunks.get(str(array_job_id))
+                if owner is None:
+                    job = f"{array_job_id}_{key}"
+                elif key in owner:
+                    job = f"{array_job_id}_{owner[key]}"
             slurm = _scontrol_state(job) if job else None
             if slurm in SLURM_FINAL:
                 state = slurm
