@@ -138,7 +138,8 @@ hpc_followup_utc() {
 # when SLURM has already ended the job (scancel, time limit: the batch shell still runs in its
 # kill wait, and a program that handles TERM and exits 0 was still cancelled), else COMPLETED
 # for exit 0 and FAILED for any other. While the batch shell runs, SLURM shows such a job as
-# COMPLETING (or already CANCELLED, TIMEOUT...); a run time at its limit tells a TIMEOUT.
+# COMPLETING (or already CANCELLED, TIMEOUT...); a run time at its limit tells a TIMEOUT. A run
+# that was preempted (hpc_job_preempted) ends PREEMPTED: it is requeued, to be run again.
 # shellcheck disable=SC2034 # hpc_followup_state is the result, read by the caller
 hpc_followup_final_state() {
   local status=$1 line state='' job=${SLURM_JOB_ID:?} run limit
@@ -156,8 +157,12 @@ hpc_followup_final_state() {
       fi
     fi
   fi
+  # A preempted run (hpc_job_signals.bash) is requeued: its program's exit status, 0 for one that
+  # stopped early at the notice, tells neither that its work is done nor that it failed.
   # An end of SLURM's own (hpc_facts.bash) stays; COMPLETED and FAILED are the exit status's.
-  if hpc_facts_state_ended "$state" && [[ $state != COMPLETED && $state != FAILED ]]; then
+  if ((${hpc_job_preempted:-0})); then
+    hpc_followup_state=PREEMPTED
+  elif hpc_facts_state_ended "$state" && [[ $state != COMPLETED && $state != FAILED ]]; then
     hpc_followup_state=$state
   elif ((status == 0)); then
     hpc_followup_state=COMPLETED

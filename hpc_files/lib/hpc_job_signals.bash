@@ -114,6 +114,7 @@ hpc_job_forward() {
       local msg="preempted by a higher-priority job (SIG$1 at SLURM's notice; the partition's grace time ends"
       msg+=" this run): passing it to the program, then waiting for it to finish; the job is requeued"
       hpc_job_log "$msg"
+      hpc_job_preempt_requeueable
     else
       hpc_job_log "time-limit warning (SIG$1): passing it to the program, then waiting for it to finish"
     fi
@@ -174,6 +175,22 @@ hpc_job_preempted_now() {
   out=$(timeout 10 scontrol -o show job "${SLURM_JOB_ID:?}" 2>/dev/null) || return 1
   [[ $out =~ (^|[[:space:]])PreemptTime=([^[:space:]]+) ]] || return 1
   [[ ${BASH_REMATCH[2]} != None && ${BASH_REMATCH[2]} != Unknown ]]
+}
+
+# hpc_job_preempt_requeueable: (at the preemption notice) makes a job submitted without --requeue N
+# (--no-requeue) requeueable: SLURM cancels a preempted job that is not, so the work the program
+# saved at the notice would never be resumed (and a program that stopped early and exited 0 would
+# end the job COMPLETED). Then SLURM requeues it at the end of the grace time, and the batch shell
+# may after an early stop (hpc_job_maybe_requeue_preempted). Bounded; a refusal is said.
+hpc_job_preempt_requeueable() {
+  ((${hpc_plan_requeue:-0} == 0)) || return 0
+  if timeout 10 scontrol update JobId="${SLURM_JOB_ID:?}" Requeue=1 >/dev/null 2>&1; then
+    hpc_job_log "made requeueable (it was submitted without --requeue N): SLURM requeues a preempted job" \
+      "that is, and cancels one that is not"
+  else
+    hpc_job_log "scontrol update JobId=$SLURM_JOB_ID Requeue=1 failed: SLURM may cancel this preempted run" \
+      "instead of requeueing it"
+  fi
 }
 
 # hpc_job_preempt_record [RESTART]: prints the path of the record that run RESTART (default: this

@@ -730,12 +730,13 @@ hpc_map_item_begin() {
 }
 
 # hpc_map_item_end STATUS: (a chunk's item ended) its status: COMPLETED or FAILED by its exit
-# STATUS, or SLURM's when SLURM ended the job (hpc_followup_final_state asks scontrol then only).
-# False when it cannot be written.
+# STATUS, or SLURM's when SLURM ended the job, or PREEMPTED when the run was preempted (its
+# program may have stopped early and exited 0: the requeued run runs it again);
+# hpc_followup_final_state asks scontrol then only. False when it cannot be written.
 hpc_map_item_end() {
   local end_utc state=COMPLETED
   ((${1} == 0)) || state=FAILED
-  if ((${hpc_job_ended_by_slurm:-0})); then
+  if ((${hpc_job_ended_by_slurm:-0} || ${hpc_job_preempted:-0})); then
     hpc_followup_final_state "$1"
     state=$hpc_followup_state
   fi

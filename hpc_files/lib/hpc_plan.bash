@@ -290,11 +290,12 @@ hpc_plan_make() {
   [[ $hpc_submit_signal_note == "no time-limit warning"* ]] ||
     hpc_plan_sbatch_args+=(--signal="B:$hpc_plan_signal@$hpc_plan_signal_lead")
   hpc_plan_requeue=$hpc_opt_requeue
+  # Restarts append to the same log instead of truncating it: those of --requeue N, and a job
+  # without it that a preemption made requeueable (hpc_job_preempt_requeueable).
   if ((hpc_plan_requeue > 0)); then
-    # Restarts append to the same log instead of truncating it.
     hpc_plan_sbatch_args+=(--requeue --open-mode=append)
   else
-    hpc_plan_sbatch_args+=(--no-requeue)
+    hpc_plan_sbatch_args+=(--no-requeue --open-mode=append)
   fi
   [[ -z $hpc_plan_gres ]] || hpc_plan_sbatch_args+=(--gres="$hpc_plan_gres")
   [[ -z $hpc_plan_account ]] || hpc_plan_sbatch_args+=(--account="$hpc_plan_account")

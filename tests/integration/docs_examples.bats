@@ -198,6 +198,15 @@ run_doc() {
   [[ -f $SCRATCH/demo_project/saved/snapshot.pt ]] || fail "no snapshot.pt in \${scratch_dir}/saved/"
 }
 
+@test "docs/sites.md" {
+  run_doc sites.md
+  # What the guide says the dry run shows: the one signal for the time limit and the preemption,
+  # and the log every run of a requeued job appends to.
+  run cat "$BATS_FILE_TMPDIR/examples.log"
+  assert_line '#SBATCH --signal="B:USR1@30"'
+  assert_line '#SBATCH --open-mode="append"'
+}
+
 @test "docs/sweeps.md" {
   run_doc sweeps.md
   # --repeat 3 with the guide's configs line: each task's program shows its seed.

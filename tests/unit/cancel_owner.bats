@@ -60,7 +60,7 @@ make_manifest() {
     [[ -z $array ]] || hpc_plan_output=$outputs/${exp}_venv-none_%A_%a.out
     hpc_plan_sbatch_args=(--job-name="$hpc_plan_job_name" --nodes=1 --ntasks-per-node=1
       --cpus-per-task=1 --mem=1G --time=00-00:10:00 --output="$hpc_plan_output" --chdir="$PROJECT"
-      --signal=B:USR1@30 --no-requeue --partition=debug)
+      --signal=B:USR1@30 --no-requeue --open-mode=append --partition=debug)
     [[ -z $array ]] || hpc_plan_sbatch_args+=(--array="$array")
     hpc_plan_command=(python main.py --lr 0.1)
     hpc_submit_argv=(-y -g 0 -e "$exp")

@@ -21,7 +21,7 @@ FOREIGN=(
   --main_process_port --no_python
   # sbatch, srun, scontrol
   --signal --exclusive --comment --test-only --overlap --label --parsable --nodelist --wait
-  --batch --array --dependency
+  --batch --array --dependency --no-requeue --open-mode
   # apptainer
   --nv --cleanenv --containall --no-home --writable-tmpfs --bind --fakeroot
   # wandb, rm

@@ -239,7 +239,7 @@ EOT
     want=(--parsable --job-name="my project-$exp" --nodes="$nodes" --ntasks-per-node="$tasks"
       --cpus-per-task="$cpus" --time="$time"
       --output="$outputs/${exp}_${kind}_%j.out" --chdir="$project" --signal="$signal")
-    if [[ $requeue == yes ]]; then want+=(--requeue --open-mode=append); else want+=(--no-requeue); fi
+    if [[ $requeue == yes ]]; then want+=(--requeue --open-mode=append); else want+=(--no-requeue --open-mode=append); fi
     # No memory in the profile or on the command line: none asked for, SLURM's default applies.
     [[ -z $mem ]] || want+=(--mem="$mem")
     [[ -z $gres ]] || want+=(--gres="$gres")
@@ -352,7 +352,7 @@ EOT
   # The invocation, shell-quoted.
   local out=$outputs/default_venv-none_%j.out
   want=(--job-name="my project-default" --nodes=1 --ntasks-per-node=1 --cpus-per-task=6 --mem=2G
-    --time=00-00:10:00 --output="$out" --chdir="$project" --signal=B:USR1@30 --no-requeue
+    --time=00-00:10:00 --output="$out" --chdir="$project" --signal=B:USR1@30 --no-requeue --open-mode=append
     --gres=gpu:2 --partition=debug)
   assert_line --index 0 "== sbatch invocation"
   assert_line --index 1 "sbatch$(printf ' %q' "${want[@]}") JOB_SCRIPT"

@@ -99,7 +99,7 @@ make_manifest() {
     fi
     hpc_plan_sbatch_args=(--job-name="$hpc_plan_job_name" --nodes=1 --ntasks-per-node=1
       --cpus-per-task=1 --mem=1G --time=00-00:10:00 --output="$hpc_plan_output" --chdir="$PROJECT"
-      --signal=B:USR1@30 --no-requeue --partition=debug)
+      --signal=B:USR1@30 --no-requeue --open-mode=append --partition=debug)
     [[ -z $array ]] || hpc_plan_sbatch_args+=(--array="$array")
     hpc_plan_command=(python main.py --lr 0.1)
     hpc_submit_argv=(-y -g 0 -e "$exp")
@@ -908,7 +908,7 @@ Output: $outputs/sweep_venv-none_5000_%a.out"
   # script's text on sbatch's standard input (read from the descriptor that was checked).
   want=(--parsable "--job-name=my project-sweep" --nodes=1 --ntasks-per-node=1 --cpus-per-task=1
     --mem=1G --time=00-00:10:00 "--output=$outputs/sweep_venv-none_%A_%a.out" "--chdir=$PROJECT"
-    --signal=B:USR1@30 --no-requeue --partition=debug "--array=2,4")
+    --signal=B:USR1@30 --no-requeue --open-mode=append --partition=debug "--array=2,4")
   assert_equal "$(printf '%s\n' "${argv[@]}")" "$(printf '%s\n' "${want[@]}")"
   assert_equal "$(cat "$stub_log/sbatch.1.script")" "$(cat "$outputs/sweep_venv-none_600.sh")"
   # The new job's manifest: linked to the submission, its own array.

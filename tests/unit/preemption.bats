@@ -70,7 +70,8 @@ job_line() {
   export SLURM_RESTART_COUNT=0
   # shellcheck disable=SC2034 # read by hpc_job_signals.bash
   hpc_plan_requeue=0
-  stub scontrol "-o show job 4242 : $(job_line 2026-11-28T11:53:31)" 'requeue 4242 : true'
+  stub scontrol "-o show job 4242 : $(job_line 2026-11-28T11:53:31)" 'update JobId=4242 Requeue=1 : true' \
+    'requeue 4242 : true'
   hpc_job_forward USR1 2>/dev/null
   run hpc_job_maybe_requeue
   assert_output "[hpc n1] requeueing after the preemption (restart 1; a preemption does not count against --requeue 0)"
