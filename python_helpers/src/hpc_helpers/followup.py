@@ -15,7 +15,8 @@ lines on stdout (``ok``, ``failed``: space-separated keys; ``n_ok``, ``n_failed`
 States: a task whose file still says RUNNING after its job ended was killed hard: it is LOST,
 or SLURM's own state (CANCELLED, TIMEOUT, NODE_FAIL, ...) while ``scontrol show job`` still
 knows the job. A task with no file at all never started (cancelled while pending) or lost its
-folder: LOST, refined the same way. Never ``sacct``: many clusters lack accounting.
+folder: LOST, refined the same way; once the controller has forgotten the job (``MinJobAge``),
+from ``sacct`` where the site keeps accounting (elsewhere it fails: left LOST).
 
 SLURM's word over a file's: the tasks of a map write their files in one folder, so one task can
 write another's. For a map (DIR is a map's ``tasks`` folder, whose ``manifest.json`` lists the
@@ -154,10 +155,34 @@ def _scontrol_show(job: str) -> str | None:
 
 
 def _scontrol_state(job: str) -> str | None:
-    """SLURM's JobState of JOB (``123`` or ``123_4``) while scontrol knows it, else None."""
+    """SLURM's JobState of JOB (``123`` or ``123_4``) while scontrol knows it; once the
+    controller has forgotten it, its final State from the accounting (:func:`_sacct_state`);
+    else None."""
     out = _scontrol_show(job)
-    m = re.search(r"\bJobState=([A-Z_]+)", out) if out is not None else None
+    if out is None:
+        return _sacct_state(job)
+    m = re.search(r"\bJobState=([A-Z_]+)", out)
     return m.group(1) if m else None
+
+
+def _sacct_state(job: str) -> str | None:
+    """JOB's State (``CANCELLED by 0``: ``CANCELLED``) as ``sacct`` (SLURM's accounting) keeps it
+    for a job the controller has forgotten; None where the cluster keeps no accounting (sacct
+    fails) or it does not know JOB. Its latest run only (a requeued job's earlier ones: -D)."""
+    try:
+        out = subprocess.run(
+            ["sacct", "-n", "-P", "-X", "-j", job, "-o", "JobID,State"],
+            capture_output=True, text=True, timeout=30, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    for line in out.stdout.splitlines():
+        jid, _, state = line.partition("|")
+        if jid == job and re.fullmatch(r"[A-Z_]+", state.split(" ")[0]):
+            return state.split(" ")[0]
+    return None
 
 
 def _slurm_array_tasks(array_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
