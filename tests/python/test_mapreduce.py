@@ -115,20 +115,30 @@ def test_scontrol_refines_running_and_failed(tmp_path: Path, scontrol_says) -> N
 def test_sacct_refines_once_the_controller_forgot(tmp_path: Path, no_scontrol: Path) -> None:
     # The controller forgot array 8 (MinJobAge); the site's accounting (sacct) still knows each
     # task's end: a task killed by its time limit, one cancelled while pending (no file at all).
+    # The one cancelled while pending has no line of its own: the array's pending range answers
+    # for it (SLURM leaves the range's text as it was, task 0 in it too: its own line wins).
     fake = no_scontrol / "sacct"
     fake.write_text(
         "#!/bin/sh\n"
         'echo "$*" >>"$(dirname "$0")/sacct.calls"\n'
         'case "$*" in\n'
-        '  *"-j 8_0 "*) echo "8_0|TIMEOUT" ;;\n'
-        '  *"-j 8_1 "*) echo "8_1|CANCELLED by 0" ;;\n'
+        '  *"-j 8 "*) printf "8_0|TIMEOUT\\n8_[0-1%%1]|CANCELLED by 0\\n8_3|COMPLETED\\n" ;;\n'
         "esac\n"
     )
+    followup._SACCT_LINES.clear()
     write_status(tmp_path, 0, "RUNNING", None, job_id="9", array_job_id="8", task_id="0")
     statuses = followup.read_statuses(tmp_path / "tasks", ["0", "1", "2"], "8")
     assert [s.state for s in statuses] == ["TIMEOUT", "CANCELLED", "LOST"]
+    # One sacct for the whole array.
     calls = (no_scontrol / "sacct.calls").read_text().splitlines()
-    assert calls[0] == "-n -P -X -j 8_0 -o JobID,State"
+    assert calls == ["-n -P -X -j 8 -o JobID,State"]
+    followup._SACCT_LINES.clear()
+    # A map's tasks folder (the gather's reader is given no array id): its manifest.json's one
+    # array names the task that wrote no file.
+    (tmp_path / "manifest.json").write_text(json.dumps({"array_ids": ["8"]}))
+    statuses = followup.read_statuses(tmp_path / "tasks", ["0", "1", "2"])
+    assert [s.state for s in statuses] == ["TIMEOUT", "CANCELLED", "LOST"]
+    followup._SACCT_LINES.clear()
 
 
 def test_cli_writes_tables_and_exports(
