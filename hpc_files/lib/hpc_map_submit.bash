@@ -236,6 +236,7 @@ hpc_map_plan() {
   hpc_manifest_check_array_size 1 0
   # K items per task (--chunk): hpc_map_tasks array tasks.
   hpc_map_chunk_plan "$throttle"
+  hpc_map_fit_room
   max=${hpc_manifest_max_job_count:-}
   # A kept MaxJobCount is asked again before refusing (hpc_manifest_limits_recheck).
   if [[ -n $max ]] && ((hpc_map_tasks > max)) && hpc_manifest_limits_recheck; then
@@ -325,6 +326,90 @@ hpc_map_chunk_plan() {
     msg+=" accepted: auto or $(((hpc_map_count + max - 1) / max)) to $hpc_map_count"
     hpc_die_usage "--chunk" "$msg"
   fi
+}
+
+# hpc_map_submit.bash's own reading of the plan: the account (-a/--account) the map is charged to.
+declare -g hpc_plan_account
+
+# hpc_map_fit_room: (hpc_map_plan, after hpc_map_chunk_plan) where a limit on the jobs the user
+# may have submitted at once is known (hpc_map_submit_room; each array task counts as one job),
+# the map's tasks and its gather must fit in what is left of it: with --chunk auto, K items per
+# task so that they do (hpc_map_chunk_note says so); a map with a gather that does not fit is
+# refused before anything is submitted (SLURM would take its array, then refuse the gather), in
+# one line naming the limit and the fix. A map without a gather is left to sbatch, whose
+# refusal of the array leaves nothing behind (hpc_slurm_sbatch says the fix).
+hpc_map_fit_room() {
+  local gather=$((${#hpc_map_gather_words[@]} > 0)) fit what="the map's array" user=${USER:-$(id -un)}
+  [[ $hpc_opt_chunk == auto ]] || ((gather)) || return 0
+  hpc_map_submit_room
+  [[ -n $hpc_map_room ]] && ((hpc_map_tasks + gather > hpc_map_room)) || return 0
+  fit=$((hpc_map_room - gather))
+  ((gather == 0)) || what+=" and its gather"
+  if [[ $hpc_opt_chunk != auto ]]; then
+    hpc_die "the map's $hpc_map_tasks tasks and its gather are $((hpc_map_tasks + 1)) jobs, more than the" \
+      "$hpc_map_room left under $hpc_map_room_limit; --chunk auto runs its items several per task, within" \
+      "the limit (or submit it once earlier jobs have ended: squeue -u $user shows them); nothing was submitted"
+  fi
+  if ((fit < 1)); then
+    hpc_die "--chunk auto: no room for $what: $hpc_map_room_limit;" \
+      "submit it once earlier jobs have ended (squeue -u $user shows them)"
+  fi
+  hpc_map_chunk=$(((hpc_map_count + fit - 1) / fit))
+  hpc_map_tasks=$(((hpc_map_count + hpc_map_chunk - 1) / hpc_map_chunk))
+  hpc_map_chunk_note="note: --chunk auto: $hpc_map_chunk items per task, so that the $hpc_map_tasks tasks"
+  ((gather == 0)) || hpc_map_chunk_note+=" and the gather"
+  hpc_map_chunk_note+=" fit $hpc_map_room_limit"
+}
+
+# hpc_map_submit_room: sets hpc_map_room to how many more jobs (each array task one) the user may
+# submit now under the tightest limit on submitted jobs that the accounting shows for this
+# submission: its QOS's MaxSubmitJobsPerUser (the QOS: SBATCH_QOS, else the association's
+# default) and its association's MaxSubmitJobs (the account: -a, SBATCH_ACCOUNT, else the user's
+# default; the row of the plan's partition, else the one of no partition), less the user's jobs
+# that squeue shows in that QOS or account; hpc_map_room_limit to its words ('MaxSubmitJobsPerUser
+# 4 of QOS limited, 1 already submitted'). Empty where none is known (no accounting: sacctmgr
+# fails; or no limit): sbatch judges.
+hpc_map_submit_room() {
+  local user=${USER:-$(id -un)} out qos=${SBATCH_QOS:-} account=${hpc_plan_account:-${SBATCH_ACCOUNT:-}}
+  local part=${hpc_plan_partition:-} default row_account row_part max def_qos used room
+  local assoc_max='' qos_max='' part_row='' plain_row=''
+  hpc_map_room='' hpc_map_room_limit=''
+  out=$(hpc_slurm -t 20 sacctmgr -n -P show user "$user" withassoc \
+    format=DefaultAccount,Account,Partition,MaxSubmit,DefaultQOS 2>/dev/null) || return 0
+  while IFS='|' read -r default row_account row_part max def_qos; do
+    [[ -n $row_account ]] || continue
+    account=${account:-$default}
+    [[ $row_account == "$account" ]] || continue
+    if [[ -n $part && $row_part == "$part" ]]; then
+      part_row=$max\|$def_qos
+    elif [[ -z $row_part ]]; then
+      plain_row=$max\|$def_qos
+    fi
+  done <<<"$out"
+  # The partition's own row wins over the account's row of no partition.
+  IFS='|' read -r max def_qos <<<"${part_row:-$plain_row}"
+  [[ ! $max =~ ^[0-9]+$ ]] || assoc_max=$max
+  qos=${qos:-$def_qos}
+  if [[ -n $qos ]]; then
+    out=$(hpc_slurm -t 20 sacctmgr -n -P show qos "$qos" format=MaxSubmitPU 2>/dev/null) || out=''
+    [[ ! ${out%%$'\n'*} =~ ^[0-9]+$ ]] || qos_max=${out%%$'\n'*}
+  fi
+  [[ -n $assoc_max$qos_max ]] || return 0
+  # The user's jobs SLURM holds now, each array task on a line of its own.
+  out=$(hpc_slurm -t 60 squeue -h -r -u "$user" -o '%q|%a' 2>/dev/null) || return 0
+  if [[ -n $qos_max ]]; then
+    used=$(awk -F'|' -v q="$qos" '$1 == q { n++ } END { print n + 0 }' <<<"$out")
+    room=$((qos_max - used))
+    hpc_map_room=$room hpc_map_room_limit="MaxSubmitJobsPerUser $qos_max of QOS $qos, $used already submitted"
+  fi
+  if [[ -n $assoc_max ]]; then
+    used=$(awk -F'|' -v a="$account" '$2 == a { n++ } END { print n + 0 }' <<<"$out")
+    room=$((assoc_max - used))
+    if [[ -z $hpc_map_room ]] || ((room < hpc_map_room)); then
+      hpc_map_room=$room hpc_map_room_limit="MaxSubmitJobs $assoc_max of account $account, $used already submitted"
+    fi
+  fi
+  ((hpc_map_room >= 0)) || hpc_map_room=0
 }
 
 # hpc_map_check_gather_fit: (after hpc_submit_check_fit, which leaves what sinfo said in

@@ -48,7 +48,8 @@ hpc_slurm_sbatch() {
     [[ $hpc_slurm_answer != *MaxSubmitJob* ]] || {
       hpc_slurm_error+=" (a limit on the jobs a user may have submitted at once, each array task counting as one:"
       hpc_slurm_error+=" 'sacctmgr show qos' and 'sacctmgr show assoc user=${USER:-$(id -un)}' show it;"
-      hpc_slurm_error+=" submit fewer at a time, or once earlier jobs have ended)"
+      hpc_slurm_error+=" submit fewer at a time (a map: --chunk auto runs its items several per task, within"
+      hpc_slurm_error+=" the limit), or once earlier jobs have ended)"
     }
     [[ ${hpc_slurm_answer,,} != *'timed out'* && ${hpc_slurm_answer,,} != *'zero bytes were transmitted'* ]] ||
       hpc_submit_unsure=1

@@ -12,8 +12,8 @@
 # What this file reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # The plan (the job's plan file): what the job asked for.
-# hpc_facts.bash (loaded by hpc_common.bash): SLURM's times in seconds.
-declare -g hpc_facts_seconds
+# hpc_facts.bash (loaded by hpc_common.bash): SLURM's times in seconds, its ended states.
+declare -g hpc_facts_seconds hpc_facts_ended_states
 declare -g hpc_plan_cpus hpc_plan_cpus_per_task hpc_plan_ntasks_per_node hpc_plan_mem hpc_plan_time hpc_plan_gpus \
   hpc_plan_num_processes hpc_plan_nodes
 
@@ -335,4 +335,55 @@ hpc_usage_report() {
     fi
     [[ -z $suggest ]] || printf 'usage %s: suggestion%s\n' "${hpc_usage[node]}" "$suggest"
   done
+}
+
+# hpc_usage_sacct_load ID...: (the command 'usage', on the login side) where the cluster keeps
+# accounting, sets hpc_usage_acct (KEY -> line) to what sacct says each ended job or array task of
+# the jobs ID used: TotalCPU summed over its steps, the largest MaxRSS of any of them (the
+# largest task's; the toolkit's sampler's step is in both: a few MB, a fraction of a second),
+# elapsed time and final state. Asked once for them all; nothing where sacct fails (no
+# accounting), and nothing for a job still pending or running (its steps' figures are not final).
+# shellcheck disable=SC2034 # hpc_usage_acct: read by the command 'usage'
+hpc_usage_sacct_load() {
+  local out IFS=,
+  declare -gA hpc_usage_acct=()
+  (($#)) || return 0
+  out=$(hpc_slurm -t 60 sacct -n -P -j "$*" -o JobID,State,Elapsed,MaxRSS,TotalCPU --noconvert 2>/dev/null) || return 0
+  IFS=$' \t\n'
+  local key line
+  while IFS='|' read -r key line; do
+    [[ -n $key ]] && hpc_usage_acct[$key]=$line
+  done < <(awk -F'|' -v ended="$hpc_facts_ended_states" '
+    NF >= 5 && $1 ~ /^[0-9]+(_[0-9]+)?(\.|$)/ {
+      # Elapsed ($3) and TotalCPU ($5) in seconds, from [D-][HH:]MM:SS[.mmm].
+      for (f = 3; f <= 5; f += 2) {
+        t = $f
+        d = 0
+        if (t ~ /-/) { split(t, p, "-"); d = p[1]; t = p[2] }
+        n = split(t, p, ":")
+        sec[f] = d * 86400 + (n == 3 ? p[1] * 3600 + p[2] * 60 + p[3] : n == 2 ? p[1] * 60 + p[2] : p[1] + 0)
+      }
+      k = $1
+      if (k !~ /\./) {
+        split($2, w, " ")
+        if (index(ended, " " w[1] " ")) { state[k] = w[1]; elapsed[k] = sec[3]; cpu[k] = sec[5]; order[++jobs] = k }
+        next
+      }
+      sub(/\..*/, "", k)
+      stepcpu[k] += sec[5]
+      steps[k]++
+      # MaxRSS in bytes: a bare number, or with a unit K, M, G, T of 1024.
+      u = toupper(substr($4, length($4)))
+      r = ($4 + 0) * (u == "K" ? 1024 : u == "M" ? 1024 ^ 2 : u == "G" ? 1024 ^ 3 : u == "T" ? 1024 ^ 4 : 1)
+      if (r > rss[k]) rss[k] = r
+    }
+    END {
+      for (i = 1; i <= jobs; i++) {
+        k = order[i]
+        c = steps[k] ? stepcpu[k] : cpu[k]
+        m = rss[k] ? sprintf("%d MiB (MaxRSS, its largest task)", (rss[k] + 524288) / 1048576) : "not recorded"
+        printf "%s|CPU %.2f CPU-s (TotalCPU, all its steps); peak memory %s; elapsed %d s; %s\n", \
+          k, c, m, elapsed[k], state[k]
+      }
+    }' <<<"$out")
 }

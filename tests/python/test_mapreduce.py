@@ -35,13 +35,17 @@ def write_status(
 
 @pytest.fixture
 def no_scontrol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A PATH whose scontrol knows no job (as after MinJobAge)."""
+    """A PATH whose scontrol knows no job (as after MinJobAge), on a cluster without accounting
+    (sacct fails)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "scontrol"
     fake.write_text(
         "#!/bin/sh\necho 'slurm_load_jobs error: Invalid job id specified' >&2\nexit 1\n"
     )
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    fake = bin_dir / "sacct"
+    fake.write_text("#!/bin/sh\necho 'Slurm accounting storage is disabled' >&2\nexit 1\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     return bin_dir
@@ -106,6 +110,35 @@ def test_scontrol_refines_running_and_failed(tmp_path: Path, scontrol_says) -> N
     # A job SLURM says COMPLETED but whose file still says RUNNING lost its final write: LOST.
     scontrol_says("COMPLETED")
     assert followup.read_statuses(tmp_path / "tasks", ["0"])[0].state == "LOST"
+
+
+def test_sacct_refines_once_the_controller_forgot(tmp_path: Path, no_scontrol: Path) -> None:
+    # The controller forgot array 8 (MinJobAge); the site's accounting (sacct) still knows each
+    # task's end: a task killed by its time limit, one cancelled while pending (no file at all).
+    # The one cancelled while pending has no line of its own: the array's pending range answers
+    # for it (SLURM leaves the range's text as it was, task 0 in it too: its own line wins).
+    fake = no_scontrol / "sacct"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'echo "$*" >>"$(dirname "$0")/sacct.calls"\n'
+        'case "$*" in\n'
+        '  *"-j 8 "*) printf "8_0|TIMEOUT\\n8_[0-1%%1]|CANCELLED by 0\\n8_3|COMPLETED\\n" ;;\n'
+        "esac\n"
+    )
+    followup._SACCT_LINES.clear()
+    write_status(tmp_path, 0, "RUNNING", None, job_id="9", array_job_id="8", task_id="0")
+    statuses = followup.read_statuses(tmp_path / "tasks", ["0", "1", "2"], "8")
+    assert [s.state for s in statuses] == ["TIMEOUT", "CANCELLED", "LOST"]
+    # One sacct for the whole array.
+    calls = (no_scontrol / "sacct.calls").read_text().splitlines()
+    assert calls == ["-n -P -X -j 8 -o JobID,State"]
+    followup._SACCT_LINES.clear()
+    # A map's tasks folder (the gather's reader is given no array id): its manifest.json's one
+    # array names the task that wrote no file.
+    (tmp_path / "manifest.json").write_text(json.dumps({"array_ids": ["8"]}))
+    statuses = followup.read_statuses(tmp_path / "tasks", ["0", "1", "2"])
+    assert [s.state for s in statuses] == ["TIMEOUT", "CANCELLED", "LOST"]
+    followup._SACCT_LINES.clear()
 
 
 def test_cli_writes_tables_and_exports(

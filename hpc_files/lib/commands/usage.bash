@@ -12,7 +12,9 @@
 #
 # Measured by the job itself: a sampler on each node reads the job's processes from /proc (every
 # 2 s for the first minute, then every 15 s) into ${scratch_dir}/hpc_outputs/usage/JOB/NODE; no
-# accounting database is needed.
+# accounting database is needed. Where the cluster keeps one (sacct answers), an ended job also
+# gets a line 'usage from sacct:' (TotalCPU of its steps, their largest MaxRSS), also when its
+# sampler left no figures; a last line 'source:' says which of the two each job's figures are from.
 #
 # Exit status: 0 printed, 1 nothing recorded for any of them, 2 bad input (an unknown experiment
 # or job is answered with the known ones).
@@ -32,7 +34,7 @@ source "$hpc_lib_dir/hpc_usage.bash"
 
 # hpc_command_usage EXP|JOBID[_TASK]: the command 'usage'.
 hpc_command_usage() {
-  local word id key dir report any=0
+  local word id key dir report acct any=0
   hpc_manage_begin
   for word in "$@"; do
     [[ $word != -* ]] || hpc_commands_die_unknown_option usage "$word"
@@ -40,6 +42,8 @@ hpc_command_usage() {
   (($# == 1)) || hpc_die_usage "usage" "needs one experiment, job id or JOBID_TASK; usage: usage EXP|JOBID[_TASK]"
   hpc_manage_target "$1"
   local -a ids=(${hpc_manage_ids[@]+"${hpc_manage_ids[@]}"}) files=()
+  # What SLURM's accounting says of the ended ones, where the cluster keeps it (one sacct for all).
+  hpc_usage_sacct_load ${ids[@]+"${ids[@]}"}
   for id in ${ids[@]+"${ids[@]}"}; do
     hpc_manage_task_keys "$id"
     for key in "${hpc_manage_keys[@]}"; do
@@ -48,13 +52,23 @@ hpc_command_usage() {
       # Never through a link, and only the user's own files (hpc_usage_read).
       [[ -L ${dir%/*} || -L $dir || ! -d $dir ]] || files=("$dir"/*)
       [[ -z ${files[0]:-} || ! -e ${files[0]} ]] || report=$(hpc_usage_report "${files[@]}")
-      if [[ -z $report ]]; then
+      acct=${hpc_usage_acct[$key]-}
+      if [[ -z $report && -z $acct ]]; then
         printf '=== job %s (%s): no usage recorded (not started yet, or a job of an earlier toolkit)\n' "$key" \
           "${hpc_manage_exp[$id]}"
         continue
       fi
       any=1
-      printf '=== job %s (%s)\n%s\n' "$key" "${hpc_manage_exp[$id]}" "$report"
+      printf '=== job %s (%s)\n' "$key" "${hpc_manage_exp[$id]}"
+      [[ -z $report ]] || printf '%s\n' "$report"
+      [[ -z $acct ]] || printf 'usage from sacct: %s\n' "$acct"
+      if [[ -z $acct ]]; then
+        printf "source: the job's own sampler (usage NODE lines)\n"
+      elif [[ -n $report ]]; then
+        printf "source: the job's own sampler (usage NODE lines); SLURM's accounting (sacct) for the ended job\n"
+      else
+        printf "source: SLURM's accounting (sacct): the job's sampler left no figures\n"
+      fi
     done
   done
   ((any)) || return 1

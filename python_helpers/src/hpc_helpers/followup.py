@@ -15,7 +15,8 @@ lines on stdout (``ok``, ``failed``: space-separated keys; ``n_ok``, ``n_failed`
 States: a task whose file still says RUNNING after its job ended was killed hard: it is LOST,
 or SLURM's own state (CANCELLED, TIMEOUT, NODE_FAIL, ...) while ``scontrol show job`` still
 knows the job. A task with no file at all never started (cancelled while pending) or lost its
-folder: LOST, refined the same way. Never ``sacct``: many clusters lack accounting.
+folder: LOST, refined the same way; once the controller has forgotten the job (``MinJobAge``),
+from ``sacct`` where the site keeps accounting (elsewhere it fails: left LOST).
 
 SLURM's word over a file's: the tasks of a map write their files in one folder, so one task can
 write another's. For a map (DIR is a map's ``tasks`` folder, whose ``manifest.json`` lists the
@@ -140,6 +141,10 @@ def parse_keys(text: str) -> list[str]:
     return keys
 
 
+# sacct's lines of each job or array asked (:func:`_sacct_state`), for the process's life.
+_SACCT_LINES: dict[str, list[str]] = {}
+
+
 def _scontrol_show(job: str) -> str | None:
     """``scontrol show job -o JOB``'s output (one line per job or array task) while scontrol
     knows JOB, else None."""
@@ -154,10 +159,55 @@ def _scontrol_show(job: str) -> str | None:
 
 
 def _scontrol_state(job: str) -> str | None:
-    """SLURM's JobState of JOB (``123`` or ``123_4``) while scontrol knows it, else None."""
+    """SLURM's JobState of JOB (``123`` or ``123_4``) while scontrol knows it; once the
+    controller has forgotten it, its final State from the accounting (:func:`_sacct_state`);
+    else None."""
     out = _scontrol_show(job)
-    m = re.search(r"\bJobState=([A-Z_]+)", out) if out is not None else None
+    if out is None:
+        return _sacct_state(job)
+    m = re.search(r"\bJobState=([A-Z_]+)", out)
     return m.group(1) if m else None
+
+
+def _sacct_state(job: str) -> str | None:
+    """JOB's State (``CANCELLED by 0``: ``CANCELLED``) as ``sacct`` (SLURM's accounting) keeps it
+    for a job the controller has forgotten; None where the cluster keeps no accounting (sacct
+    fails) or it does not know JOB. Its latest run only (a requeued job's earlier ones: -D). An
+    array task (``123_4``) is looked for in its array's lines: one cancelled while it waited has
+    no line of its own, only the array's pending range (``123_[1-5%2]``), which answers for the
+    tasks in it that have no line of their own. One sacct per array, kept for this process."""
+    array, _, task = job.partition("_")
+    query = array if task else job
+    if query not in _SACCT_LINES:
+        try:
+            out = subprocess.run(
+                ["sacct", "-n", "-P", "-X", "-j", query, "-o", "JobID,State"],
+                capture_output=True, text=True, timeout=30, check=False,
+            )
+            _SACCT_LINES[query] = out.stdout.splitlines() if out.returncode == 0 else []
+        except (OSError, subprocess.SubprocessError):
+            _SACCT_LINES[query] = []
+    ranged = None
+    for line in _SACCT_LINES[query]:
+        jid, _, state = line.partition("|")
+        word = state.split(" ")[0]
+        if not re.fullmatch(r"[A-Z_]+", word):
+            continue
+        if jid == job:
+            return word
+        m = re.fullmatch(re.escape(array) + r"_\[([0-9,%-]+)\]", jid) if task else None
+        if m and ranged is None and _in_array_spec(task, m.group(1)):
+            ranged = word
+    return ranged
+
+
+def _in_array_spec(task: str, spec: str) -> bool:
+    """Whether array task TASK is in SPEC (``0-3,7%2``: ranges and indices, a throttle)."""
+    for part in spec.partition("%")[0].split(","):
+        low, _, high = part.partition("-")
+        if low.isdigit() and (high or low).isdigit() and int(low) <= int(task) <= int(high or low):
+            return True
+    return False
 
 
 def _slurm_array_tasks(array_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
@@ -260,6 +310,10 @@ def read_statuses(
     REFINE, SLURM's word over a file's (the module's docstring)."""
     out: list[TaskStatus] = []
     arrays = _map_array_ids(unit_dir) if refine else None
+    # A map of one array (its manifest.json): a task that wrote no file is that array's task of
+    # its index (or of the chunk that holds it), as SLURM and its accounting name it.
+    if not array_job_id and arrays and len(arrays) == 1:
+        array_job_id = arrays[0]
     chunks = _map_chunks(unit_dir) if arrays else {}
     slurm_tasks = _slurm_array_tasks(arrays) if arrays else {}
     for key in keys:

@@ -13,9 +13,10 @@ follow-up interface, :mod:`hpc_helpers.followup`), wall.json and, when the train
 
 The plot and report.md are drawn from summary.csv (and results.csv for the failures), so the
 command on a copied folder reproduces summary.csv and report.md byte for byte; a state that
-``scontrol`` refined once (a LOST run that SLURM says was CANCELLED) is kept from the
-results.csv already there. matplotlib is optional: without it the CSVs and report.md are still
-written, with one line saying how to draw the plot later.
+``scontrol`` (or, once the controller forgot the job, ``sacct``) refined once (a LOST run that
+SLURM says was CANCELLED) is kept from the results.csv already there. matplotlib is optional:
+without it the CSVs and report.md are still written, with one line saying how to draw the plot
+later.
 
 What it checks rather than assumes: runs that shared a node at the same time (node lists and
 job-side start_s/end_s; any node when study.json's shared_host), efficiency above 100 % beyond
