@@ -582,8 +582,11 @@ hpc_mode() {
   # A name no configs file uses: the hooks' callees see it (a dry run lists the command's ${VARS}).
   local _hpc_mode=${hpc_mode_name:-${hpc_plan_mode:-single}}
   _hpc_mode=${_hpc_mode//-/_}
-  hpc_module_load "$hpc_modes_dir" "hpc_mode_${_hpc_mode}_describe" "$_hpc_mode" ||
+  # Loaded already (the mode named last): no call.
+  [[ $_hpc_mode == "${hpc_mode_loaded-}" ]] ||
+    hpc_module_load "$hpc_modes_dir" "hpc_mode_${_hpc_mode}_describe" "$_hpc_mode" ||
     hpc_die "mode '${hpc_mode_name:-${hpc_plan_mode:-single}}': $hpc_module_problem"
+  hpc_mode_loaded=$_hpc_mode
   if declare -F "hpc_mode_${_hpc_mode}_$1" >/dev/null; then
     "hpc_mode_${_hpc_mode}_$1" "${@:2}"
   elif declare -F "hpc_mode_any_$1" >/dev/null; then
