@@ -20,13 +20,12 @@
 
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
-declare -g hpc_opt_f_scopes hpc_plan_scratch_dir \
-  hpc_plan_runner hpc_plan_outputs_dir hpc_plan_exp_name \
-  hpc_plan_script hpc_plan_file hpc_plan_toolkit_dir hpc_plan_source_dir hpc_plan_launcher hpc_plan_data_archive \
-  hpc_stage_archive hpc_job_status hpc_lib_dir hpc_plan_checkpoints_dir hpc_plan_workdir \
-  exp_name hpc_job_node_tmpdir hpc_job_term_why hpc_pending_file hpc_pending_tag hpc_pending_token
+declare -g hpc_opt_f_scopes hpc_plan_runner hpc_plan_outputs_dir hpc_plan_exp_name \
+  hpc_plan_script hpc_plan_file hpc_plan_toolkit_dir hpc_plan_source_dir hpc_plan_launcher \
+  hpc_job_status hpc_lib_dir exp_name hpc_job_node_tmpdir hpc_job_term_why hpc_pending_file hpc_pending_tag \
+  hpc_pending_token
 declare -gA hpc_pending_job_token
-declare -ga hpc_opt_table hpc_opt_data hpc_plan_sbatch_args hpc_plan_command \
+declare -ga hpc_opt_table hpc_plan_sbatch_args hpc_plan_command \
   hpc_submit_made hpc_pending_ids
 
 # The salloc options taken from the plan's sbatch arguments: the allocation's shape. The rest
@@ -112,30 +111,11 @@ hpc_interactive_dry_run() {
   printf '\nDry run: nothing was allocated or created.\n'
 }
 
-# hpc_interactive_prepare: what a submission prepares (folders, the runner's preparation, the
-# data archive), said of a session.
-hpc_interactive_prepare() {
-  local rc=0
-  hpc_profile_slurm_facts_save
-  hpc_submit_made=()
-  [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir && -d ${hpc_plan_workdir:-/} ]] || hpc_submit_make_folders
-  hpc_private_dirs_or_die "$hpc_plan_outputs_dir"
-  "hpc_runner_${hpc_plan_runner}_prepare"
-  if ((${#hpc_opt_data[@]})); then
-    hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?
-    ((rc != 2)) || exit 2
-    hpc_submit_interrupted "$rc" "while packing the data (--data)"
-    ((rc == 0)) || hpc_die "staging the data failed (see above); no session was started"
-    # shellcheck disable=SC2034 # read by hpc_plan_record
-    hpc_plan_data_archive=$hpc_stage_archive
-  fi
-}
-
-# hpc_interactive_session: (prepared) the submission's record, the plan file, the job script,
-# then salloc runs the job script here, on this terminal, tagged with the record's token; the
-# submitter waits for it in the background (so that its traps run at once): a hangup, SIGINT or
-# SIGTERM ends the allocation (hpc_interactive_end). The plan file, script and record go when
-# salloc has returned and the allocation has ended.
+# hpc_interactive_session: (prepared as a submission is: hpc_submit_prepare) the submission's
+# record, the plan file, the job script, then salloc runs the job script here, on this terminal,
+# tagged with the record's token; the submitter waits for it in the background (so that its traps
+# run at once): a hangup, SIGINT or SIGTERM ends the allocation (hpc_interactive_end). The plan
+# file, script and record go when salloc has returned and the allocation has ended.
 hpc_interactive_session() {
   local rc=0 script stdin
   trap hpc_interactive_undo EXIT

@@ -58,9 +58,6 @@ hpc_mode_interactive_dry_run() { hpc_interactive_dry_run; }
 # hpc_mode_interactive_confirm: none: the session is what was asked for, on this terminal.
 hpc_mode_interactive_confirm() { :; }
 
-# hpc_mode_interactive_prepare: folders, the runner, --data (hpc_interactive_prepare).
-hpc_mode_interactive_prepare() { hpc_interactive_prepare; }
-
 # hpc_mode_interactive_submit: the session (hpc_interactive_session).
 hpc_mode_interactive_submit() { hpc_interactive_session; }
 
