@@ -255,5 +255,5 @@ else
     source "$hpc_files_dir/lib/hpc_help.bash"
     hpc_commands_check_word "$1"
   fi
-  hpc_submit_main "$@"
+  hpc_submit_main "" "$@"
 fi

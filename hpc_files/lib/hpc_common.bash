@@ -544,6 +544,7 @@ hpc_lib_dir=${BASH_SOURCE[0]%/*}
 [[ $hpc_lib_dir == /* ]] || hpc_lib_dir=$PWD/$hpc_lib_dir
 hpc_launchers_dir=$hpc_lib_dir/launchers
 hpc_runners_dir=$hpc_lib_dir/runners
+hpc_modes_dir=$hpc_lib_dir/modes
 
 # hpc_launcher_list: sets hpc_launcher_names to the launchers present, in the glob's order.
 hpc_launcher_list() {
@@ -572,6 +573,30 @@ hpc_runner_load() {
   hpc_module_load "$hpc_runners_dir" "hpc_runner_$1_wrap" "$1" \
     "hpc_runner_$1_" check plan prepare preview folders python node_work node_setup here enter wrap
 }
+
+# hpc_mode HOOK [ARGS...]: runs the mode's HOOK (docs/architecture.md, "Modes"): hpc_mode_NAME_HOOK
+# of hpc_files/lib/modes/NAME.bash (NAME: hpc_mode_name on the login side, else the plan's mode;
+# '-' as '_'), the file sourced the first time; a mode without that hook gets the core's
+# hpc_mode_any_HOOK, if there is one. A mode that is not a file of modes/: exit 1, naming it.
+hpc_mode() {
+  # A name no configs file uses: the hooks' callees see it (a dry run lists the command's ${VARS}).
+  local _hpc_mode=${hpc_mode_name:-${hpc_plan_mode:-single}}
+  _hpc_mode=${_hpc_mode//-/_}
+  # Loaded already (the mode named last): no call.
+  [[ $_hpc_mode == "${hpc_mode_loaded-}" ]] ||
+    hpc_module_load "$hpc_modes_dir" "hpc_mode_${_hpc_mode}_describe" "$_hpc_mode" ||
+    hpc_die "mode '${hpc_mode_name:-${hpc_plan_mode:-single}}': $hpc_module_problem"
+  hpc_mode_loaded=$_hpc_mode
+  if declare -F "hpc_mode_${_hpc_mode}_$1" >/dev/null; then
+    "hpc_mode_${_hpc_mode}_$1" "${@:2}"
+  elif declare -F "hpc_mode_any_$1" >/dev/null; then
+    "hpc_mode_any_$1" "${@:2}"
+  fi
+}
+
+# hpc_mode_any_tasks: false: a job's folders are the experiment's unless its mode's tasks hook
+# says that each task has its own (task_N).
+hpc_mode_any_tasks() { return 1; }
 
 # hpc_module_load DIR FUNCTION NAME [PREFIX SUFFIX...]: sources DIR/NAME.bash unless FUNCTION is
 # defined already; with PREFIX, every PREFIXSUFFIX must then be defined (a launcher's or a

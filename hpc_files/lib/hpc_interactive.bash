@@ -1,13 +1,13 @@
 # shellcheck shell=bash
 # hpc_interactive.bash: an interactive session (bash job_submitter.sh interactive), both sides.
-# The submitter's side (hpc_interactive_main) makes the plan as a submission does, in mode
-# 'interactive', writes the plan file and job script, and runs the job script under salloc in the
-# foreground. The job's own code (hpc_job_main) then runs as for a batch job: guards, staging,
-# SLURM_TMPDIR, the rendezvous; where a batch job starts its program, this mode starts a shell on
-# the first node (hpc_interactive_shell -> job_step.sh shell), whose hpc-run runs the program
-# through the batch job's own hpc_job_run_program (job_step.sh run). When the shell ends,
-# hpc_job_main goes on to its end: the guards copy back and clean every node, and salloc releases
-# the allocation. So interactive and batch jobs share every step but one.
+# The submitter's side (the hooks of modes/interactive.bash in the one submission, hpc_submit_main)
+# makes the plan as a submission does, in mode 'interactive', writes the plan file and job script,
+# and runs the job script under salloc in the foreground. The job's own code (hpc_job_main) then
+# runs as for a batch job: guards, staging, SLURM_TMPDIR, the rendezvous; where a batch job starts
+# its program, this mode starts a shell on the first node (hpc_interactive_shell -> job_step.sh
+# shell), whose hpc-run runs the program through the batch job's own hpc_job_run_program
+# (job_step.sh run). When the shell ends, hpc_job_main goes on to its end: the guards copy back and
+# clean every node, and salloc releases the allocation. So interactive and batch jobs share every step but one.
 #
 # A session ends with its terminal. It is recorded as a submission is (hpc_pending.bash: the
 # record names its plan file and script, salloc's job carries its --comment tag), so that
@@ -20,14 +20,13 @@
 
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
-declare -g hpc_opt_f_scopes hpc_opt_dry_run hpc_opt_help hpc_opt_cluster hpc_files_dir \
-  hpc_plan_mode hpc_plan_runner hpc_plan_outputs_dir hpc_plan_exp_name hpc_plan_kind \
-  hpc_plan_script hpc_plan_file hpc_plan_toolkit_dir hpc_plan_source_dir hpc_plan_launcher hpc_plan_data_archive \
-  hpc_stage_archive hpc_job_status hpc_lib_dir hpc_plan_checkpoints_dir hpc_plan_workdir \
-  exp_name hpc_job_node_tmpdir hpc_job_term_why hpc_pending_file hpc_pending_tag hpc_pending_token
+declare -g hpc_opt_f_scopes hpc_plan_runner hpc_plan_outputs_dir hpc_plan_exp_name \
+  hpc_plan_script hpc_plan_file hpc_plan_toolkit_dir hpc_plan_source_dir hpc_plan_launcher \
+  hpc_job_status hpc_lib_dir exp_name hpc_job_node_tmpdir hpc_job_term_why hpc_pending_file hpc_pending_tag \
+  hpc_pending_token
 declare -gA hpc_pending_job_token
-declare -ga hpc_opt_table hpc_opt_data hpc_plan_sbatch_args hpc_plan_command \
-  hpc_submit_made hpc_configs_words hpc_pending_ids
+declare -ga hpc_opt_table hpc_plan_sbatch_args hpc_plan_command \
+  hpc_submit_made hpc_pending_ids
 
 # The salloc options taken from the plan's sbatch arguments: the allocation's shape. The rest
 # (--output, --signal=B:, --no-requeue, --open-mode) are a batch script's.
@@ -98,82 +97,27 @@ hpc_interactive_salloc_args() {
   done
 }
 
-# hpc_interactive_main ARGS...: the command 'interactive': the submission's options and plan, in
-# mode interactive; --dry-run prints the salloc line and the environment; else the session.
-hpc_interactive_main() {
-  hpc_opt_defaults
-  hpc_interactive_options "$@"
-  hpc_opt_parse ${hpc_interactive_args[@]+"${hpc_interactive_args[@]}"}
-  if ((hpc_opt_help)); then
-    hpc_commands_usage interactive
-    exit 0
-  fi
-  hpc_interactive_refuse
-  hpc_opt_file_apply interactive
-  hpc_opt_check_combinations
-  if ((hpc_opt_dry_run == 0)) && [[ ! -t 0 ]]; then
-    local msg="interactive needs a terminal on its standard input (not a pipe, a file or a batch job);"
-    msg+=" --dry-run shows what it would ask"
-    hpc_say "$msg"
-    exit 2
-  fi
-  hpc_submit_runner_check
-  hpc_profile_load "$hpc_opt_cluster"
-  hpc_submit_configs
-  hpc_plan_make
-  # shellcheck disable=SC2034 # read by hpc_plan_record and the job (hpc_job_array_setup)
-  hpc_plan_mode=interactive
-  if ((${#hpc_opt_data[@]})); then
-    # shellcheck source=hpc_files/lib/hpc_stage_submit.bash
-    source "$hpc_files_dir/lib/hpc_stage_submit.bash"
-    hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
-  fi
-  hpc_submit_check_fit
-  hpc_interactive_salloc_args
-  if ((hpc_opt_dry_run)); then
-    hpc_interactive_dry_run
-    exit 0
-  fi
-  hpc_interactive_session
-}
-
 # hpc_interactive_dry_run: prints the salloc line, the shell's environment and the summary;
 # creates nothing.
 hpc_interactive_dry_run() {
-  # shellcheck source=hpc_files/lib/hpc_submit_dry_run.bash
-  source "$hpc_files_dir/lib/hpc_submit_dry_run.bash"
   "hpc_runner_${hpc_plan_runner}_preview"
   printf '== salloc invocation\nsalloc'
   printf ' %q' "${hpc_interactive_salloc[@]}"
   printf ' -- bash JOB_SCRIPT\n\n== environment of the shell (and of hpc-run'"'"'s program)\n'
   # The session's folders are those of one job (hpc_job_own_folders).
-  hpc_plan_mode=single hpc_submit_environment
+  hpc_submit_environment
   printf '\n== summary\n%s\n' "$(hpc_plan_summary)"
   [[ -z ${hpc_runner_preview:-} ]] || printf '%s\n' "$hpc_runner_preview"
   printf '\nDry run: nothing was allocated or created.\n'
 }
 
-# hpc_interactive_session: what a submission does up to sbatch (folders, the runner's
-# preparation, the data archive, the submission's record, the plan file, the job script), then
-# salloc runs the job script here, on this terminal, tagged with the record's token; the
-# submitter waits for it in the background (so that its traps run at once): a hangup, SIGINT or
-# SIGTERM ends the allocation (hpc_interactive_end). The plan file, script and record go when
-# salloc has returned and the allocation has ended.
+# hpc_interactive_session: (prepared as a submission is: hpc_submit_prepare) the submission's
+# record, the plan file, the job script, then salloc runs the job script here, on this terminal,
+# tagged with the record's token; the submitter waits for it in the background (so that its traps
+# run at once): a hangup, SIGINT or SIGTERM ends the allocation (hpc_interactive_end). The plan
+# file, script and record go when salloc has returned and the allocation has ended.
 hpc_interactive_session() {
   local rc=0 script stdin
-  hpc_profile_slurm_facts_save
-  hpc_submit_made=()
-  [[ -d $hpc_plan_outputs_dir && -d $hpc_plan_checkpoints_dir && -d ${hpc_plan_workdir:-/} ]] || hpc_submit_make_folders
-  hpc_private_dirs_or_die "$hpc_plan_outputs_dir"
-  "hpc_runner_${hpc_plan_runner}_prepare"
-  if ((${#hpc_opt_data[@]})); then
-    hpc_stage_prepare "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || rc=$?
-    ((rc != 2)) || exit 2
-    hpc_submit_interrupted "$rc" "while packing the data (--data)"
-    ((rc == 0)) || hpc_die "staging the data failed (see above); no session was started"
-    # shellcheck disable=SC2034 # read by hpc_plan_record
-    hpc_plan_data_archive=$hpc_stage_archive
-  fi
   trap hpc_interactive_undo EXIT
   # Recorded before anything of it exists, so that whatever kills this process, 'status' and
   # 'cancel' find what it left.
@@ -264,7 +208,7 @@ hpc_interactive_undo() {
   ((${#hpc_submit_made[@]} == 0)) || hpc_submit_unmake_folders
 }
 
-# --- The job's side (sourced by hpc_job.bash's hpc_job_array_setup, and by job_step.sh). ---
+# --- The job's side (sourced by modes/interactive.bash, and by job_step.sh). ---
 
 # hpc_interactive_setup: (the batch shell, which salloc runs on the submitting host) behaves as on
 # the first node: SLURMD_NODENAME names it (MASTER_ADDR, the guards' records); and keeps the

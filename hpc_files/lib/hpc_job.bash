@@ -26,12 +26,11 @@ declare -g scratch_dir exp_name hpc_plan_launcher hpc_plan_runner hpc_plan_pytho
   hpc_plan_tmpdir_provided hpc_plan_tmpdir_root hpc_plan_toolkit_dir hpc_plan_mode \
   hpc_plan_signal hpc_plan_requeue hpc_plan_workdir hpc_plan_data_archive \
   hpc_plan_nodes hpc_plan_gpus hpc_job_guards_PID hpc_plan_token hpc_plan_exp_name
-# hpc_scaling.bash (a scaling run's): its folder, its key, the folder its program starts in;
-# hpc_map.bash: a map task's count.
-declare -g scaling_run_dir hpc_plan_scaling_key hpc_scaling_workdir map_count task_dir hpc_map_chunked
+# hpc_map.bash: a map task's count and folder.
+declare -g map_count task_dir
 # The runner module (hpc_files/lib/runners/): its Python and its folders.
 declare -g hpc_runner_python hpc_runner_wandb_dir hpc_runner_wandb_host
-declare -ga hpc_plan_modules hpc_plan_command hpc_plan_offline_commands hpc_plan_copy_back \
+declare -ga hpc_plan_modules hpc_plan_command hpc_plan_copy_back hpc_plan_sbatch_args \
   hpc_runner_argv
 
 # shellcheck source=hpc_files/lib/hpc_common.bash
@@ -133,12 +132,6 @@ hpc_job_load_modules() {
 # hpc_job_run_program: phase 2. Starts the program with its launcher in the background and
 # waits for it; sets hpc_job_status to its exit status.
 hpc_job_run_program() {
-  # An interactive session's batch shell starts the shell instead; its hpc-run comes back here.
-  if [[ ${hpc_plan_mode:-single} == interactive && -z ${HPC_INTERACTIVE_STEP:-} ]]; then
-    hpc_job_usage_start
-    hpc_interactive_shell
-    return 0
-  fi
   local step=(bash "$hpc_plan_toolkit_dir/job_step.sh" task --) first_failure=''
   # srun returns the highest exit status of its tasks, and the tasks it stopped after the first
   # failure (--kill-on-bad-exit) count as 128+SIGTERM. The program's own status is the first
@@ -183,52 +176,23 @@ hpc_job_run_program() {
   [[ -z ${first_failure:-} ]] || rm -f -- "${first_failure:?}"
 }
 
-# hpc_job_array_setup: what an array task gets: repeats a seed; offline grid points their own
-# command (hpc_job_command, the plan's command otherwise) and W&B's offline mode. Then every job's
-# own folders (hpc_job_own_folders).
+# hpc_job_array_setup: what the mode gives a job or task (its job_setup hook: a repeat's seed, a
+# grid point's command, a map task's item...), the command the plan's unless it says otherwise;
+# then its folders (job_folders: hpc_job_own_folders, and for array tasks the log of their own
+# variables; a chunked map's task makes its items' one by one).
 hpc_job_array_setup() {
   hpc_job_command=("${hpc_plan_command[@]}")
-  case ${hpc_plan_mode:-single} in
-    repeat)
-      export seed=${SLURM_ARRAY_TASK_ID:?}
-      ;;
-    offline)
-      local i=${SLURM_ARRAY_TASK_ID:?}
-      [[ -n ${hpc_plan_offline_commands[i]:-} ]] || hpc_job_fail "sweep" "no grid point $i in this job"
-      IFS=$'\x1f' read -r -a hpc_job_command <<<"${hpc_plan_offline_commands[i]}"
-      export WANDB_MODE=offline
-      hpc_job_log "grid point $i of ${#hpc_plan_offline_commands[@]}, offline"
-      ;;
-    map | gather)
-      # shellcheck source=/dev/null # hpc_map.bash: linted on its own (see docs/architecture.md)
-      source "$hpc_plan_toolkit_dir/lib/hpc_map.bash"
-      if [[ $hpc_plan_mode == map ]]; then hpc_map_task_setup; else hpc_map_gather_setup; fi
-      # A chunk's items get their own folders one by one, as each starts (hpc_map_chunk_run).
-      ((${hpc_map_chunked:-0} == 0)) || return 0
-      ;;
-    scaling | scaling-report)
-      # shellcheck source=/dev/null # hpc_scaling.bash: linted on its own (see docs/architecture.md)
-      source "$hpc_plan_toolkit_dir/lib/hpc_scaling.bash"
-      if [[ $hpc_plan_mode == scaling ]]; then hpc_scaling_run_setup; else hpc_scaling_report_run; fi
-      ;;
-    interactive)
-      # shellcheck source=hpc_files/lib/hpc_interactive.bash
-      source "$hpc_plan_toolkit_dir/lib/hpc_interactive.bash"
-      hpc_interactive_setup
-      ;;
-  esac
-  hpc_job_own_folders
-  hpc_job_task_variables_log
+  hpc_mode job_setup
+  hpc_mode job_folders
 }
+
+# hpc_mode_any_job_folders: (the job) its own folders (hpc_job_own_folders).
+hpc_mode_any_job_folders() { hpc_job_own_folders; }
 
 # hpc_job_task_variables_log: (an array task) one log line naming the variables that are this
 # task's own, so that three repeats that ran alike show whether they had different seeds.
 hpc_job_task_variables_log() {
   local text=''
-  case ${hpc_plan_mode:-single} in
-    repeat | offline | map) ;;
-    *) return 0 ;;
-  esac
   [[ -z ${seed+x} ]] || text+=" seed=$seed"
   [[ -z ${map_index+x} ]] || text+=" map_index=$map_index map_count=$map_count task_dir=$task_dir"
   text+=" checkpoints_dir=$checkpoints_dir WANDB_DIR=$WANDB_DIR${HPC_WORKDIR:+ HPC_WORKDIR=$HPC_WORKDIR}"
@@ -244,12 +208,9 @@ hpc_job_task_variables_log() {
 # not visible in them).
 hpc_job_own_folders() {
   local task=''
-  # Array tasks and scaling runs each their own; a single job, a gather or a scaling report
-  # the experiment's.
-  case ${hpc_plan_mode:-single} in
-    single | gather | scaling-report | interactive) ;;
-    *) task=task_${hpc_job_task_index:-${SLURM_ARRAY_TASK_ID:?}} ;;
-  esac
+  # Array tasks and scaling runs each their own (the mode's tasks hook); a single job, a gather or
+  # a scaling report the experiment's.
+  ! hpc_mode tasks || task=task_${hpc_job_task_index:-${SLURM_ARRAY_TASK_ID:?}}
   export checkpoints_dir=$scratch_dir/$exp_name/checkpoints${task:+/$task}
   # Not writable by others, whatever the umask, as the submission makes it (hpc_submit_make_folders).
   [[ -d $checkpoints_dir ]] || (umask go-w && mkdir -p -- "$checkpoints_dir") ||
@@ -264,19 +225,16 @@ hpc_job_own_folders() {
     [[ -z $hpc_runner_wandb_host || -d $hpc_runner_wandb_host ]] || mkdir -p -- "$hpc_runner_wandb_host" ||
       hpc_job_fail "folders" "cannot make $hpc_runner_wandb_host"
   fi
-  if [[ ${hpc_plan_mode:-single} == scaling ]]; then
-    # Every run of a study starts in a folder of its own, so that relative files (a tutorial's
-    # snapshot.pt) never pass between runs; the program still comes from the project.
-    [[ -z ${hpc_plan_workdir:-} || -d $hpc_plan_workdir ]] ||
-      hpc_job_fail "workdir" "the working folder $hpc_plan_workdir (--workdir) is missing"
-    hpc_scaling_workdir "${hpc_plan_workdir:-}" "${scaling_run_dir:?}" "${hpc_plan_scaling_key:?}"
-    [[ ! -L $hpc_scaling_workdir ]] || hpc_job_fail "workdir" "$hpc_scaling_workdir is a symbolic link"
-    export HPC_WORKDIR=$hpc_scaling_workdir
-    [[ -d $HPC_WORKDIR ]] || (umask go-w && mkdir -p -- "$HPC_WORKDIR") ||
-      hpc_job_fail "workdir" "cannot make $HPC_WORKDIR"
-    hpc_job_log "working folder $HPC_WORKDIR (this run's own)"
-    return 0
-  fi
+  hpc_mode job_workdir "$task"
+}
+
+# hpc_mode_any_job_run: (the job) the program (hpc_job_run_program).
+hpc_mode_any_job_run() { hpc_job_run_program; }
+
+# hpc_mode_any_job_workdir TASK: (the job's own folders) the folder the program starts in:
+# --workdir's (TASK's own folder in it), HPC_WORKDIR; none without --workdir.
+hpc_mode_any_job_workdir() {
+  local task=$1
   if [[ -z ${hpc_plan_workdir:-} ]]; then
     # One in the submitting shell (sbatch passes it on) is not this job's.
     unset HPC_WORKDIR
@@ -407,11 +365,9 @@ hpc_job_main() {
 
   # The usage sampler: started by hpc_job_run_program, beside the program.
   hpc_job_usage_wanted=1 hpc_job_usage_pid=''
-  # A scaling run times the launcher command, just before to just after (hpc_scaling.bash).
-  [[ ${hpc_plan_mode:-single} != scaling ]] || hpc_scaling_run_start
-  # A chunked map's task runs its items one after the other (hpc_map.bash).
-  if ((${hpc_map_chunked:-0})); then hpc_map_chunk_run; else hpc_job_run_program; fi
-  [[ ${hpc_plan_mode:-single} != scaling ]] || hpc_scaling_run_stop
+  # The program, as the mode runs it (a chunked map's items one after the other, a scaling run
+  # timed, an interactive session's shell).
+  hpc_mode job_run
   trap - TERM INT "$HPC_WARNING_SIGNAL"
   local warning_code
   warning_code=$((128 + $(kill -l "$HPC_WARNING_SIGNAL" 2>/dev/null || echo 0)))
@@ -450,11 +406,8 @@ hpc_job_main() {
     hpc_job_log "FAILED at step 'copy-back': see above"
     ((hpc_job_status != 0)) || hpc_job_status=1
   fi
-  # A map task's final status, for its gather (hpc_map.bash).
-  # A chunk's items wrote theirs as each ended.
-  [[ ${hpc_plan_mode:-single} != map ]] || ((${hpc_map_chunked:-0})) || hpc_map_task_end "$hpc_job_status" ||
-    hpc_job_status=$?
-  [[ ${hpc_plan_mode:-single} != scaling ]] || hpc_scaling_run_end "$hpc_job_status"
+  # The mode's end (a map task's final status, for its gather; a scaling run's record).
+  hpc_mode job_end "$hpc_job_status"
   hpc_job_maybe_requeue
   hpc_job_requeue_records_remove
   hpc_job_preempt_records_remove

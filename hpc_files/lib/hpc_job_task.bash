@@ -7,9 +7,8 @@
 # What this file reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # The plan file (hpc_job_plan_load); hpc_job_node.bash: this node's SLURM_TMPDIR; hpc_job.bash:
-# the launcher's srun options; hpc_runner_argv: by the runner module's wrap (lib/runners/);
-# hpc_common.bash: the libraries' folder and hpc_module_load's problem.
-declare -g hpc_plan_launcher hpc_plan_runner hpc_job_node_tmpdir hpc_lib_dir hpc_module_problem
+# the launcher's srun options; hpc_runner_argv: by the runner module's wrap (lib/runners/).
+declare -g hpc_plan_launcher hpc_plan_runner hpc_job_node_tmpdir
 declare -ga hpc_launcher_srun hpc_runner_argv
 
 # hpc_job_is_python WORD: true for python, python3, python3.11, or such a name with a path.
@@ -114,12 +113,8 @@ hpc_job_task() {
   fi
 
   local -a argv
-  if [[ ${hpc_plan_mode:-single} == sweep ]]; then
-    # The agent's key, from the job's environment or read here on the node: never on argv.
-    hpc_module_load "$hpc_lib_dir" hpc_sweep_load_key hpc_sweep || hpc_job_fail "wandb key" "$hpc_module_problem"
-    hpc_sweep_load_key ||
-      hpc_job_fail "wandb key" "no WANDB_API_KEY in the job and no readable $(hpc_sweep_credentials)"
-  fi
+  # What the mode's task needs before its program (a W&B agent's key).
+  hpc_mode job_task
   hpc_launcher_load "$hpc_plan_launcher" || hpc_job_fail "launcher" "no launcher '$hpc_plan_launcher' in this toolkit"
   hpc_runner_load "$hpc_plan_runner" || hpc_job_fail "runner" "no runner '$hpc_plan_runner' in this toolkit"
   # The runner's environment, and the command expanded in it (hpc_configs_argv).

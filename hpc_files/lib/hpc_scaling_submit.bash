@@ -64,8 +64,7 @@ hpc_scaling_check_options() {
     hpc_die_usage "--scale-target-efficiency" \
       "'$hpc_scaling_target' is not accepted; accepted: a whole percentage, 1 to 100 (default 70)"
   hpc_scaling_target=$((10#$hpc_scaling_target))
-  if [[ -n $hpc_opt_wandb_sweepid$hpc_opt_repeat || $hpc_opt_wandb_offline == 1 ]] ||
-    [[ -n $hpc_opt_map_range$hpc_opt_map_over$hpc_opt_gather$hpc_opt_gather_configs ]]; then
+  if [[ -n $hpc_opt_wandb_sweepid$hpc_opt_repeat || $hpc_opt_wandb_offline == 1 ]] || hpc_opt_asks map; then
     local msg="submits its own jobs, one per configuration; accepted without"
     msg+=" -w, --wandb-offline, --repeat, --map-range, --map-over and --gather"
     hpc_die_usage "--scaling-test" "$msg"
@@ -394,42 +393,13 @@ hpc_scaling_dry_run() {
   fi
 }
 
-# hpc_scaling_main: the whole scaling submission (after the profile and the configs file are
-# read): the ordinary submission's steps (hpc_submit.bash: confirmation, preparation, each run
-# through hpc_submit_job) in the group workflow (hpc_group.bash): the report job first, held (its
-# id names the study's folder before any run's output does), then the folder, the runs, the report
-# job's dependency on them, study.json, and the release. Exits.
-hpc_scaling_main() {
-  local x n g r out report_plan report_text summary
+# hpc_scaling_submit_study: (modes/scaling.bash's submission, confirmed and prepared) the study
+# in the group workflow (hpc_group.bash), each run through hpc_submit_job: the report job first,
+# held (its id names the study's folder before any run's output does), then the folder, the runs,
+# the report job's dependency on them, study.json, and the release.
+hpc_scaling_submit_study() {
+  local x n g r out report_plan report_text
   local -a run_after=()
-  hpc_scaling_dir=''
-  hpc_plan_make
-  hpc_scaling_configurations
-  if ((${#hpc_opt_data[@]})); then
-    # --data as for any job: checked now, packed once after the confirmation, every run unpacks it.
-    # shellcheck source=hpc_files/lib/hpc_stage_submit.bash
-    source "$hpc_files_dir/lib/hpc_stage_submit.bash"
-    hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
-  fi
-  hpc_scaling_check_fit
-  hpc_scaling_root=$hpc_plan_outputs_dir/scaling/${hpc_opt_exp_name:-default}
-  hpc_scaling_shared
-  hpc_scaling_choose_order
-  if ((hpc_opt_dry_run)); then
-    hpc_scaling_dry_run
-    exit
-  fi
-  hpc_scaling_runs_text
-  summary="Scaling test: ${#hpc_scaling_runs[@]} run(s): $hpc_scaling_runs_text, "
-  if [[ $hpc_scaling_order == serial ]]; then summary+='one after another'; else summary+='released together'; fi
-  if ! hpc_submit_confirm "$summary; and one report job"; then
-    hpc_say "not submitted"
-    exit 1
-  fi
-  hpc_group_check_root "$hpc_scaling_root" "scaling study's"
-  hpc_plan_make
-  hpc_submit_prepare
-  trap - EXIT
   hpc_scaling_run_ids=() hpc_scaling_keys=() hpc_scaling_gpus_of=()
   hpc_submit_pending_open
   hpc_group_begin scaling "the submission stopped before the study was released"
@@ -485,5 +455,4 @@ hpc_scaling_main() {
   printf 'Scaling study %s: %s run(s) (jobs %s), report job %s after them (afterany)\nFolder: %s\n' \
     "$hpc_scaling_id_text" "${#hpc_scaling_run_ids[@]}" "${hpc_scaling_run_ids[*]}" "$hpc_scaling_report_id" \
     "$hpc_scaling_dir"
-  exit 0
 }

@@ -7,11 +7,11 @@
 # kept), so that the linter knows each name and catches a misspelt one.
 # job_submitter.sh: its own path and folder; hpc_options.bash: the options.
 declare -g hpc_submitter hpc_files_dir hpc_opt_cluster \
-  hpc_opt_dry_run hpc_opt_help hpc_opt_scaling_test hpc_opt_wandb_offline hpc_opt_yes
+  hpc_opt_dry_run hpc_opt_help hpc_opt_wandb_offline hpc_opt_yes
 declare -ga hpc_opt_data
 # hpc_plan.bash: the plan.
 declare -g hpc_plan_checkpoints_dir hpc_plan_exp_name hpc_plan_job_name hpc_plan_outputs_dir \
-  hpc_plan_runner hpc_plan_scratch_dir hpc_plan_summary hpc_plan_file
+  hpc_plan_runner hpc_plan_scratch_dir hpc_plan_summary hpc_plan_file hpc_plan_output
 # hpc_manifest.bash: the manifest's path and the cluster's MaxArraySize.
 declare -g hpc_manifest_path hpc_manifest_max_array_size
 # hpc_slurm.bash: sbatch's answer (hpc_slurm_sbatch).
@@ -344,56 +344,45 @@ hpc_submit_keep() {
     hpc_say "job $hpc_submit_id was submitted, but its manifest could not be written"
 }
 
-# hpc_submit_main ARGS...: the whole submission.
+# hpc_submit_choose_mode: sets hpc_mode_name to the mode the options ask for (the last that
+# applies): repeats, an offline grid, W&B sweep agents, a map (an option of the table's scope map:
+# also --repeat with a gather), a scaling study (scope scaling); else a single job.
+hpc_submit_choose_mode() {
+  hpc_mode_name=single
+  [[ -z $hpc_opt_repeat ]] || hpc_mode_name=repeat
+  ((hpc_opt_wandb_offline == 0)) || hpc_mode_name=offline
+  [[ -z $hpc_opt_wandb_sweepid ]] || hpc_mode_name=sweep
+  ! hpc_opt_asks map || hpc_mode_name=map
+  ! hpc_opt_asks scaling || hpc_mode_name=scaling
+}
+
+# hpc_submit_main MODE ARGS...: the whole submission, for every mode: its steps in order, each
+# mode's part through its hooks (hpc_mode; docs/architecture.md, "Modes"). MODE empty: the one
+# the options ask for (hpc_submit_choose_mode). A dry run ends with its hook's status (set -e).
 hpc_submit_main() {
-  local final id out
+  hpc_mode_name=$1
+  shift
   # The submission's own words, recorded in its manifest (resubmit uses them).
   # shellcheck disable=SC2034 # read by hpc_manifest.bash
   hpc_submit_argv=("$@")
   hpc_opt_defaults
-  hpc_opt_parse "$@"
+  hpc_mode_args=("$@")
+  [[ -z $hpc_mode_name ]] || hpc_mode args "$@"
+  hpc_opt_parse ${hpc_mode_args[@]+"${hpc_mode_args[@]}"}
+  [[ -n $hpc_mode_name ]] || hpc_submit_choose_mode
   if ((hpc_opt_help)); then
-    # shellcheck source=hpc_files/lib/hpc_help.bash
-    source "$hpc_files_dir/lib/hpc_help.bash"
-    hpc_opt_help "$hpc_submitter"
+    hpc_mode help
     exit 0
   fi
-  hpc_opt_file_apply
+  hpc_mode settings
   hpc_opt_check_combinations
   # shellcheck disable=SC2034 # hpc_submit_data_archive: read by hpc_plan_adopt
   hpc_submit_hold=() hpc_submit_data_archive=''
-  if hpc_opt_asks map; then
-    # Map + gather: loaded only when asked for.
-    # shellcheck source=/dev/null # hpc_map_submit.bash: linted on its own (see docs/architecture.md)
-    source "$hpc_files_dir/lib/hpc_map_submit.bash"
-    hpc_map_check_options
-  fi
-  if hpc_opt_asks scaling; then
-    # Scaling test: loaded only when asked for.
-    # shellcheck source=/dev/null # hpc_scaling_submit.bash: linted on its own (see docs/architecture.md)
-    source "$hpc_files_dir/lib/hpc_scaling_submit.bash"
-    hpc_scaling_check_options
-  fi
+  hpc_mode check
   hpc_submit_runner_check
   hpc_profile_load "$hpc_opt_cluster"
   hpc_submit_configs
-  ((hpc_opt_scaling_test == 0)) || hpc_scaling_main
-  if [[ -n $hpc_opt_wandb_sweepid || -n $hpc_opt_repeat || $hpc_opt_wandb_offline == 1 ]]; then
-    # Arrays: loaded only when asked for, as most submissions are single jobs.
-    # shellcheck source=hpc_files/lib/hpc_sweep.bash
-    source "$hpc_files_dir/lib/hpc_sweep.bash"
-    if [[ -n $hpc_opt_wandb_sweepid && -z ${HOME:-} ]] && ! [[ -v WANDB_API_KEY && ${#WANDB_API_KEY} -gt 0 ]]; then
-      local msg="is not set, and neither is WANDB_API_KEY: the W&B API key"
-      msg+=" is read from \$HOME/wandb_credentials.txt; set one of them"
-      hpc_die_usage "HOME" "$msg"
-    fi
-    hpc_sweep_before_plan
-    hpc_plan_make
-    hpc_sweep_plan
-  else
-    hpc_plan_make
-    [[ -z $hpc_opt_map_range$hpc_opt_map_over ]] || hpc_map_plan
-  fi
+  hpc_mode plan
   # --data: checked now (exit 2 on a bad path); the archive is made after the confirmation.
   if ((${#hpc_opt_data[@]})); then
     # Loaded only for --data: most submissions have none.
@@ -401,23 +390,61 @@ hpc_submit_main() {
     source "$hpc_files_dir/lib/hpc_stage_submit.bash"
     hpc_stage_validate "$hpc_plan_scratch_dir" "${hpc_opt_data[@]}" || exit 2
   fi
-  hpc_submit_check_fit
-  [[ $hpc_plan_mode != map ]] || hpc_map_check_gather_fit
-
+  hpc_mode fit
   if ((hpc_opt_dry_run)); then
-    local dry_rc=0
     # Loaded only for --dry-run.
     # shellcheck source=hpc_files/lib/hpc_submit_dry_run.bash
     source "$hpc_files_dir/lib/hpc_submit_dry_run.bash"
-    hpc_submit_dry_run || dry_rc=$?
-    [[ $hpc_plan_mode != map ]] || hpc_map_dry_run
-    exit "$dry_rc"
+    hpc_mode dry_run
+    exit 0
   fi
-  if ! hpc_submit_confirm; then
+  if ! hpc_mode confirm; then
     hpc_say "not submitted"
     exit 1
   fi
-  hpc_submit_prepare
+  hpc_mode prepare
+  hpc_mode submit
+}
+
+# The core's hooks (hpc_mode_any_*), for the modes that define no hook of that name.
+
+# hpc_mode_any_help: the submitter's usage.
+hpc_mode_any_help() {
+  # shellcheck source=hpc_files/lib/hpc_help.bash
+  source "$hpc_files_dir/lib/hpc_help.bash"
+  hpc_opt_help "$hpc_submitter"
+}
+
+# hpc_mode_any_settings: the defaults file's values (hpc_opt_file_apply).
+hpc_mode_any_settings() { hpc_opt_file_apply; }
+
+# hpc_mode_any_plan: one job's plan (hpc_plan_make).
+hpc_mode_any_plan() { hpc_plan_make; }
+
+# hpc_mode_any_fit: exit 2 when no node could run the plan (hpc_submit_check_fit).
+hpc_mode_any_fit() { hpc_submit_check_fit; }
+
+# hpc_mode_any_dry_run: what the job would be (hpc_submit_dry_run); false when SLURM refuses it.
+hpc_mode_any_dry_run() { hpc_submit_dry_run; }
+
+# hpc_mode_any_confirm: asks on a terminal (hpc_submit_confirm); false means no.
+hpc_mode_any_confirm() { hpc_submit_confirm; }
+
+# hpc_mode_any_prepare: folders, the runner, --data (hpc_submit_prepare).
+hpc_mode_any_prepare() { hpc_submit_prepare; }
+
+# hpc_mode_any_release ID: (job ID accepted, its files kept) nothing of the submission is left to
+# find by its tag; a signal that came meanwhile acts now.
+hpc_mode_any_release() {
+  hpc_pending_close
+  hpc_submit_resume_signals "$hpc_plan_exp_name" "$1"
+}
+
+# hpc_mode_any_submit: the plan as one job (an array is one job): the plan file, sbatch, the kept
+# script and manifest, the mode's release (a map's array is held until its folder and gather are
+# in place), then what was submitted and where its output goes.
+hpc_mode_any_submit() {
+  local final id
   # The plan file, before sbatch (the job may start as soon as sbatch returns); removed again,
   # with the folders made, when the submission fails before SLURM accepts the job.
   trap hpc_submit_undo EXIT
@@ -430,26 +457,9 @@ hpc_submit_main() {
   id=$hpc_submit_id
   final=$hpc_plan_outputs_dir/${hpc_plan_exp_name}_${hpc_plan_kind}_$id.sh
   hpc_submit_keep "$final" || hpc_say "job $id was submitted, but its script could not be kept as $final"
-  if [[ $hpc_plan_mode == map ]]; then
-    # A map's array is held until its folder and gather are in place (the group workflow): a
-    # signal until then cancels the whole map, never leaves the array held.
-    hpc_map_after_submit "$id"
-  else
-    # Recorded: nothing of this submission is left to find by its tag.
-    hpc_pending_close
-    hpc_submit_resume_signals "$hpc_plan_exp_name" "$id"
-  fi
+  hpc_mode release "$id"
   printf 'Submitted job %s (%s)\n' "$id" "$hpc_plan_summary"
-  if [[ ${hpc_plan_mode:-single} == offline ]]; then
-    if [[ -n ${WANDB_DIR:-} ]]; then
-      printf 'Offline runs go to %s/wandb (WANDB_DIR of this shell); ' "$WANDB_DIR"
-      printf 'when the array has ended, upload them from a machine with internet:\n  wandb sync %q/wandb\n' "$WANDB_DIR"
-    else
-      printf 'Offline runs go to %s/task_N/wandb; ' "$hpc_plan_scratch_dir/$hpc_plan_exp_name"
-      printf 'when the array has ended, upload them from a machine with internet:\n  wandb sync %q/task_*/wandb\n' \
-        "$hpc_plan_scratch_dir/$hpc_plan_exp_name"
-    fi
-  fi
+  hpc_mode submitted
   local others='' first=${hpc_plan_array%%[-,:%]*}
   if [[ -n $hpc_plan_array ]]; then
     # An array: task FIRST's real file, and the others' with the job id filled in.

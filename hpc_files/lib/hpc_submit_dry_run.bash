@@ -8,7 +8,7 @@
 # hpc_options.bash: the options; hpc_plan.bash: the plan; the compiled profile; the runner: its
 # preview; hpc_configs.bash: the command's words; hpc_stage_submit.bash: the data's archive;
 # hpc_submit.bash: the secrets on the command line.
-declare -g hpc_plan_array_count hpc_plan_exp_name hpc_plan_kind hpc_plan_launcher hpc_plan_outputs_dir \
+declare -g hpc_plan_exp_name hpc_plan_kind hpc_plan_launcher hpc_plan_outputs_dir \
   hpc_plan_python_helpers hpc_plan_runner hpc_plan_scratch_dir hpc_plan_script \
   hpc_plan_text hpc_profile_tmpdir_provided hpc_profile_tmpdir_root hpc_stage_archive \
   hpc_runner_preview hpc_facts_omp_threads hpc_runner_wandb_dir hpc_runner_wandb_note hpc_runner_env_text \
@@ -16,23 +16,13 @@ declare -g hpc_plan_array_count hpc_plan_exp_name hpc_plan_kind hpc_plan_launche
 declare -ga hpc_opt_settings hpc_configs_words hpc_facts_program_env hpc_opt_data hpc_plan_sbatch_args hpc_stage_paths \
   hpc_submit_secret_names
 
-# hpc_submit_own_folders_text: prints where the job's files land: checkpoints_dir, WANDB_DIR and
-# the folder the program starts in (see hpc_job_own_folders), each array task its own; for
-# --repeat also the first and last task's seed and checkpoints_dir.
+# hpc_submit_own_folders_text: prints where the job's files land: checkpoints_dir (the mode's
+# dry_folders hook: a repeat's first and last task's seed too), WANDB_DIR and the folder the
+# program starts in (see hpc_job_own_folders), each array task its own (the mode's tasks hook).
 hpc_submit_own_folders_text() {
-  local task='' exp=$hpc_plan_scratch_dir/$hpc_plan_exp_name last
-  [[ ${hpc_plan_mode:-single} == single ]] || task=/task_N
-  if [[ ${hpc_plan_mode:-single} == repeat ]]; then
-    last=$((hpc_plan_array_count - 1))
-    if ((last == 0)); then
-      printf 'seed=0 (task 0)\ncheckpoints_dir=%s/task_0 (task 0)\n' "$exp/checkpoints"
-    else
-      printf 'seed=0 (task 0) ... %s (task %s)\ncheckpoints_dir=%s/task_0 (task 0) ... %s/task_%s (task %s)\n' \
-        "$last" "$last" "$exp/checkpoints" "$exp/checkpoints" "$last" "$last"
-    fi
-  else
-    printf 'checkpoints_dir=%s\n' "$exp/checkpoints$task"
-  fi
+  local task='' exp=$hpc_plan_scratch_dir/$hpc_plan_exp_name
+  ! hpc_mode tasks || task=/task_N
+  hpc_mode dry_folders "$exp/checkpoints$task"
   if [[ -n ${WANDB_DIR:-} ]]; then
     printf 'WANDB_DIR=%s (from this shell)\n' "$WANDB_DIR"
   else
@@ -46,6 +36,12 @@ hpc_submit_own_folders_text() {
     printf 'working folder: %s\n' "$hpc_runner_start_text"
   fi
 }
+
+# hpc_mode_any_dry_folders CHECKPOINTS: prints the job's checkpoints_dir.
+hpc_mode_any_dry_folders() { printf 'checkpoints_dir=%s\n' "$1"; }
+
+# hpc_mode_any_defines NAME: false: no variable of the program is a mode's own.
+hpc_mode_any_defines() { return 1; }
 
 # hpc_submit_environment: prints the environment the job's program gets, and flags references of
 # the configs file that nothing will define in the job.
@@ -82,7 +78,7 @@ hpc_submit_environment() {
     [[ $_hpc_env_name == *:- ]] && _hpc_env_required=0 && _hpc_env_name=${_hpc_env_name%:-}
     case $_hpc_env_name in
       # --repeat's tasks see their index as seed (hpc_job_own_folders); other jobs have none.
-      seed) [[ ${hpc_plan_mode:-single} != repeat ]] || _hpc_env_defined="defined by the job" ;;&
+      seed) ! hpc_mode defines seed || _hpc_env_defined="defined by the job" ;;&
       source_dir | project_name | scratch_dir | exp_name | \
         num_nodes | gpus_per_node | num_processes | checkpoints_dir | \
         WANDB_DIR | SLURM_TMPDIR | SLURM_* | PYTHONPATH | VIRTUAL_ENV | \
@@ -94,7 +90,7 @@ hpc_submit_environment() {
         ;;
       map_index | map_item | map_count | map_dir | task_dir)
         _hpc_env_defined="NOT DEFINED: only the tasks of a map (--map-range, --map-over) have it"
-        [[ ${hpc_plan_mode:-} != map ]] || _hpc_env_defined="defined by the job (each map task's own)"
+        ! hpc_mode defines "$_hpc_env_name" || _hpc_env_defined="defined by the job (each map task's own)"
         ;;
       *)
         if [[ -n ${_hpc_env_defined:-} ]]; then

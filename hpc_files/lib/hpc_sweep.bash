@@ -180,7 +180,7 @@ hpc_sweep_plan() {
   fi
   throttle=${hpc_opt_max_concurrent:-${hpc_profile_array_throttle:-10}}
   hpc_plan_array_count=$count
-  if [[ $hpc_plan_mode == sweep ]]; then
+  if [[ -n $hpc_opt_wandb_sweepid ]]; then
     # Agents are numbered from 1, as the original toolkit did; everything else from 0.
     hpc_manifest_check_array_size "$count" 1
     hpc_plan_array=1-$count%$throttle

@@ -103,7 +103,7 @@ forks_of() {
 
 @test "a plain submission of a plain command reads only the libraries it runs: not the configs file's quoted parts and references (hpc_configs_quoted.bash), the venv's build (venv_build.bash), map, scaling, sweeps, data or management code" {
   forks_of -y -g 0 -e speed
-  assert_equal "$files" "hpc_common.bash hpc_configs.bash hpc_facts.bash hpc_manifest.bash hpc_options.bash hpc_pending.bash hpc_plan.bash hpc_profile.bash hpc_slurm.bash hpc_submit.bash none.bash venv.bash venv_runner.bash"
+  assert_equal "$files" "hpc_common.bash hpc_configs.bash hpc_facts.bash hpc_manifest.bash hpc_options.bash hpc_pending.bash hpc_plan.bash hpc_profile.bash hpc_slurm.bash hpc_submit.bash none.bash single.bash venv.bash venv_runner.bash"
 }
 
 @test "a container submission takes no venv lock and reads no venv code: its runner module (singularity.bash) and the container runner are the only runner code it loads" {
@@ -111,7 +111,7 @@ forks_of() {
   bash "$HPC_ROOT/tests/fixtures/apptainer/make_sif.sh" "$tmp/app.sif" >/dev/null
   forks_of -y -g 0 -s "$tmp/app.sif" -e speed
   [[ " $forks " == *" sbatch "* && " $forks " != *" flock "* && " $forks " != *" sbatch sbatch "* ]] || fail "processes: $forks"
-  assert_equal "$files" "container_runner.bash hpc_common.bash hpc_configs.bash hpc_facts.bash hpc_manifest.bash hpc_options.bash hpc_pending.bash hpc_plan.bash hpc_profile.bash hpc_slurm.bash hpc_submit.bash none.bash singularity.bash"
+  assert_equal "$files" "container_runner.bash hpc_common.bash hpc_configs.bash hpc_facts.bash hpc_manifest.bash hpc_options.bash hpc_pending.bash hpc_plan.bash hpc_profile.bash hpc_slurm.bash hpc_submit.bash none.bash single.bash singularity.bash"
 }
 
 @test "a configs file with a quoted part and a reference loads hpc_configs_quoted.bash, and its command reaches the job (its plan file) whole" {

@@ -31,8 +31,10 @@ long_lines() {
 # unused_functions FILE...: prints each function defined in FILEs (NAME() {) that no code line
 # of FILEs (comments not counted) names besides its definition.
 unused_functions() {
-  local name code
+  local name code hooks hook
   code=$(grep -hvE '^[[:space:]]*#' -- "$@")
+  # The hooks the core asks modes for (hpc_mode HOOK).
+  hooks=$(grep -oE '(^|[^a-z0-9_])hpc_mode [a-z_]+' <<<"$code" | sed 's/.*hpc_mode //' | sort -u)
   grep -hoE '^[a-z_][a-z0-9_]*\(\) \{' -- "$@" | sed 's/() {//' | sort -u | while IFS= read -r name; do
     # A launcher's or runner's function is called by name: "hpc_launcher_${name}_plan".
     if [[ $name =~ ^hpc_(launcher|runner)_[a-z0-9_]+_(describe|plan|processes|srun|task|workers|check|prepare|preview|folders|python|node_work|node_setup|here|enter|wrap)$ ]]; then
@@ -42,6 +44,15 @@ unused_functions() {
     # A group kind's hook is called by name (hpc_group.bash): "hpc_${kind}_resubmit_read".
     if [[ $name =~ ^hpc_(map|scaling)_(group_[a-z]+|resubmit_[a-z]+)$ ]]; then
       grep -qE "hpc_\\\$\{[^}]+\}_${BASH_REMATCH[2]}([^a-z0-9_]|$)" <<<"$code" || printf '%s\n' "$name"
+      continue
+    fi
+    # A mode's hook (hpc_files/lib/modes/NAME.bash, or the core's hpc_mode_any_HOOK) is called by
+    # name, by hpc_mode HOOK (hpc_common.bash); describe marks a mode's file as loaded.
+    if [[ $name == hpc_mode_?*_?* ]]; then
+      for hook in $hooks describe; do
+        [[ $name != hpc_mode_*_"$hook" ]] || continue 2
+      done
+      printf '%s\n' "$name"
       continue
     fi
     # A command's function is called by name, "hpc_command_$hpc_command" (job_submitter.sh), for

@@ -28,17 +28,10 @@
 # --scaling-test and its options, --requeue, -s (a container: not yet). Needs a terminal.
 # Exit status: the shell's last status; 1 refused or failed; 2 bad input.
 
-# interactive.bash: the command 'interactive'; the session's own code (both sides) is
-# hpc_interactive.bash.
-
-# What this file reads, set by the others: declared here, not set (values already there are
-# kept), so that the linter knows each name and catches a misspelt one.
-declare -g hpc_lib_dir
-
-# shellcheck source=hpc_files/lib/hpc_interactive.bash
-source "$hpc_lib_dir/hpc_interactive.bash"
+# interactive.bash: the command 'interactive': the submission in mode interactive
+# (modes/interactive.bash; the session's own code, both sides, is hpc_interactive.bash).
 
 # hpc_command_interactive ARGS...: the command 'interactive'.
 hpc_command_interactive() {
-  hpc_interactive_main "$@"
+  hpc_submit_main interactive "$@"
 }
