@@ -13,6 +13,13 @@ hpc_say() {
   printf '%s: %s\n' "$hpc_program" "$*" >&2
 }
 
+# hpc_user_name VAR: sets VAR to this user's name: USER, else the name a prompt's \u shows
+# (the password database's, without starting id -un).
+hpc_user_name() {
+  local u='\u'
+  printf -v "$1" '%s' "${USER:-${u@P}}"
+}
+
 # hpc_die MESSAGE...: prints the message and exits 1 (a runtime failure).
 hpc_die() {
   hpc_say "$@"

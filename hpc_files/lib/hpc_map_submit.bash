@@ -339,8 +339,9 @@ declare -g hpc_plan_account
 # one line naming the limit and the fix. A map without a gather is left to sbatch, whose
 # refusal of the array leaves nothing behind (hpc_slurm_sbatch says the fix).
 hpc_map_fit_room() {
-  local gather=$((${#hpc_map_gather_words[@]} > 0)) fit what="the map's array" user=${USER:-$(id -un)}
+  local gather=$((${#hpc_map_gather_words[@]} > 0)) fit what="the map's array" user
   [[ $hpc_opt_chunk == auto ]] || ((gather)) || return 0
+  hpc_user_name user
   hpc_map_submit_room
   [[ -n $hpc_map_room ]] && ((hpc_map_tasks + gather > hpc_map_room)) || return 0
   fit=$((hpc_map_room - gather))
@@ -370,8 +371,9 @@ hpc_map_fit_room() {
 # 4 of QOS limited, 1 already submitted'). Empty where none is known (no accounting: sacctmgr
 # fails; or no limit): sbatch judges.
 hpc_map_submit_room() {
-  local user=${USER:-$(id -un)} out qos=${SBATCH_QOS:-} account=${hpc_plan_account:-${SBATCH_ACCOUNT:-}}
+  local user out qos=${SBATCH_QOS:-} account=${hpc_plan_account:-${SBATCH_ACCOUNT:-}}
   local part=${hpc_plan_partition:-} default row_account row_part max def_qos used room
+  hpc_user_name user
   local assoc_max='' qos_max='' part_row='' plain_row=''
   hpc_map_room='' hpc_map_room_limit=''
   out=$(hpc_slurm -t 20 sacctmgr -n -P show user "$user" withassoc \

@@ -69,9 +69,9 @@ forks_of() {
   assert_equal "$forks" "flock sbatch"
 }
 
-@test "a map with a gather starts six processes: flock, the held array's sbatch, one mkdir for its folder, the gather's subshell (its plan stays apart) and sbatch, scontrol release; it reads the map's submission code only" {
+@test "a map with a gather starts seven processes: flock, the held array's sbatch, one mkdir for its folder, the gather's subshell (its plan stays apart) and sbatch, scontrol release, the limit's one sacctmgr (under timeout); it reads the map's submission code only" {
   forks_of -y -g 0 --map-range 0-5 --max-concurrent 2 --gather "python -c pass" -e speed
-  assert_equal "$forks" "- flock mkdir sbatch sbatch scontrol"
+  assert_equal "$forks" "- flock mkdir sbatch sbatch scontrol timeout"
   # The map's code for submitting, not its management and job side (hpc_map.bash).
   [[ " $files " == *" hpc_map_submit.bash "* && " $files " != *" hpc_map.bash "* ]] || fail "map libraries read: $files"
 }
