@@ -465,21 +465,11 @@ _hpc_configs_parse() {
           _hpc_configs_word=$part
           started=1
         fi
-        if [[ $_hpc_configs_rest == [' '$'\t']* ]]; then
-          _hpc_configs_push || return
-          started=0
-          part=${_hpc_configs_rest%%[!$' \t']*}
-          _hpc_configs_rest=${_hpc_configs_rest:${#part}}
-        fi
+        [[ $_hpc_configs_rest != [' '$'\t']* ]] || _hpc_configs_blanks || return
         continue
         ;;
       [' '$'\t']*)
-        if ((started)); then
-          _hpc_configs_push || return
-          started=0
-        fi
-        part=${_hpc_configs_rest%%[!$' \t']*}
-        _hpc_configs_rest=${_hpc_configs_rest:${#part}}
+        _hpc_configs_blanks || return
         continue
         ;;
       $'\n')
@@ -516,57 +506,73 @@ _hpc_configs_parse() {
         ;;
     esac
     # Anything else is (part of) a word.
-    if ((++nparts > hpc_configs_max_parts)); then
-      local _hpc_configs_msg="line $_hpc_configs_line: more than $hpc_configs_max_parts quoted parts, escapes and"
-      _hpc_configs_msg+=" references in one command, more than the toolkit reads (put such a list in a file that the"
-      _hpc_configs_msg+=" program reads)"
-      _hpc_configs_fail "$_hpc_configs_msg"
-      return
-    fi
-    if ((! started)); then
-      started=1
-      _hpc_configs_word=''
-    fi
-    # Once a parse: looking for its functions at every quoted word cost a third of its time.
-    ((quoted)) || {
-      _hpc_configs_load_quoted || {
-        _hpc_configs_fail "cannot be read: the toolkit's hpc_configs_quoted.bash is missing"
-        return
-      }
-      quoted=1
-    }
-    case $_hpc_configs_rest in
-      "'"*) _hpc_configs_squote || return ;;
-      '"'*) _hpc_configs_dquote || return ;;
-      ["\$\`"]*) _hpc_configs_dollar || return ;;
-      "\\"*) _hpc_configs_backslash_unquoted || return ;;
-      [';&|<>()']*)
-        local _hpc_configs_msg="line $_hpc_configs_line: unquoted '${_hpc_configs_rest:0:1}': pipes, redirections,"
-        _hpc_configs_msg+=" command lists and subshells are not supported (quote it to pass it to the program)"
-        _hpc_configs_fail "$_hpc_configs_msg"
-        return
-        ;;
-      '#'*)
-        _hpc_configs_word+='#'
-        _hpc_configs_rest=${_hpc_configs_rest:1}
-        ;;
-      *)
-        # A byte the locale cannot read as a character.
-        _hpc_configs_literal "${_hpc_configs_rest:0:1}"
-        _hpc_configs_rest=${_hpc_configs_rest:1}
-        ;;
-    esac
-    if [[ $_hpc_configs_rest == [' '$'\t']* ]]; then
-      # The blanks after a quoted part or a reference, at once.
-      _hpc_configs_push || return
-      started=0
-      part=${_hpc_configs_rest%%[!$' \t']*}
-      _hpc_configs_rest=${_hpc_configs_rest:${#part}}
-    fi
+    _hpc_configs_part || return
   done
   if ((started)); then
     _hpc_configs_push
   fi
+}
+
+# _hpc_configs_part: (in _hpc_configs_parse) reads the quoted part, escape or reference (or a
+# character of no meaning there) that starts _hpc_configs_rest into the word, which it starts
+# when none is (the caller's started; nparts counts them, quoted says the quoting library is
+# loaded); returns 2 on an error.
+_hpc_configs_part() {
+  if ((++nparts > hpc_configs_max_parts)); then
+    local _hpc_configs_msg="line $_hpc_configs_line: more than $hpc_configs_max_parts quoted parts, escapes and"
+    _hpc_configs_msg+=" references in one command, more than the toolkit reads (put such a list in a file that the"
+    _hpc_configs_msg+=" program reads)"
+    _hpc_configs_fail "$_hpc_configs_msg"
+    return
+  fi
+  if ((! started)); then
+    started=1
+    _hpc_configs_word=''
+  fi
+  # Once a parse: looking for its functions at every quoted word cost a third of its time.
+  ((quoted)) || {
+    _hpc_configs_load_quoted || {
+      _hpc_configs_fail "cannot be read: the toolkit's hpc_configs_quoted.bash is missing"
+      return
+    }
+    quoted=1
+  }
+  case $_hpc_configs_rest in
+    "'"*) _hpc_configs_squote || return ;;
+    '"'*) _hpc_configs_dquote || return ;;
+    ["\$\`"]*) _hpc_configs_dollar || return ;;
+    "\\"*) _hpc_configs_backslash_unquoted || return ;;
+    [';&|<>()']*)
+      local _hpc_configs_msg="line $_hpc_configs_line: unquoted '${_hpc_configs_rest:0:1}': pipes, redirections,"
+      _hpc_configs_msg+=" command lists and subshells are not supported (quote it to pass it to the program)"
+      _hpc_configs_fail "$_hpc_configs_msg"
+      return
+      ;;
+    '#'*)
+      _hpc_configs_word+='#'
+      _hpc_configs_rest=${_hpc_configs_rest:1}
+      ;;
+    *)
+      # A byte the locale cannot read as a character.
+      _hpc_configs_literal "${_hpc_configs_rest:0:1}"
+      _hpc_configs_rest=${_hpc_configs_rest:1}
+      ;;
+  esac
+  # The blanks after a quoted part or a reference, at once.
+  [[ $_hpc_configs_rest != [' '$'\t']* ]] || _hpc_configs_blanks
+}
+
+# _hpc_configs_blanks: (in _hpc_configs_parse) _hpc_configs_rest starts with blanks: the word in
+# progress (the caller's started) ends and is pushed; the blanks are skipped. Returns 2 when the
+# word is too long.
+_hpc_configs_blanks() {
+  local part
+  if ((started)); then
+    _hpc_configs_push || return
+    started=0
+  fi
+  part=${_hpc_configs_rest%%[!$' \t']*}
+  _hpc_configs_rest=${_hpc_configs_rest:${#part}}
 }
 
 # _hpc_configs_after_command: checks that only blank lines and comments follow the command (the
