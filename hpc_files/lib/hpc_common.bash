@@ -286,6 +286,20 @@ hpc_split_option() {
   fi
 }
 
+# hpc_human_size BYTES: prints BYTES for people: 512 B, 12.0 KiB, 1.2 GiB (tenths cut, not rounded).
+hpc_human_size() {
+  local b=$1 div=1 unit=B u
+  for u in KiB MiB GiB TiB PiB; do
+    ((b >= div << 10)) || break
+    div=$((div << 10)) unit=$u
+  done
+  if ((div == 1)); then
+    printf '%d B' "$b"
+  else
+    printf '%d.%d %s' "$((b / div))" "$(((b % div) * 10 / div))" "$unit"
+  fi
+}
+
 # hpc_usage FILE: prints the usage comment block at the top of FILE (the lines after the shebang
 # that start with '#', up to the first line that does not), without the leading '# '.
 hpc_usage() {

@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # hpc_stage_node.bash: data staging (--data), the node side. In the job, every node unpacks the
 # archive the submission built (hpc_stage_submit.bash) once into its SLURM_TMPDIR, where the same
-# relative paths appear (hpc_stage_extract, called by hpc_job.bash). Also the size and rate
-# formats that both sides print. Functions are prefixed hpc_stage_; none exits the caller's shell.
+# relative paths appear (hpc_stage_extract, called by hpc_job.bash). Also the rate format that
+# both sides print (sizes: hpc_human_size). Functions are prefixed hpc_stage_; none exits the
+# caller's shell.
 # The archive's format, the measurements behind it and the layout of the cache: docs/staging.md.
 
 # Read once: the job's guard loads this file inside a function, after hpc_common.bash.
@@ -11,20 +12,6 @@ declare -F hpc_module_load >/dev/null || source "${BASH_SOURCE[0]%/*}/hpc_common
 
 # Extraction needs the data's size (rounded up to 4 KiB blocks) plus 2% plus this many bytes free.
 hpc_stage_margin_bytes=${hpc_stage_margin_bytes:-16777216}
-
-# hpc_stage_human BYTES: prints BYTES for people: 512 B, 12.0 KiB, 1.2 GiB.
-hpc_stage_human() {
-  local b=$1 div=1 unit=B u
-  for u in KiB MiB GiB TiB; do
-    ((b >= div << 10)) || break
-    div=$((div << 10)) unit=$u
-  done
-  if ((div == 1)); then
-    printf '%d B' "$b"
-  else
-    printf '%d.%d %s' "$((b / div))" "$(((b % div) * 10 / div))" "$unit"
-  fi
-}
 
 # hpc_stage_rate BYTES START_EPOCHREALTIME: prints 'S.S s (R MB/s)' from START to now.
 hpc_stage_rate() {
@@ -138,7 +125,7 @@ hpc_stage_extract_run() {
     hpc_stage_log "FAILED: cannot write $dest/.hpc_staged"
     return 1
   fi
-  hpc_stage_log "$(hpc_stage_human "$size") in $(hpc_stage_rate "$size" "$start") into $dest"
+  hpc_stage_log "$(hpc_human_size "$size") in $(hpc_stage_rate "$size" "$start") into $dest"
   return 0
 }
 
@@ -177,8 +164,8 @@ hpc_stage_space_check() {
   avail=$(df -B1 --output=avail -- "$1" 2>/dev/null) || avail=''
   avail=${avail##*[!0-9]}
   if [[ -n $avail ]] && ((need + margin > avail)); then
-    printf -v msg '%s' "FAILED: not enough space in $1: the data needs $(hpc_stage_human "$need")" \
-      " (plus a margin of $(hpc_stage_human "$margin")), $(hpc_stage_human "$avail") is free; nothing was extracted"
+    printf -v msg '%s' "FAILED: not enough space in $1: the data needs $(hpc_human_size "$need")" \
+      " (plus a margin of $(hpc_human_size "$margin")), $(hpc_human_size "$avail") is free; nothing was extracted"
     hpc_stage_log "$msg"
     return 1
   fi
