@@ -33,12 +33,6 @@ declare -g hpc_lib_dir hpc_trusted_problem hpc_trusted_text
 # shellcheck source=hpc_files/lib/hpc_manage.bash
 source "$hpc_lib_dir/hpc_manage.bash"
 
-# hpc_command_resubmit EXP|JOBID [--failed]: the command 'resubmit'.
-hpc_command_resubmit() {
-  hpc_manage_begin
-  hpc_manage_resubmit "$@"
-}
-
 # hpc_manage_resubmit_live KEY: (resubmit --failed) false when the run KEY (a job, or JOB_TASK)
 # is still queued or running, as hpc_manage_states saw it, adding its job to live_jobs (the
 # caller's); true when it has ended or its state is unknown.
@@ -144,9 +138,10 @@ hpc_manage_resubmit_env() {
   done
 }
 
-# hpc_manage_resubmit TARGET [--failed]: submits the submission of TARGET again (only its failed
-# tasks with --failed) and records the new job in a linked manifest.
-hpc_manage_resubmit() {
+# hpc_command_resubmit EXP|JOBID [--failed]: the command 'resubmit': submits the submission of the
+# target again (only its failed tasks with --failed) and records the new job in a linked manifest.
+hpc_command_resubmit() {
+  hpc_manage_begin
   local target='' failed=0 word newest
   for word in "$@"; do
     case $word in
@@ -181,7 +176,7 @@ hpc_manage_resubmit() {
   hpc_manage_resubmit_submit
 }
 
-# hpc_manage_resubmit_group: (in hpc_manage_resubmit) a map or a scaling study: with --failed,
+# hpc_manage_resubmit_group: (in hpc_command_resubmit) a map or a scaling study: with --failed,
 # resubmits what did not succeed (true); without, refused: again whole it would run into a new
 # folder without its record (gather, status and --failed read it). False for any other job.
 hpc_manage_resubmit_group() {
@@ -207,7 +202,7 @@ hpc_manage_resubmit_group() {
   esac
 }
 
-# hpc_manage_resubmit_chain: (in hpc_manage_resubmit) sets chain to the jobs of the newest's
+# hpc_manage_resubmit_chain: (in hpc_command_resubmit) sets chain to the jobs of the newest's
 # submission (same origin), spec to its first job's array, indices and throttle to that array's.
 hpc_manage_resubmit_chain() {
   local id origin=${hpc_manage_origin[$newest]}
@@ -220,7 +215,7 @@ hpc_manage_resubmit_chain() {
   indices=("${hpc_manifest_indices[@]}") throttle=$hpc_manifest_throttle
 }
 
-# hpc_manage_resubmit_failed: (in hpc_manage_resubmit --failed) sets new_spec to the array of the
+# hpc_manage_resubmit_failed: (in hpc_command_resubmit --failed) sets new_spec to the array of the
 # tasks whose last run failed; false, having said why, when there is nothing to resubmit.
 hpc_manage_resubmit_failed() {
   local id key i
@@ -271,7 +266,7 @@ hpc_manage_resubmit_failed() {
   new_spec=$hpc_manifest_ranges${throttle:+%$throttle}
 }
 
-# hpc_manage_resubmit_script: (in hpc_manage_resubmit) reads the newest manifest of the chain
+# hpc_manage_resubmit_script: (in hpc_command_resubmit) reads the newest manifest of the chain
 # (it holds the options) and sets script_text to its kept job script's text, checked with the
 # plan file it names; exits naming what is gone or not to be trusted.
 hpc_manage_resubmit_script() {
@@ -298,7 +293,7 @@ hpc_manage_resubmit_script() {
     "'${other%%$'\n'*}'); nothing was submitted"
 }
 
-# hpc_manage_resubmit_gone WHAT: (in hpc_manage_resubmit_script) exits: WHAT of the newest job is
+# hpc_manage_resubmit_gone WHAT: (in hpc_command_resubmit_script) exits: WHAT of the newest job is
 # gone, with the command line that submits it again.
 hpc_manage_resubmit_gone() {
   local again
@@ -306,7 +301,7 @@ hpc_manage_resubmit_gone() {
   hpc_die "the $1 of job $newest is gone; submit again with: bash job_submitter.sh$again"
 }
 
-# hpc_manage_resubmit_submit: (in hpc_manage_resubmit) submits script_text with the manifest's
+# hpc_manage_resubmit_submit: (in hpc_command_resubmit) submits script_text with the manifest's
 # sbatch options, its array replaced by new_spec, records the new job in a linked manifest (the
 # newest's lines, with this job's own values) and says so.
 hpc_manage_resubmit_submit() {
