@@ -505,11 +505,9 @@ hpc_opt_check_combinations() {
 # hpc_opt_runners_text: prints the runners --runner accepts (the files in hpc_files/lib/runners/),
 # comma-separated.
 hpc_opt_runners_text() {
-  local file name text=''
-  for file in "${BASH_SOURCE[0]%/*}"/runners/*.bash; do
-    name=${file##*/} name=${name%.bash}
-    # Only names that can be part of a function's name.
-    [[ -f $file && $name =~ ^[a-z][a-z0-9_]*$ ]] && text+="$name, "
-  done
+  local text
+  local -a names
+  hpc_module_list "${BASH_SOURCE[0]%/*}/runners" names
+  printf -v text '%s, ' "${names[@]}"
   printf '%s\n' "${text%, }"
 }
