@@ -250,21 +250,6 @@ hpc_cleanup_wait() {
   done
 }
 
-# hpc_cleanup_human BYTES: prints BYTES for people: 512 B, 12.0 KiB, 3.4 GiB.
-hpc_cleanup_human() {
-  local bytes=$1 unit=0 scale=1
-  local -a units=(B KiB MiB GiB TiB PiB)
-  while ((bytes / scale >= 1024 && unit < 5)); do
-    scale=$((scale * 1024))
-    unit=$((unit + 1))
-  done
-  if ((unit == 0)); then
-    printf '%s B\n' "$bytes"
-  else
-    printf '%s.%s %s\n' "$((bytes / scale))" "$((bytes * 10 / scale % 10))" "${units[unit]}"
-  fi
-}
-
 # hpc_cleanup_why CODES: "job-active:1,symlink:2" in words: "1 job not ended, 2 symlinks".
 hpc_cleanup_why() {
   local item code n text out=''
@@ -325,7 +310,7 @@ hpc_cleanup_table() {
       s[$key]=${field#*=}
     done
     printf '%-*s  %-9s  %-12s  %-12s  %-5s  %s\n' "$width" "$node" "$id" "${s[removed]:-?}" \
-      "$(hpc_cleanup_human "${s[freed_bytes]:-0}")" "${s[kept]:-?}" "$(hpc_cleanup_why "${s[why]:--}")"
+      "$(hpc_human_size "${s[freed_bytes]:-0}")" "${s[kept]:-?}" "$(hpc_cleanup_why "${s[why]:--}")"
     removed_total=$((removed_total + ${s[removed]:-0}))
     freed_total=$((freed_total + ${s[freed_bytes]:-0}))
     kept_total=$((kept_total + ${s[kept]:-0}))
@@ -334,7 +319,7 @@ hpc_cleanup_table() {
       rc=1
     fi
   done
-  printf '%-*s  %-9s  %-12s  %-12s  %s\n' "$width" all '' "$removed_total" "$(hpc_cleanup_human "$freed_total")" \
+  printf '%-*s  %-9s  %-12s  %-12s  %s\n' "$width" all '' "$removed_total" "$(hpc_human_size "$freed_total")" \
     "$kept_total"
   return "$rc"
 }

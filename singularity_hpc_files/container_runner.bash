@@ -87,7 +87,7 @@ hpc_container_check_image() {
 # container, not a system folder or one of the runner's bind targets; sets
 # hpc_container_workdir. Else one line "--workdir: '<path>': <problem>" and status 2.
 hpc_container_check_workdir() {
-  local path=${1-} problem='' clean part target
+  local path=${1-} problem='' clean target
   clean=$path
   while [[ $clean == */ && $clean != / ]]; do clean=${clean%/}; done
   if [[ -z $path ]]; then
@@ -98,32 +98,18 @@ hpc_container_check_workdir() {
     problem="',' and ':' cannot be used in a bind target"
   elif [[ $path == *//* ]]; then
     problem="'//' in the path: write it once, e.g. /code"
-  else
-    local parts
-    IFS=/ read -r -a parts <<<"${clean#/}"
-    for part in "${parts[@]}"; do
-      if [[ $part == . || $part == .. ]]; then
-        problem="'.' and '..' are not allowed: give the plain path, e.g. /code"
-        break
-      fi
-    done
+  elif [[ /$clean/ == */./* || /$clean/ == */../* ]]; then
+    problem="'.' and '..' are not allowed: give the plain path, e.g. /code"
   fi
-  if [[ -z $problem ]]; then
-    for target in "${_hpc_container_system[@]}"; do
-      if [[ $clean == "$target" ]]; then
-        problem="the workdir bind would hide the image's $target: use a folder of its own, e.g. /code"
-        break
-      fi
-    done
-  fi
-  if [[ -z $problem ]]; then
-    for target in "${_hpc_container_reserved[@]}"; do
-      if [[ $clean == "$target" || $clean == "$target"/* ]]; then
-        problem="$target is bound by the job itself: use a folder of its own, e.g. /code"
-        break
-      fi
-    done
-  fi
+  # The first problem found is the one named.
+  for target in "${_hpc_container_system[@]}"; do
+    [[ -n $problem || $clean != "$target" ]] ||
+      problem="the workdir bind would hide the image's $target: use a folder of its own, e.g. /code"
+  done
+  for target in "${_hpc_container_reserved[@]}"; do
+    [[ -n $problem ]] || [[ $clean != "$target" && $clean != "$target"/* ]] ||
+      problem="$target is bound by the job itself: use a folder of its own, e.g. /code"
+  done
   if [[ -z $problem && -n ${HOME:-} && $clean == "${HOME%/}" ]]; then
     problem="that is \$HOME, which the job binds to a node-local home: use a folder of its own, e.g. /code"
   fi

@@ -41,24 +41,7 @@ hpc_venv_install() {
   fi
   hpc_venv_unuse
 
-  if [[ -n $hpc_venv_stale ]]; then
-    hpc_say "$hpc_venv_stale: building it again"
-  elif [[ -z $hpc_venv_deps ]]; then
-    if [[ $hpc_profile_venv_system_site_packages == true ]]; then
-      # Not a failure: a project whose packages the cluster provides (torch) needs no file.
-      msg="no Pipfile or requirements.txt in $src: the virtual environment gets no packages of its own; it sees"
-      msg+=" the system's (torch included where the cluster has it), as the cluster profile says"
-      hpc_say "$msg"
-    else
-      msg="no Pipfile or requirements.txt in $src: the virtual environment will be empty (the cluster profile keeps"
-      msg+=" the system's packages out of it)"
-      hpc_say "$msg"
-    fi
-  elif [[ -e $src/virtual_env ]]; then
-    hpc_say "${hpc_venv_deps##*/} changed since $src/virtual_env was built: building it again"
-  else
-    hpc_say "no virtual environment yet: building $src/virtual_env from ${hpc_venv_deps##*/}"
-  fi
+  hpc_venv_say_why "$src"
   log=$hpc_plan_outputs_dir/venv_install_%j.out
   sbatch_args=(--job-name="$hpc_plan_project_name-venv-install" --nodes=1 --ntasks=1
     --cpus-per-task=1 --mem=2G --time=00-01:00:00
@@ -113,6 +96,29 @@ hpc_venv_install() {
   exec {lock_fd}>&-
   hpc_plan_venv=$hpc_venv_build
   hpc_say "install job $id: the virtual environment is ready ($((SECONDS - start)) s)"
+}
+
+# hpc_venv_say_why SOURCE_DIR: (in hpc_venv_install, after hpc_venv_expect) says why the project's
+# virtual environment is being built.
+hpc_venv_say_why() {
+  local msg
+  if [[ -n $hpc_venv_stale ]]; then
+    hpc_say "$hpc_venv_stale: building it again"
+  elif [[ -z $hpc_venv_deps ]]; then
+    msg="no Pipfile or requirements.txt in $1: the virtual environment "
+    if [[ $hpc_profile_venv_system_site_packages == true ]]; then
+      # Not a failure: a project whose packages the cluster provides (torch) needs no file.
+      msg+="gets no packages of its own; it sees the system's (torch included where the cluster has it), as"
+      msg+=" the cluster profile says"
+    else
+      msg+="will be empty (the cluster profile keeps the system's packages out of it)"
+    fi
+    hpc_say "$msg"
+  elif [[ -e $1/virtual_env ]]; then
+    hpc_say "${hpc_venv_deps##*/} changed since $1/virtual_env was built: building it again"
+  else
+    hpc_say "no virtual environment yet: building $1/virtual_env from ${hpc_venv_deps##*/}"
+  fi
 }
 
 # hpc_venv_interrupted ID LOG STATUS: (a signal while waiting for install job ID) says that

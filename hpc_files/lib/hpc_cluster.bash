@@ -19,19 +19,14 @@ hpc_cluster_config_names() {
 # CONFIG (default|second); returns 1 for any other name.
 hpc_cluster_configure() {
   case $1 in
-    default)
+    default | site)
+      # Named nodes that all resolve to loopback (through /etc/hosts). The site has the default's
+      # nodes and partition (so the 'local' profile serves), which is preemptible there.
       hpc_cluster_nodes=(n1 n2)
-      # Named nodes that all resolve to loopback (through /etc/hosts).
       hpc_cluster_node_addrs=(127.0.0.1 127.0.0.1)
       hpc_cluster_name=hpclocal hpc_cluster_partition=debug hpc_cluster_partition_is_default=YES
       hpc_cluster_mem_mb=8000 hpc_cluster_gpu_type=
-      ;;
-    site)
-      # The default's nodes and partition (so the 'local' profile serves), which is preemptible here.
-      hpc_cluster_nodes=(n1 n2)
-      hpc_cluster_node_addrs=(127.0.0.1 127.0.0.1)
-      hpc_cluster_name=hpcsite hpc_cluster_partition=debug hpc_cluster_partition_is_default=YES
-      hpc_cluster_mem_mb=8000 hpc_cluster_gpu_type=
+      [[ $1 == default ]] || hpc_cluster_name=hpcsite
       ;;
     second)
       # Nodes named by their address, as on clusters without node names in DNS; loopback has them
@@ -149,67 +144,7 @@ hpc_cluster_write_files() {
     done
   done
 
-  {
-    printf '# Written by hpc_files/local_cluster.sh; rewritten by every "up" while the cluster is down.\n'
-    printf 'ClusterName=%s\n' "$hpc_cluster_name"
-    printf 'SlurmctldHost=%s(127.0.0.1)\n' "$(hostname -s)"
-    printf 'SlurmctldPort=%s\n' "$hpc_cluster_port_base"
-    printf 'SlurmdPort=%s\n' "$((hpc_cluster_port_base + 1))"
-    printf 'AuthType=auth/munge\nCredType=cred/munge\n'
-    printf 'AuthInfo=socket=%s\n' "$hpc_cluster_munge_socket"
-    printf 'SlurmUser=root\nSlurmdUser=root\n'
-    # One state folder per configuration: slurmctld refuses state saved under another ClusterName.
-    printf 'StateSaveLocation=%s/state/%s\n' "$d" "$hpc_cluster_config"
-    printf 'SlurmdSpoolDir=%s/spool/%%n\n' "$d"
-    printf 'SlurmctldPidFile=%s/run/slurmctld.pid\n' "$d"
-    printf 'SlurmdPidFile=%s/run/slurmd-%%n.pid\n' "$d"
-    printf 'SlurmctldLogFile=%s/log/slurmctld.log\n' "$d"
-    printf 'SlurmdLogFile=%s/log/slurmd-%%n.log\n' "$d"
-    printf 'SlurmctldDebug=info\nSlurmdDebug=info\n'
-    # No cgroups in a container: track processes by parent pid, bind nothing.
-    printf 'ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n'
-    printf 'MpiDefault=none\nSwitchType=switch/none\n'
-    # One line per finished job in a text file; besides, scontrol until MinJobAge, and in the
-    # site configuration sacct from slurmdbd.
-    printf 'JobCompType=jobcomp/filetxt\nJobCompLoc=%s/log/jobcomp.log\n' "$d"
-    if [[ $hpc_cluster_config == site ]]; then
-      hpc_cluster_site_conf
-    else
-      printf 'AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none\n'
-      printf 'MinJobAge=600\n'
-    fi
-    printf 'DefMemPerCPU=500\n'
-    # Clusters beside each other (the test suite runs several) hand out different job ids, so
-    # their jobs on this one host derive different MASTER_PORTs (20000 + id % 20000).
-    printf 'FirstJobId=%s\n' "$((hpc_cluster_port_base * 10 % 20000 + 1))"
-    printf 'KillWait=10\nInactiveLimit=0\nReturnToService=2\nMaxArraySize=1001\n'
-    # Start trivial jobs within about a second of submission.
-    printf 'SchedulerType=sched/builtin\n'
-    printf 'SchedulerParameters=sched_interval=2,batch_sched_delay=0,sched_min_interval=0\n'
-    printf 'SelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\n'
-    printf 'GresTypes=gpu\n'
-    # Nodes advertise more CPUs and memory than this host has.
-    printf 'SlurmdParameters=config_overrides\n'
-    printf 'PrologFlags=Alloc\n'
-    printf 'Prolog=%s/etc/prolog.sh\nEpilog=%s/etc/epilog.sh\nTaskProlog=%s/etc/task_prolog.sh\n' "$d" "$d" "$d"
-    for i in "${!hpc_cluster_nodes[@]}"; do
-      printf 'NodeName=%s NodeAddr=%s NodeHostname=%s Port=%s CPUs=4 RealMemory=%s Gres=gpu:%s2 State=UNKNOWN\n' \
-        "${hpc_cluster_nodes[i]}" "${hpc_cluster_node_addrs[i]}" "$(hostname -s)" "$(hpc_cluster_port slurmd "$i")" \
-        "$hpc_cluster_mem_mb" "${hpc_cluster_gpu_type:+$hpc_cluster_gpu_type:}"
-    done
-    printf 'PartitionName=%s Nodes=%s Default=%s MaxTime=INFINITE State=UP%s\n' "$hpc_cluster_partition" "$(
-      IFS=,
-      printf '%s' "${hpc_cluster_nodes[*]}"
-    )" "$hpc_cluster_partition_is_default" "$([[ $hpc_cluster_config != site ]] ||
-      printf ' PriorityTier=1 PreemptMode=REQUEUE GraceTime=%s' "$hpc_cluster_grace_s")"
-    if [[ $hpc_cluster_config == site ]]; then
-      # The higher-priority partition over the same nodes: its jobs preempt those of the default.
-      printf 'PartitionName=high Nodes=%s Default=NO MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF\n' "$(
-        IFS=,
-        printf '%s' "${hpc_cluster_nodes[*]}"
-      )"
-    fi
-  } >"$d/etc/slurm.conf"
+  hpc_cluster_slurm_conf >"$d/etc/slurm.conf"
   [[ $hpc_cluster_config != site ]] || hpc_cluster_write_slurmdbd_conf
 
   {
@@ -220,6 +155,66 @@ hpc_cluster_write_files() {
     done
   } >"$d/etc/gres.conf"
   hpc_cluster_write_prologs
+}
+
+# hpc_cluster_slurm_conf: prints the cluster's slurm.conf.
+hpc_cluster_slurm_conf() {
+  local d=$hpc_cluster_dir i nodes
+  printf -v nodes '%s,' "${hpc_cluster_nodes[@]}"
+  nodes=${nodes%,}
+  printf '# Written by hpc_files/local_cluster.sh; rewritten by every "up" while the cluster is down.\n'
+  printf 'ClusterName=%s\n' "$hpc_cluster_name"
+  printf 'SlurmctldHost=%s(127.0.0.1)\n' "$(hostname -s)"
+  printf 'SlurmctldPort=%s\n' "$hpc_cluster_port_base"
+  printf 'SlurmdPort=%s\n' "$((hpc_cluster_port_base + 1))"
+  printf 'AuthType=auth/munge\nCredType=cred/munge\n'
+  printf 'AuthInfo=socket=%s\n' "$hpc_cluster_munge_socket"
+  printf 'SlurmUser=root\nSlurmdUser=root\n'
+  # One state folder per configuration: slurmctld refuses state saved under another ClusterName.
+  printf 'StateSaveLocation=%s/state/%s\n' "$d" "$hpc_cluster_config"
+  printf 'SlurmdSpoolDir=%s/spool/%%n\n' "$d"
+  printf 'SlurmctldPidFile=%s/run/slurmctld.pid\n' "$d"
+  printf 'SlurmdPidFile=%s/run/slurmd-%%n.pid\n' "$d"
+  printf 'SlurmctldLogFile=%s/log/slurmctld.log\n' "$d"
+  printf 'SlurmdLogFile=%s/log/slurmd-%%n.log\n' "$d"
+  printf 'SlurmctldDebug=info\nSlurmdDebug=info\n'
+  # No cgroups in a container: track processes by parent pid, bind nothing.
+  printf 'ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n'
+  printf 'MpiDefault=none\nSwitchType=switch/none\n'
+  # One line per finished job in a text file; besides, scontrol until MinJobAge, and in the
+  # site configuration sacct from slurmdbd.
+  printf 'JobCompType=jobcomp/filetxt\nJobCompLoc=%s/log/jobcomp.log\n' "$d"
+  if [[ $hpc_cluster_config == site ]]; then
+    hpc_cluster_site_conf
+  else
+    printf 'AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none\n'
+    printf 'MinJobAge=600\n'
+  fi
+  printf 'DefMemPerCPU=500\n'
+  # Clusters beside each other (the test suite runs several) hand out different job ids, so
+  # their jobs on this one host derive different MASTER_PORTs (20000 + id % 20000).
+  printf 'FirstJobId=%s\n' "$((hpc_cluster_port_base * 10 % 20000 + 1))"
+  printf 'KillWait=10\nInactiveLimit=0\nReturnToService=2\nMaxArraySize=1001\n'
+  # Start trivial jobs within about a second of submission.
+  printf 'SchedulerType=sched/builtin\n'
+  printf 'SchedulerParameters=sched_interval=2,batch_sched_delay=0,sched_min_interval=0\n'
+  printf 'SelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\n'
+  printf 'GresTypes=gpu\n'
+  # Nodes advertise more CPUs and memory than this host has.
+  printf 'SlurmdParameters=config_overrides\n'
+  printf 'PrologFlags=Alloc\n'
+  printf 'Prolog=%s/etc/prolog.sh\nEpilog=%s/etc/epilog.sh\nTaskProlog=%s/etc/task_prolog.sh\n' "$d" "$d" "$d"
+  for i in "${!hpc_cluster_nodes[@]}"; do
+    printf 'NodeName=%s NodeAddr=%s NodeHostname=%s Port=%s CPUs=4 RealMemory=%s Gres=gpu:%s2 State=UNKNOWN\n' \
+      "${hpc_cluster_nodes[i]}" "${hpc_cluster_node_addrs[i]}" "$(hostname -s)" "$(hpc_cluster_port slurmd "$i")" \
+      "$hpc_cluster_mem_mb" "${hpc_cluster_gpu_type:+$hpc_cluster_gpu_type:}"
+  done
+  printf 'PartitionName=%s Nodes=%s Default=%s MaxTime=INFINITE State=UP%s\n' "$hpc_cluster_partition" "$nodes" \
+    "$hpc_cluster_partition_is_default" "$([[ $hpc_cluster_config != site ]] ||
+      printf ' PriorityTier=1 PreemptMode=REQUEUE GraceTime=%s' "$hpc_cluster_grace_s")"
+  # The site's higher-priority partition over the same nodes: its jobs preempt those of the default.
+  [[ $hpc_cluster_config != site ]] ||
+    printf 'PartitionName=high Nodes=%s Default=NO MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF\n' "$nodes"
 }
 
 # The site configuration's preemption grace time (the preemptible partition's GraceTime, s), and

@@ -293,6 +293,20 @@ hpc_split_option() {
   fi
 }
 
+# hpc_human_size BYTES: prints BYTES for people: 512 B, 12.0 KiB, 1.2 GiB (tenths cut, not rounded).
+hpc_human_size() {
+  local b=$1 div=1 unit=B u
+  for u in KiB MiB GiB TiB PiB; do
+    ((b >= div << 10)) || break
+    div=$((div << 10)) unit=$u
+  done
+  if ((div == 1)); then
+    printf '%d B' "$b"
+  else
+    printf '%d.%d %s' "$((b / div))" "$(((b % div) * 10 / div))" "$unit"
+  fi
+}
+
 # hpc_usage FILE: prints the usage comment block at the top of FILE (the lines after the shebang
 # that start with '#', up to the first line that does not), without the leading '# '.
 hpc_usage() {
@@ -553,17 +567,23 @@ hpc_launchers_dir=$hpc_lib_dir/launchers
 hpc_runners_dir=$hpc_lib_dir/runners
 hpc_modes_dir=$hpc_lib_dir/modes
 
+# hpc_module_list DIR ARRAY: sets the array ARRAY (not named file, name or _hpc_*) to the modules
+# in DIR (launchers, runners): its NAME.bash files, in the glob's order, whose NAME can be part of
+# a function's name.
+hpc_module_list() {
+  local file name
+  local -a _hpc_module_names=()
+  local -n _hpc_module_list_out=$2
+  for file in "$1"/*.bash; do
+    name=${file##*/} name=${name%.bash}
+    [[ -f $file && $name =~ ^[a-z][a-z0-9_]*$ ]] && _hpc_module_names+=("$name")
+  done
+  _hpc_module_list_out=(${_hpc_module_names[@]+"${_hpc_module_names[@]}"})
+}
+
 # hpc_launcher_list: sets hpc_launcher_names to the launchers present, in the glob's order.
 hpc_launcher_list() {
-  local file name
-  hpc_launcher_names=()
-  for file in "$hpc_launchers_dir"/*.bash; do
-    name=${file##*/}
-    name=${name%.bash}
-    # Only names that can be part of a function's name.
-    [[ -f $file && $name =~ ^[a-z][a-z0-9_]*$ ]] && hpc_launcher_names+=("$name")
-  done
-  return 0
+  hpc_module_list "$hpc_launchers_dir" hpc_launcher_names
 }
 
 # hpc_launcher_load NAME: loads the launcher NAME (its hpc_launcher_NAME_* functions) once;

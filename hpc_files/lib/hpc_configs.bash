@@ -116,74 +116,59 @@ _hpc_configs_no_cut_after=$'\\$:{'${_hpc_configs_name_chars}
 # could wait forever) of at most hpc_configs_max_bytes bytes.
 hpc_configs_read() {
   local LC_ALL=C
-  local _hpc_configs_file=${1-} _hpc_configs_text='' _hpc_configs_max=$hpc_configs_max_bytes
+  local _hpc_configs_file=${1-} _hpc_configs_text='' _hpc_configs_max=$hpc_configs_max_bytes _hpc_configs_error=''
   hpc_configs_words=()
   if [[ -z $_hpc_configs_file ]]; then
     hpc_say "-C/--configs: no file name given"
     return 2
   fi
   if [[ -d $_hpc_configs_file ]]; then
-    hpc_say "-C/--configs: $_hpc_configs_file: is a directory, not a file"
-    return 2
-  fi
-  if [[ ! -e $_hpc_configs_file ]]; then
-    hpc_say "-C/--configs: $_hpc_configs_file: no such file"
-    return 2
-  fi
-  if [[ ! -f $_hpc_configs_file ]]; then
-    local _hpc_configs_what
-    _hpc_configs_what=$(_hpc_configs_kind "$_hpc_configs_file")
-    hpc_say "-C/--configs: $_hpc_configs_file: is $_hpc_configs_what, not a regular file; accepted: a text file"
-    return 2
-  fi
-  if [[ ! -r $_hpc_configs_file ]] || ! : 2>/dev/null <"$_hpc_configs_file"; then
-    hpc_say "-C/--configs: $_hpc_configs_file: cannot be read (permission denied)"
-    return 2
-  fi
+    _hpc_configs_error='is a directory, not a file'
+  elif [[ ! -e $_hpc_configs_file ]]; then
+    _hpc_configs_error='no such file'
+  elif [[ ! -f $_hpc_configs_file ]]; then
+    _hpc_configs_error="is $(_hpc_configs_kind "$_hpc_configs_file"), not a regular file; accepted: a text file"
+  elif [[ ! -r $_hpc_configs_file ]] || ! : 2>/dev/null <"$_hpc_configs_file"; then
+    _hpc_configs_error='cannot be read (permission denied)'
   # read -d '' stops at a NUL byte or after -n bytes, and succeeds only then (not at the end).
-  if IFS= read -r -d '' -n $((_hpc_configs_max + 1)) _hpc_configs_text 2>/dev/null <"$_hpc_configs_file"; then
-    if ((${#_hpc_configs_text} > _hpc_configs_max)); then
-      local _hpc_configs_msg="-C/--configs: $_hpc_configs_file: larger than $_hpc_configs_max bytes (4 MiB);"
-      _hpc_configs_msg+=" a configs file holds one command"
-      hpc_say "$_hpc_configs_msg"
-    else
-      hpc_say "-C/--configs: $_hpc_configs_file: contains a NUL byte (not a text file)"
-    fi
-    return 2
+  elif IFS= read -r -d '' -n $((_hpc_configs_max + 1)) _hpc_configs_text 2>/dev/null <"$_hpc_configs_file"; then
+    _hpc_configs_error='contains a NUL byte (not a text file)'
+    ((${#_hpc_configs_text} <= _hpc_configs_max)) ||
+      _hpc_configs_error="larger than $_hpc_configs_max bytes (4 MiB); a configs file holds one command"
+  else
+    _hpc_configs_words
   fi
+  [[ -n $_hpc_configs_error ]] || return 0
+  hpc_say "-C/--configs: $_hpc_configs_file: $_hpc_configs_error"
+  return 2
+}
+
+# _hpc_configs_words: (in hpc_configs_read) parses _hpc_configs_text into hpc_configs_words, or
+# sets _hpc_configs_error.
+_hpc_configs_words() {
   # A UTF-8 byte order mark at the start is dropped (compared, not removed by a pattern: Bash
   # would try the pattern at every length of the text).
   if [[ ${_hpc_configs_text:0:3} == $'\xef\xbb\xbf' ]]; then _hpc_configs_text=${_hpc_configs_text:3}; fi
-
   # Parser state, seen by the _hpc_configs_ helpers through Bash's dynamic scope: the lines (each
   # with its newline), the next one to give, what is left of a long line, the current piece.
   local -a _hpc_configs_lines=() _hpc_configs_found=()
   local -A _hpc_configs_run_text=() _hpc_configs_run_lines=()
   local _hpc_configs_next=0 _hpc_configs_long='' _hpc_configs_rest='' _hpc_configs_line=0
-  local _hpc_configs_at=0 _hpc_configs_size=0
-  local _hpc_configs_word='' _hpc_configs_depth=0 _hpc_configs_error=''
+  local _hpc_configs_at=0 _hpc_configs_size=0 _hpc_configs_word='' _hpc_configs_depth=0 _hpc_configs_all
   _hpc_configs_split_lines
   _hpc_configs_parse
+  [[ -z $_hpc_configs_error ]] || return 0
   # The words' bytes as the kernel counts them (the count alone was checked while reading).
-  if [[ -z $_hpc_configs_error ]]; then
-    local _hpc_configs_all
-    printf -v _hpc_configs_all '%s' "${_hpc_configs_found[@]}"
-    if ((${#_hpc_configs_all} + 9 * ${#_hpc_configs_found[@]} > hpc_configs_max_args)); then
-      _hpc_configs_error="its ${#_hpc_configs_found[@]} words take"
-      _hpc_configs_error+=" $((${#_hpc_configs_all} + 9 * ${#_hpc_configs_found[@]})) bytes as arguments, more than"
-      _hpc_configs_error+=" the $hpc_configs_max_args (2 MiB) Linux passes to a program"
-    fi
-  fi
-  if [[ -n $_hpc_configs_error ]]; then
-    hpc_say "-C/--configs: $_hpc_configs_file: $_hpc_configs_error"
-    return 2
-  fi
-  if ((${#_hpc_configs_found[@]} == 0)); then
-    hpc_say "-C/--configs: $_hpc_configs_file: no command in it (only blank lines and comments)"
-    return 2
+  printf -v _hpc_configs_all '%s' "${_hpc_configs_found[@]}"
+  if ((${#_hpc_configs_all} + 9 * ${#_hpc_configs_found[@]} > hpc_configs_max_args)); then
+    _hpc_configs_error="its ${#_hpc_configs_found[@]} words take"
+    _hpc_configs_error+=" $((${#_hpc_configs_all} + 9 * ${#_hpc_configs_found[@]})) bytes as arguments, more than"
+    _hpc_configs_error+=" the $hpc_configs_max_args (2 MiB) Linux passes to a program"
+  elif ((${#_hpc_configs_found[@]} == 0)); then
+    _hpc_configs_error='no command in it (only blank lines and comments)'
   fi
   # shellcheck disable=SC2034 # a result, read by the caller
-  hpc_configs_words=("${_hpc_configs_found[@]}")
+  [[ -n $_hpc_configs_error ]] || hpc_configs_words=("${_hpc_configs_found[@]}")
 }
 
 # _hpc_configs_kind FILE: what FILE (not a regular file, not a folder) is, for a message.
@@ -465,21 +450,11 @@ _hpc_configs_parse() {
           _hpc_configs_word=$part
           started=1
         fi
-        if [[ $_hpc_configs_rest == [' '$'\t']* ]]; then
-          _hpc_configs_push || return
-          started=0
-          part=${_hpc_configs_rest%%[!$' \t']*}
-          _hpc_configs_rest=${_hpc_configs_rest:${#part}}
-        fi
+        [[ $_hpc_configs_rest != [' '$'\t']* ]] || _hpc_configs_blanks || return
         continue
         ;;
       [' '$'\t']*)
-        if ((started)); then
-          _hpc_configs_push || return
-          started=0
-        fi
-        part=${_hpc_configs_rest%%[!$' \t']*}
-        _hpc_configs_rest=${_hpc_configs_rest:${#part}}
+        _hpc_configs_blanks || return
         continue
         ;;
       $'\n')
@@ -516,57 +491,73 @@ _hpc_configs_parse() {
         ;;
     esac
     # Anything else is (part of) a word.
-    if ((++nparts > hpc_configs_max_parts)); then
-      local _hpc_configs_msg="line $_hpc_configs_line: more than $hpc_configs_max_parts quoted parts, escapes and"
-      _hpc_configs_msg+=" references in one command, more than the toolkit reads (put such a list in a file that the"
-      _hpc_configs_msg+=" program reads)"
-      _hpc_configs_fail "$_hpc_configs_msg"
-      return
-    fi
-    if ((! started)); then
-      started=1
-      _hpc_configs_word=''
-    fi
-    # Once a parse: looking for its functions at every quoted word cost a third of its time.
-    ((quoted)) || {
-      _hpc_configs_load_quoted || {
-        _hpc_configs_fail "cannot be read: the toolkit's hpc_configs_quoted.bash is missing"
-        return
-      }
-      quoted=1
-    }
-    case $_hpc_configs_rest in
-      "'"*) _hpc_configs_squote || return ;;
-      '"'*) _hpc_configs_dquote || return ;;
-      ["\$\`"]*) _hpc_configs_dollar || return ;;
-      "\\"*) _hpc_configs_backslash_unquoted || return ;;
-      [';&|<>()']*)
-        local _hpc_configs_msg="line $_hpc_configs_line: unquoted '${_hpc_configs_rest:0:1}': pipes, redirections,"
-        _hpc_configs_msg+=" command lists and subshells are not supported (quote it to pass it to the program)"
-        _hpc_configs_fail "$_hpc_configs_msg"
-        return
-        ;;
-      '#'*)
-        _hpc_configs_word+='#'
-        _hpc_configs_rest=${_hpc_configs_rest:1}
-        ;;
-      *)
-        # A byte the locale cannot read as a character.
-        _hpc_configs_literal "${_hpc_configs_rest:0:1}"
-        _hpc_configs_rest=${_hpc_configs_rest:1}
-        ;;
-    esac
-    if [[ $_hpc_configs_rest == [' '$'\t']* ]]; then
-      # The blanks after a quoted part or a reference, at once.
-      _hpc_configs_push || return
-      started=0
-      part=${_hpc_configs_rest%%[!$' \t']*}
-      _hpc_configs_rest=${_hpc_configs_rest:${#part}}
-    fi
+    _hpc_configs_part || return
   done
   if ((started)); then
     _hpc_configs_push
   fi
+}
+
+# _hpc_configs_part: (in _hpc_configs_parse) reads the quoted part, escape or reference (or a
+# character of no meaning there) that starts _hpc_configs_rest into the word, which it starts
+# when none is (the caller's started; nparts counts them, quoted says the quoting library is
+# loaded); returns 2 on an error.
+_hpc_configs_part() {
+  if ((++nparts > hpc_configs_max_parts)); then
+    local _hpc_configs_msg="line $_hpc_configs_line: more than $hpc_configs_max_parts quoted parts, escapes and"
+    _hpc_configs_msg+=" references in one command, more than the toolkit reads (put such a list in a file that the"
+    _hpc_configs_msg+=" program reads)"
+    _hpc_configs_fail "$_hpc_configs_msg"
+    return
+  fi
+  if ((! started)); then
+    started=1
+    _hpc_configs_word=''
+  fi
+  # Once a parse: looking for its functions at every quoted word cost a third of its time.
+  ((quoted)) || {
+    _hpc_configs_load_quoted || {
+      _hpc_configs_fail "cannot be read: the toolkit's hpc_configs_quoted.bash is missing"
+      return
+    }
+    quoted=1
+  }
+  case $_hpc_configs_rest in
+    "'"*) _hpc_configs_squote || return ;;
+    '"'*) _hpc_configs_dquote || return ;;
+    ["\$\`"]*) _hpc_configs_dollar || return ;;
+    "\\"*) _hpc_configs_backslash_unquoted || return ;;
+    [';&|<>()']*)
+      local _hpc_configs_msg="line $_hpc_configs_line: unquoted '${_hpc_configs_rest:0:1}': pipes, redirections,"
+      _hpc_configs_msg+=" command lists and subshells are not supported (quote it to pass it to the program)"
+      _hpc_configs_fail "$_hpc_configs_msg"
+      return
+      ;;
+    '#'*)
+      _hpc_configs_word+='#'
+      _hpc_configs_rest=${_hpc_configs_rest:1}
+      ;;
+    *)
+      # A byte the locale cannot read as a character.
+      _hpc_configs_literal "${_hpc_configs_rest:0:1}"
+      _hpc_configs_rest=${_hpc_configs_rest:1}
+      ;;
+  esac
+  # The blanks after a quoted part or a reference, at once.
+  [[ $_hpc_configs_rest != [' '$'\t']* ]] || _hpc_configs_blanks
+}
+
+# _hpc_configs_blanks: (in _hpc_configs_parse) _hpc_configs_rest starts with blanks: the word in
+# progress (the caller's started) ends and is pushed; the blanks are skipped. Returns 2 when the
+# word is too long.
+_hpc_configs_blanks() {
+  local part
+  if ((started)); then
+    _hpc_configs_push || return
+    started=0
+  fi
+  part=${_hpc_configs_rest%%[!$' \t']*}
+  _hpc_configs_rest=${_hpc_configs_rest:${#part}}
 }
 
 # _hpc_configs_after_command: checks that only blank lines and comments follow the command (the

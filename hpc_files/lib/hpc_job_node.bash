@@ -212,18 +212,12 @@ hpc_job_copy_back() {
 # what it made, only after the copy succeeded, and says 'done NODE' (or 'cleanup-failed NODE').
 # Its lines reach the batch shell through the guards' srun.
 hpc_job_guard() {
-  local path sleeper made=0
+  local path='' sleeper made=0
   hpc_job_runner_load
-  if ! hpc_job_node_tmpdir; then
-    printf 'failed %s\n' "$SLURMD_NODENAME"
-    exit 1
-  fi
+  hpc_job_node_tmpdir || hpc_job_guard_failed
   path=$hpc_job_node_tmpdir
   if [[ $HPC_JOB_TMPDIR_MODE == emulated ]]; then
-    if ! hpc_job_tmpdir_make "$path"; then
-      printf 'failed %s\n' "$SLURMD_NODENAME"
-      exit 1
-    fi
+    hpc_job_tmpdir_make "$path" || hpc_job_guard_failed
     made=1
   fi
   # shellcheck disable=SC2317,SC2329 # invoked by the traps below
@@ -237,15 +231,13 @@ hpc_job_guard() {
     hpc_job_copy_found=()
     if ! hpc_job_copy_back "$path"; then
       ((${#hpc_job_copy_found[@]} == 0)) || printf 'found %s\n' "${hpc_job_copy_found[@]}"
+      local msg="copy-back failed: the complete results "
       if ((made)); then
-        local msg="copy-back failed: the complete results stay in $path on"
-        msg+=" $SLURMD_NODENAME (not removed; plai_cleanups removes it later)"
-        hpc_job_log "$msg"
+        msg+="stay in $path on $SLURMD_NODENAME (not removed; plai_cleanups removes it later)"
       else
-        local msg="copy-back failed: the complete results are in the cluster's $path"
-        msg+=" on $SLURMD_NODENAME, which the cluster removes when the job ends"
-        hpc_job_log "$msg"
+        msg+="are in the cluster's $path on $SLURMD_NODENAME, which the cluster removes when the job ends"
       fi
+      hpc_job_log "$msg"
       printf 'cleanup-failed %s\n' "$SLURMD_NODENAME" 2>/dev/null || true
       exit 1
     fi
@@ -264,23 +256,22 @@ hpc_job_guard() {
   trap hpc_job_guard_end TERM USR2 INT
   [[ -z ${hpc_plan_data_archive:-} ]] || hpc_module_load "$hpc_lib_dir" hpc_stage_extract hpc_stage_node ||
     hpc_job_log "staging: $hpc_module_problem"
-  if [[ -n ${hpc_plan_data_archive:-} ]] && ! hpc_stage_extract "$hpc_plan_data_archive" "$path"; then
-    printf 'failed %s\n' "$SLURMD_NODENAME"
-    ((made == 0)) || hpc_job_tmpdir_remove "$path" || true
-    exit 1
-  fi
-  if "hpc_runner_${hpc_plan_runner}_node_work"; then
-    # The runner's work on every node (a container's image copied into SLURM_TMPDIR).
-    if ! "hpc_runner_${hpc_plan_runner}_node_setup" "$path"; then
-      printf 'failed %s\n' "$SLURMD_NODENAME"
-      ((made == 0)) || hpc_job_tmpdir_remove "$path" || true
-      exit 1
-    fi
-  fi
+  [[ -z ${hpc_plan_data_archive:-} ]] || hpc_stage_extract "$hpc_plan_data_archive" "$path" || hpc_job_guard_failed
+  # The runner's work on every node (a container's image copied into SLURM_TMPDIR).
+  ! "hpc_runner_${hpc_plan_runner}_node_work" || "hpc_runner_${hpc_plan_runner}_node_setup" "$path" ||
+    hpc_job_guard_failed
   printf 'ready %s\n' "$SLURMD_NODENAME"
   sleep infinity &
   sleeper=$!
   while :; do wait "$sleeper" || true; done
+}
+
+# hpc_job_guard_failed: (in hpc_job_guard, before 'ready') tells the batch shell that this node
+# failed, removes the SLURM_TMPDIR the guard made (its path and made), and exits 1.
+hpc_job_guard_failed() {
+  printf 'failed %s\n' "$SLURMD_NODENAME"
+  ((made == 0)) || hpc_job_tmpdir_remove "$path" || true
+  exit 1
 }
 
 # hpc_job_time_bounds: sets hpc_job_time_left (seconds this job has left, from squeue; one day

@@ -42,11 +42,26 @@ source "${BASH_SOURCE[0]%/*}/hpc_slurm.bash"
 # ---------------------------------------------------------------------------------------------
 # Writing
 
+# What a field of a line (a manifest's, the status index's) must not hold as it is: escaped by
+# hpc_manifest_escape, read back with printf %b (hpc_manifest_read, hpc_manage_index_decode).
+hpc_manifest_escapes=$'\\\n\t\r\x1f'
+
+# hpc_manifest_escape NAME: escapes the value of the variable NAME in place: backslash, newline,
+# tab, CR and the unit separator as \\ \n \t \r \x1f.
+hpc_manifest_escape() {
+  local _hpc_value=${!1}
+  _hpc_value=${_hpc_value//\\/\\\\}
+  _hpc_value=${_hpc_value//$'\n'/\\n}
+  _hpc_value=${_hpc_value//$'\t'/\\t}
+  _hpc_value=${_hpc_value//$'\r'/\\r}
+  printf -v "$1" '%s' "${_hpc_value//$'\x1f'/\\x1f}"
+}
+
 # hpc_manifest_put KEY VALUE...: appends one escaped 'KEY<TAB>VALUE' line per VALUE to
 # hpc_manifest_text.
 hpc_manifest_put() {
   # One value that needs no escape (most of a manifest's lines): appended as it is.
-  if (($# == 2)) && [[ $2 != *[$'\\\n\t\r']* ]]; then
+  if (($# == 2)) && [[ $2 != *["$hpc_manifest_escapes"]* ]]; then
     hpc_manifest_text+=$1$'\t'$2$'\n'
     return 0
   fi
@@ -55,20 +70,27 @@ hpc_manifest_put() {
   (($#)) || return 0
   # Most values need no escape: then one printf for all of them (the format is reused per value).
   printf -v value '%s' "$@"
-  if [[ $value != *[$'\\\n\t\r']* ]]; then
+  if [[ $value != *["$hpc_manifest_escapes"]* ]]; then
     printf -v value "${key//%/%%}\t%s\n" "$@"
     hpc_manifest_text+=$value
     return 0
   fi
   for value in "$@"; do
-    if [[ $value == *[$'\\\n\t\r']* ]]; then
-      value=${value//\\/\\\\}
-      value=${value//$'\n'/\\n}
-      value=${value//$'\t'/\\t}
-      value=${value//$'\r'/\\r}
-    fi
+    [[ $value != *["$hpc_manifest_escapes"]* ]] || hpc_manifest_escape value
     hpc_manifest_text+=$key$'\t'$value$'\n'
   done
+}
+
+# hpc_manifest_put_output PATTERN JOB_ID ARRAY JOB_NAME: puts the output_path line: the file
+# PATTERN names for the job JOB_ID (its tasks' with an ARRAY: an array task's %j is its own job
+# id, known only once it starts: it stays, as %a does).
+hpc_manifest_put_output() {
+  if [[ -n $3 ]]; then
+    hpc_manifest_output "$1" "$2" %a '' "$4"
+  else
+    hpc_manifest_output "$1" "$2" '' "$2" "$4"
+  fi
+  hpc_manifest_put output_path "$hpc_manifest_path"
 }
 
 # hpc_manifest_commit FILE: writes hpc_manifest_text to FILE (named by a job id, so new), with a
@@ -188,13 +210,9 @@ hpc_manifest_write() {
   done
   # A value that needs an escape is rare: looked for in all of them at once.
   printf -v value '%s' "${pairs[@]}"
-  if [[ $value == *[$'\\\n\t\r']* ]]; then
+  if [[ $value == *["$hpc_manifest_escapes"]* ]]; then
     for ((i = 1; i < ${#pairs[@]}; i += 2)); do
-      value=${pairs[i]}
-      value=${value//\\/\\\\}
-      value=${value//$'\n'/\\n}
-      value=${value//$'\t'/\\t}
-      pairs[i]=${value//$'\r'/\\r}
+      hpc_manifest_escape "pairs[$i]"
     done
   fi
   printf -v value '%s\t%s\n' "${pairs[@]}"
@@ -219,13 +237,7 @@ hpc_manifest_write() {
   hpc_manifest_put job_id "$id"
   hpc_manifest_put origin "$id"
   hpc_manifest_put script "$script"
-  # An array task's %j is its own job id, known only once it starts: it stays, as %a does.
-  if [[ -n ${hpc_plan_array:-} ]]; then
-    hpc_manifest_output "$hpc_plan_output" "$id" %a '' "${hpc_plan_job_name:-}"
-  else
-    hpc_manifest_output "$hpc_plan_output" "$id" '' "$id" "${hpc_plan_job_name:-}"
-  fi
-  hpc_manifest_put output_path "$hpc_manifest_path"
+  hpc_manifest_put_output "$hpc_plan_output" "$id" "${hpc_plan_array:-}" "${hpc_plan_job_name:-}"
   hpc_manifest_put git_commit "$hpc_manifest_git_commit"
   hpc_manifest_put git_dirty "$hpc_manifest_git_dirty"
   hpc_manifest_put argv ${words[@]+"${words[@]}"}
@@ -271,12 +283,7 @@ hpc_manifest_copy() {
   hpc_manifest_put origin "${hpc_mf[origin]:-${hpc_mf[job_id]}}"
   hpc_manifest_put resubmit_of "${hpc_mf[job_id]}"
   hpc_manifest_put resubmit "$how"
-  if [[ -n $array ]]; then
-    hpc_manifest_output "${hpc_mf[output]-}" "$id" %a '' "$name"
-  else
-    hpc_manifest_output "${hpc_mf[output]-}" "$id" '' "$id" "$name"
-  fi
-  hpc_manifest_put output_path "$hpc_manifest_path"
+  hpc_manifest_put_output "${hpc_mf[output]-}" "$id" "$array" "$name"
   [[ -z $plan ]] || hpc_manifest_put plan "$plan"
   for line in "${hpc_mf_lines[@]}"; do
     case ${line%%$'\t'*} in

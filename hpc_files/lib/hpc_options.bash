@@ -144,8 +144,7 @@ hpc_opt_defaults() {
   hpc_usage_origin=()
   # The variable names a profile as --cluster does: never a path.
   [[ -z $hpc_opt_cluster ]] || hpc_opt_is_profile_name "$hpc_opt_cluster" ||
-    hpc_die_usage "HPC_CLUSTER" \
-      "'$hpc_opt_cluster' is not accepted; accepted: the name of a profile in hpc_files/clusters/"
+    hpc_die_usage "HPC_CLUSTER" "'$hpc_opt_cluster' is not accepted; accepted: $hpc_opt_profile_accepted"
 }
 
 # hpc_opt_f_is_set: (after hpc_opt_fields) true when that option's value is not its built-in one.
@@ -173,7 +172,9 @@ hpc_opt_refuse_outside() {
   done
 }
 
-# hpc_opt_is_profile_name VALUE: true for the name of a cluster profile, never a path.
+# hpc_opt_is_profile_name VALUE: true for the name of a cluster profile, never a path
+# (hpc_opt_profile_accepted says so in a refusal).
+hpc_opt_profile_accepted='the name of a profile in hpc_files/clusters/'
 hpc_opt_is_profile_name() {
   [[ $1 =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ ]]
 }
@@ -316,151 +317,97 @@ hpc_opt_die_unknown() {
   hpc_die_usage "$1" "unknown option; see 'bash job_submitter.sh --help'"
 }
 
-# hpc_opt_set NAME VALUE: (after hpc_opt_find of its row) checks one option's value and stores it.
+# hpc_opt_set NAME VALUE: (after hpc_opt_find of its row) checks one option's value and stores it in
+# the row's variable. A check that refuses sets accepted (the refusal is then "'VALUE' is not
+# accepted; accepted: ACCEPTED") or problem (a refusal of its own words).
 hpc_opt_set() {
-  local name=$1 value=$2
+  local name=$1 value=$2 accepted='' problem=''
   case $name in
     -a/--account)
-      [[ $value =~ ^[A-Za-z0-9_.-]+$ ]] ||
-        hpc_die_usage "$name" "'$value' is not an account name (letters, digits, _ . -)"
-      hpc_opt_account=$value
+      [[ $value =~ ^[A-Za-z0-9_.-]+$ ]] || problem="'$value' is not an account name (letters, digits, _ . -)"
       ;;
-    -g/--gpus)
-      hpc_opt_is_count "$value" 0 ||
-        hpc_die_usage "$name" \
-          "'$value' is not accepted; accepted: a whole number of GPUs per node, 0 to $hpc_opt_count_max"
-      hpc_opt_gpus=$((10#$value))
-      ;;
-    -c/--cpus)
-      hpc_opt_is_count "$value" 1 ||
-        hpc_die_usage "$name" \
-          "'$value' is not accepted; accepted: a whole number of CPUs per GPU process, 1 to $hpc_opt_count_max"
-      hpc_opt_cpus=$((10#$value))
-      ;;
-    -W/--which-distributed)
-      if [[ -n ${hpc_opt_launcher_aliases[$value]+x} ]]; then
-        local msg="note: -W $value is the old name of -W ${hpc_opt_launcher_aliases[$value]}"
-        msg+=" (${hpc_opt_launcher_alias_why[$value]})"
-        hpc_say "$msg"
-        value=${hpc_opt_launcher_aliases[$value]}
-      fi
-      # The launchers are the files in hpc_files/lib/launchers/.
-      hpc_launcher_list
-      # shellcheck disable=SC2154 # hpc_launcher_names: set by hpc_launcher_list
-      if ! [[ " ${hpc_launcher_names[*]} " == *" $value "* && $value != *" "* ]]; then
-        # shellcheck source=hpc_files/lib/hpc_help.bash
-        source "${BASH_SOURCE[0]%/*}/hpc_help.bash"
-        hpc_die_usage "$name" "'$value' is not accepted; accepted: $(hpc_opt_launchers_text)"
-      fi
-      hpc_opt_launcher=$value
-      ;;
-    -t/--time)
-      hpc_opt_check_time "$value" || hpc_die_usage "$name" "'$value' is not accepted; accepted: $hpc_opt_time_accepted"
-      hpc_opt_time=$value
-      ;;
+    -g/--gpus) hpc_opt_count_check 0 'a whole number of GPUs per node' ;;
+    -c/--cpus) hpc_opt_count_check 1 'a whole number of CPUs per GPU process' ;;
+    -W/--which-distributed) hpc_opt_launcher_check ;;
+    -t/--time) hpc_opt_check_time "$value" || accepted=$hpc_opt_time_accepted ;;
     -m/--mem-per-gpu)
-      hpc_opt_check_mem "$value" ||
-        hpc_die_usage "$name" \
-          "'$value' is not accepted; accepted: a whole amount with a unit K, M, G or T, e.g. 10G or 512M"
-      hpc_opt_mem_per_gpu=$value
+      hpc_opt_check_mem "$value" || accepted='a whole amount with a unit K, M, G or T, e.g. 10G or 512M'
       ;;
-    -G/--gpu-type)
-      [[ $value =~ ^[A-Za-z0-9_.-]+$ ]] || hpc_die_usage "$name" "'$value' is not a GPU type name"
-      hpc_opt_gpu_type=$value
-      ;;
+    -G/--gpu-type) [[ $value =~ ^[A-Za-z0-9_.-]+$ ]] || problem="'$value' is not a GPU type name" ;;
     -e/--exp-name)
       # Not starting with '-': status, logs and cancel take the name as a word.
-      [[ $value =~ ^[A-Za-z0-9_.+-]+$ && $value != [.-]* ]] || {
-        local accepted="letters, digits and _ . + - (it names folders and files), not starting with '.' or '-'"
-        hpc_die_usage "$name" "'$value' is not accepted; accepted: $accepted"
-      }
-      hpc_opt_exp_name=$value
+      [[ $value =~ ^[A-Za-z0-9_.+-]+$ && $value != [.-]* ]] ||
+        accepted="letters, digits and _ . + - (it names folders and files), not starting with '.' or '-'"
       ;;
-    -n/--num-nodes)
-      hpc_opt_is_count "$value" 1 ||
-        hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number of nodes, 1 to $hpc_opt_count_max"
-      hpc_opt_num_nodes=$((10#$value)) hpc_opt_num_nodes_given=1
-      ;;
-    -C/--configs)
-      # Empty would silently mean the default file.
-      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: the path of a configs file"
-      hpc_opt_configs=$value
-      ;;
+    -n/--num-nodes) hpc_opt_count_check 1 'a whole number of nodes' hpc_opt_num_nodes_given ;;
+    # Empty would silently mean the default file.
+    -C/--configs) [[ -n $value ]] || accepted='the path of a configs file' ;;
     -p/--partition)
       [[ $value =~ ^[A-Za-z0-9_.,-]+$ ]] ||
-        hpc_die_usage "$name" \
-          "'$value' is not a partition name; accepted: letters, digits, _ . - (several: separated by commas)"
-      hpc_opt_partition=$value
+        problem="'$value' is not a partition name; accepted: letters, digits, _ . - (several: separated by commas)"
       ;;
-    --cluster)
-      # A profile's name, never a path (empty would silently mean "match the hostname").
-      hpc_opt_is_profile_name "$value" ||
-        hpc_die_usage "$name" "'$value' is not accepted; accepted: the name of a profile in hpc_files/clusters/"
-      hpc_opt_cluster=$value
-      ;;
+    # A profile's name, never a path (empty would silently mean "match the hostname").
+    --cluster) hpc_opt_is_profile_name "$value" || accepted=$hpc_opt_profile_accepted ;;
     --workdir)
       # Empty would silently mean the default; -s checks the container's path later.
       [[ -n $value && $value != *$'\n'* ]] || {
-        local accepted="a folder path (without -s: absolute or relative to the current folder; with -s: absolute in the"
+        accepted="a folder path (without -s: absolute or relative to the current folder; with -s: absolute in the"
         accepted+=" container)"
-        hpc_die_usage "$name" "'$value' is not accepted; accepted: $accepted"
       }
-      hpc_opt_workdir=$value
       ;;
-    --repeat | --num-sweeps | --max-concurrent)
-      hpc_opt_is_count "$value" 1 ||
-        hpc_die_usage "$name" "'$value' is not accepted; accepted: a whole number, 1 to $hpc_opt_count_max"
-      case $name in
-        --repeat) hpc_opt_repeat=$((10#$value)) ;;
-        --num-sweeps) hpc_opt_num_sweeps=$((10#$value)) ;;
-        --max-concurrent) hpc_opt_max_concurrent=$((10#$value)) ;;
-      esac
-      ;;
-    --sweep-config)
-      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a sweep configuration file (sweeper.yml)"
-      hpc_opt_sweep_config=$value
-      ;;
-    --chunk)
-      # Items per array task; hpc_map_check_options checks it against the map.
-      [[ $value == auto ]] || hpc_opt_is_count "$value" 1 ||
-        hpc_die_usage "$name" \
-          "'$value' is not accepted; accepted: auto or a whole number of items per task, 1 to $hpc_opt_count_max"
-      hpc_opt_chunk=$value
-      [[ $value == auto ]] || hpc_opt_chunk=$((10#$value))
-      ;;
-    --requeue)
-      hpc_opt_is_count "$value" 0 || {
-        local accepted="how many times a warned job may requeue itself, 0 to $hpc_opt_count_max"
-        hpc_die_usage "$name" "'$value' is not accepted; accepted: $accepted"
-      }
-      hpc_opt_requeue=$((10#$value))
-      ;;
+    --repeat | --num-sweeps | --max-concurrent) hpc_opt_count_check 1 'a whole number' ;;
+    --sweep-config) [[ -n $value ]] || accepted='a sweep configuration file (sweeper.yml)' ;;
+    # Items per array task; hpc_map_check_options checks it against the map.
+    --chunk) [[ $value == auto ]] || hpc_opt_count_check 1 'auto or a whole number of items per task' ;;
+    --requeue) hpc_opt_count_check 0 'how many times a warned job may requeue itself' ;;
     --signal-lead)
       # SLURM's --signal takes at most 65535 seconds; the plan checks it against the time limit.
-      { hpc_opt_is_count "$value" 0 && ((10#$value <= 65535)); } ||
-        hpc_die_usage "$name" \
-          "'$value' is not accepted; accepted: seconds before the time limit for the warning signal, 0 to 65535"
-      hpc_opt_signal_lead=$((10#$value))
+      hpc_opt_count_check 0 ''
+      [[ -z $accepted ]] && ((value <= 65535)) ||
+        accepted='seconds before the time limit for the warning signal, 0 to 65535'
       ;;
     --runner)
       # The runners are the files in hpc_files/lib/runners/.
       [[ ", $(hpc_opt_runners_text), " == *", $value, "* && $value =~ ^[a-z][a-z0-9_]*$ ]] ||
-        hpc_die_usage "$name" "'$value' is not accepted; accepted: $(hpc_opt_runners_text)"
-      hpc_opt_runner=$value
+        accepted=$(hpc_opt_runners_text)
       ;;
-    -w/--wandb-sweepid | -s/--singularity-container)
-      # Empty would silently mean "not given".
-      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value"
-      if [[ $name == -w/* ]]; then hpc_opt_wandb_sweepid=$value; else hpc_opt_singularity=$value; fi
-      ;;
-    *)
-      # Any other row of the table (the map's and the scaling test's options): stored as given,
-      # in the variable of the row hpc_opt_find found; its mode checks them together
-      # (hpc_map_check_options, hpc_scaling_check_options).
-      [[ -n $value ]] || hpc_die_usage "$name" "'' is not accepted; accepted: a non-empty value (see --help)"
-      printf -v "hpc_opt_$hpc_opt_f_var" '%s' "$value"
-      ;;
+    # Empty would silently mean "not given".
+    -w/--wandb-sweepid | -s/--singularity-container) [[ -n $value ]] || accepted='a non-empty value' ;;
+    # Any other row of the table (the map's and the scaling test's options): stored as given; its
+    # mode checks them together (hpc_map_check_options, hpc_scaling_check_options).
+    *) [[ -n $value ]] || accepted='a non-empty value (see --help)' ;;
   esac
+  [[ -z $accepted ]] || problem="'$value' is not accepted; accepted: $accepted"
+  [[ -z $problem ]] || hpc_die_usage "$name" "$problem"
+  printf -v "hpc_opt_$hpc_opt_f_var" '%s' "$value"
+}
+
+# hpc_opt_count_check MIN WHAT [FLAG]: (in hpc_opt_set) sets accepted to 'WHAT, MIN to the largest
+# count' unless value is a count from MIN (hpc_opt_is_count); else writes value in decimal (08 is
+# 8) and sets the variable FLAG to 1.
+hpc_opt_count_check() {
+  if hpc_opt_is_count "$value" "$1"; then
+    value=$((10#$value))
+    [[ -z ${3-} ]] || printf -v "$3" 1
+  else
+    accepted="$2, $1 to $hpc_opt_count_max"
+  fi
+}
+
+# hpc_opt_launcher_check: (in hpc_opt_set) -W's value: an old name becomes its launcher, with a
+# note; else one of the files in hpc_files/lib/launchers/.
+hpc_opt_launcher_check() {
+  if [[ -n ${hpc_opt_launcher_aliases[$value]+x} ]]; then
+    hpc_say "note: -W $value is the old name of -W ${hpc_opt_launcher_aliases[$value]}" \
+      "(${hpc_opt_launcher_alias_why[$value]})"
+    value=${hpc_opt_launcher_aliases[$value]}
+  fi
+  hpc_launcher_list
+  # shellcheck disable=SC2154 # hpc_launcher_names: set by hpc_launcher_list
+  [[ " ${hpc_launcher_names[*]} " == *" $value "* && $value != *" "* ]] && return 0
+  # shellcheck source=hpc_files/lib/hpc_help.bash
+  source "${BASH_SOURCE[0]%/*}/hpc_help.bash"
+  accepted=$(hpc_opt_launchers_text)
 }
 
 # The project's defaults file (docs/options.md): hpc_files/defaults beside job_submitter.sh, one
@@ -558,11 +505,9 @@ hpc_opt_check_combinations() {
 # hpc_opt_runners_text: prints the runners --runner accepts (the files in hpc_files/lib/runners/),
 # comma-separated.
 hpc_opt_runners_text() {
-  local file name text=''
-  for file in "${BASH_SOURCE[0]%/*}"/runners/*.bash; do
-    name=${file##*/} name=${name%.bash}
-    # Only names that can be part of a function's name.
-    [[ -f $file && $name =~ ^[a-z][a-z0-9_]*$ ]] && text+="$name, "
-  done
+  local text
+  local -a names
+  hpc_module_list "${BASH_SOURCE[0]%/*}/runners" names
+  printf -v text '%s, ' "${names[@]}"
   printf '%s\n' "${text%, }"
 }

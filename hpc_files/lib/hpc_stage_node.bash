@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # hpc_stage_node.bash: data staging (--data), the node side. In the job, every node unpacks the
 # archive the submission built (hpc_stage_submit.bash) once into its SLURM_TMPDIR, where the same
-# relative paths appear (hpc_stage_extract, called by hpc_job.bash). Also the size and rate
-# formats that both sides print. Functions are prefixed hpc_stage_; none exits the caller's shell.
+# relative paths appear (hpc_stage_extract, called by hpc_job.bash). Also the rate format that
+# both sides print (sizes: hpc_human_size). Functions are prefixed hpc_stage_; none exits the
+# caller's shell.
 # The archive's format, the measurements behind it and the layout of the cache: docs/staging.md.
 
 # Read once: the job's guard loads this file inside a function, after hpc_common.bash.
@@ -11,25 +12,6 @@ declare -F hpc_module_load >/dev/null || source "${BASH_SOURCE[0]%/*}/hpc_common
 
 # Extraction needs the data's size (rounded up to 4 KiB blocks) plus 2% plus this many bytes free.
 hpc_stage_margin_bytes=${hpc_stage_margin_bytes:-16777216}
-
-# hpc_stage_human BYTES: prints BYTES for people: 512 B, 12.0 KiB, 1.2 GiB.
-hpc_stage_human() {
-  local b=$1 div=1 unit=B
-  if ((b >= 1 << 40)); then
-    div=$((1 << 40)) unit=TiB
-  elif ((b >= 1 << 30)); then
-    div=$((1 << 30)) unit=GiB
-  elif ((b >= 1 << 20)); then
-    div=$((1 << 20)) unit=MiB
-  elif ((b >= 1 << 10)); then
-    div=$((1 << 10)) unit=KiB
-  fi
-  if ((div == 1)); then
-    printf '%d B' "$b"
-  else
-    printf '%d.%d %s' "$((b / div))" "$(((b % div) * 10 / div))" "$unit"
-  fi
-}
 
 # hpc_stage_rate BYTES START_EPOCHREALTIME: prints 'S.S s (R MB/s)' from START to now.
 hpc_stage_rate() {
@@ -59,16 +41,11 @@ hpc_stage_is_owned() {
 # staging put it there. 'check' only says whether that is possible (one FAILED line, return 1);
 # 'move' does it. Never through a symlink in DEST.
 hpc_stage_place() {
-  local dest=$1 p=$2 how=$3 q='' rest=$2
+  local dest=$1 how=$3 q='' rest=$2
   while :; do
     q=${q:+$q/}${rest%%/*}
     [[ $rest == */* ]] && rest=${rest#*/} || rest=''
-    if [[ ! -e $dest/$q && ! -L $dest/$q ]]; then
-      [[ $how == check ]] && return 0
-      mv -T -- "$hpc_stage_tmp/$q" "$dest/$q" && return 0
-      hpc_stage_log "FAILED: cannot move $q into $dest"
-      return 1
-    fi
+    [[ -e $dest/$q || -L $dest/$q ]] || break
     if [[ -z $rest ]]; then
       if ! hpc_stage_is_owned "$q"; then
         hpc_stage_log "FAILED: $dest/$q is in the way: it was not staged by the toolkit, and nothing was removed"
@@ -76,9 +53,7 @@ hpc_stage_place() {
       fi
       [[ $how == check ]] && return 0
       if [[ -L $dest/$q ]]; then rm -f -- "$dest/$q"; else rm -rf --one-file-system -- "${dest:?}/${q:?}"; fi
-      mv -T -- "$hpc_stage_tmp/$q" "$dest/$q" && return 0
-      hpc_stage_log "FAILED: cannot move $q into $dest"
-      return 1
+      break
     fi
     if [[ -L $dest/$q || ! -d $dest/$q ]]; then
       hpc_stage_log \
@@ -86,6 +61,10 @@ hpc_stage_place() {
       return 1
     fi
   done
+  [[ $how == check ]] && return 0
+  mv -T -- "$hpc_stage_tmp/$q" "$dest/$q" && return 0
+  hpc_stage_log "FAILED: cannot move $q into $dest"
+  return 1
 }
 
 # hpc_stage_extract ARCHIVE TMPDIR: unpacks ARCHIVE into the folder TMPDIR (this node's
@@ -101,9 +80,7 @@ hpc_stage_extract() {
 
 # hpc_stage_extract_run ARCHIVE TMPDIR: hpc_stage_extract's work, in its own subshell (traps, fds).
 hpc_stage_extract_run() {
-  local archive=$1 dest=${2%/} real='' afd='' lfd='' size mtime id expected='' verdir need margin avail
-  local start err reason p msg
-  local -a paths=() hpc_stage_owned=()
+  local archive=$1 dest=${2%/} real='' afd='' lfd='' size mtime id expected='' verdir start p msg
   # Not local (this runs in a subshell): the EXIT trap reads it after this function's scope is gone.
   hpc_stage_tmp=''
   # shellcheck disable=SC2317,SC2329 # invoked by the trap
@@ -119,22 +96,7 @@ hpc_stage_extract_run() {
     hpc_stage_log "FAILED: $dest is not a folder"
     return 1
   fi
-  # Open the archive once: a newer build may replace the KEY symlink meanwhile; this one stays
-  # readable while open.
-  for _ in 1 2 3; do
-    real=$(readlink -e -- "$archive" 2>/dev/null) || real=''
-    [[ -n $real ]] && { exec {afd}<"$real"; } 2>/dev/null && break
-    afd=''
-  done
-  if [[ -z $afd ]]; then
-    hpc_stage_log "FAILED: cannot read the archive $archive"
-    return 1
-  fi
-  read -r size mtime < <(stat -L -c '%s %Y' "/dev/fd/$afd") || true
-  if [[ ! $size =~ ^[0-9]+$ ]]; then
-    hpc_stage_log "FAILED: cannot read the size of the archive $archive"
-    return 1
-  fi
+  hpc_stage_open "$archive" || return 1
   id="$real $size $mtime"
   verdir=${real%/*}
   # One extractor per folder: array tasks and requeued jobs on this node wait, then skip.
@@ -155,24 +117,64 @@ hpc_stage_extract_run() {
     [[ -d $p && ! -L $p ]] && rm -rf -- "${p:?}"
   done
 
+  hpc_stage_space_check "$dest" "$size" "$verdir" || return 1
+  start=$EPOCHREALTIME
+  hpc_stage_untar "$archive" "$dest" || return 1
+  hpc_stage_place_all "$dest" "$verdir" || return 1
+  if ! printf '%s\n' "$id" >"$dest/.hpc_staged.tmp" || ! mv -T -- "$dest/.hpc_staged.tmp" "$dest/.hpc_staged"; then
+    hpc_stage_log "FAILED: cannot write $dest/.hpc_staged"
+    return 1
+  fi
+  hpc_stage_log "$(hpc_human_size "$size") in $(hpc_stage_rate "$size" "$start") into $dest"
+  return 0
+}
+
+# hpc_stage_open ARCHIVE: (in hpc_stage_extract_run) opens ARCHIVE once, setting the caller's
+# real (its file), afd (the descriptor), size and mtime; false, logged, when it cannot.
+hpc_stage_open() {
+  # A newer build may replace the KEY symlink meanwhile; this one stays readable while open.
+  for _ in 1 2 3; do
+    real=$(readlink -e -- "$1" 2>/dev/null) || real=''
+    [[ -n $real ]] && { exec {afd}<"$real"; } 2>/dev/null && break
+    afd=''
+  done
+  if [[ -z $afd ]]; then
+    hpc_stage_log "FAILED: cannot read the archive $1"
+    return 1
+  fi
+  read -r size mtime < <(stat -L -c '%s %Y' "/dev/fd/$afd") || true
+  if [[ ! $size =~ ^[0-9]+$ ]]; then
+    hpc_stage_log "FAILED: cannot read the size of the archive $1"
+    return 1
+  fi
+}
+
+# hpc_stage_space_check DEST SIZE VERDIR: (in hpc_stage_extract_run) false, logged, when DEST lacks
+# the space for the archive of SIZE bytes built in VERDIR.
+hpc_stage_space_check() {
+  local need margin avail msg
   # Free space: the files rounded up to 4 KiB blocks and the folders (from the manifest built
   # with the archive), else the archive's size; plus 2% and hpc_stage_margin_bytes.
-  need=$size
-  if [[ -f $verdir/manifest ]]; then
+  need=$2
+  if [[ -f $3/manifest ]]; then
     need=$(awk -F '\t' '$1 == "f" {n += int(($2 + 4095) / 4096) * 4096}
-      $1 == "d" {n += 4096} END {printf "%.0f\n", n}' "$verdir/manifest") || need=$size
+      $1 == "d" {n += 4096} END {printf "%.0f\n", n}' "$3/manifest") || need=$2
   fi
   margin=$((need / 50 + hpc_stage_margin_bytes))
-  avail=$(df -B1 --output=avail -- "$dest" 2>/dev/null) || avail=''
+  avail=$(df -B1 --output=avail -- "$1" 2>/dev/null) || avail=''
   avail=${avail##*[!0-9]}
   if [[ -n $avail ]] && ((need + margin > avail)); then
-    printf -v msg '%s' "FAILED: not enough space in $dest: the data needs $(hpc_stage_human "$need")" \
-      " (plus a margin of $(hpc_stage_human "$margin")), $(hpc_stage_human "$avail") is free; nothing was extracted"
+    printf -v msg '%s' "FAILED: not enough space in $1: the data needs $(hpc_human_size "$need")" \
+      " (plus a margin of $(hpc_human_size "$margin")), $(hpc_human_size "$avail") is free; nothing was extracted"
     hpc_stage_log "$msg"
     return 1
   fi
+}
 
-  start=$EPOCHREALTIME
+# hpc_stage_untar ARCHIVE DEST: (in hpc_stage_extract_run) unpacks the open archive (the caller's
+# afd) into a new folder hpc_stage_tmp in DEST; false, logged and nothing left, when it fails.
+hpc_stage_untar() {
+  local archive=$1 dest=$2 err reason
   hpc_stage_tmp=$(mktemp -d "$dest/.hpc_stage.tmp.XXXXXX") || {
     hpc_stage_log "FAILED: cannot create a folder in $dest"
     return 1
@@ -192,11 +194,16 @@ hpc_stage_extract_run() {
     hpc_stage_log "FAILED: extracting $archive into $dest: $reason; nothing was left in $dest"
     return 1
   fi
+}
 
-  # Move the staged paths into place: each as a whole, at the shallowest level that is not
-  # there yet (a fresh TMPDIR: the top-level entries). Something already at a staged path is
-  # replaced only when an earlier staging put it there (its record .hpc_staged.paths); anything
-  # else stops the staging before a single path is moved or removed.
+# hpc_stage_place_all DEST VERDIR: (in hpc_stage_extract_run) moves the staged paths into place:
+# each as a whole, at the shallowest level that is not there yet (a fresh TMPDIR: the top-level
+# entries). Something already at a staged path is replaced only when an earlier staging put it
+# there (its record .hpc_staged.paths); anything else stops the staging before a single path is
+# moved or removed. False, logged, on failure.
+hpc_stage_place_all() {
+  local dest=$1 verdir=$2 p
+  local -a paths=() hpc_stage_owned=()
   if [[ -f $verdir/paths ]]; then
     mapfile -d '' -t paths <"$verdir/paths"
   else
@@ -217,10 +224,4 @@ hpc_stage_extract_run() {
     [[ -e $hpc_stage_tmp/$p || -L $hpc_stage_tmp/$p ]] || continue # moved with a folder above it
     hpc_stage_place "$dest" "$p" move || return 1
   done
-  if ! printf '%s\n' "$id" >"$dest/.hpc_staged.tmp" || ! mv -T -- "$dest/.hpc_staged.tmp" "$dest/.hpc_staged"; then
-    hpc_stage_log "FAILED: cannot write $dest/.hpc_staged"
-    return 1
-  fi
-  hpc_stage_log "$(hpc_stage_human "$size") in $(hpc_stage_rate "$size" "$start") into $dest"
-  return 0
 }

@@ -221,7 +221,7 @@ hpc_stage_progress() {
     size=$(stat -c %s -- "$file" 2>/dev/null) || continue
     pct=$((total > 0 ? size * 100 / total : 0))
     ((pct < 100)) || pct=99
-    printf -v msg '%s' "archiving: $(hpc_stage_human "$size") of about $(hpc_stage_human "$total")" \
+    printf -v msg '%s' "archiving: $(hpc_human_size "$size") of about $(hpc_human_size "$total")" \
       " ($pct%) in $(hpc_stage_rate "$size" "$start")"
     hpc_say "$msg"
   done
@@ -377,7 +377,7 @@ hpc_stage_build() {
   fi
   hpc_stage_prune "$staging" "$key" "$locked" "$ver"
   # The data's size and the archive's apart: a small data set makes a 1 MiB archive (tar's padding).
-  printf -v msg '%s' "archived $nfiles files, $(hpc_stage_human "$data") of data (archive $(hpc_stage_human "$size"))" \
+  printf -v msg '%s' "archived $nfiles files, $(hpc_human_size "$data") of data (archive $(hpc_human_size "$size"))" \
     " in $(hpc_stage_rate "$size" "$start"): $staging/$key/data.tar"
   hpc_say "$msg"
   exit 0

@@ -227,7 +227,7 @@ tmpfs() {
   # The data's size and the archive's apart: tar pads the archive to its 1 MiB records.
   local data
   data=$(find "$base/datasets" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
-  assert_line --regexp "^_: archived 4 files, $(hpc_stage_human "$data") of data \(archive 1\.0 MiB\) in [0-9.]+ s \([0-9]+ MB/s\): .*/data\.tar\$"
+  assert_line --regexp "^_: archived 4 files, $(hpc_human_size "$data") of data \(archive 1\.0 MiB\) in [0-9.]+ s \([0-9]+ MB/s\): .*/data\.tar\$"
 }
 
 @test "extract: every node's tree equals the source (checksums), a path with a space included" {

@@ -31,15 +31,10 @@ declare -g hpc_lib_dir
 # shellcheck source=hpc_files/lib/hpc_manage.bash
 source "$hpc_lib_dir/hpc_manage.bash"
 
-# hpc_command_logs EXP|JOBID[_TASK] [--follow]: the command 'logs'.
+# hpc_command_logs EXP|JOBID[_TASK] [--follow]: the command 'logs': the output of the newest job
+# of an experiment, or of a job or array task.
 hpc_command_logs() {
   hpc_manage_begin
-  hpc_manage_logs "$@"
-}
-
-# hpc_manage_logs TARGET [--follow]: the output of the newest job of an experiment, or of a job
-# or array task.
-hpc_manage_logs() {
   local target='' follow=0 word id key
   local -a files=() keys=()
   for word in "$@"; do

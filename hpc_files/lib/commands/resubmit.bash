@@ -33,12 +33,6 @@ declare -g hpc_lib_dir hpc_trusted_problem hpc_trusted_text
 # shellcheck source=hpc_files/lib/hpc_manage.bash
 source "$hpc_lib_dir/hpc_manage.bash"
 
-# hpc_command_resubmit EXP|JOBID [--failed]: the command 'resubmit'.
-hpc_command_resubmit() {
-  hpc_manage_begin
-  hpc_manage_resubmit "$@"
-}
-
 # hpc_manage_resubmit_live KEY: (resubmit --failed) false when the run KEY (a job, or JOB_TASK)
 # is still queued or running, as hpc_manage_states saw it, adding its job to live_jobs (the
 # caller's); true when it has ended or its state is unknown.
@@ -144,18 +138,11 @@ hpc_manage_resubmit_env() {
   done
 }
 
-# hpc_manage_join SEPARATOR WORD...: prints the WORDs joined by SEPARATOR.
-hpc_manage_join() {
-  local sep=$1 out=''
-  shift
-  printf -v out "%s$sep" "$@"
-  printf '%s\n' "${out%"$sep"}"
-}
-
-# hpc_manage_resubmit TARGET [--failed]: submits the submission of TARGET again (only its failed
-# tasks with --failed) and records the new job in a linked manifest.
-hpc_manage_resubmit() {
-  local target='' failed=0 word id origin newest i key
+# hpc_command_resubmit EXP|JOBID [--failed]: the command 'resubmit': submits the submission of the
+# target again (only its failed tasks with --failed) and records the new job in a linked manifest.
+hpc_command_resubmit() {
+  hpc_manage_begin
+  local target='' failed=0 word newest
   for word in "$@"; do
     case $word in
       --failed) failed=1 ;;
@@ -174,137 +161,152 @@ hpc_manage_resubmit() {
   newest=${hpc_manage_ids[${#hpc_manage_ids[@]} - 1]}
   # What the command's ${VARS} had at submission, given to the job again (hpc_manage_resubmit_env).
   hpc_manage_resubmit_env "$newest"
-  # A map and its gather (hpc_map.bash): the failed indices come from the tasks' status files.
-  if ((failed)) && hpc_manifest_read "${hpc_manage_file[newest]}" &&
-    [[ ${hpc_mf[mode]-} == map || ${hpc_mf[mode]-} == gather ]]; then
-    # shellcheck source=/dev/null # hpc_map.bash: linted on its own (see docs/architecture.md)
-    source "${hpc_manage_lib%/*}/hpc_map.bash"
-    hpc_group_resubmit_failed map "${hpc_manage_dir%/*}/map/${hpc_manage_exp[$newest]}"
-    return
+  ! hpc_manage_resubmit_group || return 0
+  # The first submission's array (and throttle), when it still has its manifest; else the newest's.
+  local spec throttle='' how=resubmit
+  local -a chain=() indices=()
+  hpc_manage_resubmit_chain
+  local new_spec=$spec
+  if ((failed)); then
+    how='resubmit --failed'
+    hpc_manage_resubmit_failed || return 0
   fi
-  # A scaling study and its report job (hpc_scaling.bash): the failed runs from their status files.
-  if ((failed)) && [[ ${hpc_mf[mode]-} == scaling || ${hpc_mf[mode]-} == scaling-report ]]; then
-    # shellcheck source=/dev/null # hpc_scaling.bash: linted on its own (see docs/architecture.md)
-    source "${hpc_manage_lib%/*}/hpc_scaling.bash"
-    # shellcheck source=/dev/null # hpc_group.bash: linted on its own (see docs/architecture.md)
-    source "${hpc_manage_lib%/*}/hpc_group.bash"
-    hpc_group_resubmit_failed scaling "${hpc_manage_dir%/*}/scaling/${hpc_manage_exp[$newest]}"
-    return
-  fi
-  # A map or a study again whole would run into a new folder without its record (gather, status
-  # and --failed read it): refused, pointing to --failed or a new submission.
-  if ((failed == 0)); then
-    case ${hpc_mf[mode]-} in
-      map | gather) hpc_manage_resubmit_group_refuse "$target" map "the indices that did not succeed" ;;
-      scaling | scaling-report)
-        hpc_manage_resubmit_group_refuse "$target" "scaling study" "the runs that did not succeed"
-        ;;
-    esac
-  fi
-  origin=${hpc_manage_origin[$newest]}
-  local -a chain=()
+  local script_text
+  hpc_manage_resubmit_script
+  hpc_manage_resubmit_submit
+}
+
+# hpc_manage_resubmit_group: (in hpc_command_resubmit) a map or a scaling study: with --failed,
+# resubmits what did not succeed (true); without, refused: again whole it would run into a new
+# folder without its record (gather, status and --failed read it). False for any other job.
+hpc_manage_resubmit_group() {
+  hpc_manifest_read "${hpc_manage_file[newest]}" || return 1
+  case ${hpc_mf[mode]-} in
+    map | gather)
+      ((failed)) || hpc_manage_resubmit_group_refuse "$target" map "the indices that did not succeed"
+      # The failed indices come from the tasks' status files (hpc_map.bash).
+      # shellcheck source=/dev/null # hpc_map.bash: linted on its own (see docs/architecture.md)
+      source "${hpc_manage_lib%/*}/hpc_map.bash"
+      hpc_group_resubmit_failed map "${hpc_manage_dir%/*}/map/${hpc_manage_exp[$newest]}"
+      ;;
+    scaling | scaling-report)
+      ((failed)) || hpc_manage_resubmit_group_refuse "$target" "scaling study" "the runs that did not succeed"
+      # The failed runs from their status files (hpc_scaling.bash).
+      # shellcheck source=/dev/null # hpc_scaling.bash: linted on its own (see docs/architecture.md)
+      source "${hpc_manage_lib%/*}/hpc_scaling.bash"
+      # shellcheck source=/dev/null # hpc_group.bash: linted on its own (see docs/architecture.md)
+      source "${hpc_manage_lib%/*}/hpc_group.bash"
+      hpc_group_resubmit_failed scaling "${hpc_manage_dir%/*}/scaling/${hpc_manage_exp[$newest]}"
+      ;;
+    *) return 1 ;;
+  esac
+}
+
+# hpc_manage_resubmit_chain: (in hpc_command_resubmit) sets chain to the jobs of the newest's
+# submission (same origin), spec to its first job's array, indices and throttle to that array's.
+hpc_manage_resubmit_chain() {
+  local id origin=${hpc_manage_origin[$newest]}
   for id in "${!hpc_manage_file[@]}"; do
     [[ ${hpc_manage_origin[$id]} != "$origin" ]] || chain+=("$id")
   done
-  # The first submission's array (and throttle), when it still has its manifest; else the newest's.
-  local first=${chain[0]} spec throttle=''
-  spec=${hpc_manage_array[$first]}
-  local -a indices=()
-  if [[ -n $spec ]]; then
-    hpc_manifest_expand_array "$spec" || hpc_die "the manifest of job $first has an unreadable array '$spec'"
-    indices=("${hpc_manifest_indices[@]}")
-    throttle=$hpc_manifest_throttle
-  fi
+  spec=${hpc_manage_array[${chain[0]}]}
+  [[ -n $spec ]] || return 0
+  hpc_manifest_expand_array "$spec" || hpc_die "the manifest of job ${chain[0]} has an unreadable array '$spec'"
+  indices=("${hpc_manifest_indices[@]}") throttle=$hpc_manifest_throttle
+}
 
-  local new_spec=$spec how=resubmit
-  if ((failed)); then
-    how='resubmit --failed'
-    hpc_manage_states "${chain[@]}"
-    # Each task's last run: the newest job of the chain whose array holds it.
-    local -A last=()
-    local -a redo=() unknown=() live=()
-    local -A live_jobs=()
-    for id in "${chain[@]}"; do
-      hpc_manage_keys "$id"
-      for key in "${hpc_manage_keys[@]}"; do
-        if [[ $key == *_* ]]; then last[${key#*_}]=$key; else last[job]=$key; fi
-      done
+# hpc_manage_resubmit_failed: (in hpc_command_resubmit --failed) sets new_spec to the array of the
+# tasks whose last run failed; false, having said why, when there is nothing to resubmit.
+hpc_manage_resubmit_failed() {
+  local id key i
+  local -A last=() live_jobs=()
+  local -a redo=() unknown=() live=()
+  hpc_manage_states "${chain[@]}"
+  # Each task's last run: the newest job of the chain whose array holds it.
+  for id in "${chain[@]}"; do
+    hpc_manage_keys "$id"
+    for key in "${hpc_manage_keys[@]}"; do
+      if [[ $key == *_* ]]; then last[${key#*_}]=$key; else last[job]=$key; fi
     done
+  done
+  [[ -n $spec ]] || indices=(job) last[job]=${last[job]-$newest}
+  for i in "${indices[@]}"; do
+    key=${last[$i]-}
+    [[ -n $key ]] || continue
+    [[ $hpc_manifest_failed_states != *" ${hpc_st_state[$key]} "* ]] || redo+=("$i")
+    [[ ${hpc_st_state[$key]} != UNKNOWN* ]] || unknown+=("$i")
+    hpc_manage_resubmit_live "$key" || live+=("$i")
+  done
+  # The newest runs are judged: one still queued or running is named, with its state, and
+  # nothing is resubmitted while nothing has failed (never an older, replaced run's id).
+  if ((${#redo[@]} == 0 && ${#live[@]})); then
+    local ids
+    printf -v ids '%s, ' "${!live_jobs[@]}"
     if [[ -n $spec ]]; then
-      for i in "${indices[@]}"; do
-        key=${last[$i]-}
-        [[ -n $key ]] || continue
-        [[ $hpc_manifest_failed_states != *" ${hpc_st_state[$key]} "* ]] || redo+=("$i")
-        [[ ${hpc_st_state[$key]} != UNKNOWN* ]] || unknown+=("$i")
-        hpc_manage_resubmit_live "$key" || live+=("$i")
-      done
+      printf 'Nothing to resubmit yet: task(s) %s of %s still pending or running (job %s); %s\n' \
+        "${live[*]}" "${hpc_manage_exp[$newest]}" "${ids%, }" \
+        "run 'resubmit $target --failed' again once they have ended."
     else
-      key=${last[job]-$newest}
-      [[ $hpc_manifest_failed_states != *" ${hpc_st_state[$key]} "* ]] || redo+=(job)
-      [[ ${hpc_st_state[$key]} != UNKNOWN* ]] || unknown+=(job)
-      hpc_manage_resubmit_live "$key" || live+=(job)
+      printf 'Nothing to resubmit yet: the newest run of %s, job %s, is still %s; %s\n' \
+        "${hpc_manage_exp[$newest]}" "$key" "${hpc_st_state[$key]}" \
+        "run 'resubmit $target --failed' again once it has ended."
     fi
-    # The newest runs are judged: one still queued or running is named, with its state, and
-    # nothing is resubmitted while nothing has failed (never an older, replaced run's id).
-    if ((${#redo[@]} == 0 && ${#live[@]})); then
-      if [[ -n $spec ]]; then
-        printf 'Nothing to resubmit yet: task(s) %s of %s still pending or running (job %s); %s\n' \
-          "${live[*]}" "${hpc_manage_exp[$newest]}" "$(hpc_manage_join ", " "${!live_jobs[@]}")" \
-          "run 'resubmit $target --failed' again once they have ended."
-      else
-        printf 'Nothing to resubmit yet: the newest run of %s, job %s, is still %s; %s\n' \
-          "${hpc_manage_exp[$newest]}" "$key" "${hpc_st_state[$key]}" \
-          "run 'resubmit $target --failed' again once it has ended."
-      fi
-      return 0
-    fi
-    if ((${#redo[@]} == 0)); then
-      printf 'Nothing to resubmit: no %s of %s (%s) ended FAILED, TIMEOUT, NODE_FAIL or CANCELLED.\n' \
-        "$([[ -n $spec ]] && printf 'task' || printf 'run')" "${hpc_manage_exp[$newest]}" \
-        "$([[ -n $spec ]] && printf 'newest job %s' "$newest" || printf 'job %s' "$key")"
-      ((${#unknown[@]} == 0)) || printf 'The state of %s is unknown: SLURM has forgotten it.\n' \
-        "$([[ -n $spec ]] && printf 'task(s) %s' "${unknown[*]}" || printf 'the job')"
-      return 0
-    fi
-    if [[ -n $spec ]]; then
-      hpc_manifest_ranges "${redo[@]}"
-      new_spec=$hpc_manifest_ranges${throttle:+%$throttle}
-    fi
+    return 1
   fi
+  if ((${#redo[@]} == 0)); then
+    printf 'Nothing to resubmit: no %s of %s (%s) ended FAILED, TIMEOUT, NODE_FAIL or CANCELLED.\n' \
+      "$([[ -n $spec ]] && printf 'task' || printf 'run')" "${hpc_manage_exp[$newest]}" \
+      "$([[ -n $spec ]] && printf 'newest job %s' "$newest" || printf 'job %s' "$key")"
+    ((${#unknown[@]} == 0)) || printf 'The state of %s is unknown: SLURM has forgotten it.\n' \
+      "$([[ -n $spec ]] && printf 'task(s) %s' "${unknown[*]}" || printf 'the job')"
+    return 1
+  fi
+  [[ -n $spec ]] || return 0
+  hpc_manifest_ranges "${redo[@]}"
+  new_spec=$hpc_manifest_ranges${throttle:+%$throttle}
+}
 
-  # The newest manifest of the chain holds the options; its kept job script is resubmitted.
+# hpc_manage_resubmit_script: (in hpc_command_resubmit) reads the newest manifest of the chain
+# (it holds the options) and sets script_text to its kept job script's text, checked with the
+# plan file it names; exits naming what is gone or not to be trusted.
+hpc_manage_resubmit_script() {
   hpc_manifest_read "${hpc_manage_file[newest]}" || hpc_die "cannot read ${hpc_manage_file[newest]}"
-  local script=${hpc_mf[script]-} new_id arg again
-  if [[ -z $script ]] || [[ ! -e $script && ! -L $script ]]; then
-    printf -v again ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"}
-    hpc_die "the kept job script '$script' of job $newest is gone; submit again with: bash job_submitter.sh$again"
-  fi
+  local script=${hpc_mf[script]-} plan=${hpc_mf[plan]-} token=${hpc_mf[token]-} other
+  [[ -n $script ]] && [[ -e $script || -L $script ]] || hpc_manage_resubmit_gone "kept job script '$script'"
   # What sbatch runs is the text read from the one descriptor checked: the user's own file that
   # nobody else can change (on a group-writable scratch another member could have edited it).
   hpc_trusted_read "$script" ||
     hpc_die "the kept job script '$script' of job $newest $hpc_trusted_problem: not run; nothing was submitted"
-  local script_text=$hpc_trusted_text
+  script_text=$hpc_trusted_text
   # The kept script names the job's plan file, which holds every value of the job.
-  local plan=${hpc_mf[plan]-}
   hpc_manage_resubmit_identity "$script" "$script_text" "$newest"
-  if [[ -n $plan && ! -e $plan && ! -L $plan ]]; then
-    printf -v again ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"}
-    hpc_die "the plan file '$plan' of job $newest is gone; submit again with: bash job_submitter.sh$again"
-  fi
+  [[ -z $plan ]] && return 0
+  [[ -e $plan || -L $plan ]] || hpc_manage_resubmit_gone "plan file '$plan'"
   # One that the job would refuse at its start (a link, others can write it): refused now.
-  if [[ -n $plan ]] && ! hpc_trusted_read "$plan"; then
+  hpc_trusted_read "$plan" ||
     hpc_die "the plan file '$plan' of job $newest $hpc_trusted_problem: not read; nothing was submitted"
-  fi
   # One that is another job's (renamed into this one's name): the job would refuse it at its start.
-  local token=${hpc_mf[token]-} other
-  if [[ -n $plan && -n $token && ${hpc_trusted_text%$'\n'} != *$'\n'"hpc_plan_token=$token" ]]; then
-    other=${hpc_trusted_text##*$'\n'hpc_plan_exp_name=}
-    [[ $hpc_trusted_text == *$'\n'hpc_plan_exp_name=* ]] || other='?'
-    hpc_die "the plan file '$plan' of job $newest is not this job's (it was written for experiment" \
-      "'${other%%$'\n'*}'); nothing was submitted"
-  fi
+  [[ -n $token && ${hpc_trusted_text%$'\n'} != *$'\n'"hpc_plan_token=$token" ]] || return 0
+  other=${hpc_trusted_text##*$'\n'hpc_plan_exp_name=}
+  [[ $hpc_trusted_text == *$'\n'hpc_plan_exp_name=* ]] || other='?'
+  hpc_die "the plan file '$plan' of job $newest is not this job's (it was written for experiment" \
+    "'${other%%$'\n'*}'); nothing was submitted"
+}
+
+# hpc_manage_resubmit_gone WHAT: (in hpc_command_resubmit_script) exits: WHAT of the newest job is
+# gone, with the command line that submits it again.
+hpc_manage_resubmit_gone() {
+  local again
+  printf -v again ' %q' ${hpc_mf_argv[@]+"${hpc_mf_argv[@]}"}
+  hpc_die "the $1 of job $newest is gone; submit again with: bash job_submitter.sh$again"
+}
+
+# hpc_manage_resubmit_submit: (in hpc_command_resubmit) submits script_text with the manifest's
+# sbatch options, its array replaced by new_spec, records the new job in a linked manifest (the
+# newest's lines, with this job's own values) and says so.
+hpc_manage_resubmit_submit() {
+  local arg new_id skip=0
   local -a args=()
-  local skip=0
   for arg in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do
     if ((skip)); then skip=0 && continue; fi
     case $arg in
@@ -322,8 +324,6 @@ hpc_manage_resubmit() {
     exit 1
   fi
   new_id=$hpc_slurm_id
-
-  # The linked manifest: the newest's lines, with this job's own values.
   hpc_manifest_copy "${hpc_manage_file[newest]}" "$new_id" "$new_spec" "$how" ||
     hpc_say "job $new_id was submitted, but its manifest could not be written beside ${hpc_manage_file[newest]}"
   hpc_pending_close
