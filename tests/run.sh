@@ -71,6 +71,10 @@ done
 if ((install)); then
   bash tests/install_deps.sh
 fi
+# python3 itself, not pyenv's shim, for everything below (tests/helpers/python_direct.bash).
+# shellcheck source=tests/helpers/python_direct.bash
+source tests/helpers/python_direct.bash
+hpc_test_python_direct
 
 side_by_side=1
 if ! command -v parallel >/dev/null; then

@@ -2,6 +2,11 @@
 # Loaded by the unit tests of job_submitter.sh (tests/unit/job_submitter.bats, bad_input.bats):
 # a warm profile cache, a project installed in a temporary folder, PATH stubs of SLURM.
 
+# Set by venv_runner.bash (hpc_venv_expect), which shellcheck does not follow here (nor
+# hpc_common.bash and hpc_profile.bash: each is linted on its own, not again for each of the
+# test files that source this one); declared for shellcheck.
+declare -g hpc_venv_stamp
+
 # hpc_test_prepare DIR: what every submitter test starts from, made once into DIR (made): every
 # cluster profile compiled with the toolkit's own code into "DIR/warm cache" (exported as
 # HPC_WARM_CACHE; installed copies have the same content, so a submitter given a copy of it finds
@@ -16,10 +21,10 @@ hpc_test_prepare() {
     profile=${profile##*/}
     (
       hpc_files_dir=$HPC_ROOT/hpc_files
-      # shellcheck source=hpc_files/lib/hpc_common.bash
+      # shellcheck source=/dev/null # linted on its own (above)
       source "$hpc_files_dir/lib/hpc_common.bash"
       hpc_facts_locate "$hpc_files_dir"
-      # shellcheck source=hpc_files/lib/hpc_profile.bash
+      # shellcheck source=/dev/null # linted on its own (above)
       source "$hpc_files_dir/lib/hpc_profile.bash"
       PYTHONDONTWRITEBYTECODE=1 HPC_CACHE_DIR=$HPC_WARM_CACHE hpc_profile_load "${profile%.yaml}"
     ) || return 1
@@ -73,7 +78,7 @@ hpc_test_venv_built() {
   mkdir -p "$1/virtual_env/bin"
   : >"$1/virtual_env/bin/activate"
   (
-    # shellcheck source=virtual_env_hpc_files/venv_runner.bash
+    # shellcheck source=/dev/null # linted on its own (above)
     source "$1/hpc_files/virtual_env_hpc_files/venv_runner.bash"
     hpc_venv_expect "$1"
     printf '%s' "$hpc_venv_stamp" >"$1/virtual_env/.hpc_deps"

@@ -80,9 +80,20 @@ def run_module(*args: str) -> CliResult:
     return run_main(scaling_report.main, "hpc_helpers.scaling_report", *args, "--no-refine")
 
 
+@pytest.fixture
+def no_plot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report as where matplotlib is missing (plot() False: test_without_matplotlib in
+    test_scaling_report.py), for the tests about reading the study's files and the report's
+    first lines, whose studies are ordinary ones: drawing scaling.png and scaling.svg is nearly
+    all of a report's CPU time (a second each). The tests whose data the plot draws (flags,
+    invalid or missing metrics, text from the JSON in its title) draw it."""
+    monkeypatch.setattr(scaling_report, "plot", lambda *args, **kwargs: False)
+
+
 # --- overlaps ---------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("no_plot")
 def test_serial_study_has_no_overlap(tmp_path: Path) -> None:
     text = report(make_study(tmp_path / "s", SERIAL))
     assert "overlap" not in text.lower()
@@ -144,12 +155,14 @@ def test_superlinear_efficiency_is_flagged_beyond_noise(tmp_path: Path) -> None:
     (99, "**Verdict: no configuration beyond the baseline 1x1 reaches the 99 % efficiency "
          "target; the best is 1x2 at 95.0 %.**"),
 ])
+@pytest.mark.usefixtures("no_plot")
 def test_verdict_on_the_first_line(tmp_path: Path, target: float | None, verdict: str) -> None:
     extra = {} if target is None else {"target_efficiency": target}
     text = report(make_study(tmp_path / "s", SERIAL, **extra))
     assert text.splitlines()[0] == verdict
 
 
+@pytest.mark.usefixtures("no_plot")
 def test_first_lines_name_order_and_dirty_commit(tmp_path: Path) -> None:
     study = make_study(tmp_path / "s", SERIAL, git_dirty=True)
     doc = json.loads((study / "study.json").read_text())
@@ -186,6 +199,7 @@ def test_study_json_linked_out_of_the_study_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["results.csv", "runs/1x2-r1/wall.json",
                                   "runs/1x2-r1/metrics.json", "runs/1x2-r1/status.json"])
+@pytest.mark.usefixtures("no_plot")
 def test_fifo_or_outward_link_in_the_study_is_named_and_skipped(tmp_path: Path, name: str) -> None:
     study = make_study(tmp_path / "s", SERIAL)
     assert run_module(str(study)).status == 0
@@ -218,6 +232,7 @@ def test_fifo_summary_in_out_is_refused_in_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making another user's folder needs root")
+@pytest.mark.usefixtures("no_plot")
 def test_out_of_another_user_is_refused_in_one_line(tmp_path: Path) -> None:
     study = make_study(tmp_path / "s", SERIAL)
     nobody = 65534
@@ -319,6 +334,7 @@ def set_samples(study: Path, key: str, samples: int, steps: int, warmup: int) ->
     path.write_text(json.dumps(doc))
 
 
+@pytest.mark.usefixtures("no_plot")
 def test_sample_count_warning_counts_the_warm_up(tmp_path: Path) -> None:
     # One epoch of 6400 samples, 64 per rank per step, 5 warm-up steps excluded: the measured
     # samples differ by world size, the work does not.
