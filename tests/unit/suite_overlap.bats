@@ -51,3 +51,21 @@ integration_fixture() {
   assert_line --regexp "^not ok 1 leaves the mark # in [0-9]+ ms$"
   assert_line "suite: 1 passed, 1 failed"
 }
+
+@test "the site configuration's files run in a lane of their own, beside the other integration files (one at a time with --clusters 1), and are counted" {
+  # Each leaves its mark, then waits (bounded) for the other's: both pass only if they run at once.
+  # shellcheck disable=SC2016 # the fixtures' own expansions
+  printf '%s\n' '@test "site lane" {' '  : >"$HPC_OVERLAP_MARK.site"; : >"$HPC_OVERLAP_MARK"' \
+    '  for ((i = 0; i < 300; i++)); do [[ -e $HPC_OVERLAP_MARK.rest ]] && return 0; sleep 0.1; done; false' \
+    '}' >"$tree/tests/integration/site_lane.bats"
+  # shellcheck disable=SC2016
+  printf '%s\n' '@test "rest lane" {' '  : >"$HPC_OVERLAP_MARK.rest"' \
+    '  for ((i = 0; i < 300; i++)); do [[ -e $HPC_OVERLAP_MARK.site ]] && return 0; sleep 0.1; done; false' \
+    '}' >"$tree/tests/integration/rest.bats"
+  run bash "$tree/tests/run.sh" --no-install --no-cluster --no-lint --no-pytest --clusters 1 --bats "$tree/tests"
+  assert_success
+  assert_line --regexp "^ok 1 site lane # in [0-9]+ ms$"
+  assert_line --regexp "^ok 1 rest lane # in [0-9]+ ms$"
+  assert_line "suite: 3 passed, 0 failed"
+  assert_line --regexp '^ +[0-9]+  integration \(site lane\)$'
+}
