@@ -284,7 +284,10 @@ hpc_manage_target() {
   hpc_manage_target_exp=$word
   # Its ids ascending (hpc_manage_index lists them in the order of the manifests' names).
   local -a ids=()
-  for id in ${hpc_manage_ids_of[$word]-}; do ids[id]=$id; done
+  for id in ${hpc_manage_ids_of[$word]-}; do
+    # (Two manifests of one job id: the job is the last one's, as hpc_manage_file says.)
+    [[ ${hpc_manage_exp[$id]} != "$word" ]] || ids[id]=$id
+  done
   hpc_manage_ids=(${ids[@]+"${ids[@]}"})
   if ((${#hpc_manage_ids[@]} == 0)); then
     hpc_pending_scan "${hpc_manage_dir%/*}" "$word"
