@@ -139,6 +139,14 @@ trace_lines() {
   assert_equal "$status" 0
   assert_equal "$(tr -s ' ' <<<"${lines[1]}")" \
     "760_[0-1999] big venv-none 2000 items: 667 FAILED, 1200 COMPLETED, 133 LOST - $outputs/big_venv-none_760_%a.out"
+  # Another user's states file (planted beside the manifest) is not read: one line says so, the
+  # files alone count.
+  chown nobody "$manifests/big_760.states"
+  manage status big
+  assert_equal "$status" 0
+  assert_equal "$(tr -s ' ' <<<"${lines[1]}")" \
+    "760_[0-1999] big venv-none 2000 items: 1599 COMPLETED, 200 FAILED, 201 LOST - $outputs/big_venv-none_760_%a.out"
+  [[ $stderr == *"not read: $manifests/big_760.states "* ]] || fail "no line about the states file: $stderr"
 }
 
 @test "status EXP of a chunked map SLURM has forgotten: its items counted per state on a line of their own, its array's line SLURM's word on its tasks, as before" {
