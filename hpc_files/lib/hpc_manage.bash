@@ -91,8 +91,18 @@ hpc_manage_index() {
     msg+=" if they are yours, make them yours alone: chmod go-w"
     hpc_say "$msg"
   fi
+  # The others, ten records each: the index's line, then its fields (hpc_manage_index_check).
+  local rows_at=$((1 + untrusted + reread + decode))
+  for ((i = rows_at; i < ${#out[@]}; i += 10)); do
+    hpc_manage_file[${out[i + 2]}]=$hpc_manage_dir/${out[i + 1]} hpc_manage_exp[${out[i + 2]}]=${out[i + 3]} \
+      hpc_manage_kind[${out[i + 2]}]=${out[i + 4]} hpc_manage_array[${out[i + 2]}]=${out[i + 5]} \
+      hpc_manage_origin[${out[i + 2]}]=${out[i + 6]} hpc_manage_output[${out[i + 2]}]=${out[i + 7]} \
+      hpc_manage_mode[${out[i + 2]}]=${out[i + 8]} hpc_manage_name[${out[i + 2]}]=${out[i + 9]} \
+      hpc_manage_ids_of[${out[i + 3]}]+=" ${out[i + 2]}"
+  done
   at=$((1 + untrusted))
-  # The manifests new or replaced since they were indexed: read.
+  # The manifests new or replaced since they were indexed: read (after the others: where two
+  # manifests name one job, hpc_manage_index_add keeps the one the glob lists last).
   for ((i = at; i < at + reread; i++)); do
     name=${out[i]%%/*} f=$hpc_manage_dir/${out[i]%%/*}
     hpc_manifest_read "$f" || continue
@@ -116,19 +126,10 @@ hpc_manage_index() {
     hpc_manage_index_decode
     hpc_manage_index_add
   done
-  at=$((at + decode))
-  # The others, ten records each: the index's line, then its fields (hpc_manage_index_check).
-  for ((i = at; i < ${#out[@]}; i += 10)); do
-    hpc_manage_file[${out[i + 2]}]=$hpc_manage_dir/${out[i + 1]} hpc_manage_exp[${out[i + 2]}]=${out[i + 3]} \
-      hpc_manage_kind[${out[i + 2]}]=${out[i + 4]} hpc_manage_array[${out[i + 2]}]=${out[i + 5]} \
-      hpc_manage_origin[${out[i + 2]}]=${out[i + 6]} hpc_manage_output[${out[i + 2]}]=${out[i + 7]} \
-      hpc_manage_mode[${out[i + 2]}]=${out[i + 8]} hpc_manage_name[${out[i + 2]}]=${out[i + 9]} \
-      hpc_manage_ids_of[${out[i + 3]}]+=" ${out[i + 2]}"
-  done
   # Written anew when a manifest was read, or a line of the index names none.
-  ((reread == 0 && (${#out[@]} - at) / 10 + decode == lines)) || {
-    for ((i = at - decode; i < at; i++)); do rows+=("${out[i]}"); done
-    for ((i = at; i < ${#out[@]}; i += 10)); do rows+=("${out[i]}"); done
+  ((reread == 0 && (${#out[@]} - rows_at) / 10 + decode == lines)) || {
+    for ((i = at; i < rows_at; i++)); do rows+=("${out[i]}"); done
+    for ((i = rows_at; i < ${#out[@]}; i += 10)); do rows+=("${out[i]}"); done
     hpc_manage_index_save ${rows[@]+"${rows[@]}"}
   }
 }
@@ -137,7 +138,11 @@ hpc_manage_index() {
 # line of the index).
 # shellcheck disable=SC2034 # hpc_manage_kind, _origin, _mode: read by the commands (commands/*.bash)
 hpc_manage_index_add() {
-  local id=${hpc_manage_row[2]}
+  local id=${hpc_manage_row[2]} kept
+  # Two manifests of one job id (a cluster that handed out an id again): the job is the one whose
+  # name the glob lists last, as when every manifest was read in the glob's order.
+  kept=${hpc_manage_file[id]-}
+  [[ -z $kept || ! ${kept##*/} > ${hpc_manage_row[0]} ]] || return 0
   hpc_manage_file[id]=$hpc_manage_dir/${hpc_manage_row[0]} hpc_manage_exp[$id]=${hpc_manage_row[3]}
   hpc_manage_kind[$id]=${hpc_manage_row[4]} hpc_manage_array[$id]=${hpc_manage_row[5]}
   hpc_manage_origin[$id]=${hpc_manage_row[6]} hpc_manage_output[$id]=${hpc_manage_row[7]}
