@@ -52,97 +52,152 @@ hpc_manage_locate() {
 
 # hpc_manage_index: reads every manifest of the project: hpc_manage_file[ID] (indexed by job id,
 # so that "${!hpc_manage_file[@]}" is in submission order), and for each ID hpc_manage_exp,
-# _kind, _array, _origin, _output, _name (the job name); hpc_manage_exps: the experiments, in
-# the order of their first submission. What it needs of a manifest comes from the index
-# (hpc_manage_index_load) while the manifest is the file that was indexed (same inode, size and
-# modification time): only the manifests new since are read, and the index is written anew when
-# it changed (best effort, as the .states files). One find lists them all, with what is checked.
+# _kind, _array, _origin, _output, _name (the job name); hpc_manage_ids_of[EXP]: EXP's job ids.
+# What it needs of a manifest comes from the index (manifests/.index, below) while the manifest is
+# the file that was indexed (same inode, size and modification time): only the manifests new since
+# are read, and the index is written anew when it changed (best effort, as the .states files). One
+# find lists them all, with what is checked, and one awk matches them with the index
+# (hpc_manage_index_check): a history of 10^4 jobs costs a few Bash steps per job.
 # shellcheck disable=SC2034 # hpc_manage_kind, _origin, _mode: read by the commands (commands/*.bash)
 hpc_manage_index() {
-  local - f id exp arg rec name stamp row changed=0 next=1
-  local -A seen=() stamps=()
-  local -a found=() untrusted=() files=() rows=()
-  hpc_manage_file=() hpc_manage_exps=()
+  local - i f name fd='' index=$hpc_manage_dir/.index
+  local -a out=() head=() rows=()
+  hpc_manage_file=()
   declare -gA hpc_manage_keys_of=() hpc_manage_exp=() hpc_manage_kind=() hpc_manage_array=() hpc_manage_origin=() \
-  hpc_manage_output=() hpc_manage_name=() hpc_manage_mode=() hpc_manage_defer=()
+  hpc_manage_output=() hpc_manage_name=() hpc_manage_mode=() hpc_manage_defer=() hpc_manage_ids_of=()
   [[ -d $hpc_manage_dir ]] || return 0
+  # The index is trusted as a manifest is; one that may not be read is said once, never written.
+  hpc_manage_index_ok=1
+  if hpc_trusted_open "$index"; then
+    fd=$hpc_trusted_fd
+  elif [[ -e $index || -L $index ]]; then
+    hpc_say "not read: $index $hpc_trusted_problem; remove it"
+    hpc_manage_index_ok=0
+  fi
   # A manifest names the script, options and jobs that resubmit and cancel act on: one that is
   # not the user's own regular file or that others can change (a group-writable scratch) is not
-  # read. One find for all of them, not a process per manifest: 'TSTAMP/NAME' for the others,
-  # 'U/NAME' for those.
-  mapfile -d '' found < <(find "$hpc_manage_dir" -mindepth 1 -maxdepth 1 -name '*.manifest' \
-    \( \( -type f -user "$EUID" ! -perm /022 -printf 'T%i:%s:%T@/%f\0' \) -o -printf 'U/%f\0' \) 2>/dev/null)
-  for rec in ${found[@]+"${found[@]}"}; do
-    if [[ $rec == T* ]]; then
-      stamp=${rec%%/*}
-      stamps[${rec#*/}]=${stamp#T}
-    else
-      untrusted+=("${rec#*/}")
-    fi
-  done
-  if ((${#untrusted[@]})); then
-    local msg="not read: ${#untrusted[@]} manifest(s) in $hpc_manage_dir that others can change or that are not"
-    msg+=" your own files (${untrusted[0]}$( ((${#untrusted[@]} == 1)) || printf ', ...'));"
+  # read. One find for all of them, not a process per manifest ('TSTAMP/NAME' for the others,
+  # 'U/NAME' for those), in the order of their names.
+  mapfile -d '' out < <(find "$hpc_manage_dir" -mindepth 1 -maxdepth 1 -name '*.manifest' ! -name '.*' \
+    \( \( -type f -user "$EUID" ! -perm /022 -printf 'T%i:%s:%T@/%f\0' \) -o -printf 'U/%f\0' \) 2>/dev/null |
+    LC_ALL=C sort -z -t/ -k2 | hpc_manage_index_check "${fd:+/dev/fd/$fd}")
+  [[ -z $fd ]] || exec {fd}<&-
+  # shellcheck disable=SC2206 # 'H LINES UNTRUSTED READ DECODE': numbers
+  head=(${out[0]-H 0 0 0 0})
+  local lines=${head[1]} untrusted=${head[2]} reread=${head[3]} decode=${head[4]} at
+  if ((untrusted)); then
+    local msg="not read: $untrusted manifest(s) in $hpc_manage_dir that others can change or that are not"
+    msg+=" your own files (${out[1]}$( ((untrusted == 1)) || printf ', ...'));"
     msg+=" if they are yours, make them yours alone: chmod go-w"
     hpc_say "$msg"
   fi
-  hpc_manage_index_load
-  files=("$hpc_manage_dir"/*.manifest)
+  # The others, ten records each: the index's line, then its fields (hpc_manage_index_check).
+  local rows_at=$((1 + untrusted + reread + decode))
+  for ((i = rows_at; i < ${#out[@]}; i += 10)); do
+    hpc_manage_file[${out[i + 2]}]=$hpc_manage_dir/${out[i + 1]} hpc_manage_exp[${out[i + 2]}]=${out[i + 3]} \
+      hpc_manage_kind[${out[i + 2]}]=${out[i + 4]} hpc_manage_array[${out[i + 2]}]=${out[i + 5]} \
+      hpc_manage_origin[${out[i + 2]}]=${out[i + 6]} hpc_manage_output[${out[i + 2]}]=${out[i + 7]} \
+      hpc_manage_mode[${out[i + 2]}]=${out[i + 8]} hpc_manage_name[${out[i + 2]}]=${out[i + 9]} \
+      hpc_manage_ids_of[${out[i + 3]}]+=" ${out[i + 2]}"
+  done
+  at=$((1 + untrusted))
+  # The manifests new or replaced since they were indexed: read (after the others: where two
+  # manifests name one job, hpc_manage_index_add keeps the one the glob lists last).
+  for ((i = at; i < at + reread; i++)); do
+    name=${out[i]%%/*} f=$hpc_manage_dir/${out[i]%%/*}
+    hpc_manifest_read "$f" || continue
+    hpc_manage_row=("$name" "${out[i]#*/}" "${hpc_mf[job_id]}" "${hpc_mf[exp_name]-}" "${hpc_mf[kind]-}"
+      "${hpc_mf[array]-}" "${hpc_mf[origin]:-${hpc_mf[job_id]}}" "${hpc_mf[output]-}" "${hpc_mf[mode]-}" '')
+    for f in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do
+      [[ $f != --job-name=* ]] || hpc_manage_row[9]=${f#*=}
+    done
+    hpc_manage_index_line
+    rows+=("$hpc_manage_index_line")
+    hpc_manage_index_add
+  done
+  at=$((at + reread))
+  # The indexed rows with an escaped value (rare): split on 0x1f alone, no glob, and decoded.
   set -f
-  for f in "${files[@]}"; do
-    name=${f##*/}
-    stamp=${stamps[$name]-}
-    [[ -n $stamp ]] || continue
-    # The index is in the order of this loop: its next line, else (a manifest new since) looked up.
-    row=${hpc_manage_index_lines[next]-}
-    if [[ $row == "$name"$'\x1f'* ]]; then
-      next=$((next + 1))
-    else
-      ((${#hpc_manage_indexed[@]} || ${#hpc_manage_index_lines[@]} < 2)) || hpc_manage_index_names
-      row=${hpc_manage_indexed[$name]-}
-    fi
-    hpc_manage_row=()
-    if [[ -n $row && ${row#*$'\x1f'} == "$stamp"$'\x1f'* ]]; then
-      # Split on 0x1f alone (each field kept, empty ones too), no glob (set -f above): inline, as
-      # this runs once per recorded job.
-      IFS=$'\x1f'
-      # shellcheck disable=SC2206
-      hpc_manage_row=($row)
-      IFS=$' \t\n'
-      [[ $row != *\\* ]] || hpc_manage_index_decode
-    fi
-    if ((${#hpc_manage_row[@]} == 11)) && [[ ${hpc_manage_row[2]} =~ $hpc_facts_job_id_re ]]; then
-      rows+=("$row")
-    else
-      hpc_manifest_read "$f" || continue
-      hpc_manage_row=("$name" "$stamp" "${hpc_mf[job_id]}" "${hpc_mf[exp_name]-}" "${hpc_mf[kind]-}"
-        "${hpc_mf[array]-}" "${hpc_mf[origin]:-${hpc_mf[job_id]}}" "${hpc_mf[output]-}" "${hpc_mf[mode]-}" '')
-      for arg in ${hpc_mf_sbatch[@]+"${hpc_mf_sbatch[@]}"}; do
-        [[ $arg != --job-name=* ]] || hpc_manage_row[9]=${arg#*=}
-      done
-      hpc_manage_index_line
-      rows+=("$hpc_manage_index_line")
-      changed=1
-    fi
-    id=${hpc_manage_row[2]}
-    hpc_manage_file[id]=$f
-    hpc_manage_exp[$id]=${hpc_manage_row[3]}
-    hpc_manage_kind[$id]=${hpc_manage_row[4]}
-    hpc_manage_array[$id]=${hpc_manage_row[5]}
-    hpc_manage_origin[$id]=${hpc_manage_row[6]}
-    hpc_manage_output[$id]=${hpc_manage_row[7]}
-    hpc_manage_mode[$id]=${hpc_manage_row[8]}
-    hpc_manage_name[$id]=${hpc_manage_row[9]}
+  for ((i = at; i < at + decode; i++)); do
+    IFS=$'\x1f'
+    # shellcheck disable=SC2206
+    hpc_manage_row=(${out[i]})
+    IFS=$' \t\n'
+    hpc_manage_index_decode
+    hpc_manage_index_add
   done
-  # Written anew when a manifest was read, or one indexed is gone.
-  ((changed == 0 && ${#rows[@]} + 1 == ${#hpc_manage_index_lines[@]})) ||
+  # Written anew when a manifest was read, or a line of the index names none.
+  ((reread == 0 && (${#out[@]} - rows_at) / 10 + decode == lines)) || {
+    for ((i = at; i < rows_at; i++)); do rows+=("${out[i]}"); done
+    for ((i = rows_at; i < ${#out[@]}; i += 10)); do rows+=("${out[i]}"); done
     hpc_manage_index_save ${rows[@]+"${rows[@]}"}
-  for id in "${!hpc_manage_file[@]}"; do
-    exp=${hpc_manage_exp[$id]}
-    [[ -n ${seen[$exp]-} ]] && continue
-    seen[$exp]=1
-    hpc_manage_exps+=("$exp")
-  done
+  }
+}
+
+# hpc_manage_index_add: (hpc_manage_index) records the job of hpc_manage_row (the fields of a
+# line of the index).
+# shellcheck disable=SC2034 # hpc_manage_kind, _origin, _mode: read by the commands (commands/*.bash)
+hpc_manage_index_add() {
+  local id=${hpc_manage_row[2]} kept
+  # Two manifests of one job id (a cluster that handed out an id again): the job is the one whose
+  # name the glob lists last, as when every manifest was read in the glob's order.
+  kept=${hpc_manage_file[id]-}
+  [[ -z $kept || ! ${kept##*/} > ${hpc_manage_row[0]} ]] || return 0
+  hpc_manage_file[id]=$hpc_manage_dir/${hpc_manage_row[0]} hpc_manage_exp[$id]=${hpc_manage_row[3]}
+  hpc_manage_kind[$id]=${hpc_manage_row[4]} hpc_manage_array[$id]=${hpc_manage_row[5]}
+  hpc_manage_origin[$id]=${hpc_manage_row[6]} hpc_manage_output[$id]=${hpc_manage_row[7]}
+  hpc_manage_mode[$id]=${hpc_manage_row[8]} hpc_manage_name[$id]=${hpc_manage_row[9]}
+  hpc_manage_ids_of[${hpc_manage_row[3]}]+=" $id"
+}
+
+# hpc_manage_index_check [INDEX]: (hpc_manage_index) reads find's NUL-separated records
+# ('TSTAMP/NAME', 'U/NAME') and the index INDEX (its first 64 MiB; none when not given), and
+# writes, NUL-separated: 'H LINES UNTRUSTED READ DECODE' (how many lines the index has after its
+# first, and how many records of each kind follow); the NAMEs not to read; 'NAME/STAMP' of each
+# manifest to read (not indexed, or not with its stamp); the index's lines with an escaped value;
+# and for each other manifest ten records: its line of the index, then the line's first ten
+# fields but the stamp. An index line counts only with 11 fields, its last '.', and a job id.
+hpc_manage_index_check() {
+  local prog
+  # shellcheck disable=SC2016 # awk's program, in single quotes
+  prog='BEGIN {
+      RS = "\n"; FS = "\037"; max = 67108864
+      if (index_file != "") {
+        if ((getline line < index_file) > 0 && line == "hpc-manifest-index 1") {
+          bytes = length(line) + 1
+          while ((getline line < index_file) > 0) {
+            bytes += length(line) + 1
+            if (bytes > max) break
+            lines++
+            n = split(line, f, "\037")
+            # A job id (hpc_facts_job_id_re, without its interval: mawk has none).
+            if (n == 11 && f[11] == "." && length(f[3]) <= 18 && f[3] ~ /^[1-9][0-9]*$/) {
+              row[f[1]] = line; at[f[1]] = f[2]
+            }
+          }
+        }
+        close(index_file)
+      }
+      RS = "\0"; ORS = "\0"
+    }
+    /^U\// { bad[++u] = substr($0, 3); next }
+    /^T/ {
+      i = index($0, "/"); name = substr($0, i + 1); stamp = substr($0, 2, i - 2)
+      if (!(name in row) || at[name] != stamp) { reread[++r] = name "/" stamp; next }
+      if (index(row[name], "\\")) { dec[++d] = row[name]; next }
+      ok[++v] = row[name]
+    }
+    END {
+      print "H " (lines + 0) " " (u + 0) " " (r + 0) " " (d + 0)
+      for (i = 1; i <= u; i++) print bad[i]
+      for (i = 1; i <= r; i++) print reread[i]
+      for (i = 1; i <= d; i++) print dec[i]
+      for (i = 1; i <= v; i++) {
+        print ok[i]; split(ok[i], f, "\037")
+        for (j = 1; j <= 10; j++) if (j != 2) print f[j]
+      }
+    }'
+  LC_ALL=C awk -v index_file="${1-}" "$prog"
 }
 
 # The index of the manifests, manifests/.index: a first line 'hpc-manifest-index 1', then one
@@ -152,33 +207,6 @@ hpc_manage_index() {
 # \t \r), and 0x1f as \x1f. It is the user's own file that nobody else can write, read as
 # trusted (hpc_trusted_read, its first 64 MiB), written whole and renamed over
 # (hpc_private_write); one that may not be read is said once and left alone (never written over).
-
-# hpc_manage_index_load: sets hpc_manage_index_lines to the index's lines, its first line
-# 'hpc-manifest-index 1' (none when there is no index, or it may not be read:
-# hpc_manage_index_ok 0, said once).
-hpc_manage_index_load() {
-  local index=$hpc_manage_dir/.index
-  declare -gA hpc_manage_indexed=()
-  hpc_manage_index_lines=()
-  hpc_manage_index_ok=1
-  if ! hpc_trusted_read "$index" '' 67108864; then
-    [[ -e $index || -L $index ]] || return 0
-    hpc_say "not read: $index $hpc_trusted_problem; remove it"
-    hpc_manage_index_ok=0
-    return 0
-  fi
-  mapfile -t hpc_manage_index_lines <<<"${hpc_trusted_text%$'\n'}"
-  [[ ${hpc_manage_index_lines[0]-} == 'hpc-manifest-index 1' ]] || hpc_manage_index_lines=()
-}
-
-# hpc_manage_index_names: sets hpc_manage_indexed[NAME] to the index's line of each manifest NAME
-# (when a manifest is not where the index has it: one new since).
-hpc_manage_index_names() {
-  local line
-  for line in "${hpc_manage_index_lines[@]:1}"; do
-    [[ $line != *$'\x1f.' ]] || hpc_manage_indexed[${line%%$'\x1f'*}]=$line
-  done
-}
 
 # hpc_manage_index_decode: decodes the escaped fields of hpc_manage_row (a line of the index).
 hpc_manage_index_decode() {
@@ -215,10 +243,17 @@ hpc_manage_index_save() {
   hpc_private_write "$hpc_manage_dir/.index" "$text" 2>/dev/null || true
 }
 
-# hpc_manage_known: prints the known experiments for a message.
+# hpc_manage_known: prints the known experiments for a message, in the order of their first
+# submission.
 hpc_manage_known() {
-  if ((${#hpc_manage_exps[@]})); then
-    printf 'known: %s' "${hpc_manage_exps[*]}"
+  local id
+  local -A seen=()
+  local -a exps=()
+  for id in "${!hpc_manage_file[@]}"; do
+    [[ -n ${seen[${hpc_manage_exp[$id]}]-} ]] || seen[${hpc_manage_exp[$id]}]=1 exps+=("${hpc_manage_exp[$id]}")
+  done
+  if ((${#exps[@]})); then
+    printf 'known: %s' "${exps[*]}"
   else
     printf 'no submission of project %s is recorded in %s' "$hpc_manage_project" "$hpc_manage_dir"
   fi
@@ -252,9 +287,13 @@ hpc_manage_target() {
     hpc_die_usage "$word" "not an experiment name or a job id; $(hpc_manage_known)"
   # shellcheck disable=SC2034 # read by commands/status.bash and cancel.bash
   hpc_manage_target_exp=$word
-  for id in "${!hpc_manage_file[@]}"; do
-    [[ ${hpc_manage_exp[$id]} != "$word" ]] || hpc_manage_ids+=("$id")
+  # Its ids ascending (hpc_manage_index lists them in the order of the manifests' names).
+  local -a ids=()
+  for id in ${hpc_manage_ids_of[$word]-}; do
+    # (Two manifests of one job id: the job is the last one's, as hpc_manage_file says.)
+    [[ ${hpc_manage_exp[$id]} != "$word" ]] || ids[id]=$id
   done
+  hpc_manage_ids=(${ids[@]+"${ids[@]}"})
   if ((${#hpc_manage_ids[@]} == 0)); then
     hpc_pending_scan "${hpc_manage_dir%/*}" "$word"
     ((${#hpc_pending_tokens[@]} == 0)) || return 0
@@ -328,6 +367,23 @@ hpc_manage_keys() {
   hpc_manage_keys_of[$1]="${hpc_manage_keys[*]}"
 }
 
+# hpc_manage_count ID: sets hpc_manage_count to how many tasks job ID has (1 without an array),
+# without making its keys where its array is one range of indices (a map's 10^5 tasks), as
+# hpc_manifest_expand_array would count them.
+# shellcheck disable=SC2034 # hpc_manage_count: read by commands/status.bash
+hpc_manage_count() {
+  local re='^([0-9]{1,9})-([0-9]{1,9})(:([0-9]{1,9}))?(%[0-9]+)?$'
+  if [[ -z ${hpc_manage_keys_of[$1]-} && ${hpc_manage_array[$1]} =~ $re ]]; then
+    local first=$((10#${BASH_REMATCH[1]})) last=$((10#${BASH_REMATCH[2]})) step=$((10#${BASH_REMATCH[4]:-1}))
+    if ((step > 0 && last >= first && (last - first) / step < 1000000)); then
+      hpc_manage_count=$(((last - first) / step + 1))
+      return 0
+    fi
+  fi
+  hpc_manage_keys "$1"
+  hpc_manage_count=${#hpc_manage_keys[@]}
+}
+
 # ---------------------------------------------------------------------------------------------
 # States
 
@@ -373,10 +429,10 @@ hpc_manage_note_limit() {
 # hpc_st_exit and hpc_st_raw (the task's own job id), by key (hpc_manage_keys): squeue first,
 # then sacct, then scontrol show job, then the states file, else UNKNOWN. Each source is asked
 # once, for every job it still has to answer for. An array job ID that the caller marked in
-# hpc_manage_defer (status: a long map array shown as one line) and that no source answered for,
-# with no states file, is put in hpc_manage_forgotten instead, its tasks left without a state
-# (hpc_map_task_states counts them from their status files; hpc_manage_states_kept ID gives
-# them theirs): 10^4 tasks SLURM has forgotten cost no work each.
+# hpc_manage_defer (status: a long map array shown as one line) and that no source answered for
+# is put in hpc_manage_forgotten instead, its tasks left without a state (hpc_map_task_states
+# counts them from their status files and its states file; hpc_manage_states_kept ID gives them
+# theirs): 10^4 tasks SLURM has forgotten cost no work each.
 hpc_manage_states() {
   local id key out line joined state
   local -a missing=() fields=()
@@ -466,10 +522,8 @@ hpc_manage_states() {
   fi
 
   # 4. The ended states seen before; else unknown.
-  local states
   for id in "$@"; do
-    states=${hpc_manage_file[id]%.manifest}.states
-    if [[ -n ${hpc_manage_defer[$id]-} && -z ${hpc_st_answered[$id]-} && ! -e $states && ! -L $states ]]; then
+    if [[ -n ${hpc_manage_defer[$id]-} && -z ${hpc_st_answered[$id]-} ]]; then
       # shellcheck disable=SC2034 # read by hpc_map.bash
       hpc_manage_forgotten[$id]=1
       continue
@@ -548,6 +602,11 @@ hpc_manage_missing() {
   local id key
   hpc_manage_missing=()
   for id in "$@"; do
+    # No source said anything of it: none of its tasks has a state (its keys not made).
+    if [[ -z ${hpc_st_answered[$id]-} ]]; then
+      hpc_manage_missing+=("$id")
+      continue
+    fi
     hpc_manage_keys "$id"
     for key in "${hpc_manage_keys[@]}"; do
       if [[ -z ${hpc_st_state[$key]-} ]]; then

@@ -7,16 +7,17 @@
 # shellcheck source=hpc_files/lib/hpc_map_submit.bash
 source "${BASH_SOURCE[0]%/*}/hpc_map_submit.bash"
 
-# What this file reads, set by hpc_common.bash (hpc_trusted_read): declared here, not set.
-declare -g hpc_trusted_problem hpc_trusted_text
+# What this file reads, set by hpc_common.bash (hpc_trusted_read; hpc_facts.bash: the states after
+# which a task runs no more): declared here, not set.
+declare -g hpc_trusted_problem hpc_trusted_text hpc_facts_ended_states
 # The map's runner module (gather --here): hpc_runner_NAME_here's answer.
 declare -g hpc_runner_here_problem
 declare -ga hpc_runner_here_env hpc_runner_here_unset
 # The job's batch shell (hpc_job.bash, hpc_job_signals.bash): a chunk stops after a warning or TERM.
 declare -g hpc_job_warned hpc_job_ended_by_slurm scratch_dir exp_name
-# hpc_manage.bash (status): the recorded jobs' experiments, their tasks' keys, the arrays SLURM
-# has forgotten whole.
-declare -gA hpc_manage_exp hpc_manage_keys_of hpc_manage_forgotten
+# hpc_manage.bash (status): the recorded jobs' experiments and arrays, the arrays SLURM has
+# forgotten whole.
+declare -gA hpc_manage_exp hpc_manage_array hpc_manage_forgotten
 
 # ---------------------------------------------------------------------------------------------
 # resubmit EXP --failed: a map's hooks of the group workflow (hpc_group_resubmit_failed)
@@ -233,16 +234,16 @@ hpc_map_task_states() {
     exp=${hpc_manage_exp[$id]}
     if [[ -z ${scanned[$exp]-} ]]; then
       scanned[$exp]=1
-      # A map may have 10^5 items: one find lists the user's own regular files at their place
-      # (never through a link: neither a task's folder nor its file), and one awk reads them
-      # all: 'ARRAY_TASK STATE EXIT CHUNK FILE' each (hpc_map_status_fields).
-      hpc_map_status_fields "$root/$exp"
       if [[ -n ${forgotten[$exp]-} ]]; then
         # shellcheck disable=SC2086 # job ids: digits
-        hpc_map_forgotten_counts ${forgotten[$exp]} || others[$exp]=1
+        hpc_map_forgotten_counts "$root/$exp" ${forgotten[$exp]} || others[$exp]=1
       fi
-      # Each task's file, for the arrays SLURM still answers for (not read in Bash otherwise).
+      # Each task's file, for the arrays SLURM still answers for (not read in Bash otherwise). A
+      # map may have 10^5 items: one find lists the user's own regular files at their place
+      # (never through a link: neither a task's folder nor its file), and one awk reads them
+      # all: 'ARRAY_TASK STATE EXIT CHUNK FILE' each (hpc_map_status_fields).
       [[ -n ${others[$exp]-} ]] || continue
+      hpc_map_status_fields "$root/$exp"
       for line in ${hpc_map_status_fields[@]+"${hpc_map_status_fields[@]}"}; do
         key=${line%% *} value=${line#* }
         state=${value%% *} value=${value#* }
@@ -308,46 +309,88 @@ hpc_map_state_live() {
   return 1
 }
 
-# hpc_map_forgotten_counts ID...: (hpc_map_task_states, after hpc_map_status_fields) for each
-# array job ID that SLURM has forgotten whole (hpc_manage_forgotten), sets hpc_map_summary[ID] to
-# its summary line's counts ('1000 items: 998 COMPLETED, 2 FAILED'), counted in one awk as each
-# task would be on its line: its file's state (the last file read of that task), else LOST (none,
-# or one left RUNNING); the states SLURM runs first, then the others in the order of their first
-# task (hpc_status_summary). False, with no count set, for a chunked map (its items are counted
-# apart) or a file whose state asks for the task's log (UNKNOWN): then the tasks get their states
-# (hpc_manage_states_kept) and are counted as any.
+# hpc_map_forgotten_counts DIR ID...: (hpc_map_task_states) for each array job ID that SLURM has
+# forgotten whole (hpc_manage_forgotten) of the map folders in DIR, sets hpc_map_summary[ID] to
+# its summary line's counts ('1000 items: 998 COMPLETED, 2 FAILED'), counted in one awk from the
+# status files (hpc_map_status_read) as each task would be on its line: the ended state SLURM
+# said before it forgot the task, kept in ID's states file (hpc_manage_states_kept; COMPLETED
+# with no file, or one left RUNNING: LOST), else its file's state (the last file read of that
+# task), else LOST (none, or one left RUNNING); the states SLURM runs first, then the others in
+# the order of their first task (hpc_status_summary). No Bash step per task: the awk expands the
+# array's indices itself. False, with no count set, for a chunked map (its items are counted
+# apart), a file whose state asks for the task's log (UNKNOWN), a states file that may not be
+# read or that keeps a state that has not ended, or an array whose indices it does not expand:
+# then the tasks get their states (hpc_manage_states_kept) and are counted as any.
 hpc_map_forgotten_counts() {
-  local id prog out line
+  local dir=$1 id prog out line states kept
   local -a counts=() words=()
+  shift
   # shellcheck disable=SC2016 # awk's program, in single quotes
-  prog='$1 == "K" {
-      for (i = 2; i <= NF; i++) { id = $i; sub(/_.*/, "", id); task[id, ++n[id]] = $i }
-      ids[++m] = id; next
+  prog='function slow() { print "slow"; bad = 1; exit }
+    # K ID SPEC: the array spec of job ID (indices a, a-b or a-b:s, comma-separated; %N its throttle).
+    $1 == "K" {
+      id = $2; spec = $3; sub(/%[0-9]+$/, "", spec); ids[++m] = id; lo = -1; hi = -1
+      k = split(spec, items, ",")
+      if (k == 0) slow()
+      for (i = 1; i <= k; i++) {
+        if (items[i] !~ /^[0-9]+(-[0-9]+(:[0-9]+)?)?$/) slow()
+        split(items[i], r, /[-:]/); a = r[1] + 0; b = (r[2] == "" ? a : r[2] + 0); st = (r[3] == "" ? 1 : r[3] + 0)
+        if (st < 1 || b < a || b - a > 1000000) slow()
+        for (j = a; j <= b; j += st) { mark[id, j] = 1; if (lo < 0 || j < lo) lo = j; if (j > hi) hi = j }
+      }
+      if (hi - lo > 1000000) slow()
+      first[id] = lo; last[id] = hi; next
     }
-    $1 == "F" { if ($5 != 0) chunk = 1; state[$2] = $3; next }
+    # S KEY RAW STATE EXIT (tab-separated): a line of a states file.
+    $1 == "S" {
+      split(substr($0, 3), f, "\t")
+      if (f[1] == "" || f[3] == "") next
+      if (index(ended, " " f[3] " ") == 0) slow()
+      kept[f[1]] = f[3]; next
+    }
+    # ARRAY_TASK STATE EXIT CHUNK FILE: a status file (hpc_map_status_read).
+    { if ($4 != 0) slow(); state[$1] = $2 }
     END {
-      if (chunk) { print "slow"; exit }
+      if (bad) exit
       for (j = 1; j <= m; j++) {
-        id = ids[j]; k = 0; split("", c); split("", o)
-        for (i = 1; i <= n[id]; i++) {
-          s = state[task[id, i]]
-          if (s == "" || s == "RUNNING") s = "LOST"
-          if (s ~ /^UNKNOWN/) { print "slow"; exit }
+        id = ids[j]; k = 0; n = 0; split("", c); split("", o)
+        for (i = first[id]; i <= last[id]; i++) {
+          if (!((id, i) in mark)) continue
+          key = id "_" i; n++; s = state[key]
+          if (key in kept) {
+            if (kept[key] != "COMPLETED" || (s != "" && s != "RUNNING")) s = kept[key]; else s = "LOST"
+          } else if (s == "" || s == "RUNNING") s = "LOST"
+          if (s ~ /^UNKNOWN/) slow()
           if (!(s in c)) o[++k] = s
           c[s]++
         }
-        line = id " " n[id]
-        split("RUNNING COMPLETING PENDING", first, " ")
-        for (i = 1; i <= 3; i++) if (first[i] in c) line = line " " c[first[i]] " " first[i]
+        line = id " " n
+        split("RUNNING COMPLETING PENDING", top, " ")
+        for (i = 1; i <= 3; i++) if (top[i] in c) line = line " " c[top[i]] " " top[i]
         for (i = 1; i <= k; i++) if (o[i] !~ /^(RUNNING|COMPLETING|PENDING)$/) line = line " " c[o[i]] " " o[i]
         print line
       }
     }'
-  for id in "$@"; do hpc_manage_keys "$id"; done
-  out=$({
-    for id in "$@"; do printf 'K %s\n' "${hpc_manage_keys_of[$id]}"; done
-    ((${#hpc_map_status_fields[@]} == 0)) || printf 'F %s\n' "${hpc_map_status_fields[@]}"
-  } | LC_ALL=C awk "$prog") || out=slow
+  kept=''
+  for id in "$@"; do
+    states=${hpc_manage_file[id]%.manifest}.states
+    [[ -e $states || -L $states ]] || continue
+    # As hpc_manage_states_kept reads it (which says why, where it may not be read).
+    if ! hpc_trusted_read "$states" own 1048576; then
+      kept=-
+      break
+    fi
+    line=${hpc_trusted_text%$'\n'}
+    [[ -z $line ]] || kept+="S ${line//$'\n'/$'\n'S }"$'\n'
+  done
+  out=slow
+  if [[ $kept != - ]]; then
+    out=$({
+      for id in "$@"; do printf 'K %s %s\n' "$id" "${hpc_manage_array[$id]}"; done
+      printf '%s' "$kept"
+      hpc_map_status_read "$dir"
+    } | LC_ALL=C awk -v ended="$hpc_facts_ended_states" "$prog") || out=slow
+  fi
   if [[ $out != slow && -n $out ]]; then
     mapfile -t counts <<<"$out"
     for line in "${counts[@]}"; do
@@ -431,15 +474,23 @@ hpc_map_item_line() {
   hpc_map_item_lines+=("${line%,}")
 }
 
-# hpc_map_status_fields DIR: sets hpc_map_status_fields to 'ARRAY_ID_TASK_ID STATE EXIT CHUNK FILE'
-# (EXIT '-' when the file has none; CHUNK 1 for an item of a chunked map's task, else 0) for each
-# task status file of the map folders in DIR (DIR/<map>/tasks/<index>/status*.json: any attempt)
-# that is the user's own regular file, found without following a link, with its array_job_id,
-# task_id and state as the toolkit writes them ('"name": value', hpc_followup_json_object). Three
-# processes, however many items (find stops at the files' depth: what a task wrote below its folder
-# is not walked).
+# hpc_map_status_fields DIR: sets hpc_map_status_fields to the lines of hpc_map_status_read DIR.
 hpc_map_status_fields() {
-  local prog text
+  local text
+  hpc_map_status_fields=()
+  text=$(hpc_map_status_read "$1") || true
+  [[ -n $text ]] || return 0
+  mapfile -t hpc_map_status_fields <<<"$text"
+}
+
+# hpc_map_status_read DIR: prints 'ARRAY_ID_TASK_ID STATE EXIT CHUNK FILE' (EXIT '-' when the file
+# has none; CHUNK 1 for an item of a chunked map's task, else 0) for each task status file of the
+# map folders in DIR (DIR/<map>/tasks/<index>/status*.json: any attempt) that is the user's own
+# regular file, found without following a link, with its array_job_id, task_id and state as the
+# toolkit writes them ('"name": value', hpc_followup_json_object). Three processes, however many
+# items (find stops at the files' depth: what a task wrote below its folder is not walked).
+hpc_map_status_read() {
+  local prog
   # shellcheck disable=SC2016 # awk's program, in single quotes
   # Regexes written out (a regex made from a string is compiled at every use).
   prog='FILENAME ~ /\/tasks\/[^\/]+\/status[^\/]*\.json$/ {
@@ -455,12 +506,9 @@ hpc_map_status_fields() {
       c = index($0, "\"chunk\": ") ? 1 : 0
       if (a != "" && t != "" && s != "") print a "_" t " " s " " e " " c " " FILENAME
     }'
-  hpc_map_status_fields=()
   [[ -d $1 && ! -L $1 ]] || return 0
-  text=$(find "$1" -mindepth 4 -maxdepth 4 -name 'status*.json' -type f -user "$EUID" -print0 2>/dev/null |
-    LC_ALL=C xargs -0 -r awk "$prog" 2>/dev/null) || true
-  [[ -n $text ]] || return 0
-  mapfile -t hpc_map_status_fields <<<"$text"
+  find "$1" -mindepth 4 -maxdepth 4 -name 'status*.json' -type f -user "$EUID" -print0 2>/dev/null |
+    LC_ALL=C xargs -0 -r awk "$prog" 2>/dev/null
 }
 
 # hpc_map_gather_again ROOT: (job_submitter.sh gather EXP) submits the newest map's gather job

@@ -4,7 +4,8 @@
 # the default, SLURM_TMPDIR provided), with the generic profile, as on a cluster the toolkit has
 # no profile for: the partition comes from SBATCH_PARTITION or -p, as users give it there.
 # Beside the core paths, the newer ones: -W accelerate, a map + gather with status and resubmit
-# --failed, a scaling test and its report job, and the refusals of what no node here could run.
+# --failed, a chunked map (--chunk auto), a scaling test and its report job, and the refusals of
+# what no node here could run.
 # tests/run.sh brings this cluster up beside the default one (HPC_SECOND_CLUSTER_DIR and
 # HPC_SECOND_CLUSTER_PORT_BASE). The cluster's Python packages reach the venv through PYTHONPATH,
 # as a module system provides them (nothing can be downloaded here).
@@ -282,6 +283,51 @@ submit_map() {
   run cat "$map_dir/gather_$new_gather.out"
   assert_line "GATHER sum=14 n_ok=4 failed=''"
   assert_equal "$(squeue -h -j "$job_id,$gather_id,$new_id,$new_gather" 2>/dev/null)" ""
+}
+
+@test "a chunked map (--chunk auto, the generic profile): 10 items in 2 tasks of 5 on the cluster's partition, item 5 failing; the gather and status count items; resubmit --failed re-runs item 5 alone and the gather sums all 10" {
+  needs_venv
+  cp "$HPC_ROOT/tests/fixtures/map/"{featurize.py,gather.py} "$PROJECT/"
+  hpc_configs "$PROJECT" 'python featurize.py --index ${map_index} --item "${map_item}" --out ${task_dir}'
+  local out
+  out=$(MAP_FAIL_INDEX=5 MAP_EXIT_CODE=7 MAP_SLEEP=0 bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 \
+    --map-range 0-9 --chunk auto --max-concurrent 2 --gather "python gather.py" -e chunked 2>&1) ||
+    fail "submission failed: $out"
+  [[ $out == *'10 items, 5 per task: 2 tasks'* ]] || fail "no chunk line in: $out"
+  job_id=$(sed -n 's/^Submitted job \([0-9][0-9]*\).*/\1/p' <<<"$out")
+  gather_id=$(sed -n 's/^Gather job \([0-9][0-9]*\):.*/\1/p' <<<"$out")
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$out")
+  [[ -n $job_id && -n $gather_id && -d $map_dir ]] || fail "no array id, gather id or map folder in: $out"
+  assert_equal "$(hpc_job_field "$job_id" Partition)" compute
+  hpc_wait_job "$job_id" 120
+  hpc_wait_job "$gather_id" 60
+  local i
+  for i in 0 1 2 3 4 6 7 8 9; do
+    grep -q '"state": "COMPLETED"' "$map_dir/tasks/$i/status.json" ||
+      fail "item $i: $(cat "$map_dir/tasks/$i/status.json")"
+  done
+  grep -q '"state": "FAILED"' "$map_dir/tasks/5/status.json" || fail "item 5: $(cat "$map_dir/tasks/5/status.json")"
+  assert_equal "$(hpc_job_state "${job_id}_1")" "FAILED 7:0"
+  assert_equal "$(hpc_job_state "${job_id}_0")" "COMPLETED 0:0"
+  assert_equal "$(hpc_job_state "$gather_id")" "FAILED 1:0"
+  run cat "$map_dir/gather_$gather_id.out"
+  assert_output --partial "gather not run: policy all-ok needs 10/10 tasks, 9 ok; failed: 5 (exit 7)"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" status chunked
+  assert_success
+  assert_line --regexp "^map chunked/${map_dir##*/}: 10 items: 9 COMPLETED, 1 FAILED$"
+  run bash "$PROJECT/hpc_files/job_submitter.sh" resubmit chunked --failed
+  assert_success
+  assert_line --regexp "^Resubmitted item\(s\) 5 of map ${map_dir##*/} as job [0-9]+ \(array 0-0%2, 1 item\(s\) per task\)$"
+  local new_id new_gather
+  new_id=$(sed -n 's/^Resubmitted item(s) 5 of map [^ ]* as job \([0-9]*\) .*/\1/p' <<<"$output")
+  new_gather=$(sed -n 's/^Gather job \([0-9][0-9]*\):.*/\1/p' <<<"$output")
+  [[ -n $new_id && -n $new_gather ]] || fail "no new ids in: $output"
+  assert_equal "$(hpc_job_field "$new_id" Partition)" compute
+  hpc_wait_job "$new_id" 60
+  hpc_wait_job "$new_gather" 60
+  assert_equal "$(hpc_job_state "$new_gather")" "COMPLETED 0:0"
+  run cat "$map_dir/gather_$new_gather.out"
+  assert_line "GATHER sum=285 n_ok=10 failed=''"
 }
 
 @test "scaling test --scale-nodes 1,2 --scale-gpus 1 -W torchrun: 2 runs and a report job, COMPLETED; summary.csv has both configurations, results.csv the address-named nodes" {

@@ -102,6 +102,53 @@ trace_lines() {
     "730_[0-1999] big venv-none 2000 items: 1599 COMPLETED, 200 FAILED, 201 LOST - $outputs/big_venv-none_730_%a.out"
 }
 
+@test "status EXP of a forgotten map whose ended states status kept (.states): counted in the one awk too, no work per item (bash -x), the same counts as each task's line" {
+  # kept_states ID N EXP: SLURM said every third task FAILED and the others COMPLETED before it
+  # forgot them (COMPLETED with a file left RUNNING: LOST, as task 8).
+  kept_states() {
+    local i state
+    for ((i = 0; i < $2; i++)); do
+      state=COMPLETED
+      ((i % 3)) || state=FAILED
+      printf '%s_%s\t%s\t%s\t0:0\n' "$1" "$i" "$1" "$state"
+    done >"$manifests/$3_$1.states"
+    chmod 600 "$manifests/$3_$1.states"
+  }
+  plant_map small 750 200
+  plant_map big 760 2000
+  kept_states 750 200 small
+  kept_states 760 2000 big
+  local few many
+  few=$(trace_lines status small)
+  many=$(trace_lines status big)
+  ((many - few < 200)) || fail "bash -x: $few lines for 200 items, $many for 2,000"
+  manage status big
+  assert_equal "$status" 0
+  assert_equal "$stderr" ""
+  assert_equal "$(tr -s ' ' <<<"${lines[1]}")" \
+    "760_[0-1999] big venv-none 2000 items: 667 FAILED, 1200 COMPLETED, 133 LOST - $outputs/big_venv-none_760_%a.out"
+  manage status big --tasks
+  assert_equal "$(grep -cE '^760_[0-9]+ .* FAILED ' <<<"$output")" 667
+  assert_equal "$(grep -cE '^760_[0-9]+ .* COMPLETED ' <<<"$output")" 1200
+  assert_equal "$(grep -cE '^760_[0-9]+ .* LOST ' <<<"$output")" 133
+  assert_line --regexp '^760_8 +big +venv-none +LOST '
+  # A kept state that is not an ended one (the file is the user's own, but not as status writes
+  # it) is not trusted by the count: each task's state, as before.
+  printf '760_5\t760\tRUNNING\t0:0\n' >>"$manifests/big_760.states"
+  manage status big
+  assert_equal "$status" 0
+  assert_equal "$(tr -s ' ' <<<"${lines[1]}")" \
+    "760_[0-1999] big venv-none 2000 items: 667 FAILED, 1200 COMPLETED, 133 LOST - $outputs/big_venv-none_760_%a.out"
+  # Another user's states file (planted beside the manifest) is not read: one line says so, the
+  # files alone count.
+  chown nobody "$manifests/big_760.states"
+  manage status big
+  assert_equal "$status" 0
+  assert_equal "$(tr -s ' ' <<<"${lines[1]}")" \
+    "760_[0-1999] big venv-none 2000 items: 1599 COMPLETED, 200 FAILED, 201 LOST - $outputs/big_venv-none_760_%a.out"
+  [[ $stderr == *"not read: $manifests/big_760.states "* ]] || fail "no line about the states file: $stderr"
+}
+
 @test "status EXP of a chunked map SLURM has forgotten: its items counted per state on a line of their own, its array's line SLURM's word on its tasks, as before" {
   make_manifest m 740 0-11 map
   local dir=$outputs/map/m/20300101-000000-740 i state

@@ -104,8 +104,8 @@ hpc_manage_status() {
   if ((! one_job && ! ${hpc_status_tasks:-0})); then
     for id in "${ids[@]}"; do
       [[ ${hpc_manage_mode[$id]-} == map ]] || continue
-      hpc_manage_keys "$id"
-      ((${#hpc_manage_keys[@]} <= hpc_status_task_lines)) || hpc_manage_defer[$id]=1
+      hpc_manage_count "$id"
+      ((hpc_manage_count <= hpc_status_task_lines)) || hpc_manage_defer[$id]=1
     done
   fi
   ((${#ids[@]} == 0)) || hpc_manage_states "${ids[@]}"
@@ -117,17 +117,21 @@ hpc_manage_status() {
   fi
   rows_job=(JOB) rows_exp=(EXP) rows_kind=(KIND) rows_state=(STATE) rows_exit=(EXIT) rows_out=(OUTPUT) rows_log=('')
   for id in "${ids[@]}"; do
-    hpc_manage_task_keys "$id"
     # A long array: one line (its job id asked for, or --tasks: every task).
-    if ((! one_job && ! ${hpc_status_tasks:-0} && ${#hpc_manage_keys[@]} > hpc_status_task_lines)); then
+    ((one_job || ${hpc_status_tasks:-0})) || hpc_manage_count "$id"
+    if ((! one_job && ! ${hpc_status_tasks:-0} && hpc_manage_count > hpc_status_task_lines)); then
       hpc_status_summary=${hpc_map_summary[$id]-}
-      [[ -n $hpc_status_summary ]] || hpc_status_summary "$id"
+      [[ -n $hpc_status_summary ]] || {
+        hpc_manage_keys "$id"
+        hpc_status_summary "$id"
+      }
       rows_job+=("${id}_[${hpc_manage_array[$id]}]") rows_exp+=("${hpc_manage_exp[$id]}")
       rows_kind+=("${hpc_manage_kind[$id]}") rows_state+=("$hpc_status_summary") rows_exit+=(-)
       hpc_manifest_output "${hpc_manage_output[$id]}" "$id" %a '' "${hpc_manage_name[$id]}"
       rows_out+=("$hpc_manifest_path") rows_log+=('')
       continue
     fi
+    hpc_manage_task_keys "$id"
     for key in "${hpc_manage_keys[@]}"; do
       hpc_manage_task_output "$id" "$key"
       # SLURM has forgotten it: how it ended is in its own log (read below, all at once).
@@ -177,16 +181,22 @@ hpc_manage_status() {
 # hpc_status_select ID...: (the default view) sets hpc_status_ids to the IDs (ascending) that
 # SLURM still runs or holds (hpc_manage_live) and the hpc_status_recent last ones, and
 # hpc_status_hidden to how many others there are.
+# Only the IDs SLURM still has are looked at among the older ones: no step per older ID.
 hpc_status_select() {
   local id n=$(($# - hpc_status_recent))
-  local -a older=("${@:1:n}")
-  hpc_status_ids=()
+  local -a live=() older=()
   hpc_manage_live || exit 1
-  for id in "${older[@]}"; do
-    [[ -z ${hpc_manage_live[$id]-} ]] || hpc_status_ids+=("$id")
+  local first=${*:n+1:1}
+  for id in "${!hpc_manage_live[@]}"; do live[id]=$id; done
+  for id in ${live[@]+"${live[@]}"}; do
+    ((id < first)) || break
+    # One of the IDs: recorded (of the experiment asked for, if one was).
+    [[ -n ${hpc_manage_file[id]-} && ${hpc_manage_exp[$id]} == "${hpc_manage_target_exp:-${hpc_manage_exp[$id]}}" ]] ||
+      continue
+    older+=("$id")
   done
-  hpc_status_hidden=$((n - ${#hpc_status_ids[@]}))
-  hpc_status_ids+=("${@:n+1}")
+  hpc_status_ids=(${older[@]+"${older[@]}"} "${@:n+1}")
+  hpc_status_hidden=$((n - ${#older[@]}))
 }
 
 # hpc_status_summary ID: sets hpc_status_summary to the tasks of array job ID (its keys in
