@@ -1,0 +1,86 @@
+#!/usr/bin/env bats
+# Attacks on issue 40's parts (preemption, usage from sacct, limits on submitted jobs): what a
+# garbage, overflowing or foreign answer of SLURM's accounting, or a hanging scontrol, must not do.
+# sacctmgr, squeue and sacct are PATH stubs of this file; the rest the stubs of
+# tests/fixtures/submitter/bin.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+  load '../helpers/common'
+  export PYTHONDONTWRITEBYTECODE=1
+  HPC_WARM_CACHE="$BATS_FILE_TMPDIR/warm cache"
+  export HPC_WARM_CACHE
+  (
+    hpc_files_dir=$HPC_ROOT/hpc_files hpc_python_helpers_dir=$HPC_ROOT/python_helpers
+    # shellcheck source=hpc_files/lib/hpc_common.bash
+    source "$hpc_files_dir/lib/hpc_common.bash"
+    # shellcheck source=hpc_files/lib/hpc_profile.bash
+    source "$hpc_files_dir/lib/hpc_profile.bash"
+    HPC_CACHE_DIR=$HPC_WARM_CACHE hpc_profile_load local
+  )
+}
+
+setup() {
+  load '../helpers/common'
+  tmp=$(hpc_test_tmp)
+  mkdir -p "$tmp/bin"
+}
+
+# map_project: a project with a map's command line, stubs of sacctmgr (assoc.txt, qos.txt:
+# NAME|MAX) and squeue (jobs.txt), as tests/unit/map_limits.bats sets them up.
+map_project() {
+  # shellcheck source=tests/helpers/submitter.bash
+  source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
+  project="$tmp/my project"
+  mkdir -p "$project" "$tmp/scratch"
+  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
+  # shellcheck disable=SC2016 # the reference is for the job to expand
+  printf 'python featurize.py --index ${map_index}\n' >"$project/hpc_files/experiment_configurations.txt"
+  submitter=$project/hpc_files/job_submitter.sh
+  cp -R "$HPC_WARM_CACHE" "$tmp/cache"
+  stub_log="$BATS_TEST_TMPDIR/stub log"
+  mkdir -p "$stub_log"
+  unset HPC_PYTHON HPC_STUB_SBATCH HPC_STUB_JOB_ID SBATCH_QOS SBATCH_ACCOUNT
+  export SCRATCH=$tmp/scratch HPC_CLUSTER=local HPC_CACHE_DIR=$tmp/cache HPC_STUB_LOG=$stub_log
+  export HPC_STUB_MAX_ARRAY_SIZE=1000
+  cat >"$tmp/bin/sacctmgr" <<EOS
+#!/usr/bin/env bash
+case "\$*" in
+  *'show user '*) cat '$tmp/assoc.txt' ;;
+  *'show qos '*) awk -F'|' -v q="\$5" '\$1 == q { print \$2 }' '$tmp/qos.txt' ;;
+esac
+EOS
+  cat >"$tmp/bin/squeue" <<EOS
+#!/usr/bin/env bash
+if [[ "\$*" == *'%q|%a'* ]]; then cat '$tmp/jobs.txt'; exit 0; fi
+exec '$HPC_ROOT/tests/fixtures/submitter/bin/squeue' "\$@"
+EOS
+  chmod +x "$tmp/bin/sacctmgr" "$tmp/bin/squeue"
+  printf 'lab|lab|||normal\n' >"$tmp/assoc.txt"
+  : >"$tmp/jobs.txt"
+  export PATH=$tmp/bin:$HPC_ROOT/tests/fixtures/submitter/bin:$PATH
+  hpc_test_venv_built "$project"
+}
+
+@test "limits: a MaxSubmitJobsPerUser that overflows bash's numbers is no limit known (sbatch judges), never a wrapped room" {
+  map_project
+  printf 'limited|9223372036854775808\n' >"$tmp/qos.txt"
+  SBATCH_QOS=limited run --separate-stderr bash "$submitter" --dry-run -g 0 --map-range 0-9 --chunk auto \
+    --max-concurrent 10 --gather 'python -c pass' -e a </dev/null
+  assert_success
+  assert_line --regexp '^10 items in chunks of 1: one array of 10 task\(s\): '
+  assert_equal "$stderr" ''
+}
+
+@test "limits: a MaxSubmitJobs with a leading zero (08) is read in base 10, never an arithmetic error" {
+  map_project
+  printf 'lab|lab||08|normal\n' >"$tmp/assoc.txt"
+  printf 'normal|\n' >"$tmp/qos.txt"
+  run --separate-stderr bash "$submitter" --dry-run -g 0 --map-range 0-9 --chunk auto --max-concurrent 10 \
+    --gather 'python -c pass' -e a </dev/null
+  assert_success
+  # 8 jobs: 7 tasks of 2 items would be 5 tasks; K = ceil(10 / 7) = 2, 5 tasks and the gather.
+  assert_line --regexp '^10 items in chunks of 2: one array of 5 task\(s\): '
+  assert_equal "$stderr" "job_submitter.sh: note: --chunk auto: 2 items per task, so that the 5 tasks and the gather fit MaxSubmitJobs 8 of account lab, 0 already submitted"
+}
