@@ -368,6 +368,7 @@ hpc_job_scontrol() {
 # it has restarts left (--requeue N: SLURM_RESTART_COUNT < N), unless the program has requeued it
 # itself in this run (hpc_job_program_requeue), or SLURM ended the run (SIGTERM: at the time
 # limit the program had not stopped by itself, and a restart would start from what it never saved).
+# scontrol is bounded: a hanging one must not hold the batch shell to the time limit.
 hpc_job_maybe_requeue() {
   local restarts
   restarts=$(hpc_job_restarts_counted)
@@ -392,7 +393,7 @@ hpc_job_maybe_requeue() {
   fi
   hpc_job_log "requeueing (restart $((restarts + 1)) of $hpc_plan_requeue)"
   hpc_job_requeue_asked=1
-  scontrol requeue "${SLURM_JOB_ID:?}" || hpc_job_log "scontrol requeue $SLURM_JOB_ID failed"
+  timeout 10 scontrol requeue "${SLURM_JOB_ID:?}" || hpc_job_log "scontrol requeue $SLURM_JOB_ID failed"
 }
 
 # hpc_job_maybe_requeue_preempted: after a preempted run, requeues this job whether or not it has
@@ -408,5 +409,5 @@ hpc_job_maybe_requeue_preempted() {
   hpc_job_log "requeueing after the preemption (restart $((${SLURM_RESTART_COUNT:-0} + 1));" \
     "a preemption does not count against --requeue $max)"
   hpc_job_requeue_asked=1
-  scontrol requeue "${SLURM_JOB_ID:?}" || hpc_job_log "scontrol requeue $SLURM_JOB_ID failed"
+  timeout 10 scontrol requeue "${SLURM_JOB_ID:?}" || hpc_job_log "scontrol requeue $SLURM_JOB_ID failed"
 }
