@@ -99,3 +99,25 @@ EOS
   assert_success
   assert_line --partial 'scontrol requeue 4242 failed'
 }
+
+@test "a preempted map task that holds its array's job id makes only itself requeueable and requeues only itself (ARRAY_TASK: by the array's id SLURM updates and requeues every task)" {
+  load '../helpers/stub'
+  # shellcheck source=/dev/null # hpc_job.bash is linted on its own (tests/run.sh)
+  source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
+  export SLURM_JOB_ID=4242 SLURM_ARRAY_JOB_ID=4242 SLURM_ARRAY_TASK_ID=2 SLURMD_NODENAME=n1 HPC_WARNING_SIGNAL=USR1
+  export scratch_dir=$tmp/scratch SLURM_RESTART_COUNT=0
+  mkdir -p "$scratch_dir/hpc_outputs"
+  # shellcheck disable=SC2034 # read by hpc_job_signals.bash
+  hpc_job_warned=0 hpc_job_ended_by_slurm=0 hpc_plan_requeue=0
+  stub scontrol \
+    "-o show job 4242_2 : echo 'JobId=4242 ArrayJobId=4242 ArrayTaskId=2 JobState=RUNNING PreemptTime=2026-11-28T11:53:31'" \
+    'update JobId=4242_2 Requeue=1 : true' 'requeue 4242_2 : true'
+  hpc_job_forward USR1 2>"$tmp/log"
+  run cat "$tmp/log"
+  assert_line --partial 'preempted by a higher-priority job'
+  assert_line --partial 'made requeueable'
+  run hpc_job_maybe_requeue
+  assert_success
+  refute_output --partial failed
+  unstub scontrol
+}
