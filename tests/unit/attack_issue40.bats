@@ -104,6 +104,7 @@ EOS
   load '../helpers/stub'
   # shellcheck source=/dev/null # hpc_job.bash is linted on its own (tests/run.sh)
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
+  # shellcheck disable=SC2030 # each @test runs in a subshell of its own: its exports stay there
   export SLURM_JOB_ID=4242 SLURM_ARRAY_JOB_ID=4242 SLURM_ARRAY_TASK_ID=2 SLURMD_NODENAME=n1 HPC_WARNING_SIGNAL=USR1
   export scratch_dir=$tmp/scratch SLURM_RESTART_COUNT=0
   mkdir -p "$scratch_dir/hpc_outputs"
@@ -120,4 +121,30 @@ EOS
   assert_success
   refute_output --partial failed
   unstub scontrol
+}
+
+@test "usage: sacct is asked for the user's own jobs only: another user's job of the same id (ids reused after a reset of the controller) is neither merged nor shown" {
+  # shellcheck source=hpc_files/lib/hpc_facts.bash
+  source "$HPC_ROOT/hpc_files/lib/hpc_facts.bash"
+  # shellcheck source=hpc_files/lib/hpc_slurm.bash
+  source "$HPC_ROOT/hpc_files/lib/hpc_slurm.bash"
+  # shellcheck source=hpc_files/lib/hpc_usage.bash
+  source "$HPC_ROOT/hpc_files/lib/hpc_usage.bash"
+  # As sacct does where PrivateData does not hide them: every user's job 17, unless -u USER.
+  cat >"$tmp/bin/sacct" <<EOS
+#!/usr/bin/env bash
+me=''
+while ((\$#)); do
+  case \$1 in -u | --user) me=\$2; shift ;; --user=*) me=\${1#--user=} ;; esac
+  shift
+done
+if [[ \$me != '$(id -un)' && \$me != '$(id -u)' ]]; then
+  printf '%s\n' '17|FAILED|10:00:00||09:59:00' '17.batch|FAILED|10:00:00|99G|09:59:00'
+fi
+printf '%s\n' '17|COMPLETED|00:00:13||00:05.717' '17.batch|COMPLETED|00:00:13|238354432|00:05.599'
+EOS
+  chmod +x "$tmp/bin/sacct"
+  PATH=$tmp/bin:$PATH hpc_usage_sacct_load 17
+  assert_equal "${hpc_usage_acct[17]}" \
+    "CPU 5.60 CPU-s (TotalCPU, all its steps); peak memory 227 MiB (MaxRSS, its largest task); elapsed 13 s; COMPLETED"
 }
