@@ -148,3 +148,23 @@ EOS
   assert_equal "${hpc_usage_acct[17]}" \
     "CPU 5.60 CPU-s (TotalCPU, all its steps); peak memory 227 MiB (MaxRSS, its largest task); elapsed 13 s; COMPLETED"
 }
+
+@test "append mode: the first run of a job starts its log afresh (a log of an earlier job of the same name and id ran on into it); a restart's run appends" {
+  # shellcheck source=/dev/null # hpc_job.bash is linted on its own (tests/run.sh)
+  source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
+  local log="$tmp/exp_venv-none_17.out"
+  printf 'an earlier job 17: HPC_TOKEN=stale\n' >"$log"
+  touch -d '-2 minutes' "$log"
+  # As SLURM opens it (--open-mode=append): the batch shell's standard output and error.
+  (SLURM_RESTART_COUNT=0 && hpc_job_log_fresh && echo 'this job, run 0') >>"$log" 2>&1
+  assert_equal "$(cat "$log")" 'this job, run 0'
+  (SLURM_RESTART_COUNT=1 && hpc_job_log_fresh && echo 'this job, run 1') >>"$log" 2>&1
+  assert_equal "$(cat "$log")" $'this job, run 0\nthis job, run 1'
+  # Not SLURM's one file for both (a terminal, a pipe, errors elsewhere): left alone.
+  (unset SLURM_RESTART_COUNT && hpc_job_log_fresh && echo 'again') >>"$log" 2>/dev/null
+  assert_equal "$(cat "$log")" $'this job, run 0\nthis job, run 1\nagain'
+  # Written just now (slurmstepd's line before the batch shell started): this job's, kept.
+  printf 'slurmstepd: error: cannot chdir\n' >"$log"
+  (SLURM_RESTART_COUNT=0 && hpc_job_log_fresh && echo 'this job') >>"$log" 2>&1
+  assert_equal "$(cat "$log")" $'slurmstepd: error: cannot chdir\nthis job'
+}
