@@ -122,9 +122,8 @@ hpc_job_forward() {
     if ((${#hpc_launcher_srun[@]} == 0)); then
       hpc_job_warn "$hpc_job_program_pid" "$1" &
     else
-      local target=$SLURM_JOB_ID
-      # An array task by its own name: the array's first task shares the array's job id.
-      [[ -z ${SLURM_ARRAY_TASK_ID:-} ]] || target=${SLURM_ARRAY_JOB_ID:?}_$SLURM_ARRAY_TASK_ID
+      local target
+      target=$(hpc_job_own_id)
       scancel --signal=URG "$target" ||
         hpc_job_log "scancel --signal=URG $target failed: the warning did not reach the program"
     fi
@@ -167,12 +166,24 @@ hpc_job_requeue_record() {
   printf '%s/hpc_outputs/.hpc_requeue.%s.%s\n' "$scratch_dir" "$SLURM_JOB_ID" "${1:-${SLURM_RESTART_COUNT:-0}}"
 }
 
+# hpc_job_own_id: prints this job's own name for scontrol and scancel: ARRAYJOB_TASK for an array
+# task (one of them shares the array's job id, and by that SLURM shows, updates, signals and
+# requeues every task of the array), else SLURM_JOB_ID.
+hpc_job_own_id() {
+  if [[ -n ${SLURM_ARRAY_TASK_ID:-} ]]; then
+    printf '%s_%s\n' "${SLURM_ARRAY_JOB_ID:?}" "$SLURM_ARRAY_TASK_ID"
+  else
+    printf '%s\n' "${SLURM_JOB_ID:?}"
+  fi
+}
+
 # hpc_job_preempted_now: true when SLURM has chosen this job for preemption (its PreemptTime is
 # set): the warning signal then is SLURM's notice of it (a site's preempt_send_user_signal), not
 # of the time limit. Asked once, bounded: no answer reads as not preempted.
 hpc_job_preempted_now() {
-  local out
-  out=$(timeout 10 scontrol -o show job "${SLURM_JOB_ID:?}" 2>/dev/null) || return 1
+  local out id
+  id=$(hpc_job_own_id)
+  out=$(timeout 10 scontrol -o show job "$id" 2>/dev/null) || return 1
   [[ $out =~ (^|[[:space:]])PreemptTime=([^[:space:]]+) ]] || return 1
   [[ ${BASH_REMATCH[2]} != None && ${BASH_REMATCH[2]} != Unknown ]]
 }
@@ -184,11 +195,13 @@ hpc_job_preempted_now() {
 # may after an early stop (hpc_job_maybe_requeue_preempted). Bounded; a refusal is said.
 hpc_job_preempt_requeueable() {
   ((${hpc_plan_requeue:-0} == 0)) || return 0
-  if timeout 10 scontrol update JobId="${SLURM_JOB_ID:?}" Requeue=1 >/dev/null 2>&1; then
+  local id
+  id=$(hpc_job_own_id)
+  if timeout 10 scontrol update JobId="$id" Requeue=1 >/dev/null 2>&1; then
     hpc_job_log "made requeueable (it was submitted without --requeue N): SLURM requeues a preempted job" \
       "that is, and cancels one that is not"
   else
-    hpc_job_log "scontrol update JobId=$SLURM_JOB_ID Requeue=1 failed: SLURM may cancel this preempted run" \
+    hpc_job_log "scontrol update JobId=$id Requeue=1 failed: SLURM may cancel this preempted run" \
       "instead of requeueing it"
   fi
 }
@@ -368,6 +381,7 @@ hpc_job_scontrol() {
 # it has restarts left (--requeue N: SLURM_RESTART_COUNT < N), unless the program has requeued it
 # itself in this run (hpc_job_program_requeue), or SLURM ended the run (SIGTERM: at the time
 # limit the program had not stopped by itself, and a restart would start from what it never saved).
+# scontrol is bounded: a hanging one must not hold the batch shell to the time limit.
 hpc_job_maybe_requeue() {
   local restarts
   restarts=$(hpc_job_restarts_counted)
@@ -392,7 +406,9 @@ hpc_job_maybe_requeue() {
   fi
   hpc_job_log "requeueing (restart $((restarts + 1)) of $hpc_plan_requeue)"
   hpc_job_requeue_asked=1
-  scontrol requeue "${SLURM_JOB_ID:?}" || hpc_job_log "scontrol requeue $SLURM_JOB_ID failed"
+  local id
+  id=$(hpc_job_own_id)
+  timeout 10 scontrol requeue "$id" || hpc_job_log "scontrol requeue $id failed"
 }
 
 # hpc_job_maybe_requeue_preempted: after a preempted run, requeues this job whether or not it has
@@ -408,5 +424,7 @@ hpc_job_maybe_requeue_preempted() {
   hpc_job_log "requeueing after the preemption (restart $((${SLURM_RESTART_COUNT:-0} + 1));" \
     "a preemption does not count against --requeue $max)"
   hpc_job_requeue_asked=1
-  scontrol requeue "${SLURM_JOB_ID:?}" || hpc_job_log "scontrol requeue $SLURM_JOB_ID failed"
+  local id
+  id=$(hpc_job_own_id)
+  timeout 10 scontrol requeue "$id" || hpc_job_log "scontrol requeue $id failed"
 }

@@ -390,11 +390,14 @@ hpc_map_submit_room() {
   done <<<"$out"
   # The partition's own row wins over the account's row of no partition.
   IFS='|' read -r max def_qos <<<"${part_row:-$plain_row}"
-  [[ ! $max =~ ^[0-9]+$ ]] || assoc_max=$max
+  # SLURM's limits are 32-bit numbers: anything longer is garbage, not a limit (bash would wrap
+  # it); read in base 10 (a leading 0 is no octal).
+  [[ ! $max =~ ^[0-9]{1,10}$ ]] || assoc_max=$((10#$max))
   qos=${qos:-$def_qos}
   if [[ -n $qos ]]; then
     out=$(hpc_slurm -t 20 sacctmgr -n -P show qos "$qos" format=MaxSubmitPU 2>/dev/null) || out=''
-    [[ ! ${out%%$'\n'*} =~ ^[0-9]+$ ]] || qos_max=${out%%$'\n'*}
+    out=${out%%$'\n'*}
+    [[ ! $out =~ ^[0-9]{1,10}$ ]] || qos_max=$((10#$out))
   fi
   [[ -n $assoc_max$qos_max ]] || return 0
   # The user's jobs SLURM holds now, each array task on a line of its own.

@@ -348,7 +348,10 @@ hpc_usage_sacct_load() {
   local out IFS=,
   declare -gA hpc_usage_acct=()
   (($#)) || return 0
-  out=$(hpc_slurm -t 60 sacct -n -P -j "$*" -o JobID,State,Elapsed,MaxRSS,TotalCPU --noconvert 2>/dev/null) || return 0
+  # The user's own: where PrivateData does not hide them, sacct shows every user's job of an id,
+  # and ids come again after the controller's state is reset (their steps would be summed in).
+  out=$(hpc_slurm -t 60 sacct -n -P -u "${USER:-$(id -un)}" -j "$*" -o JobID,State,Elapsed,MaxRSS,TotalCPU \
+    --noconvert 2>/dev/null) || return 0
   IFS=$' \t\n'
   local key line
   while IFS='|' read -r key line; do

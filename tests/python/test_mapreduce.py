@@ -131,7 +131,7 @@ def test_sacct_refines_once_the_controller_forgot(tmp_path: Path, no_scontrol: P
     assert [s.state for s in statuses] == ["TIMEOUT", "CANCELLED", "LOST"]
     # One sacct for the whole array.
     calls = (no_scontrol / "sacct.calls").read_text().splitlines()
-    assert calls == ["-n -P -X -j 8 -o JobID,State"]
+    assert calls == [f"-n -P -X -u {os.getuid()} -j 8 -o JobID,State"]
     followup._SACCT_LINES.clear()
     # A map's tasks folder (the gather's reader is given no array id): its manifest.json's one
     # array names the task that wrote no file.

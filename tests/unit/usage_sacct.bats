@@ -38,7 +38,7 @@ sacct_says() {
     '18_[4-9]|PENDING|00:00:00||00:00:00' \
     '19|FAILED|00:00:02||00:00.500'
   hpc_usage_sacct_load 17 18 19
-  assert_equal "$(cat "$BATS_TEST_TMPDIR/args")" "-n -P -j 17,18,19 -o JobID,State,Elapsed,MaxRSS,TotalCPU --noconvert"
+  assert_equal "$(cat "$BATS_TEST_TMPDIR/args")" "-n -P -u $(id -un) -j 17,18,19 -o JobID,State,Elapsed,MaxRSS,TotalCPU --noconvert"
   assert_equal "${hpc_usage_acct[17]}" \
     "CPU 5.72 CPU-s (TotalCPU, all its steps); peak memory 227 MiB (MaxRSS, its largest task); elapsed 13 s; COMPLETED"
   assert_equal "${hpc_usage_acct[18_2]}" \

@@ -181,7 +181,10 @@ def _sacct_state(job: str) -> str | None:
     if query not in _SACCT_LINES:
         try:
             out = subprocess.run(
-                ["sacct", "-n", "-P", "-X", "-j", query, "-o", "JobID,State"],
+                # The user's own (-u): where PrivateData does not hide them, sacct shows every
+                # user's job of an id, and ids come again after the controller's state is reset.
+                ["sacct", "-n", "-P", "-X", "-u", str(os.getuid()), "-j", query,
+                 "-o", "JobID,State"],
                 capture_output=True, text=True, timeout=30, check=False,
             )
             _SACCT_LINES[query] = out.stdout.splitlines() if out.returncode == 0 else []
