@@ -434,7 +434,7 @@ hpc_manage_note_limit() {
 # counts them from their status files and its states file; hpc_manage_states_kept ID gives them
 # theirs): 10^4 tasks SLURM has forgotten cost no work each.
 hpc_manage_states() {
-  local id key out line joined state
+  local id key out line joined state user
   local -a missing=() fields=()
   declare -gA hpc_st_state=() hpc_st_exit=() hpc_st_raw=() hpc_st_note=() hpc_st_answered=() hpc_manage_forgotten=()
   (($#)) || return 0
@@ -472,11 +472,13 @@ hpc_manage_states() {
   hpc_manage_missing "$@"
   ((${#hpc_manage_missing[@]})) || return 0
 
-  # 2. sacct, where the cluster keeps accounting (elsewhere it fails: skipped).
+  # 2. sacct, where the cluster keeps accounting (elsewhere it fails: skipped); this user's jobs
+  # only: job ids come again after a reset of the controller's state, another user's among them.
   IFS=,
   joined="${hpc_manage_missing[*]}"
   IFS=$' \t\n'
-  if out=$(hpc_slurm -t 60 sacct -n -P -X -j "$joined" -o JobID,JobIDRaw,State,ExitCode 2>/dev/null); then
+  hpc_user_name user
+  if out=$(hpc_slurm -t 60 sacct -n -P -X -u "$user" -j "$joined" -o JobID,JobIDRaw,State,ExitCode 2>/dev/null); then
     while IFS='|' read -r -a fields; do
       ((${#fields[@]} == 4)) || continue
       if [[ ${fields[0]} =~ ^([0-9]+)_\[?([0-9,:%-]+)\]?$ ]]; then

@@ -336,7 +336,8 @@ scontrol 200_3 203 NODE_FAIL 0:0
 EOT
   # Each source once, asked only about what the ones before did not answer.
   slurm_plan squeue '-h -r -j 100,101,102,103,200 -o %A|%F|%K|%T|%r'
-  slurm_plan sacct '-n -P -X -j 101,102,103,200 -o JobID,JobIDRaw,State,ExitCode'
+  # sacct: this user's jobs only (job ids come again after a reset of the controller's state).
+  slurm_plan sacct "-n -P -X -u $(id -un) -j 101,102,103,200 -o JobID,JobIDRaw,State,ExitCode"
   slurm_plan scontrol '-o show job'
   manage status
   unstub squeue
@@ -368,7 +369,7 @@ EOT
   assert_equal "$(row 200_2)" "200_2 arr venv-none COMPLETED 0:0 $outputs/arr_venv-none_200_2.out"
   # One job left to ask scontrol about: asked by its id.
   slurm_plan squeue '-h -r -j 102 -o %A|%F|%K|%T|%r'
-  slurm_plan sacct '-n -P -X -j 102 -o JobID,JobIDRaw,State,ExitCode'
+  slurm_plan sacct "-n -P -X -u $(id -un) -j 102 -o JobID,JobIDRaw,State,ExitCode"
   slurm_plan scontrol '-o show job 102'
   manage status f
   unstub squeue
