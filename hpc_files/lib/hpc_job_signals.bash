@@ -287,6 +287,26 @@ hpc_job_own_requeue() {
   return 1
 }
 
+# hpc_job_own_words ARGS...: sets hpc_job_words to ARGS, in an array task with SLURM_JOB_ID in
+# a list of ids replaced by the task's own id (hpc_job_own_id): for the one task whose job id is
+# its array's, that id names the whole array to scontrol, which would requeue every task.
+hpc_job_own_words() {
+  local word own i IFS=,
+  local -a ids
+  hpc_job_words=("$@")
+  [[ -n ${SLURM_ARRAY_TASK_ID:-} ]] || return 0
+  own=$(hpc_job_own_id)
+  hpc_job_words=()
+  for word in "$@"; do
+    if [[ $word != -* ]]; then
+      read -r -a ids <<<"$word"
+      for i in "${!ids[@]}"; do [[ ${ids[i]} != "${SLURM_JOB_ID:-}" ]] || ids[i]=$own; done
+      word="${ids[*]}"
+    fi
+    hpc_job_words+=("$word")
+  done
+}
+
 # hpc_job_real_scontrol SHIM: prints the first scontrol on PATH that is not SHIM (the file itself).
 hpc_job_real_scontrol() {
   local dir
@@ -371,7 +391,8 @@ hpc_job_scontrol() {
   if hpc_job_own_requeue "$@"; then
     # The job's plan (HPC_JOB_PLAN, exported by the batch shell): the restarts allowed.
     hpc_job_plan_load "${HPC_JOB_PLAN:-}"
-    hpc_job_program_requeue "$real" "$@"
+    hpc_job_own_words "$@"
+    hpc_job_program_requeue "$real" "${hpc_job_words[@]}"
     return
   fi
   exec "$real" "$@"

@@ -388,6 +388,16 @@ shim_env() {
   unstub scontrol
 }
 
+@test "scontrol shim: an array task whose job id is its array's (the program asks 'requeue \$SLURM_JOB_ID') requeues only itself: to scontrol the array's id names every task" {
+  # shellcheck disable=SC2030 # each @test runs in a subshell of its own: its exports stay there
+  export SLURM_ARRAY_JOB_ID=4242 SLURM_ARRAY_TASK_ID=0
+  shim_env 1 0 'requeue 4242_0,77'
+  run scontrol requeue 4242,77
+  assert_success
+  assert_output "[hpc n1] requeueing for the program (scontrol requeue 4242_0,77), restart 1 of 1: SLURM ends this run now and starts the job again"
+  unstub scontrol
+}
+
 @test "scontrol shim: with the restarts used up, or without --requeue, the program's requeue is refused (status 1) and the run goes on" {
   shim_env 1 1
   run scontrol requeue 4242
