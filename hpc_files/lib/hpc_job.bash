@@ -304,20 +304,18 @@ hpc_job_usage_stop() {
   done < <(hpc_usage_report "${files[@]}")
 }
 
-# hpc_job_log_fresh: (the batch shell, first) the first run of a job starts its log afresh, as
-# SLURM did before every job's log was opened for appending (--open-mode=append, for the runs a
+# hpc_job_log_fresh SCRIPT: (the batch shell, first) the first run of a job starts its log afresh,
+# as SLURM did before every job's log was opened for appending (--open-mode=append, for the runs a
 # requeue adds): a log of an earlier job of the same name and id (ids start again once the
 # controller's state is reset) would run on into this job's, and 'logs' would show both. Only
 # SLURM's one regular file for standard output and error, through the open file, never a path,
-# and only one last written a minute or more before: what slurmstepd wrote just before the
-# batch shell started (a --chdir it could not enter) is this job's.
+# and only one last written before SCRIPT (the batch script, which slurmd writes as it launches
+# the job): what slurmstepd wrote after it, before the batch shell started (a --chdir it could not
+# enter), is this job's. Compared by the shell itself: no process on the job's start.
 hpc_job_log_fresh() {
-  local mtime out=/proc/$BASHPID/fd/1
+  local out=/proc/$BASHPID/fd/1
   ((${SLURM_RESTART_COUNT:-0} == 0)) || return 0
-  [[ -f $out && $out -ef /proc/$BASHPID/fd/2 ]] || return 0
-  # This shell's standard output by its pid: stat's own is the substitution's pipe.
-  mtime=$(stat -L -c %Y "$out" 2>/dev/null) && [[ $mtime =~ ^[0-9]+$ ]] || return 0
-  ((mtime < EPOCHSECONDS - 60)) || return 0
+  [[ -f $out && $out -ef /proc/$BASHPID/fd/2 && -f $1 && $out -ot $1 ]] || return 0
   truncate -s 0 /proc/self/fd/1 2>/dev/null || true
 }
 
@@ -325,7 +323,7 @@ hpc_job_log_fresh() {
 # the plan, exports its path for the tasks (HPC_JOB_PLAN) and what the program sees.
 hpc_job_main() {
   local needs_guards=0 cleanup_rc=0
-  hpc_job_log_fresh
+  hpc_job_log_fresh "$0"
   export HPC_JOB_T0=${HPC_JOB_T0:-$EPOCHREALTIME}
   hpc_job_plan_load "${1-}"
   hpc_job_runner_load

@@ -153,18 +153,21 @@ EOS
   # shellcheck source=/dev/null # hpc_job.bash is linted on its own (tests/run.sh)
   source "$HPC_ROOT/hpc_files/lib/hpc_job.bash"
   local log="$tmp/exp_venv-none_17.out"
+  local script="$tmp/slurm_script"
   printf 'an earlier job 17: HPC_TOKEN=stale\n' >"$log"
   touch -d '-2 minutes' "$log"
+  # The batch script, as slurmd writes it when it launches the job.
+  : >"$script"
   # As SLURM opens it (--open-mode=append): the batch shell's standard output and error.
-  (SLURM_RESTART_COUNT=0 && hpc_job_log_fresh && echo 'this job, run 0') >>"$log" 2>&1
+  (SLURM_RESTART_COUNT=0 && hpc_job_log_fresh "$script" && echo 'this job, run 0') >>"$log" 2>&1
   assert_equal "$(cat "$log")" 'this job, run 0'
-  (SLURM_RESTART_COUNT=1 && hpc_job_log_fresh && echo 'this job, run 1') >>"$log" 2>&1
+  (SLURM_RESTART_COUNT=1 && hpc_job_log_fresh "$script" && echo 'this job, run 1') >>"$log" 2>&1
   assert_equal "$(cat "$log")" $'this job, run 0\nthis job, run 1'
   # Not SLURM's one file for both (a terminal, a pipe, errors elsewhere): left alone.
-  (unset SLURM_RESTART_COUNT && hpc_job_log_fresh && echo 'again') >>"$log" 2>/dev/null
+  (unset SLURM_RESTART_COUNT && hpc_job_log_fresh "$script" && echo 'again') >>"$log" 2>/dev/null
   assert_equal "$(cat "$log")" $'this job, run 0\nthis job, run 1\nagain'
-  # Written just now (slurmstepd's line before the batch shell started): this job's, kept.
+  # Written after the script (slurmstepd's line before the batch shell started): this job's, kept.
   printf 'slurmstepd: error: cannot chdir\n' >"$log"
-  (SLURM_RESTART_COUNT=0 && hpc_job_log_fresh && echo 'this job') >>"$log" 2>&1
+  (SLURM_RESTART_COUNT=0 && hpc_job_log_fresh "$script" && echo 'this job') >>"$log" 2>&1
   assert_equal "$(cat "$log")" $'slurmstepd: error: cannot chdir\nthis job'
 }

@@ -5,6 +5,7 @@
 
 bats_require_minimum_version 1.5.0
 # Set through the table by hpc_opt_defaults and hpc_opt_parse (the row the second test adds).
+# shellcheck disable=SC2034 # read by hpc_options.bash through its row (printf -v), not by name
 declare -g hpc_opt_chunk
 
 setup() {
