@@ -319,6 +319,36 @@ hpc_job_log_fresh() {
   truncate -s 0 /proc/self/fd/1 2>/dev/null || true
 }
 
+# hpc_job_log_end: logs how the program ended (hpc_job_status): a success, a stop at the warning,
+# an end by SLURM or a failure, so that the log says why the job's state is what it is.
+hpc_job_log_end() {
+  local warning_code msg
+  warning_code=$((128 + $(kill -l "$HPC_WARNING_SIGNAL" 2>/dev/null || echo 0)))
+  if ((hpc_job_status == 0 && hpc_job_ended_by_slurm)); then
+    msg="the program exited with status 0 after SLURM's SIGTERM, $(hpc_job_elapsed) s after the start"
+  elif ((hpc_job_warned && hpc_job_status == warning_code)); then
+    # The program ended of the warning (128+the signal's number): a stop, not a crash; only the
+    # program knows whether it saved its work.
+    printf -v msg '%s' "stopped at the time-limit warning (SIG$HPC_WARNING_SIGNAL):" \
+      " the program exited with $hpc_job_status (128+SIG$HPC_WARNING_SIGNAL) after" \
+      " $(hpc_job_elapsed) s; whether it saved its work, its own lines above say"
+  elif ((hpc_job_warned && hpc_job_status == 0)); then
+    # 0 after the warning: a program that stopped early as asked, or one that finished its work
+    # in the time left (a refused requeue lets it go on); only its own lines tell which.
+    printf -v msg '%s' "ended after the time-limit warning (SIG$HPC_WARNING_SIGNAL): the program exited with 0 after" \
+      " $(hpc_job_elapsed) s; whether it stopped early and saved its work or finished, its own lines above say"
+  elif ((hpc_job_status == 0)); then
+    msg="the program finished successfully after $(hpc_job_elapsed) s"
+  elif ((hpc_job_ended_by_slurm)); then
+    # Not the program's failure: SLURM ended it (its state says CANCELLED or TIMEOUT).
+    printf -v msg '%s' "the program was ended by SLURM (SIGTERM:" \
+      " ${hpc_job_term_why:-scancel or the time limit}) after $(hpc_job_elapsed) s, exit status $hpc_job_status"
+  else
+    msg="the program failed with exit status $hpc_job_status after $(hpc_job_elapsed) s"
+  fi
+  hpc_job_log "$msg"
+}
+
 # hpc_job_main PLAN_FILE: the batch shell's whole job (the generated script's last line): loads
 # the plan, exports its path for the tasks (HPC_JOB_PLAN) and what the program sees.
 hpc_job_main() {
@@ -385,36 +415,7 @@ hpc_job_main() {
   # timed, an interactive session's shell).
   hpc_mode job_run
   trap - TERM INT "$HPC_WARNING_SIGNAL"
-  local warning_code
-  warning_code=$((128 + $(kill -l "$HPC_WARNING_SIGNAL" 2>/dev/null || echo 0)))
-  if ((hpc_job_status == 0 && hpc_job_ended_by_slurm)); then
-    hpc_job_log "the program exited with status 0 after SLURM's SIGTERM, $(hpc_job_elapsed) s after the start"
-  elif ((hpc_job_warned && hpc_job_status == warning_code)); then
-    # The program ended of the warning (128+the signal's number): a stop, not a crash; only the
-    # program knows whether it saved its work.
-    local msg
-    printf -v msg '%s' "stopped at the time-limit warning (SIG$HPC_WARNING_SIGNAL):" \
-      " the program exited with $hpc_job_status (128+SIG$HPC_WARNING_SIGNAL) after" \
-      " $(hpc_job_elapsed) s; whether it saved its work, its own lines above say"
-    hpc_job_log "$msg"
-  elif ((hpc_job_warned && hpc_job_status == 0)); then
-    # 0 after the warning: a program that stopped early as asked, or one that finished its work
-    # in the time left (a refused requeue lets it go on); only its own lines tell which.
-    local msg
-    printf -v msg '%s' "ended after the time-limit warning (SIG$HPC_WARNING_SIGNAL): the program exited with 0 after" \
-      " $(hpc_job_elapsed) s; whether it stopped early and saved its work or finished, its own lines above say"
-    hpc_job_log "$msg"
-  elif ((hpc_job_status == 0)); then
-    hpc_job_log "the program finished successfully after $(hpc_job_elapsed) s"
-  elif ((hpc_job_ended_by_slurm)); then
-    # Not the program's failure: SLURM ended it (its state says CANCELLED or TIMEOUT).
-    local msg
-    printf -v msg '%s' "the program was ended by SLURM (SIGTERM:" \
-      " ${hpc_job_term_why:-scancel or the time limit}) after $(hpc_job_elapsed) s, exit status $hpc_job_status"
-    hpc_job_log "$msg"
-  else
-    hpc_job_log "the program failed with exit status $hpc_job_status after $(hpc_job_elapsed) s"
-  fi
+  hpc_job_log_end
   hpc_job_usage_stop
   hpc_job_stop_guards || cleanup_rc=$?
   trap - EXIT

@@ -221,13 +221,7 @@ hpc_manage_index_line() {
   local value
   local -a out=()
   for value in "${hpc_manage_row[@]}"; do
-    if [[ $value == *[$'\\\n\t\r\x1f']* ]]; then
-      value=${value//\\/\\\\}
-      value=${value//$'\n'/\\n}
-      value=${value//$'\t'/\\t}
-      value=${value//$'\r'/\\r}
-      value=${value//$'\x1f'/\\x1f}
-    fi
+    [[ $value != *["$hpc_manifest_escapes"]* ]] || hpc_manifest_escape value
     out+=("$value")
   done
   printf -v hpc_manage_index_line '%s\x1f' "${out[@]}"

@@ -30,7 +30,7 @@
 declare -g hpc_opt_count_max hpc_source_dir hpc_python_helpers_dir hpc_opt_time_accepted hpc_opt_wandb_offline \
   hpc_plan_cluster hpc_plan_exp_name hpc_plan_outputs_dir hpc_plan_partition hpc_plan_runner \
   hpc_plan_script hpc_plan_source_dir hpc_plan_mem_per_gpu hpc_profile_defaults_mem_no_gpu \
-  hpc_profile_gpu_gres_name hpc_profile_name hpc_plan_map_keys hpc_plan_map_policy hpc_plan_map_rerun \
+  hpc_profile_name hpc_plan_map_keys hpc_plan_map_policy hpc_plan_map_rerun \
   hpc_manage_dir hpc_plan_text hpc_plan_file hpc_files_dir hpc_plan_gpu_type hpc_slurm_fresh hpc_slurm_raw \
   hpc_plan_misfit_option hpc_plan_misfit hpc_plan_file_text \
   hpc_manage_project hpc_manifest_path hpc_manifest_ranges hpc_configs_max_word hpc_opt_chunk_stop_on_failure
@@ -577,13 +577,8 @@ hpc_map_gather_plan() {
   hpc_plan_time=${hpc_opt_gather_time:-00:30:00}
   hpc_plan_kind=$hpc_plan_runner-gather
   hpc_plan_output=$hpc_map_dir/gather_%j.out
-  hpc_plan_mem=$hpc_profile_defaults_mem_no_gpu
-  if ((gpus > 0)); then
-    hpc_plan_gres=$hpc_profile_gpu_gres_name:${hpc_plan_gpu_type:+$hpc_plan_gpu_type:}$gpus
-    [[ -z ${hpc_plan_mem_per_gpu:-} ]] || hpc_plan_mem=$(hpc_plan_mem_times "$hpc_plan_mem_per_gpu" "$gpus")
-  else
-    hpc_plan_gres=''
-  fi
+  hpc_plan_mem=$hpc_profile_defaults_mem_no_gpu hpc_plan_gres=''
+  ((gpus == 0)) || hpc_plan_gpus_ask "$gpus"
   hpc_followup_sbatch_args "${hpc_map_array_ids[@]}"
   for arg in "${hpc_plan_sbatch_args[@]}"; do
     case $arg in

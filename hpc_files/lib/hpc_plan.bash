@@ -73,9 +73,11 @@ hpc_plan_in_list() {
   return 1
 }
 
-# hpc_plan_mem_times AMOUNT FACTOR: AMOUNT (e.g. 10G) times FACTOR, same unit (20G).
-hpc_plan_mem_times() {
-  printf '%s%s\n' "$((10#${1%?} * $2))" "${1: -1}"
+# hpc_plan_gpus_ask GPUS: sets hpc_plan_gres to GPUS GPUs (of hpc_plan_gpu_type, if any) and, when
+# there is a hpc_plan_mem_per_gpu (e.g. 10G), hpc_plan_mem to it times GPUS, same unit (20G).
+hpc_plan_gpus_ask() {
+  hpc_plan_gres=$hpc_profile_gpu_gres_name:${hpc_plan_gpu_type:+$hpc_plan_gpu_type:}$1
+  [[ -z ${hpc_plan_mem_per_gpu:-} ]] || hpc_plan_mem=$((10#${hpc_plan_mem_per_gpu%?} * $1))${hpc_plan_mem_per_gpu: -1}
 }
 
 # hpc_plan_mem_mb AMOUNT: sets hpc_plan_mb to AMOUNT (512M, 10G, 1T, 2048K; no unit: MB, as
@@ -169,7 +171,6 @@ hpc_plan_choose_runner() {
 # hpc_plan_make: resolves every value of the job into hpc_plan_*; exit 2 on input that the
 # profile or the launcher does not accept.
 hpc_plan_make() {
-  local name value
   hpc_plan_launcher=$hpc_opt_launcher
   hpc_plan_choose_runner
   hpc_plan_cluster=$hpc_profile_name
@@ -189,22 +190,13 @@ hpc_plan_make() {
       hpc_die_usage "SBATCH_PARTITION" \
         "'$hpc_plan_partition' is not a partition name; accepted: letters, digits, _ . - (several: separated by commas)"
   fi
-
-  # Account: the profile's list, when it has one, is what the cluster accepts.
+  # Account and GPU type: the profile's list, when it has one, is what the cluster accepts.
   hpc_plan_account=${hpc_opt_account:-$hpc_profile_account_default}
-  if [[ -n $hpc_opt_account && ${#hpc_profile_account_allowed[@]} -gt 0 ]] &&
-    ! hpc_plan_in_list "$hpc_opt_account" "${hpc_profile_account_allowed[@]}"; then
-    hpc_die_usage "-a/--account" \
-      "'$hpc_opt_account' is not an account of cluster $hpc_profile_name; accepted: ${hpc_profile_account_allowed[*]}"
-  fi
-
-  # GPU type: the profile's list, when it has one.
+  hpc_plan_check_listed -a/--account "$hpc_opt_account" 'an account' \
+    ${hpc_profile_account_allowed[@]+"${hpc_profile_account_allowed[@]}"}
   hpc_plan_gpu_type=${hpc_opt_gpu_type:-$hpc_profile_gpu_default_type}
-  if [[ -n $hpc_opt_gpu_type && ${#hpc_profile_gpu_types[@]} -gt 0 ]] &&
-    ! hpc_plan_in_list "$hpc_opt_gpu_type" "${hpc_profile_gpu_types[@]}"; then
-    hpc_die_usage "-G/--gpu-type" \
-      "'$hpc_opt_gpu_type' is not a GPU type of cluster $hpc_profile_name; accepted: ${hpc_profile_gpu_types[*]}"
-  fi
+  hpc_plan_check_listed -G/--gpu-type "$hpc_opt_gpu_type" 'a GPU type' \
+    ${hpc_profile_gpu_types[@]+"${hpc_profile_gpu_types[@]}"}
   if [[ -n $hpc_profile_gpu_max_per_node ]] && ((hpc_plan_gpus > hpc_profile_gpu_max_per_node)); then
     local msg="$hpc_plan_gpus GPUs per node is more than a node of cluster"
     msg+=" $hpc_profile_name has; accepted: 0 to $hpc_profile_gpu_max_per_node"
@@ -215,42 +207,52 @@ hpc_plan_make() {
   # CPUs of each GPU process (each process when G = 0).
   hpc_launcher_load "$hpc_plan_launcher" || hpc_die_usage "-W/--which-distributed" "launcher $hpc_module_problem"
   "hpc_launcher_${hpc_plan_launcher}_plan"
-
   # Memory: asked for only when the option or the profile gives an amount; else SLURM's own
   # default applies (a profile for an unknown cluster cannot know what its nodes have).
-  hpc_plan_mem=
+  hpc_plan_mem='' hpc_plan_mem_per_gpu='' hpc_plan_gres=''
   if ((hpc_plan_gpus > 0)); then
     hpc_plan_mem_per_gpu=${hpc_opt_mem_per_gpu:-$hpc_profile_defaults_mem_per_gpu}
-    # hpc_plan_mem_times, without the subshell that capturing its output costs (every plan).
-    [[ -z $hpc_plan_mem_per_gpu ]] ||
-      hpc_plan_mem=$((10#${hpc_plan_mem_per_gpu%?} * hpc_plan_gpus))${hpc_plan_mem_per_gpu: -1}
-    hpc_plan_gres=$hpc_profile_gpu_gres_name:${hpc_plan_gpu_type:+$hpc_plan_gpu_type:}$hpc_plan_gpus
+    hpc_plan_gpus_ask "$hpc_plan_gpus"
   else
-    value=${hpc_profile_defaults_mem_no_gpu:-"SLURM's default memory"}
+    local value=${hpc_profile_defaults_mem_no_gpu:-"SLURM's default memory"}
     [[ -z $hpc_opt_mem_per_gpu ]] || hpc_say "note: -m/--mem-per-gpu is ignored without GPUs; the job gets $value"
-    hpc_plan_mem_per_gpu=
     hpc_plan_mem=$hpc_profile_defaults_mem_no_gpu
-    hpc_plan_gres=
   fi
+  hpc_plan_paths
+  # The runner's fields (the venv a venv job runs from; a container job has none).
+  hpc_runner_load "$hpc_plan_runner" || hpc_die "runner $hpc_module_problem"
+  "hpc_runner_${hpc_plan_runner}_plan"
+  hpc_plan_sbatch
+  hpc_plan_adopt
+}
 
-  # Folders and names.
+# hpc_plan_check_listed OPTION VALUE WHAT ACCEPTED...: exit 2 when VALUE, given to OPTION, is not
+# among the ACCEPTED values of the profile (WHAT: 'an account'); none listed: any is accepted.
+hpc_plan_check_listed() {
+  local option=$1 value=$2 what=$3
+  shift 3
+  [[ -n $value ]] && (($#)) && ! hpc_plan_in_list "$value" "$@" || return 0
+  hpc_die_usage "$option" "'$value' is not $what of cluster $hpc_profile_name; accepted: $*"
+}
+
+# hpc_plan_paths: sets the plan's folders and names; exit 2 on a path or a name that SLURM's job
+# options cannot hold.
+hpc_plan_paths() {
   hpc_plan_source_dir=$hpc_source_dir
   hpc_plan_project_name=${hpc_source_dir##*/}
   hpc_scratch_check
   hpc_plan_scratch_dir=${SCRATCH%/}/$hpc_plan_project_name
-  # A backslash, a double quote, a % or a newline anywhere.
-  local hpc_plan_bad_path=$'*[\\\\"%\n]*'
+  # #SBATCH lines quote paths with double quotes, which cannot hold a backslash, a double quote or
+  # a newline; sbatch reads % in --output as a pattern (%j: the job id) and removes backslashes
+  # from it: the job would then fail to open its output and leave no log at all.
+  local name value
   for name in SCRATCH project; do
-    if [[ $name == SCRATCH ]]; then value=$SCRATCH; else value=$hpc_plan_source_dir; fi
-    # #SBATCH lines quote paths with double quotes, which cannot hold these; sbatch reads % in
-    # --output as a pattern (%j: the job id) and removes backslashes from it: the job would then
-    # fail to open its output and leave no log at all.
-    # shellcheck disable=SC2053 # the right side is a pattern on purpose
-    if [[ $value == $hpc_plan_bad_path ]]; then
-      local msg="'$value' contains a backslash, a double quote, a % or a newline,"
-      msg+=" which SLURM's job options cannot hold; accepted: a path without them"
-      hpc_die_usage "$name" "$msg"
-    fi
+    value=$SCRATCH
+    [[ $name == SCRATCH ]] || value=$hpc_plan_source_dir
+    [[ $value == *[$'\\"%\n']* ]] || continue
+    local msg="'$value' contains a backslash, a double quote, a % or a newline,"
+    msg+=" which SLURM's job options cannot hold; accepted: a path without them"
+    hpc_die_usage "$name" "$msg"
   done
   hpc_plan_exp_name=${hpc_opt_exp_name:-default}
   hpc_plan_outputs_dir=$hpc_plan_scratch_dir/hpc_outputs
@@ -266,10 +268,11 @@ hpc_plan_make() {
     msg+=" (the output file ${hpc_plan_exp_name:0:8}..._${hpc_plan_kind}_JOBID.out must fit in 255)"
     hpc_die_usage "-e/--exp-name" "$msg"
   fi
-  # The runner's fields (the venv a venv job runs from; a container job has none).
-  hpc_runner_load "$hpc_plan_runner" || hpc_die "runner $hpc_module_problem"
-  "hpc_runner_${hpc_plan_runner}_plan"
+}
 
+# hpc_plan_sbatch: sets hpc_plan_sbatch_args, the job's sbatch options, and the time-limit
+# warning's signal and lead.
+hpc_plan_sbatch() {
   hpc_plan_sbatch_args=(
     --job-name="$hpc_plan_job_name"
     --nodes="$hpc_plan_nodes"
@@ -292,15 +295,12 @@ hpc_plan_make() {
   hpc_plan_requeue=$hpc_opt_requeue
   # Restarts append to the same log instead of truncating it: those of --requeue N, and a job
   # without it that a preemption made requeueable (hpc_job_preempt_requeueable).
-  if ((hpc_plan_requeue > 0)); then
-    hpc_plan_sbatch_args+=(--requeue --open-mode=append)
-  else
-    hpc_plan_sbatch_args+=(--no-requeue --open-mode=append)
-  fi
+  local requeue=--no-requeue
+  ((hpc_plan_requeue <= 0)) || requeue=--requeue
+  hpc_plan_sbatch_args+=("$requeue" --open-mode=append)
   [[ -z $hpc_plan_gres ]] || hpc_plan_sbatch_args+=(--gres="$hpc_plan_gres")
   [[ -z $hpc_plan_account ]] || hpc_plan_sbatch_args+=(--account="$hpc_plan_account")
   [[ -z $hpc_plan_partition ]] || hpc_plan_sbatch_args+=(--partition="$hpc_plan_partition")
-  hpc_plan_adopt
 }
 
 # hpc_plan_adopt: (the end of hpc_plan_make) copies into the plan's own fields what the job needs

@@ -67,11 +67,15 @@ hpc_command_status() {
 # How many of the most recent jobs the default view shows (beside those SLURM still runs or
 # holds), and the most tasks an array may have to be shown one line per task without --tasks.
 hpc_status_recent=20 hpc_status_task_lines=10
+# What a job's log says of how it ended (the toolkit's last line about the program, or a failed
+# step): read for the jobs SLURM has forgotten (hpc_status_grep, hpc_status_log_state).
+hpc_status_end_re='^\[hpc [^]]*\] (the program |FAILED at step |stopped at the time-limit warning|'
+hpc_status_end_re+='ended after the time-limit warning)'
 
 # hpc_manage_status [EXP]: the table of the project's (or EXP's) jobs and array tasks.
 hpc_manage_status() {
   (($# <= 1)) || hpc_die_usage "status" "unexpected word '$2'; usage: status [EXP|JOBID[_TASK]]"
-  local id key i one_job=0
+  local id i one_job=0
   local -a ids=() rows_job=() rows_exp=() rows_kind=() rows_state=() rows_exit=() rows_out=() rows_log=() forgotten=()
   if (($#)); then
     hpc_manage_target "$1"
@@ -115,46 +119,71 @@ hpc_manage_status() {
     source "${hpc_manage_lib%/*}/hpc_map.bash"
     hpc_map_task_states "${hpc_manage_dir%/*}/map" "${ids[@]}"
   fi
-  rows_job=(JOB) rows_exp=(EXP) rows_kind=(KIND) rows_state=(STATE) rows_exit=(EXIT) rows_out=(OUTPUT) rows_log=('')
-  for id in "${ids[@]}"; do
-    # A long array: one line (its job id asked for, or --tasks: every task).
-    ((one_job || ${hpc_status_tasks:-0})) || hpc_manage_count "$id"
-    if ((! one_job && ! ${hpc_status_tasks:-0} && hpc_manage_count > hpc_status_task_lines)); then
-      hpc_status_summary=${hpc_map_summary[$id]-}
-      [[ -n $hpc_status_summary ]] || {
-        hpc_manage_keys "$id"
-        hpc_status_summary "$id"
-      }
-      rows_job+=("${id}_[${hpc_manage_array[$id]}]") rows_exp+=("${hpc_manage_exp[$id]}")
-      rows_kind+=("${hpc_manage_kind[$id]}") rows_state+=("$hpc_status_summary") rows_exit+=(-)
-      hpc_manifest_output "${hpc_manage_output[$id]}" "$id" %a '' "${hpc_manage_name[$id]}"
-      rows_out+=("$hpc_manifest_path") rows_log+=('')
-      continue
-    fi
-    hpc_manage_task_keys "$id"
-    for key in "${hpc_manage_keys[@]}"; do
-      hpc_manage_task_output "$id" "$key"
-      # SLURM has forgotten it: how it ended is in its own log (read below, all at once).
-      [[ ${hpc_st_state[$key]} != UNKNOWN* ]] || forgotten+=("${#rows_job[@]}")
-      rows_job+=("$key") rows_exp+=("${hpc_manage_exp[$id]}") rows_kind+=("${hpc_manage_kind[$id]}")
-      rows_state+=("${hpc_st_state[$key]}${hpc_st_note[$key]:+ (${hpc_st_note[$key]})}") \
-      rows_exit+=("${hpc_st_exit[$key]}") rows_out+=("$hpc_manifest_path") rows_log+=("$hpc_manifest_path")
-    done
-  done
+  hpc_status_row JOB EXP KIND STATE EXIT OUTPUT ''
+  for id in "${ids[@]}"; do hpc_status_rows "$id"; done
   for id in ${hpc_manage_unrecorded[@]+"${hpc_manage_unrecorded[@]}"}; do
-    rows_job+=("${hpc_pending_job_key[$id]}") rows_exp+=("${hpc_pending_exp[${hpc_pending_job_token[$id]}]}") \
-    rows_kind+=(unrecorded)
-    rows_state+=("${hpc_pending_job_state[$id]}") rows_exit+=(-) rows_out+=(-) rows_log+=('')
+    hpc_status_row "${hpc_pending_job_key[$id]}" "${hpc_pending_exp[${hpc_pending_job_token[$id]}]}" unrecorded \
+      "${hpc_pending_job_state[$id]}" - - ''
   done
   # How the jobs SLURM has forgotten ended, if the toolkit wrote it in their logs.
   local -a paths=()
   for i in ${forgotten[@]+"${forgotten[@]}"}; do paths+=("${rows_log[i]}"); done
-  ((${#paths[@]} == 0)) || hpc_status_log_ends "${paths[@]}"
+  hpc_status_grep -s "$hpc_status_end_re" ${paths[@]+"${paths[@]}"}
   for i in ${forgotten[@]+"${forgotten[@]}"}; do
-    hpc_status_log_state "${hpc_status_log_end[${rows_log[i]}]-}" || continue
+    hpc_status_log_state "${hpc_status_found[${rows_log[i]}]-}" || continue
     rows_state[i]="$hpc_status_log_state (from its log; SLURM has forgotten it)" rows_exit[i]=$hpc_status_log_exit
   done
-  local w1=0 w2=0 w3=0 w4=0 w5=0
+  hpc_status_print
+  # A chunked map's items, counted per state (hpc_map_task_states).
+  [[ -z ${hpc_map_item_lines[*]+x} ]] || printf '%s\n' "${hpc_map_item_lines[@]}"
+  hpc_status_says
+  if ((hpc_status_hidden)); then
+    local jobs='jobs'
+    ((hpc_status_hidden > 1)) || jobs='job'
+    printf '%s older %s not shown (ended, or forgotten by SLURM): bash job_submitter.sh status --all%s\n' \
+      "$hpc_status_hidden" "$jobs" "${hpc_manage_target_exp:+ $hpc_manage_target_exp}"
+  fi
+  hpc_manage_pending_notes
+}
+
+# hpc_status_row JOB EXP KIND STATE EXIT OUTPUT LOG: appends a row to the table of
+# hpc_manage_status (its local rows_* arrays, by Bash's dynamic scope; LOG: the log its end is read
+# from, or '').
+hpc_status_row() {
+  rows_job+=("$1") rows_exp+=("$2") rows_kind+=("$3") rows_state+=("$4")
+  rows_exit+=("$5") rows_out+=("$6") rows_log+=("$7")
+}
+
+# hpc_status_rows ID: appends the rows of the recorded job ID to hpc_manage_status's table: one
+# per task, or one for a long array (its job id asked for, or --tasks: every task); notes in its
+# forgotten the rows of tasks SLURM has forgotten (how they ended is in their logs, read at once).
+hpc_status_rows() {
+  local id=$1 key
+  ((one_job || ${hpc_status_tasks:-0})) || hpc_manage_count "$id"
+  if ((! one_job && ! ${hpc_status_tasks:-0} && hpc_manage_count > hpc_status_task_lines)); then
+    hpc_status_summary=${hpc_map_summary[$id]-}
+    [[ -n $hpc_status_summary ]] || {
+      hpc_manage_keys "$id"
+      hpc_status_summary "$id"
+    }
+    hpc_manifest_output "${hpc_manage_output[$id]}" "$id" %a '' "${hpc_manage_name[$id]}"
+    hpc_status_row "${id}_[${hpc_manage_array[$id]}]" "${hpc_manage_exp[$id]}" "${hpc_manage_kind[$id]}" \
+      "$hpc_status_summary" - "$hpc_manifest_path" ''
+    return 0
+  fi
+  hpc_manage_task_keys "$id"
+  for key in "${hpc_manage_keys[@]}"; do
+    hpc_manage_task_output "$id" "$key"
+    [[ ${hpc_st_state[$key]} != UNKNOWN* ]] || forgotten+=("${#rows_job[@]}")
+    hpc_status_row "$key" "${hpc_manage_exp[$id]}" "${hpc_manage_kind[$id]}" \
+      "${hpc_st_state[$key]}${hpc_st_note[$key]:+ (${hpc_st_note[$key]})}" "${hpc_st_exit[$key]}" \
+      "$hpc_manifest_path" "$hpc_manifest_path"
+  done
+}
+
+# hpc_status_print: prints hpc_manage_status's table, its columns as wide as their widest cell.
+hpc_status_print() {
+  local i w1=0 w2=0 w3=0 w4=0 w5=0
   for i in "${!rows_job[@]}"; do
     ((${#rows_job[i]} <= w1)) || w1=${#rows_job[i]}
     ((${#rows_exp[i]} <= w2)) || w2=${#rows_exp[i]}
@@ -166,16 +195,6 @@ hpc_manage_status() {
     printf '%-*s  %-*s  %-*s  %-*s  %-*s  %s\n' "$w1" "${rows_job[i]}" "$w2" "${rows_exp[i]}" \
       "$w3" "${rows_kind[i]}" "$w4" "${rows_state[i]}" "$w5" "${rows_exit[i]}" "${rows_out[i]}"
   done
-  # A chunked map's items, counted per state (hpc_map_task_states).
-  [[ -z ${hpc_map_item_lines[*]+x} ]] || printf '%s\n' "${hpc_map_item_lines[@]}"
-  hpc_status_says
-  if ((hpc_status_hidden)); then
-    local jobs='jobs'
-    ((hpc_status_hidden > 1)) || jobs='job'
-    printf '%s older %s not shown (ended, or forgotten by SLURM): bash job_submitter.sh status --all%s\n' \
-      "$hpc_status_hidden" "$jobs" "${hpc_manage_target_exp:+ $hpc_manage_target_exp}"
-  fi
-  hpc_manage_pending_notes
 }
 
 # hpc_status_select ID...: (the default view) sets hpc_status_ids to the IDs (ascending) that
@@ -214,10 +233,10 @@ hpc_status_summary() {
     log_of[$key]=$hpc_manifest_path
     paths+=("$hpc_manifest_path")
   done
-  ((${#paths[@]} == 0)) || hpc_status_log_ends "${paths[@]}"
+  hpc_status_grep -s "$hpc_status_end_re" ${paths[@]+"${paths[@]}"}
   for key in "${hpc_manage_keys[@]}"; do
     state=${hpc_st_state[$key]%% *}
-    if [[ -n ${log_of[$key]-} ]] && hpc_status_log_state "${hpc_status_log_end[${log_of[$key]}]-}"; then
+    if [[ -n ${log_of[$key]-} ]] && hpc_status_log_state "${hpc_status_found[${log_of[$key]}]-}"; then
       state=$hpc_status_log_state
     fi
     [[ -n ${count[$state]-} ]] || {
@@ -238,49 +257,34 @@ hpc_status_summary() {
 # hpc_status_says: (after the table) the lines the logs of its rows (rows_log, rows_job: the
 # caller's) say of what they lost: a --copy-back path that no node had
 # (hpc_job_copy_back_missing); and a stop at the time-limit warning, which a state of FAILED
-# (exit 128+SIGUSR1) hides. Each log is the user's own, opened as hpc_status_log_ends opens it;
-# one grep reads up to 200 of them at once (from their descriptors).
+# (exit 128+SIGUSR1) hides. Five at most per log (hpc_status_grep).
 hpc_status_says() {
-  local i fd line path
-  local -a says=(-e '] copy-back WARNING: ' -e '] stopped at the time-limit warning ') fds=()
-  local -A key_of=()
-  for ((i = 1; i <= ${#rows_log[@]}; i++)); do
-    if ((i < ${#rows_log[@]})) && [[ -n ${rows_log[i]} ]] && hpc_trusted_open "${rows_log[i]}" own; then
-      fd=$hpc_trusted_fd
-      fds+=("/dev/fd/$fd")
-      key_of[$fd]=${rows_job[i]}
-    fi
-    ((${#fds[@]} == 200 || (i == ${#rows_log[@]} && ${#fds[@]}))) || continue
+  local i line
+  hpc_status_grep -m5 '\] (copy-back WARNING: |stopped at the time-limit warning )' "${rows_log[@]:1}"
+  for ((i = 1; i < ${#rows_log[@]}; i++)); do
+    [[ -n ${rows_log[i]} && -n ${hpc_status_found[${rows_log[i]}]-} ]] || continue
     while IFS= read -r line; do
-      [[ $line == /dev/fd/*:* ]] || continue
-      path=${line%%:*} line=${line#*:}
-      path=${path##*/}
-      [[ -z ${key_of[$path]-} ]] || printf '%s: %s\n' "${key_of[$path]}" "${line#\[hpc * }"
-    done < <(grep -m 5 -H "${says[@]}" "${fds[@]}" 2>/dev/null)
-    for path in "${fds[@]}"; do
-      fd=${path##*/}
-      exec {fd}<&-
-    done
-    fds=() key_of=()
+      printf '%s: %s\n' "${rows_job[i]}" "${line#\[hpc * }"
+    done <<<"${hpc_status_found[${rows_log[i]}]%$'\n'}"
   done
 }
 
-# hpc_status_log_ends FILE...: sets hpc_status_log_end[FILE] to the last line of each job's log
-# FILE that says how the job ended (the toolkit's last line about the program, or a failed step);
-# none for a log that says nothing of it (gone, unreadable, or still being written by a job that
-# was lost). Only the user's own regular file, not a link (hpc_trusted_open own): a log someone
-# else wrote or replaced says nothing. One grep reads up to 200 logs, from their descriptors.
-hpc_status_log_ends() {
-  local i fd line path re='^\[hpc [^]]*\] (the program |FAILED at step |stopped at the time-limit warning|'
-  re+='ended after the time-limit warning)'
+# hpc_status_grep OPTION ERE FILE...: sets hpc_status_found[FILE] to the lines (each ending in a
+# newline) of each job's log FILE ('': none) that match ERE, with grep's OPTION (e.g. -m5); none:
+# not set.
+# Only the user's own regular file, not a link (hpc_trusted_open own): a log someone else wrote or
+# replaced says nothing. One grep reads up to 200 logs at once, from their descriptors.
+hpc_status_grep() {
+  local option=$1 re=$2 i fd line path
+  shift 2
   local -a fds=()
-  local -A path_of=()
-  declare -gA hpc_status_log_end=()
+  local -A path_of=() seen=()
+  declare -gA hpc_status_found=()
   for ((i = 1; i <= $# + 1; i++)); do
-    if ((i <= $#)) && hpc_trusted_open "${!i}" own; then
+    if ((i <= $#)) && [[ -n ${!i} && -z ${seen[${!i}]-} ]] && hpc_trusted_open "${!i}" own; then
       fd=$hpc_trusted_fd
       fds+=("/dev/fd/$fd")
-      path_of[$fd]=${!i}
+      path_of[$fd]=${!i} seen[${!i}]=1
     fi
     ((${#fds[@]} == 200 || (i == $# + 1 && ${#fds[@]}))) || continue
     while IFS= read -r line; do
@@ -288,8 +292,8 @@ hpc_status_log_ends() {
       [[ $line == /dev/fd/*:* ]] || continue
       path=${line%%:*}
       path=${path_of[${path##*/}]-}
-      [[ -z $path ]] || hpc_status_log_end[$path]=${line#*:}
-    done < <(grep -H -E -- "$re" "${fds[@]}" 2>/dev/null)
+      [[ -z $path ]] || hpc_status_found[$path]+=${line#*:}$'\n'
+    done < <(grep -H "$option" -E -- "$re" "${fds[@]}" 2>/dev/null)
     for path in "${fds[@]}"; do
       fd=${path##*/}
       exec {fd}<&-
@@ -298,11 +302,13 @@ hpc_status_log_ends() {
   done
 }
 
-# hpc_status_log_state LINE: sets hpc_status_log_state and hpc_status_log_exit to how LINE (a
-# line of hpc_status_log_ends) says the job ended; false when it says nothing of it.
+# hpc_status_log_state LINES: sets hpc_status_log_state and hpc_status_log_exit to how the last of
+# LINES (those hpc_status_grep found with hpc_status_end_re in a job's log) says the job ended;
+# false when it says nothing of it.
 hpc_status_log_state() {
-  local line=$1
+  local line=${1%$'\n'}
   [[ -n $line ]] || return 1
+  line=${line##*$'\n'}
   line=${line#\[hpc * }
   hpc_status_log_exit=-
   case $line in
