@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -148,6 +149,28 @@ def test_single_picks_a_free_port() -> None:
     assert 1 <= d.master_port <= 65535
     assert not d.is_distributed
     assert d.is_main
+
+
+def test_one_slurm_task_alone_takes_a_free_port_not_the_derived_one() -> None:
+    # The batch step of a job without a launcher (one task, SLURM's variables, no MASTER_PORT):
+    # nobody else must find its port, and the derived one (20000 + id % 20000) may be taken on
+    # the node (another job's whose id is 20000 apart, or a client's ephemeral port: 32768 up).
+    env = {"SLURM_JOB_ID": "19184", "SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_NODEID": "0",
+           "SLURM_LOCALID": "0", "SLURM_JOB_NODELIST": "n1"}
+    taken = socket.socket()
+    try:
+        taken.bind(("127.0.0.1", ports.derive_port(19184)))
+        taken.listen()
+        d = resolve(env)
+        assert d.source == "slurm"
+        assert d.world_size == 1
+        assert d.master_port != ports.derive_port(19184)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", d.master_port))
+    finally:
+        taken.close()
+    # A preset MASTER_PORT still wins.
+    assert resolve({**env, "MASTER_PORT": "31000"}).master_port == 31000
 
 
 def test_resolve_reads_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:

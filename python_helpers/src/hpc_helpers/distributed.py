@@ -14,7 +14,7 @@
    ``SLURM_NTASKS_PER_NODE``; master address ``MASTER_ADDR`` if preset, else the first host of
    ``SLURM_STEP_NODELIST`` / ``SLURM_JOB_NODELIST`` (never resolved or compared with
    ``hostname``); master port ``MASTER_PORT`` if preset, else :func:`ports.derive_port` of
-   ``SLURM_JOB_ID`` (each array task has its own job id).
+   ``SLURM_JOB_ID`` (each array task has its own job id), or a free port for one task alone.
 3. **single**: rank 0 of 1, ``MASTER_ADDR`` or 127.0.0.1, ``MASTER_PORT`` or a free port.
 
 ``HPC_DIST_SOURCE=torchrun|slurm|single`` forces a source (for example ``single`` in a batch
@@ -192,7 +192,12 @@ def _from_slurm(env: Mapping[str, str]) -> DistEnv:
                 "cannot tell the master address: set SLURM_JOB_NODELIST or MASTER_ADDR"
             )
     port = _preset_port(env)
-    if port is None:
+    if port is None and world == 1:
+        # One task alone (a batch step without a launcher): no other process must find its port,
+        # and the derived one may be taken on the node (a job whose id is 20000 apart, or a
+        # client's ephemeral port): one the kernel reports free.
+        port = ports.ephemeral_port()
+    elif port is None:
         job_id = slurm.job_id
         if job_id is None:
             raise ValueError("cannot derive the master port: set SLURM_JOB_ID or MASTER_PORT")
