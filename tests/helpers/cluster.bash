@@ -43,7 +43,7 @@ hpc_job_field() {
 # hpc_wait_job ID [TIMEOUT_S]: waits until job ID (every task of an array) has ended; on timeout
 # cancels it and fails the test. Polls scontrol itself: sbatch --wait polls only every 2-8 s.
 hpc_wait_job() {
-  local id=$1 timeout=${2:-120} start=$SECONDS states
+  local id=$1 timeout=${2:-120} start=$SECONDS states polls=0
   local live='JobState=(PENDING|RUNNING|COMPLETING|CONFIGURING|SUSPENDED|REQUEUED)'
   while :; do
     states=$(squeue -h -j "$id" -o '%T' 2>/dev/null) || states=
@@ -56,8 +56,15 @@ hpc_wait_job() {
       scancel "$id" 2>/dev/null || true
       fail "job $id did not end within ${timeout}s (states: ${states//$'\n'/ })"
     fi
-    sleep 0.2
+    hpc_poll_pause "$((++polls))"
   done
+}
+
+# hpc_poll_pause N: the pause before a wait's poll N+1: 0.2 s for the first 2 s (a short job, a
+# line soon), then 1 s. Each poll costs CPU (an squeue is 5 ms, with slurmctld's share), and the
+# suite is bound by its 2 cores: at 0.2 s, a test's minutes of waiting cost CPU-s of polls.
+hpc_poll_pause() {
+  if (($1 <= 10)); then sleep 0.2; else sleep 1; fi
 }
 
 # hpc_job_state ID: prints "STATE EXIT:SIGNAL" of a finished job, from scontrol, else from the
@@ -168,8 +175,9 @@ hpc_wait_requeued() {
         pending_since=''
       fi
     fi
-    done_restarts=$(hpc_job_field "$id" Restarts)
     if [[ -z $state ]]; then
+      # Read only once squeue no longer has the job: an scontrol a second costs CPU.
+      done_restarts=$(hpc_job_field "$id" Restarts)
       case $(hpc_job_field "$id" JobState) in
         COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY)
           [[ $done_restarts != "$restarts" ]] || return 0
@@ -194,10 +202,10 @@ hpc_wait_requeued() {
 # hpc_wait_output FILE REGEX [TIMEOUT_S]: waits until a line of FILE matches REGEX (grep -E);
 # fails the test after TIMEOUT_S (default 60) seconds.
 hpc_wait_output() {
-  local file=$1 regex=$2 timeout=${3:-60} start=$SECONDS
+  local file=$1 regex=$2 timeout=${3:-60} start=$SECONDS polls=0
   until grep -qE -- "$regex" "$file" 2>/dev/null; do
     ((SECONDS - start <= timeout)) || fail "no line matching '$regex' in $file within ${timeout}s"
-    sleep 0.2
+    hpc_poll_pause "$((++polls))"
   done
 }
 
