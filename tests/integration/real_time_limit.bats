@@ -10,6 +10,17 @@ setup_file() {
   load '../helpers/cluster'
   load '../helpers/real_programs'
   hpc_real_setup_file
+  # The program without a handler runs to its time limit (2 min) beside the Lightning test's job
+  # (the nodes hold both): its test waits for its end instead of starting it then.
+  hpc_configs "$PROJECT" 'python oblivious.py 600'
+  # SLURM's own warning (the one real warning test without a launcher), at 60 s at the latest.
+  hpc_submit_job "$PROJECT" --gpus 0 --time 00:02:00 --signal-lead 60 -e oblivious
+  export OBLIVIOUS_ID=$job_id OBLIVIOUS_OUT=$job_out
+}
+
+teardown_file() {
+  # Not left to its time limit when its test did not run (a filter).
+  [[ -z ${OBLIVIOUS_ID:-} ]] || scancel "$OBLIVIOUS_ID" 2>/dev/null || true
 }
 
 setup() {
@@ -45,9 +56,10 @@ setup() {
 }
 
 @test "a program without a handler for the warning runs on to the time limit: TIMEOUT, not killed by SIGUSR1" {
-  hpc_configs "$PROJECT" 'python oblivious.py 600'
-  # SLURM's own warning (the one real warning test without a launcher), at 60 s at the latest.
-  hpc_run_job "$PROJECT" --gpus 0 --time 00:02:00 --signal-lead 60 -e oblivious
+  # Submitted by setup_file (python oblivious.py 600, --time 00:02:00 --signal-lead 60).
+  job_id=$OBLIVIOUS_ID job_out=$OBLIVIOUS_OUT
+  hpc_wait_job "$job_id" 180
+  job_state=$(hpc_job_state "$job_id")
   [[ $job_state == "TIMEOUT "* ]] || fail "job $job_id ended $job_state: $(cat "$job_out")"
   # Warned once, and nobody got the signal: nobody catches it.
   assert_equal "$(grep -c '^\[hpc n1\] time-limit warning (SIGUSR1): passing it to the program' "$job_out")" 1
