@@ -137,14 +137,95 @@ hpc_run_job() {
 }
 
 # hpc_warm_venv PROJECT COMMAND [ARGS...]: for setup_file: the first submission of PROJECT (the
-# configs file COMMAND, -g 0 ARGS) builds its venv with an install job, which later jobs reuse;
-# fails unless it ends COMPLETED 0:0, with its output.
+# configs file COMMAND, -g 0 ARGS), from a venv that later jobs reuse; fails unless it ends
+# COMPLETED 0:0, with its output. The venv is a copy of the one built once per bats run
+# (hpc_venv_seed), which the submission must take as it is (no install job); a file about the
+# venv's build (HPC_TEST_OWN_VENV=1) and the site configuration's files have their install job
+# build it, as a user's first submission does.
 hpc_warm_venv() {
-  local project=$1 command=$2
+  local project=$1 command=$2 seeded=0 builds
   shift 2
   hpc_configs "$project" "$command"
+  if [[ ${HPC_TEST_OWN_VENV:-0} != 1 && $HPC_CLUSTER_DIR != "${HPC_SITE_CLUSTER_DIR:-$HPC_ROOT/.local_cluster_site}" ]]; then
+    hpc_venv_seed "$project"
+    seeded=1
+  fi
   hpc_run_job "$project" -g 0 "$@"
   [[ $job_state == "COMPLETED 0:0" ]] || fail "warm-up job: $job_state: $(cat "$job_out")"
+  if ((seeded)); then
+    # The toolkit accepted the copy: no install job built another (virtual_env would lead to it).
+    builds=("$project"/.virtual_env_builds/*)
+    [[ $(readlink -- "$project/virtual_env") == .virtual_env_builds/venv-0 && ${builds[*]} == */venv-0 ]] ||
+      fail "the warm-up job did not run from the copied venv: $(ls -la "$project" "$project/.virtual_env_builds")"
+  fi
+}
+
+# hpc_venv_seed PROJECT: gives PROJECT, which has no venv yet, the build of it that the toolkit
+# would make: a copy of the one that an install job built once per bats run (the files of a run
+# share $BATS_RUN_TMPDIR) for the same dependency file and cluster profile, in a project of its
+# own (the first file that needs it builds it, the others wait on its lock). The copy is
+# PROJECT/.virtual_env_builds/venv-0 (0: never an install job's id, so no later install job of
+# PROJECT finds its name taken), the user's own under the current umask, holding the
+# toolkit's record of its name; the absolute path that the venv's scripts name (bin/activate*,
+# pip's, pyvenv.cfg) is the copy's; virtual_env is a link to it, as install_venv.sh leaves it;
+# fails unless the toolkit's test of a ready build takes it (hpc_warm_venv: and a job runs from it).
+hpc_venv_seed() {
+  local project=$1 deps=none f key dir fd out seed_id seed copy text
+  for f in Pipfile requirements.txt; do
+    if [[ -f $project/$f ]]; then
+      deps=$f
+      break
+    fi
+  done
+  key=$({
+    printf '%s\n%s\n' "${HPC_CLUSTER:-}" "$deps"
+    [[ $deps == none ]] || cat -- "$project/$deps"
+  } | sha256sum)
+  dir=$BATS_RUN_TMPDIR/venv_seeds/${key:0:16}
+  mkdir -p -- "$BATS_RUN_TMPDIR/venv_seeds"
+  exec {fd}>>"$BATS_RUN_TMPDIR/venv_seeds/lock"
+  # An install job on a loaded machine takes minutes; another file's may be under way.
+  flock -w 900 "$fd" || fail "the shared venv's lock ($BATS_RUN_TMPDIR/venv_seeds/lock) was held for 900 s"
+  if [[ ! -f $dir/ready ]]; then
+    rm -rf -- "${dir:?}"
+    mkdir -p -- "$dir/scratch"
+    SCRATCH=$dir/scratch hpc_project_make "$dir/seed project"
+    rm -f -- "$dir/seed project/requirements.txt"
+    [[ $deps == none ]] || cp -- "$project/$deps" "$dir/seed project/"
+    hpc_configs "$dir/seed project" 'python probe.py exit 0'
+    # A space in its path: pip's scripts then start their Python by a quoted path (as in a build
+    # under a path with a space), which stays right in a copy whatever its path.
+    # The submitter waits for the install job; its job then runs (waited for: no stray job).
+    out=$(SCRATCH=$dir/scratch bash "$dir/seed project/hpc_files/job_submitter.sh" -y -g 0 -e seed 2>&1) ||
+      fail "the shared venv's submission failed: $out"
+    seed_id=$(sed -n 's/^Submitted job \([0-9][0-9]*\).*/\1/p' <<<"$out")
+    [[ -n $seed_id ]] || fail "no job id in the shared venv's submission: $out"
+    hpc_wait_job "$seed_id" 180
+    seed=$(readlink -- "$dir/seed project/virtual_env") || fail "the shared venv's project has no virtual_env: $out"
+    printf '%s\n' "$dir/seed project/$seed" >"$dir/ready"
+  fi
+  IFS= read -r seed <"$dir/ready"
+  exec {fd}>&-
+  copy=$project/.virtual_env_builds/venv-0
+  mkdir -p -- "$project/.virtual_env_builds"
+  # Not cp -a: the modes of the build under this umask, as the install job makes them.
+  cp -R --preserve=timestamps,links -- "$seed" "$copy"
+  printf 'venv-0\n' >"$copy/.hpc_build"
+  # What pip compiled names the seed's files: Python compiles them again for the copy.
+  grep -rlFZ --include='*.pyc' -- "$seed" "$copy" | xargs -0 -r rm -f --
+  for f in "$copy"/bin/* "$copy/pyvenv.cfg"; do
+    [[ -f $f && ! -L $f ]] || continue
+    text=''
+    IFS= read -r -d '' text <"$f" || true
+    [[ $text == *"$seed"* ]] || continue
+    printf '%s' "${text//"$seed"/"$copy"}" >"$f"
+  done
+  ln -s -- .virtual_env_builds/venv-0 "$project/virtual_env"
+  # The toolkit's own test of a ready build (its dependency file's stamp, its kind) takes it.
+  # shellcheck source=virtual_env_hpc_files/venv_runner.bash
+  (source "$project/hpc_files/virtual_env_hpc_files/venv_runner.bash" && hpc_venv_expect "$project" &&
+    hpc_venv_find "$project" "$hpc_venv_stamp" && [[ $hpc_venv_build == "$copy" ]]) ||
+    fail "the toolkit does not take the copy of the shared venv in $copy"
 }
 
 # hpc_wait_requeued ID RESTARTS TIMEOUT: waits until job ID has been restarted RESTARTS times and has

@@ -12,6 +12,8 @@ setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
   hpc_test_project "faults project"
+  # The venv: a copy of the shared build (the first job would build it inside a test's time).
+  hpc_venv_seed "$PROJECT"
   export DATA_ROOT="$SCRATCH/faults project"
   mkdir -p "$DATA_ROOT/data/d1"
   printf 'staged\n' >"$DATA_ROOT/data/d1/s.txt"

@@ -12,8 +12,7 @@ setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
   hpc_test_project "sweep project"
-  hpc_configs "$PROJECT" 'python probe.py env'
-  hpc_run_job "$PROJECT" -g 0 -e warmup
+  hpc_warm_venv "$PROJECT" 'python probe.py env' -e warmup
 }
 
 setup() {
