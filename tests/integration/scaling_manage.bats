@@ -36,9 +36,12 @@ setup() {
 
 @test "status and cancel of an experiment cover every run and the report job; two studies of one experiment land in two folders" {
   local first_dir first_ids id
-  SCALE_STEPS=3000 submit_study --scale-nodes 1 --scale-gpus 1,2 -W torchrun -e twice
+  # Runs that only wait to be cancelled: one process each (no launcher), no torch to import.
+  cp "$HPC_ROOT/tests/fixtures/manage/tasks.py" "$PROJECT/"
+  hpc_configs "$PROJECT" 'python tasks.py sleep 600'
+  submit_study --scale-nodes 1 --scale-gpus 1,2 -e twice
   first_dir=$study_dir first_ids=("${run_ids[@]}" "$report_id")
-  SCALE_STEPS=3000 submit_study --scale-nodes 1 --scale-gpus 1,2 -W torchrun -e twice
+  submit_study --scale-nodes 1 --scale-gpus 1,2 -e twice
   [[ $study_dir != "$first_dir" && -f $first_dir/study.json && -f $study_dir/study.json ]] ||
     fail "two studies of 'twice' share a folder: $first_dir, $study_dir"
   run bash "$PROJECT/hpc_files/job_submitter.sh" status twice
