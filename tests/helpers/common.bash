@@ -104,10 +104,10 @@ hpc_test_untraced() {
 }
 
 # hpc_test_tmp: a fresh temporary folder whose path contains a space, so every test also
-# proves that paths with spaces work.
+# proves that paths with spaces work. (Made once: a setup asks for it several times.)
 hpc_test_tmp() {
   local dir="$BATS_TEST_TMPDIR/with space"
-  mkdir -p "$dir"
+  [[ -d $dir ]] || mkdir -p "$dir"
   printf '%s\n' "$dir"
 }
 

@@ -56,15 +56,15 @@ hpc_test_submitter_project() {
   fixtures=$HPC_ROOT/tests/fixtures/submitter
   tmp=$(hpc_test_tmp)
   project="$tmp/my project"
-  mkdir -p "$2"
+  # Outside $tmp, so that listings of $tmp do not see the stubs' records.
+  stub_log="$BATS_TEST_TMPDIR/stub log"
+  # One process for both: this runs before each of hundreds of tests.
+  mkdir -p "$2" "$stub_log"
   cp -R "$HPC_TEST_PROJECT" "$project"
   printf 'python main.py --lr 0.1\n' >"$project/hpc_files/experiment_configurations.txt"
   # shellcheck disable=SC2034
   submitter=$project/hpc_files/job_submitter.sh
   cp -R "$HPC_WARM_CACHE" "$1"
-  # Outside $tmp, so that listings of $tmp do not see the stubs' records.
-  stub_log="$BATS_TEST_TMPDIR/stub log"
-  mkdir -p "$stub_log"
   unset HPC_PYTHON HPC_HOSTNAME MASTER_PORT HPC_STUB_SBATCH HPC_STUB_INSTALL HPC_STUB_SINFO \
     HPC_STUB_SINFO_TABLE HPC_STUB_SQUEUE_STATES HPC_STUB_SQUEUE_JOBS HPC_STUB_SCRIPTS \
     HPC_STUB_PYTHON HPC_STUB_JOB_ID HPC_STUB_MAX_ARRAY_SIZE WANDB_API_KEY WANDB_DIR

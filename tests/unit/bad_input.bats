@@ -45,9 +45,10 @@ listing() {
   find "$1" -printf '%P|%y|%s|%m|%T@\n' | LC_ALL=C sort
 }
 
-# expand TEXT: TEXT with @TMP@, @SCRATCH@ and @LONG@ replaced (see the top of this file).
-expand() {
-  local text=$1 long
+# expand_to NAME TEXT: sets NAME to TEXT with @TMP@, @SCRATCH@ and @LONG@ replaced (see the top
+# of this file). (Not printed: a subshell for each word of each row cost more than the refusals.)
+expand_to() {
+  local text=$2 long
   printf -v long '%0300d' 0
   long=${long//0/x}
   text=${text//@SCRATCH@/$SCRATCH/my project}
@@ -56,31 +57,46 @@ expand() {
   [[ $text != *@PROFILES@* ]] || text=${text//@PROFILES@/$(hpc_test_profile_names)}
   [[ $text != *@LAUNCHERS@* ]] || text=${text//@LAUNCHERS@/$(hpc_test_launcher_names)}
   [[ $text != *@DISTRIBUTED@* ]] || text=${text//@DISTRIBUTED@/$(hpc_test_distributed_names)}
-  printf '%s' "${text//@LONG@/$long}"
+  printf -v "$1" '%s' "${text//@LONG@/$long}"
 }
 
 # refused ENV ARGS LINE: runs one row of the table; prints what it broke of its promises and
-# returns 1, or returns 0.
+# returns 1, or returns 0. The listing of $tmp before the run is taken now, or is
+# refused_listing where the caller set it: the listing after the previous row, nothing having
+# changed $tmp since (refused sets it to the listing after this row).
 refused() {
-  local env_words=$1 words=$2 want before env_args=() word
-  want="job_submitter.sh: $(expand "$3")"
+  local env_words=$1 words=$2 want before after env_args=() word value
+  local -a records
+  expand_to want "$3"
+  want="job_submitter.sh: $want"
   # Split first: @TMP@ holds a space.
   read -ra args <<<"$words"
-  for word in "${!args[@]}"; do args[word]=$(expand "${args[word]}"); done
+  for word in "${!args[@]}"; do expand_to "args[word]" "${args[word]}"; done
   read -ra env_words <<<"$env_words"
   for word in "${env_words[@]}"; do
-    if [[ $word == -* ]]; then env_args+=(-u "${word#-}"); else env_args+=("$(expand "$word")"); fi
+    if [[ $word == -* ]]; then
+      env_args+=(-u "${word#-}")
+    else
+      expand_to value "$word"
+      env_args+=("$value")
+    fi
   done
-  rm -f -- "${stub_log:?}"/*
-  before=$(listing "$tmp")
-  run --separate-stderr timeout 20 env "${env_args[@]}" bash "$submitter" "${args[@]}" </dev/null
+  # The stubs' records of the previous row, if any.
+  records=("${stub_log:?}"/*)
+  [[ ! -e ${records[0]} ]] || rm -f -- "${records[@]}"
+  if [[ -n ${refused_listing+set} ]]; then before=$refused_listing; else before=$(listing "$tmp"); fi
+  # env only where the row sets or unsets a variable.
+  run --separate-stderr timeout 20 ${env_args[@]+env "${env_args[@]}"} bash "$submitter" "${args[@]}" </dev/null
+  after=$(listing "$tmp")
+  [[ -z ${refused_listing+set} ]] || refused_listing=$after
   local problems=()
   [[ $status == 2 ]] || problems+=("exit $status, expected 2")
   [[ -z $output ]] || problems+=("printed on stdout: $output")
   [[ $stderr != *$'\n'* ]] || problems+=("more than one line on stderr")
   [[ $stderr == "$want"* ]] || problems+=("stderr does not start with: $want")
-  [[ $(calls sbatch) == 0 && $(calls squeue) == 0 ]] || problems+=("sbatch or squeue was called")
-  [[ $(listing "$tmp") == "$before" ]] || problems+=("created, changed or deleted something under $tmp")
+  # (calls COMMAND is 0 exactly when its first call left no record.)
+  [[ ! -e $stub_log/sbatch.1.args && ! -e $stub_log/squeue.1.args ]] || problems+=("sbatch or squeue was called")
+  [[ $after == "$before" ]] || problems+=("created, changed or deleted something under $tmp")
   ((${#problems[@]} == 0)) && return 0
   printf -- '- %s %s: %s\n  stderr: %s\n' "$1" "$words" "${problems[*]}" "$stderr"
   return 1
@@ -89,10 +105,13 @@ refused() {
 @test "bad input table: exit 2, one line naming the option, nothing submitted, created or deleted" {
   # -C names below are relative to the configs fixtures: the submitter reads -C from the cwd.
   cd "$fixtures/configs"
-  local rows=0 report='' out
+  local rows=0 report='' refused_listing
+  # Each row's problems are appended to a file (refused runs in this shell: a subshell for
+  # each row cost more than its refusal); the listing of $tmp is carried from row to row.
+  refused_listing=$(listing "$tmp")
   while IFS='|' read -r env_words words line; do
     [[ -n $words$env_words && $env_words != '#'* ]] || continue
-    out=$(hpc_test_untraced refused "$env_words" "$words" "$line") || report+=$out$'\n'
+    hpc_test_untraced refused "$env_words" "$words" "$line" >>"$BATS_TEST_TMPDIR/report" || true
     rows=$((rows + 1))
   done <<'EOT'
 # Numbers and words.
@@ -339,6 +358,7 @@ HPC_STUB_SINFO=nodefault|--cluster cedar -W torchrun -n 5|-n/--num-nodes: 5 node
 |--cluster cedar -p small -g 1 -m 1G|-G/--gpu-type: 'v100l' (the profile's gpu.default_type): the GPUs of partition small have no type; accepted: no -G (any GPU)
 HPC_STUB_SINFO=nodefault|--cluster generic --dry-run|-p/--partition: the cluster has no default partition and none was given; accepted: debug gpu plai small cpu
 EOT
+  [[ ! -s $BATS_TEST_TMPDIR/report ]] || report=$(<"$BATS_TEST_TMPDIR/report")
   [[ -z $report ]] || fail "$report"
   ((rows >= 80)) || fail "only $rows rows"
 }

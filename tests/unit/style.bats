@@ -31,14 +31,25 @@ long_lines() {
 # unused_functions FILE...: prints each function defined in FILEs (NAME() {) that no code line
 # of FILEs (comments not counted) names besides its definition.
 unused_functions() {
-  local name code hooks hook
+  local name code hooks hook key
+  local -A used=() named=()
   code=$(grep -hvE '^[[:space:]]*#' -- "$@")
   # The hooks the core asks modes for (hpc_mode HOOK).
   hooks=$(grep -oE '(^|[^a-z0-9_])hpc_mode [a-z_]+' <<<"$code" | sed 's/.*hpc_mode //' | sort -u)
+  # How often each function is named: one reading of the code for all of them (names_used).
+  while IFS= read -r name; do used[$name]=1; done < <(
+    names_used "$(grep -hoE '^[a-z_][a-z0-9_]*\(\) \{' -- "$@" | sed 's/() {//' | sort -u)" <<<"$code"
+  )
   grep -hoE '^[a-z_][a-z0-9_]*\(\) \{' -- "$@" | sed 's/() {//' | sort -u | while IFS= read -r name; do
     # A launcher's or runner's function is called by name: "hpc_launcher_${name}_plan".
     if [[ $name =~ ^hpc_(launcher|runner)_[a-z0-9_]+_(describe|plan|processes|srun|task|workers|check|prepare|preview|folders|python|node_work|node_setup|here|enter|wrap)$ ]]; then
-      grep -qE "hpc_${BASH_REMATCH[1]}_\\\$\{[^}]+\}_${BASH_REMATCH[2]}([^a-z0-9_]|$)" <<<"$code" || printf '%s\n' "$name"
+      # The same call form for every launcher: asked once.
+      key=${BASH_REMATCH[1]}_${BASH_REMATCH[2]}
+      [[ -n ${named[$key]-} ]] || {
+        named[$key]=no
+        ! grep -qE "hpc_${BASH_REMATCH[1]}_\\\$\{[^}]+\}_${BASH_REMATCH[2]}([^a-z0-9_]|$)" <<<"$code" || named[$key]=yes
+      }
+      [[ ${named[$key]} == yes ]] || printf '%s\n' "$name"
       continue
     fi
     # A group kind's hook is called by name (hpc_group.bash): "hpc_${kind}_resubmit_read".
@@ -62,8 +73,36 @@ unused_functions() {
         grep -qE '"hpc_command_\$' <<<"$code" || printf '%s\n' "$name"
       continue
     fi
-    (($(grep -oE "(^|[^a-z0-9_])$name([^a-z0-9_]|$)" <<<"$code" | wc -l) > 1)) || printf '%s\n' "$name"
+    [[ -n ${used[$name]-} ]] || printf '%s\n' "$name"
   done
+}
+
+# names_used NAMES: prints each of NAMES (one a line) that the code on stdin names more than once,
+# counted as `grep -oE "(^|[^a-z0-9_])NAME([^a-z0-9_]|$)" | wc -l` counts it, for all names in one
+# reading instead of a grep of the whole code for each (726 of them: 10 CPU-s): a match takes the
+# character after the name with it, so the same name right after that character does not count.
+names_used() {
+  awk -v names="$1" '
+    BEGIN { n = split(names, list, "\n"); for (i = 1; i <= n; i++) want[list[i]] = 1 }
+    {
+      delete taken
+      rest = $0
+      at = 0
+      while (match(rest, /[a-z0-9_]+/)) {
+        start = at + RSTART
+        end = start + RLENGTH - 1
+        word = substr(rest, RSTART, RLENGTH)
+        at = end
+        rest = substr(rest, RSTART + RLENGTH)
+        if (!(word in want)) continue
+        # Before it: the line start, or a character no earlier match of this name took.
+        if (start > 1 && (word in taken) && taken[word] >= start - 1) continue
+        count[word]++
+        if (end < length($0)) taken[word] = end + 1
+      }
+    }
+    END { for (word in count) if (count[word] > 1) print word }
+  '
 }
 
 # banned_constructs FILE...: prints FILE:LINE: NAME: TEXT for each code line (comments not
@@ -281,18 +320,35 @@ $f:7"
 # ${NAME...}, $NAME, or NAME as a word not followed by = or += (a nameref, [[ -v NAME ]], an
 # argument naming it).
 unread_arrays() {
-  local name code tests=$1
+  local code tests=$1
   shift
   code=$(
     grep -hvE '^[[:space:]]*#' -- "$@"
     find "$tests" -type f \( -name '*.bats' -o -name '*.bash' \) -exec grep -hvE '^[[:space:]]*#' -- {} + || true
   )
-  grep -hvE '^[[:space:]]*#' -- "$@" | grep -oE '(^|[[:space:];(])[a-z_][a-z0-9_]*\+=\(' |
-    sed -E 's/^[[:space:];(]*//; s/\+=\($//' | sort -u | while IFS= read -r name; do
-    grep -vE "(^|[[:space:];(])$name\+?=" <<<"$code" |
-      grep -qE "[$][{][#!]?$name([^a-z0-9_]|$)|[$]$name([^a-z0-9_]|$)|(^|[^a-z0-9_$])$name([^a-z0-9_=+]|$)" ||
-      printf '%s\n' "$name"
-  done
+  # One reading of the code for all the arrays (a grep of it for each cost seconds): a line can
+  # read NAME only where NAME stands between characters other than [a-z0-9_], so only those
+  # names of a line are tried, each with the expressions that a grep of each would use.
+  local names
+  names=$(grep -hvE '^[[:space:]]*#' -- "$@" | grep -oE '(^|[[:space:];(])[a-z_][a-z0-9_]*\+=\(' |
+    sed -E 's/^[[:space:];(]*//; s/\+=\($//' | sort -u)
+  [[ -n $names ]] || return 0
+  awk -v names="$names" '
+    BEGIN { n = split(names, list, "\n"); for (i = 1; i <= n; i++) want[list[i]] = 1 }
+    {
+      rest = $0
+      while (match(rest, /[a-z0-9_]+/)) {
+        name = substr(rest, RSTART, RLENGTH)
+        rest = substr(rest, RSTART + RLENGTH)
+        if (!(name in want) || (name in read)) continue
+        if ($0 ~ ("(^|[[:space:];(])" name "\\+?=")) continue
+        if ($0 ~ ("[$][{][#!]?" name "([^a-z0-9_]|$)|[$]" name "([^a-z0-9_]|$)|" \
+          "(^|[^a-z0-9_$])" name "([^a-z0-9_=+]|$)"))
+          read[name] = 1
+      }
+    }
+    END { for (name in want) if (!(name in read)) print name }
+  ' <<<"$code" | sort
 }
 
 @test "style: every array the shipped Bash files fill (NAME+=(...)) is read by them or the tests" {
