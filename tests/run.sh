@@ -264,10 +264,12 @@ run_bats() {
 }
 
 # run_pytest: pytest over tests/python, one worker per CPU (pytest-xdist), counted from its JUnit
-# report.
+# report. The tests of one xdist_group run on one worker (--dist loadgroup): a module whose
+# fixture starts torch in a child once for all its tests marks itself so, and the rest are shared
+# out as they come.
 run_pytest() {
   local junit=$reports/pytest.xml status=0 py_tests py_fail
-  python3 -m pytest -q -p no:cacheprovider -n auto --junitxml="$junit" tests/python || status=$?
+  python3 -m pytest -q -p no:cacheprovider -n auto --dist loadgroup --junitxml="$junit" tests/python || status=$?
   read -r py_tests py_fail < <(python3 -c '
 import sys, xml.etree.ElementTree as ET
 r = ET.parse(sys.argv[1]).getroot()

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from conftest import clean_environ
 from hpc_helpers import ports
 from hpc_helpers.distributed import DistEnv, resolve
+
+# One pytest-xdist worker for the module (run.sh: --dist loadgroup): the module fixture runs once.
+pytestmark = pytest.mark.xdist_group("distributed")
 
 TORCHRUN = {
     "RANK": "5",
@@ -252,101 +258,129 @@ needs_torch = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="torch is not installed"
 )
 
+# One worker process runs several cases one after another, each in the environment of its case
+# (the variables init() exported for the one before removed): init, an all-reduce, cleanup. So
+# a pair of processes serves both two-process groups, and one process both single-process modes:
+# each process imports torch (3 CPU-s) once, not once per case.
 WORKER = """
-import os, sys
+import json, os, sys
 import torch
 import torch.distributed as dist
 from hpc_helpers.distributed import cleanup, init
 
-force = sys.argv[1] == "force"
-d = init(timeout_s=60, force_init=force)
-if dist.is_initialized():
-    t = torch.tensor([float(d.rank + 1)])
-    dist.all_reduce(t)
-    total, backend = t.item(), dist.get_backend()
-else:
-    total, backend = None, None
-print(d.source, d.rank, d.world_size, d.local_rank, total, backend,
-      os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"], os.environ["RANK"],
-      os.environ["WORLD_SIZE"], os.environ["LOCAL_RANK"])
-cleanup()
+base = dict(os.environ)
+for mode, env in json.loads(sys.argv[1]):
+    os.environ.clear()
+    os.environ.update(base, **env)
+    d = init(timeout_s=60, force_init=mode == "force")
+    if dist.is_initialized():
+        t = torch.tensor([float(d.rank + 1)])
+        dist.all_reduce(t)
+        total, backend = t.item(), dist.get_backend()
+    else:
+        total, backend = None, None
+    print(d.source, d.rank, d.world_size, d.local_rank, total, backend,
+          os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"], os.environ["RANK"],
+          os.environ["WORLD_SIZE"], os.environ["LOCAL_RANK"], flush=True)
+    cleanup()
+    assert not dist.is_initialized()
 """
 
+Case = tuple[str, dict[str, str]]
 
-def _run_group(
-    tmp_path: Path,
-    child_env: Callable[[Mapping[str, str] | None], dict[str, str]],
-    envs: list[dict[str, str]],
-    mode: str = "plain",
-) -> list[list[str]]:
+
+def _run_group(tmp_path: Path, procs_cases: list[list[Case]]) -> list[list[list[str]]]:
+    """One process per list of cases, all at once; each process's output, a line split per case."""
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     procs = [
         subprocess.Popen(
-            [sys.executable, str(script), mode],
-            env=child_env(env),
+            [sys.executable, str(script), json.dumps(cases)],
+            env=clean_environ(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for env in envs
+        for cases in procs_cases
     ]
-    lines = []
+    outputs = []
     for proc in procs:
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
-        lines.append(out.split())
-    return lines
+        outputs.append([line.split() for line in out.splitlines()])
+    return outputs
 
 
-def _free_job_id() -> int:
+def _free_job_id() -> int | None:
     for job_id in range(4321, 20000, 131):
         if ports.is_free(ports.derive_port(job_id)):
             return job_id
-    pytest.skip("no free derived port")
+    return None
+
+
+@dataclass(frozen=True)
+class Groups:
+    """The lines of the two-process groups' ranks (slurm: None when no derived port was free)
+    and of the single process, plain then forced."""
+
+    slurm_port: str | None
+    slurm: list[list[str]] | None
+    torchrun: list[list[str]]
+    single: list[list[str]]
+
+
+@pytest.fixture(scope="module")
+def groups(tmp_path_factory: pytest.TempPathFactory) -> Groups:
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    job_id = _free_job_id()
+    port = str(ports.ephemeral_port())
+    torchrun_env = {"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+    ranks: list[list[Case]] = [[] for _ in range(2)]
+    if job_id is not None:
+        common = {
+            "SLURM_JOB_ID": str(job_id),
+            "SLURM_NTASKS": "2",
+            "SLURM_NODEID": "0",
+            "SLURM_STEP_TASKS_PER_NODE": "2",
+            "SLURM_STEP_NODELIST": "localhost",
+        }
+        for r in range(2):
+            ranks[r].append(("plain", {**common, "SLURM_PROCID": str(r), "SLURM_LOCALID": str(r)}))
+    for r in range(2):
+        ranks[r].append(("plain", {**torchrun_env, "RANK": str(r), "LOCAL_RANK": str(r)}))
+    rank0, rank1, single = _run_group(
+        tmp_path_factory.mktemp("dist"), [*ranks, [("plain", {}), ("force", {})]]
+    )
+    pairs = [list(pair) for pair in zip(rank0, rank1, strict=True)]
+    slurm = pairs.pop(0) if job_id is not None else None
+    return Groups(
+        str(ports.derive_port(job_id)) if job_id is not None else None, slurm, pairs[0], single
+    )
 
 
 @needs_torch
-def test_init_two_slurm_tasks_all_reduce(
-    tmp_path: Path, child_env: Callable[[Mapping[str, str] | None], dict[str, str]]
-) -> None:
-    job_id = _free_job_id()
-    port = str(ports.derive_port(job_id))
-    common = {
-        "SLURM_JOB_ID": str(job_id),
-        "SLURM_NTASKS": "2",
-        "SLURM_NODEID": "0",
-        "SLURM_STEP_TASKS_PER_NODE": "2",
-        "SLURM_STEP_NODELIST": "localhost",
-    }
-    envs = [{**common, "SLURM_PROCID": str(r), "SLURM_LOCALID": str(r)} for r in range(2)]
-    lines = _run_group(tmp_path, child_env, envs)
-    assert lines == [
+def test_init_two_slurm_tasks_all_reduce(groups: Groups) -> None:
+    if groups.slurm is None:
+        pytest.skip("no free derived port")
+    port = groups.slurm_port
+    assert groups.slurm == [
         ["slurm", "0", "2", "0", "3.0", "gloo", "localhost", port, "0", "2", "0"],
         ["slurm", "1", "2", "1", "3.0", "gloo", "localhost", port, "1", "2", "1"],
     ]
 
 
 @needs_torch
-def test_init_two_torchrun_processes_all_reduce(
-    tmp_path: Path, child_env: Callable[[Mapping[str, str] | None], dict[str, str]]
-) -> None:
-    port = str(ports.ephemeral_port())
-    common = {"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
-    envs = [{**common, "RANK": str(r), "LOCAL_RANK": str(r)} for r in range(2)]
-    lines = _run_group(tmp_path, child_env, envs)
-    assert [line[:6] for line in lines] == [
+def test_init_two_torchrun_processes_all_reduce(groups: Groups) -> None:
+    assert [line[:6] for line in groups.torchrun] == [
         ["torchrun", "0", "2", "0", "3.0", "gloo"],
         ["torchrun", "1", "2", "1", "3.0", "gloo"],
     ]
 
 
 @needs_torch
-def test_init_single_process_makes_the_group_forced_or_not(
-    tmp_path: Path, child_env: Callable[[Mapping[str, str] | None], dict[str, str]]
-) -> None:
+def test_init_single_process_makes_the_group_forced_or_not(groups: Groups) -> None:
     # One rank works as N ranks do (tests/python/test_single_rank.py); force_init changes nothing.
-    (plain,) = _run_group(tmp_path, child_env, [{}])
+    plain, forced = groups.single
     assert plain[:6] == ["single", "0", "1", "0", "1.0", "gloo"]
-    (forced,) = _run_group(tmp_path, child_env, [{}], mode="force")
     assert forced[:6] == ["single", "0", "1", "0", "1.0", "gloo"]

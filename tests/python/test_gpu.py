@@ -25,6 +25,11 @@ import pytest
 
 from conftest import REPO, SRC
 
+# Without an NVIDIA device node torch sees no CUDA device: skipped before importing torch, which
+# each pytest-xdist worker would otherwise do at collection (3 CPU-s each) only to skip.
+if not any(Path("/dev").glob("nvidia[0-9]*")):
+    pytest.skip("no NVIDIA device (/dev/nvidia*): torch sees no CUDA device",
+                allow_module_level=True)
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")
 

@@ -14,6 +14,10 @@ import pytest
 
 from hpc_helpers import scaling
 
+# Nearly every test here imports Lightning in this process (7 CPU-s): one pytest-xdist worker for
+# the module (run.sh: --dist loadgroup), not each worker that got some of its tests.
+pytestmark = pytest.mark.xdist_group("lightning")
+
 SRC = Path(__file__).resolve().parents[2] / "python_helpers" / "src"
 
 
