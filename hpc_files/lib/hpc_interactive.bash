@@ -127,6 +127,7 @@ hpc_interactive_session() {
   script=${hpc_plan_file%.plan}.sh
   hpc_interactive_script=$script
   hpc_interactive_alive=${hpc_plan_file%.plan}.alive
+  hpc_pending_stopped_load
   hpc_pending_files "$hpc_plan_file" "$script" "$hpc_interactive_alive" ||
     hpc_die "cannot record the session in $hpc_pending_file"
   hpc_plan_render
@@ -174,6 +175,7 @@ hpc_interactive_end() {
   local id i left=0 out
   local -a ids=()
   hpc_pending_scan "$hpc_plan_outputs_dir" "$hpc_plan_exp_name"
+  hpc_pending_stopped_load
   if hpc_pending_jobs; then
     for id in ${hpc_pending_ids[@]+"${hpc_pending_ids[@]}"}; do
       [[ ${hpc_pending_job_token[$id]} != "$hpc_pending_token" ]] || ids+=("$id")

@@ -17,6 +17,7 @@ declare -g hpc_trusted_text hpc_trusted_problem
 source "${BASH_SOURCE[0]%/*}/hpc_manifest.bash"
 # shellcheck source=hpc_files/lib/hpc_pending.bash
 source "${BASH_SOURCE[0]%/*}/hpc_pending.bash"
+hpc_pending_stopped_load
 
 # shellcheck disable=SC2034 # hpc_manage_lib: read by the commands (the library's folder)
 hpc_manage_lib=${BASH_SOURCE[0]}

@@ -445,18 +445,18 @@ hpc_opt_settings() {
   local -A listed=()
   hpc_opt_settings=()
   for i in "${!hpc_opt_seen[@]}"; do
-    name=${hpc_opt_seen[i]}
-    hpc_opt_fields "${hpc_opt_seen_row[i]}"
-    [[ $hpc_opt_f_scopes != *,action,* ]] || continue
-    listed[$name]=1 ref=hpc_opt_$hpc_opt_f_var
-    case $hpc_opt_f_kind in
-      flag) hpc_opt_settings+=("$name (${hpc_opt_seen_where[i]})") ;;
-      multi) hpc_opt_settings+=("$name=${hpc_opt_seen_value[i]} (${hpc_opt_seen_where[i]})") ;;
+    # The row's VARIABLE, KIND and SCOPES, without hpc_opt_fields (as below).
+    name=${hpc_opt_seen[i]} row=${hpc_opt_seen_row[i]}
+    [[ $row != *[\|,]action[,\|]* ]] || continue
+    listed[$name]=1 ref=hpc_opt_${row%%=*}
+    case $row in
+      *'|flag|'*) hpc_opt_settings+=("$name (${hpc_opt_seen_where[i]})") ;;
+      *'|multi|'*) hpc_opt_settings+=("$name=${hpc_opt_seen_value[i]} (${hpc_opt_seen_where[i]})") ;;
       *) hpc_opt_settings+=("$name=${!ref} (${hpc_opt_seen_where[i]})") ;;
     esac
   done
-  for ((i = 0; i < ${#hpc_opt_table[@]}; i++)); do
-    row=${hpc_opt_table[i]}
+  # Every row, once: 'for row in' (a loop by index costs twice as much over the whole table).
+  for row in "${hpc_opt_table[@]}"; do
     [[ $row == *profile* ]] || continue
     # The row's NAME and VARIABLE, without hpc_opt_fields (this runs for every job's manifest).
     name=${row#*|} name=${name%%|*}

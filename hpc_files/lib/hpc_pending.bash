@@ -10,12 +10,12 @@
 # 'status' lists the jobs SLURM still has with its tag (those without a manifest too), 'cancel
 # EXP' cancels them, and the next submission of EXP warns of them. SLURM is asked (one squeue)
 # only where such a record is left. Marking starts no process (a submission forks only what it
-# must); the ended records are removed in batches (hpc_pending_sweep). Functions are prefixed
-# hpc_pending_.
+# must); the ended records are removed in batches (hpc_pending_sweep). What is done with a record
+# that did not end is in hpc_pending_stopped.bash, loaded only then (hpc_pending_stopped_load).
+# Functions are prefixed hpc_pending_.
 
+# shellcheck disable=SC2034 # read by hpc_slurm.bash (the jobs' tag) and hpc_pending_stopped.bash
 hpc_pending_tag=hpc-toolkit:
-# hpc_common.bash (hpc_trusted_open): the descriptor it opened.
-declare -g hpc_trusted_fd
 # Seconds after which a record written on another host is taken as a stopped submission (its
 # process cannot be looked at from here; a submission's sbatch calls take seconds).
 hpc_pending_foreign_s=${hpc_pending_foreign_s:-600}
@@ -26,8 +26,10 @@ hpc_pending_foreign_s=${hpc_pending_foreign_s:-600}
 hpc_pending_settle_s=${hpc_pending_settle_s:-600}
 
 # What this file reads, set by the others: declared here, not set, so that the linter knows each
-# name. hpc_common.bash: the text hpc_trusted_read read.
+# name. hpc_common.bash: the text hpc_trusted_read read; hpc_pending_stopped.bash: the jobs a
+# stopped submission left (hpc_pending_left).
 declare -g hpc_trusted_text
+declare -ga hpc_pending_left
 
 # hpc_pending_start_time PID VAR: sets VAR to the start time of process PID (field 22 of
 # /proc/PID/stat, in clock ticks since boot): with the PID, it names one process (a PID is reused).
@@ -43,8 +45,11 @@ hpc_pending_start_time() {
   _hpc_pending_out=${fields[19]}
 }
 
-# Ended records in the folder before one submission removes them (one rm for all).
-hpc_pending_sweep_at=${hpc_pending_sweep_at:-32}
+# Ended records in the folder before one submission removes them (one rm for all). Every
+# submission reads each ended record to know it ended (about 0.16 ms of CPU each, its checks
+# included) and one rm costs about 1 ms: 4 keeps both low (about 0.5 ms a submission on average;
+# 32 cost about 2.5 ms, 16 records read on average).
+hpc_pending_sweep_at=${hpc_pending_sweep_at:-4}
 
 # hpc_pending_open OUTPUTS EXP: (before a submission's first sbatch) warns of the jobs that an
 # earlier, stopped submission of EXP left in SLURM (hpc_pending_warn), then records this one as
@@ -81,31 +86,6 @@ hpc_pending_close() {
   fi
 }
 
-# hpc_pending_files PATH...: (after hpc_pending_open) names in the record files of the submission
-# that nothing else removes if it stops on the way (an interactive session's plan file and job
-# script): a stopped record's removal (hpc_pending_remove) removes them too. False when the record
-# cannot be appended to.
-hpc_pending_files() {
-  local path text=''
-  [[ -n ${hpc_pending_file:-} && -f $hpc_pending_file && ! -L $hpc_pending_file ]] || return 1
-  for path in "$@"; do text+="file=$path"$'\n'; done
-  printf '%s' "$text" >>"$hpc_pending_file"
-}
-
-# hpc_pending_remove TOKEN: (after hpc_pending_scan) removes the record of TOKEN and the files it
-# names (hpc_pending_files): each only in the records' outputs folder, the user's own regular
-# file, never through a link.
-hpc_pending_remove() {
-  local path
-  local -a paths=()
-  [[ -z ${hpc_pending_files[$1]-} ]] || mapfile -t paths <<<"${hpc_pending_files[$1]}"
-  for path in ${paths[@]+"${paths[@]}"}; do
-    [[ $path == "$hpc_pending_dir"/* && $path != */../* && -f $path && ! -L $path && -O $path ]] || continue
-    rm -f -- "${path:?}"
-  done
-  rm -f -- "${hpc_pending_dir:?}/submissions/${1:?}"
-}
-
 # hpc_pending_made PATH: (before a submission creates the file or folder PATH: a plan file, a kept
 # script, a manifest, a map's or a study's folder) names it in the submission's record, so that
 # 'cancel EXP' of a submission that stopped before it released its held jobs removes what it made
@@ -127,57 +107,11 @@ hpc_pending_mark() {
   printf '%s\n' "$1" >>"$hpc_pending_file" 2>/dev/null || true
 }
 
-# hpc_pending_unmake TOKEN: (cancel EXP, once the jobs of the stopped submission TOKEN are
-# cancelled) when it was held and never released (hpc_pending_mark), removes what its record says
-# it made (hpc_pending_made): each path only under the project's folder (hpc_pending_dir's
-# parent), with no link on the way, and only while it is the user's own file or folder (a folder
-# with what it holds: nothing of it ever ran). Reads the record as the user's own, 1 MiB at most.
-hpc_pending_unmake() {
-  local record=${hpc_pending_dir:?}/submissions/${1:?} top=${hpc_pending_dir%/*} text line path part fd
-  local -a paths=()
-  hpc_trusted_open "$record" || return 0
-  fd=$hpc_trusted_fd
-  text=''
-  IFS= read -r -d '' -N 1048576 text <&"$fd" || true
-  exec {fd}<&-
-  [[ $text == *$'\nheld\n'* && $text != *$'\nreleased\n'* ]] || return 0
-  while IFS= read -r line; do
-    if [[ $line == made=* ]]; then paths=("${line#made=}" ${paths[@]+"${paths[@]}"}); fi
-  done <<<"$text"
-  # The newest first: files in a folder before it.
-  for path in ${paths[@]+"${paths[@]}"}; do
-    [[ $path == "$top"/* && $path != *'/../'* && $path != *'/..' && $path != *'/./'* ]] || continue
-    part=$path
-    while [[ $part != "$top" ]]; do
-      [[ ! -L $part ]] || continue 2
-      part=${part%/*}
-    done
-    if [[ -f $path && -O $path ]]; then
-      rm -f -- "${path:?}"
-    elif [[ -d $path && -O $path ]]; then
-      rm -rf -- "${path:?}"
-    fi
-  done
-  # The manifests' index (hpc_manage_index) that this cancel wrote while the removed manifests were
-  # there: an index of no manifest is not kept (with manifests left, a row naming none is ignored).
-  path=$hpc_pending_dir/manifests
-  for part in "$path"/*.manifest; do [[ ! -e $part ]] || return 0; done
-  [[ ! -f $path/.index || -L $path/.index || ! -O $path/.index ]] || rm -f -- "${path:?}/.index"
-}
-
 # hpc_pending_sbatch_starts: (in hpc_slurm_sbatch_exec's subshell, just before sbatch) appends the time
 # to the submission's record: the last sbatch that may still be answering (hpc_pending_settled).
 hpc_pending_sbatch_starts() {
   [[ -n ${hpc_pending_file:-} && -f $hpc_pending_file && ! -L $hpc_pending_file ]] || return 0
   printf 'sbatch=%(%s)T\n' -1 >>"$hpc_pending_file" 2>/dev/null || true
-}
-
-# hpc_pending_settled TOKEN: (after hpc_pending_scan) true when the submission of TOKEN has
-# stopped and no job of it can come any more: it started no sbatch, or its last one started
-# hpc_pending_settle_s seconds ago or more.
-hpc_pending_settled() {
-  ((hpc_pending_stopped[$1])) &&
-    ((hpc_pending_last[$1] == 0 || hpc_pending_now - hpc_pending_last[$1] >= hpc_pending_settle_s))
 }
 
 # hpc_pending_sweep: (after hpc_pending_scan) once it found hpc_pending_sweep_at ended records or
@@ -188,6 +122,7 @@ hpc_pending_sweep() {
   rm -f -- "${hpc_pending_ended[@]}"
 }
 
+# shellcheck disable=SC2034 # the arrays by token: read by hpc_pending_stopped.bash and the commands
 # hpc_pending_scan OUTPUTS [EXP]: reads the records in OUTPUTS/submissions (those of EXP only,
 # when given) that have not ended: the user's own regular files that nobody else can write, never
 # through a link. Sets hpc_pending_dir (OUTPUTS), hpc_pending_ended (the paths of the ended
@@ -248,62 +183,11 @@ hpc_pending_scan() {
   done
 }
 
-# hpc_pending_jobs: (after hpc_pending_scan found records) asks squeue once for the user's jobs
-# tagged with the tokens found: hpc_pending_ids (their job ids, ascending; an array's id once) and, by id,
-# hpc_pending_job_token, hpc_pending_job_key (squeue's id: ID or ID_[TASKS]),
-# hpc_pending_job_state ('STATE (REASON)', of its first line) and hpc_pending_job_left (1: held
-# by the toolkit, or without a manifest: what the stopped submission left behind). False when
-# squeue fails.
-hpc_pending_jobs() {
-  local out id key state reason comment token
-  local -A wanted=()
-  hpc_pending_ids=()
-  declare -gA hpc_pending_job_token=() hpc_pending_job_key=() hpc_pending_job_state=() hpc_pending_job_left=()
-  ((${#hpc_pending_tokens[@]})) || return 0
-  for token in "${hpc_pending_tokens[@]}"; do wanted[$hpc_pending_tag$token]=$token; done
-  # The comment last: whatever it holds, the fields before it are SLURM's own.
-  # Bounded: a controller that does not answer must not hold a submission up.
-  out=$(hpc_slurm -t 60 squeue -h -u "$EUID" -o '%F|%i|%T|%r|%k' 2>&1) || {
-    hpc_say "squeue failed: ${out//$'\n'/ }"
-    return 1
-  }
-  while IFS='|' read -r id key state reason comment; do
-    [[ -n $comment && -n ${wanted[$comment]-} && $id =~ ^[0-9]+$ ]] || continue
-    [[ -z ${hpc_pending_job_token[$id]-} ]] || continue
-    token=${wanted[$comment]}
-    hpc_pending_job_token[$id]=$token
-    hpc_pending_job_key[$id]=$key
-    # shellcheck disable=SC2034 # read by commands/status.bash and cancel.bash
-    hpc_pending_job_state[$id]="$state${reason:+ ($reason)}"
-    [[ $reason == JobHeldUser || ! -e $hpc_pending_dir/manifests/${hpc_pending_exp[$token]}_$id.manifest ]] &&
-      hpc_pending_job_left[$id]=1 || hpc_pending_job_left[$id]=0
-  done <<<"$out"
-  # Ascending, as submitted (squeue lists pending jobs by priority).
-  ((${#hpc_pending_job_token[@]} == 0)) ||
-    mapfile -t hpc_pending_ids < <(printf '%s\n' "${!hpc_pending_job_token[@]}" | sort -n)
-}
-
-# hpc_pending_left TOKEN: (after hpc_pending_jobs) sets hpc_pending_left to the squeue ids of the
-# jobs that the submission of TOKEN left behind (held, or without a manifest).
-hpc_pending_left() {
-  local id
-  hpc_pending_left=()
-  for id in ${hpc_pending_ids[@]+"${hpc_pending_ids[@]}"}; do
-    [[ ${hpc_pending_job_token[$id]} != "$1" ]] || ((hpc_pending_job_left[$id] == 0)) ||
-      hpc_pending_left+=("${hpc_pending_job_key[$id]}")
-  done
-}
-
-# hpc_pending_prune: (after hpc_pending_jobs) removes the records of stopped submissions that
-# left nothing behind in SLURM, once no job of theirs can come any more (hpc_pending_settled).
-hpc_pending_prune() {
-  local token
-  for token in ${hpc_pending_tokens[@]+"${hpc_pending_tokens[@]}"}; do
-    hpc_pending_settled "$token" || continue
-    hpc_pending_left "$token"
-    ((${#hpc_pending_left[@]} == 0)) || continue
-    hpc_pending_remove "$token"
-  done
+# hpc_pending_stopped_load: loads hpc_pending_stopped.bash, what is done with the records of
+# stopped submissions, once: only where one is found, or a command reads them.
+hpc_pending_stopped_load() {
+  # shellcheck source=hpc_files/lib/hpc_pending_stopped.bash
+  declare -F hpc_pending_jobs >/dev/null || source "${BASH_SOURCE[0]%/*}/hpc_pending_stopped.bash"
 }
 
 # hpc_pending_warn OUTPUTS EXP: (at a submission of EXP) when an earlier submission of EXP
@@ -317,6 +201,7 @@ hpc_pending_warn() {
     ((stopped += hpc_pending_stopped[$token]))
   done
   ((stopped)) || return 0
+  hpc_pending_stopped_load
   hpc_pending_jobs || return 0
   for token in "${hpc_pending_tokens[@]}"; do
     ((hpc_pending_stopped[$token])) || continue
