@@ -136,10 +136,10 @@ hpc_run_job() {
 # venv's build (HPC_TEST_OWN_VENV=1) and the site configuration's files have their install job
 # build it, as a user's first submission does.
 hpc_warm_venv() {
-  local project=$1 command=$2 seeded=0 builds
+  local project=$1 command=$2 seeded=0 builds site=${HPC_SITE_CLUSTER_DIR:-$HPC_ROOT/.local_cluster_site}
   shift 2
   hpc_configs "$project" "$command"
-  if [[ ${HPC_TEST_OWN_VENV:-0} != 1 && $HPC_CLUSTER_DIR != "${HPC_SITE_CLUSTER_DIR:-$HPC_ROOT/.local_cluster_site}" ]]; then
+  if [[ ${HPC_TEST_OWN_VENV:-0} != 1 && $HPC_CLUSTER_DIR != "$site" ]]; then
     hpc_venv_seed "$project"
     seeded=1
   fi
