@@ -140,13 +140,13 @@ hpc_run_job() {
 # configs file COMMAND, -g 0 ARGS), from a venv that later jobs reuse; fails unless it ends
 # COMPLETED 0:0, with its output. The venv is a copy of the one built once per bats run
 # (hpc_venv_seed), which the submission must take as it is (no install job); a file about the
-# venv's build (HPC_TEST_OWN_VENV=1) and the site configuration's files have their install job
-# build it, as a user's first submission does.
+# venv's build (HPC_TEST_OWN_VENV=1) has its install job build it, as a user's first submission
+# does. The site configuration's files (a bats run of their own) share one build too.
 hpc_warm_venv() {
   local project=$1 command=$2 seeded=0 builds
   shift 2
   hpc_configs "$project" "$command"
-  if [[ ${HPC_TEST_OWN_VENV:-0} != 1 && $HPC_CLUSTER_DIR != "${HPC_SITE_CLUSTER_DIR:-$HPC_ROOT/.local_cluster_site}" ]]; then
+  if [[ ${HPC_TEST_OWN_VENV:-0} != 1 ]]; then
     hpc_venv_seed "$project"
     seeded=1
   fi

@@ -9,7 +9,8 @@ setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
   hpc_test_project "my project"
-  hpc_warm_venv "$PROJECT" 'python probe.py env'
+  # The venv built by its own install job: a test below is about its build and reuse.
+  HPC_TEST_OWN_VENV=1 hpc_warm_venv "$PROJECT" 'python probe.py env'
 }
 
 setup() {
@@ -195,8 +196,9 @@ print("ok")' "$json" "$PROJECT" "$SCRATCH"
   other="$BATS_TEST_TMPDIR/p\$(touch pwned)"
   hpc_project_make "$other"
   hpc_configs "$other" 'python probe.py env'
-  # The first job builds the venv (its install job is another helper's part): start clean after it.
-  hpc_run_job "$other" -g 0 -e build
+  # The venv: a copy of the shared build (its install job is another helper's part): start clean
+  # after it.
+  hpc_venv_seed "$other"
   find "$BATS_TEST_TMPDIR" "$SCRATCH" -name pwned -delete
   hpc_run_job "$other" -g 0 -e venvpath
   assert_equal "$job_state" "COMPLETED 0:0"

@@ -9,6 +9,8 @@ setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
   hpc_test_project "life project"
+  # The venv: a copy of the shared build (the first job would build it inside a test's time).
+  hpc_venv_seed "$PROJECT"
 }
 
 setup() {
