@@ -10,7 +10,8 @@
 # runner's own summary, each phase's wall time, the slowest files and tests, the wall time, then
 # one line 'suite: N passed, N failed'; exits 1 when any check or test failed. shellcheck runs only
 # on the files whose answer may have changed since it last passed (tests/shellcheck_keys.py), remembered
-# in HPC_LINT_CACHE (default ~/.cache/hpc_toolkit/shellcheck; remove it to lint every file).
+# in HPC_LINT_CACHE (default ~/.cache/hpc_toolkit/shellcheck; remove it to lint every file);
+# mypy's cache is HPC_MYPY_CACHE (default ~/.cache/hpc_toolkit/mypy).
 #
 #   --no-install   skip tests/install_deps.sh
 #   --no-cluster   do not start the clusters (integration tests then fail; use with --bats)
@@ -189,10 +190,12 @@ if ((cluster && ${#integration_files[@]})); then
   done <<<"$all_clusters"
 fi
 
-# lint: shellcheck -x and shfmt -d on every shell file, ruff, mypy --strict.
+# lint: shellcheck -x and shfmt -d on every shell file, ruff, mypy --strict: shfmt and ruff, and
+# mypy, beside shellcheck (each a process of its own, independent of the others), so that the
+# lint does not end with them one after another; their output follows shellcheck's.
 lint() {
-  local f status start
-  local -a shell_files shfmt_files=()
+  local f status start pid
+  local -a shell_files shfmt_files=() beside=()
   mapfile -t shell_files < <(
     git ls-files --cached --others --exclude-standard -- '*.sh' '*.bash' '*.bats' |
       while IFS= read -r f; do [[ -f $f && ! -L $f ]] && printf '%s\n' "$f"; done
@@ -200,6 +203,30 @@ lint() {
       [[ -f $f && ! -L $f && $f != *.* ]] && head -n 1 -- "$f" | grep -qE '^#!.*\b(ba)?sh\b' && printf '%s\n' "$f"
     done
   )
+  # shfmt -d: the style of .editorconfig. The golden job scripts are the renderer's output,
+  # compared byte for byte: not reformatted.
+  for f in "${shell_files[@]}"; do [[ $f == tests/fixtures/submitter/golden/* ]] || shfmt_files+=("$f"); done
+  {
+    status=0
+    shfmt -d "${shfmt_files[@]}" || status=1
+    echo "shfmt: ${#shfmt_files[@]} files, status $status"
+    record shfmt "$status"
+    status=0
+    ruff check python_helpers tests/python bench || status=1
+    record ruff "$status"
+  } >"$reports/lint-style.log" 2>&1 &
+  beside+=($!)
+  # mypy's cache in the user's cache folder, not the clone's .mypy_cache: a fresh clone (make
+  # check's first run) then checks its files against what another clone cached (24 CPU-s cold,
+  # under 1 warm); mypy compares each file's content, so a changed file is checked again.
+  local mypy_cache=${HPC_MYPY_CACHE:-${XDG_CACHE_HOME:-${HOME:-$root}/.cache}/hpc_toolkit/mypy}
+  {
+    status=0 start=$SECONDS
+    mypy --strict --cache-dir "$mypy_cache" python_helpers/src || status=1
+    echo "mypy: status $status, $((SECONDS - start)) s"
+    record mypy "$status"
+  } >"$reports/lint-mypy.log" 2>&1 &
+  beside+=($!)
   status=0 start=$SECONDS
   # One shellcheck per few files, JOBS at a time: each file is read with what it sources (-x).
   # Only the files whose answer may have changed since it last passed: tests/shellcheck_keys.py
@@ -224,20 +251,8 @@ lint() {
   echo "shellcheck: ${#shell_files[@]} files, $((${#todo[@]} / 2)) checked (the others passed unchanged)," \
     "status $status, $((SECONDS - start)) s"
   record shellcheck "$status"
-  # shfmt -d: the style of .editorconfig. The golden job scripts are the renderer's output,
-  # compared byte for byte: not reformatted.
-  status=0
-  for f in "${shell_files[@]}"; do [[ $f == tests/fixtures/submitter/golden/* ]] || shfmt_files+=("$f"); done
-  shfmt -d "${shfmt_files[@]}" || status=1
-  echo "shfmt: ${#shfmt_files[@]} files, status $status"
-  record shfmt "$status"
-  status=0
-  ruff check python_helpers tests/python bench || status=1
-  record ruff "$status"
-  status=0 start=$SECONDS
-  mypy --strict python_helpers/src || status=1
-  echo "mypy: status $status, $((SECONDS - start)) s"
-  record mypy "$status"
+  for pid in "${beside[@]}"; do wait "$pid" || true; done
+  cat "$reports/lint-style.log" "$reports/lint-mypy.log"
 }
 
 # run_bats NAME JOBS FILE...: one bats run over FILEs, JOBS files at a time (tests within a file

@@ -305,7 +305,7 @@ def _run_group(tmp_path: Path, procs_cases: list[list[Case]]) -> list[list[list[
     ]
     outputs = []
     for proc in procs:
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=600)  # a hang guard, loaded machine too
         assert proc.returncode == 0, err
         outputs.append([line.split() for line in out.splitlines()])
     return outputs

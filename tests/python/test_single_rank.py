@@ -73,7 +73,7 @@ def runs() -> dict[str, list[str]]:
         env=clean_environ(),
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=600,  # a hang guard: three torch cases, on a loaded machine too
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
