@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -219,6 +220,7 @@ def test_meter_two_gloo_processes(tmp_path: Path) -> None:
     run_dir = tmp_path / "runs" / "1x2-r1"
     port = str(_free_port())
     procs = []
+    started = time.monotonic()
     for rank in range(2):
         env = clean_environ({
             "RANK": str(rank), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
@@ -228,6 +230,7 @@ def test_meter_two_gloo_processes(tmp_path: Path) -> None:
         procs.append(subprocess.Popen([sys.executable, "-c", PROGRAM], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=120) for p in procs]
+    wall = time.monotonic() - started
     assert [p.returncode for p in procs] == [0, 0], outs
     assert [o[0].strip() for o in outs] == ["rank 0 metrics True", "rank 1 metrics False"]
     assert sorted(p.name for p in run_dir.iterdir()) == ["metrics.json"]
@@ -235,5 +238,7 @@ def test_meter_two_gloo_processes(tmp_path: Path) -> None:
     # 10 measured steps, 1 + 2 samples per step over the two ranks.
     assert (metrics["world_size"], metrics["nodes"], metrics["gpus_per_node"], metrics["samples"],
             metrics["steps_measured"], metrics["backend"]) == (2, 1, 2, 30, 10, "gloo")
-    assert 0.1 <= metrics["seconds"] < 5
-    assert metrics["step_time_s_median"] == pytest.approx(0.01, abs=0.05)
+    # Bounds that hold whatever the load: each step sleeps 0.01 s, and the meter's time lies
+    # within the processes' lives as this test saw them.
+    assert 0.1 <= metrics["seconds"] <= wall
+    assert 0.0099 <= metrics["step_time_s_median"] <= metrics["seconds"]
