@@ -13,8 +13,7 @@ setup_file() {
   # The user's program: 1x1 ends at once, 1x2 sleeps until it is killed.
   printf '%s\n' 'import os, time' 'print("config", os.environ["scaling_config"], flush=True)' \
     'time.sleep(1 if os.environ["scaling_config"] == "1x1" else 300)' >"$PROJECT/sleepy.py"
-  hpc_configs "$PROJECT" 'python probe.py env'
-  hpc_run_job "$PROJECT" -g 0 -e warmup
+  hpc_warm_venv "$PROJECT" 'python probe.py env' -e warmup
 }
 
 setup() {

@@ -10,8 +10,7 @@ setup_file() {
   hpc_test_project "stack project"
   cp "$HPC_ROOT/tests/fixtures/stack/hang.py" "$PROJECT/"
   # The venv is built by the first job: not inside a test's time.
-  hpc_configs "$PROJECT" 'python probe.py env'
-  hpc_run_job "$PROJECT" -g 0 -e warmup
+  hpc_warm_venv "$PROJECT" 'python probe.py env' -e warmup
 }
 
 setup() {
