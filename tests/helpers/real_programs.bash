@@ -10,4 +10,6 @@
 hpc_real_setup_file() {
   hpc_test_project "real project"
   cp "$HPC_ROOT/tests/fixtures/project/"{ddp_snapshot.py,oblivious.py,boring_requeue.py} "$PROJECT/"
+  # The venv: a copy of the one built once per bats run (not what these files test).
+  hpc_venv_seed "$PROJECT"
 }

@@ -26,6 +26,8 @@ print(f"READY rank={os.environ['RANK']}", flush=True)
 while True:
     time.sleep(1)
 PY
+  # The venv: a copy of the one built once per bats run (not what this file tests).
+  hpc_venv_seed "$PROJECT"
 }
 
 setup() {

@@ -11,6 +11,8 @@ setup_file() {
   load '../helpers/cluster'
   hpc_test_project "late project"
   cp "$HPC_ROOT/tests/fixtures/project/"{late_handler.py,ddp_snapshot.py} "$PROJECT/"
+  # The venv: a copy of the one built once per bats run (not what this file tests).
+  hpc_venv_seed "$PROJECT"
 }
 
 setup() {

@@ -9,6 +9,8 @@ setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
   hpc_test_project "helpers project"
+  # The venv: a copy of the one built once per bats run (not what this file tests).
+  hpc_venv_seed "$PROJECT"
 }
 
 setup() {

@@ -22,6 +22,8 @@ setup_file() {
 print(os.path.join(u.find_spec("accelerate").submodule_search_locations[0], "test_utils", "scripts", "test_script.py"))' \
     >"$BATS_FILE_TMPDIR/script_path"
   cp "$(cat "$BATS_FILE_TMPDIR/script_path")" "$PROJECT/test_script.py"
+  # The venv: a copy of the one built once per bats run (not what this file tests).
+  hpc_venv_seed "$PROJECT"
 }
 
 setup() {

@@ -7,6 +7,8 @@ setup_file() {
   load '../helpers/cluster'
   hpc_test_project "lightning scaling"
   cp "$HPC_ROOT/tests/fixtures/scaling/boring_throughput.py" "$PROJECT/"
+  # The venv: a copy of the one built once per bats run (not what this file tests).
+  hpc_venv_seed "$PROJECT"
 }
 
 setup() {

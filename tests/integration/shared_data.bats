@@ -15,6 +15,8 @@ setup_file() {
   for i in $(seq 1 20); do head -c $((i * 300)) /dev/urandom >"$SHARED/mnist/train/f$i.bin"; done
   printf 'hello\n' >"$SHARED/mnist/with space/a file.txt"
   chmod -R a-w "$BATS_FILE_TMPDIR/lab share"
+  # The venv: a copy of the one built once per bats run (not what this file tests).
+  hpc_venv_seed "$PROJECT"
 }
 
 teardown_file() {
