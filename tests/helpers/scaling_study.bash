@@ -9,8 +9,7 @@
 hpc_scaling_setup_file() {
   hpc_test_project "scaling project"
   cp "$HPC_ROOT/tests/fixtures/scaling/sleep_train.py" "$PROJECT/"
-  hpc_configs "$PROJECT" 'python probe.py env'
-  hpc_run_job "$PROJECT" -g 0 -e warmup
+  hpc_warm_venv "$PROJECT" 'python probe.py env' -e warmup
 }
 
 # hpc_scaling_setup: setup of a scaling test: no failing configuration or cost from an earlier

@@ -46,7 +46,8 @@ hpc_site_wait_line() {
         pending_since=''
       fi
     fi
-    sleep 0.5
+    # A look a second: each costs an squeue (CPU the suite lacks); the wait is minutes long.
+    sleep 1
   done
 }
 

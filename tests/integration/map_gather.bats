@@ -11,9 +11,8 @@ setup_file() {
   load '../helpers/cluster'
   hpc_test_project "map project"
   cp "$HPC_ROOT/tests/fixtures/map/"{featurize.py,gather.py} "$PROJECT/"
-  hpc_configs "$PROJECT" 'python probe.py env'
   # The venv is built by the first job: not inside a test's time.
-  hpc_run_job "$PROJECT" -g 0 -e warmup
+  hpc_warm_venv "$PROJECT" 'python probe.py env' -e warmup
 }
 
 setup() {

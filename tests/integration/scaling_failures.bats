@@ -33,7 +33,8 @@ setup() {
 }
 
 @test "every run fails: the report job writes report.md, then ends FAILED" {
-  SCALE_FAIL_CONFIG=all submit_study --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e allfail
+  # What fails is the program, at its start: no launcher (and no torch) is needed to fail it.
+  SCALE_FAIL_CONFIG=all submit_study --scale-nodes 1 --scale-gpus 1,2 -e allfail
   hpc_wait_job "$report_id" 300
   assert_equal "$(hpc_job_state "$report_id")" "FAILED 1:0"
   run sed -n 1p "$study_dir/report.md"

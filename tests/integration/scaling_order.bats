@@ -26,13 +26,17 @@ setup() {
   SCALE_STEPS=16 submit_study --scale-nodes 1,2 --scale-gpus 1,2 --repeats 2 -W torchrun -c 1 -e cpuprobe
   grep -q '"order": "serial"' "$study_dir/study.json" || fail "not serial: $(cat "$study_dir/study.json")"
   # From the queue, not the toolkit's files: never two runs of the study running at once.
-  local line running most=0 deadline=$((SECONDS + 600))
+  # One squeue a second (each costs CPU the suite lacks): a run lasts seconds, so two runs that
+  # overlapped would be seen running together.
+  local queue line running most=0 deadline=$((SECONDS + 600))
   while ((SECONDS < deadline)); do
-    line=$(squeue -h -o '%j|%T' 2>/dev/null | grep '^cpuprobe-scale-[0-9]' || true)
-    running=$(grep -c '|RUNNING$' <<<"$line" || true)
-    ((running <= most)) || most=$running
-    [[ -n $(squeue -h -j "$report_id" 2>/dev/null) ]] || break
-    sleep 0.5
+    if queue=$(squeue -h -o '%i|%j|%T' 2>/dev/null); then
+      line=$(grep '^[0-9]*|cpuprobe-scale-[0-9]' <<<"$queue" || true)
+      running=$(grep -c '|RUNNING$' <<<"$line" || true)
+      ((running <= most)) || most=$running
+      grep -q "^$report_id|" <<<"$queue" || break
+    fi
+    sleep 1
   done
   assert_equal "$most" 1
   assert_equal "$(hpc_job_state "$report_id")" "COMPLETED 0:0"

@@ -76,7 +76,8 @@ sacct_figures() {
 @test "site: usage of an ended job whose sampler left no figures: answered from sacct once the controller forgot it, saying so" {
   local line dir
   hpc_configs "$PROJECT" 'python hold.py'
-  HOLD_MB=100 HOLD_SECONDS=6 hpc_run_job "$PROJECT" -g 0 -t 00:10:00 -e nosampler
+  # Both figures are sacct's (the gatherer samples every second): a short job is enough.
+  HOLD_MB=100 HOLD_SECONDS=3 hpc_run_job "$PROJECT" -g 0 -t 00:10:00 -e nosampler
   assert_equal "$job_state" "COMPLETED 0:0"
   # As for a job of an earlier toolkit: no usage folder.
   dir="$SCRATCH/site usage project/hpc_outputs/usage/$job_id"
