@@ -13,7 +13,7 @@ declare -g hpc_venv_stamp
 # them compiled and runs no Python) and the toolkit installed with install.sh into "DIR/installed
 # project" (exported as HPC_TEST_PROJECT), under umask 000: its files keep the repository's
 # modes, so that a copy (cp -R applies the copier's umask) is what install.sh makes under the
-# copier's umask. Called by tests/unit/setup_suite.bash, once for a whole bats run.
+# copier's umask. Called by hpc_test_warm_profiles, once for a whole bats run.
 hpc_test_prepare() {
   local profile
   export HPC_WARM_CACHE="$1/warm cache" HPC_TEST_PROJECT="$1/installed project"
@@ -33,16 +33,20 @@ hpc_test_prepare() {
 }
 
 # hpc_test_warm_profiles: for setup_file: HPC_WARM_CACHE and HPC_TEST_PROJECT (hpc_test_prepare)
-# ready: the suite's, made once for the whole bats run (tests/unit/setup_suite.bash), or, where
-# this file runs without them, made now into BATS_FILE_TMPDIR. Exports PYTHONDONTWRITEBYTECODE=1.
+# ready and exported: made once for a whole bats run, by the first file that asks, into the
+# run's temporary folder (files side by side wait for it under a lock), so that a run of files
+# that need none (style.bats alone) compiles no profile; without a bats run, into
+# BATS_FILE_TMPDIR. Exports PYTHONDONTWRITEBYTECODE=1.
 hpc_test_warm_profiles() {
   export PYTHONDONTWRITEBYTECODE=1
-  # The suite's when they belong to this bats run (not a variable left in the environment).
-  if [[ -n ${BATS_RUN_TMPDIR:-} && ${HPC_WARM_CACHE:-} == "$BATS_RUN_TMPDIR"/* && -d $HPC_WARM_CACHE &&
-    ${HPC_TEST_PROJECT:-} == "$BATS_RUN_TMPDIR"/* && -d $HPC_TEST_PROJECT ]]; then
-    return 0
-  fi
-  hpc_test_prepare "$BATS_FILE_TMPDIR"
+  local dir=${BATS_FILE_TMPDIR:?hpc_test_warm_profiles: for setup_file}
+  # The run's, never a variable left in the environment by another run.
+  [[ -z ${BATS_RUN_TMPDIR:-} || ! -d $BATS_RUN_TMPDIR ]] || dir=$BATS_RUN_TMPDIR/warm
+  (
+    flock 9
+    [[ -e $dir/ready ]] || { mkdir -p "$dir" && hpc_test_prepare "$dir" && : >"$dir/ready"; }
+  ) 9>>"$dir.lock" || return 1
+  export HPC_WARM_CACHE="$dir/warm cache" HPC_TEST_PROJECT="$dir/installed project"
 }
 
 # hpc_test_submitter_project CACHE SCRATCH: for setup: a project installed in "$tmp/my project"

@@ -8,7 +8,7 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
   load '../helpers/common'
-  # The profiles compiled once for the whole bats run (tests/unit/setup_suite.bash), or here.
+  # The profiles compiled once for the whole bats run, by the first file that asks.
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
   hpc_test_warm_profiles

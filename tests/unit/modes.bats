@@ -12,7 +12,7 @@ setup_file() {
   mkdir -p "$PROJECT"
   bash "$HPC_ROOT/hpc_files/install.sh" "$PROJECT" >/dev/null
   printf 'python main.py --lr 0.1\n' >"$PROJECT/hpc_files/experiment_configurations.txt"
-  # The profiles compiled once for the whole bats run (tests/unit/setup_suite.bash), or here.
+  # The profiles compiled once for the whole bats run, by the first file that asks.
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
   hpc_test_warm_profiles

@@ -45,6 +45,58 @@ manifest_values() {
   done <"$1"
 }
 
+# manifest_table FILE: sets the caller's associative array manifest_of[KEY] to what
+# `$(manifest_values FILE KEY)` gives, for every KEY of the manifest FILE, in one reading.
+manifest_table() {
+  local line key value
+  while IFS= read -r line; do
+    [[ $line == *$'\t'* ]] || continue
+    key=${line%%$'\t'*}
+    printf -v value '%b\n' "${line#*$'\t'}"
+    manifest_of[$key]+=$value
+  done <"$1"
+  for key in "${!manifest_of[@]}"; do
+    value=${manifest_of[$key]}
+    while [[ $value == *$'\n' ]]; do value=${value%$'\n'}; done
+    manifest_of[$key]=$value
+  done
+}
+
+# plan_table PLAN SCALAR... -- ARRAY...: sets the caller's associative array plan_of[NAME] to
+# the value of hpc_plan_NAME in the plan file PLAN (an array's values one a line), each as
+# `$(source PLAN && printf ...)` would give it, sourced once in one subshell for all of them.
+plan_table() {
+  local plan=$1 name value
+  local -a pairs
+  shift
+  # shellcheck disable=SC1090 # the plan file under test
+  mapfile -d '' -t pairs < <(
+    source "$plan" || exit 1
+    array=0
+    for name in "$@"; do
+      if [[ $name == -- ]]; then
+        array=1
+        continue
+      fi
+      ref=hpc_plan_$name
+      if ((array)); then
+        ref="hpc_plan_${name}[@]"
+        values=(${!ref+"${!ref}"})
+        printf '%s\0' "$name"
+        { ((${#values[@]} == 0)) || printf '%s\n' "${values[@]}"; }
+        printf '\0'
+      else
+        printf '%s\0%s\0' "$name" "${!ref-}"
+      fi
+    done
+  )
+  for ((name = 0; name + 1 < ${#pairs[@]}; name += 2)); do
+    value=${pairs[name + 1]}
+    while [[ $value == *$'\n' ]]; do value=${value%$'\n'}; done
+    plan_of[${pairs[name]}]=$value
+  done
+}
+
 @test "a submission writes its plan file beside the output before sbatch; the job script names it and holds no plan value; the manifest's plan values equal the file's" {
   use_dir=$tmp/work
   submit -y -W torchrun -g 2 -n 2 -e rec --copy-back 'a b' --copy-back c --label-ranks --workdir "$use_dir" -t 00:20:00
@@ -91,19 +143,16 @@ manifest_values() {
     esac
   done < <(plan_fields)
   ((${#scalars[@]} > 30 && ${#arrays[@]} == 5)) || fail "the field list: ${scalars[*]} -- ${arrays[*]}"
-  for name in "${scalars[@]}"; do
+  # The plan sourced once and the manifest read once for all fields (a subshell for each field
+  # and each key cost seconds).
+  local -A plan_of=() manifest_of=()
+  hpc_test_untraced plan_table "$plan" "${scalars[@]}" -- "${arrays[@]}"
+  hpc_test_untraced manifest_table "$manifest"
+  for name in "${scalars[@]}" "${arrays[@]}"; do
     key=${keys[$name]:-$name}
-    # shellcheck disable=SC1090 # the plan file under test
-    expected=$(source "$plan" && ref=hpc_plan_$name && printf '%s' "${!ref-}")
-    actual=$(manifest_values "$manifest" "$key")
-    assert_equal "$name ($key): $actual" "$name ($key): $expected"
-  done
-  for name in "${arrays[@]}"; do
-    key=${keys[$name]:-$name}
-    # shellcheck disable=SC1090
-    expected=$(source "$plan" && ref="hpc_plan_${name}[@]" && values=(${!ref+"${!ref}"}) &&
-      { ((${#values[@]} == 0)) || printf '%s\n' "${values[@]}"; })
-    actual=$(manifest_values "$manifest" "$key")
+    [[ -n ${plan_of[$name]+set} ]] || fail "$name: not read from the plan"
+    expected=${plan_of[$name]}
+    actual=${manifest_of[$key]-}
     assert_equal "$name ($key): $actual" "$name ($key): $expected"
   done
   # A few values, to see that the file holds the job's.

@@ -31,12 +31,16 @@ plant_history() {
   local n=$1 first=$2 i id exp text
   make_manifest h0 "$first"
   text=$(<"$manifests/h0_$first.manifest")
-  for ((i = 1; i < n; i++)); do
-    id=$((first + i)) exp=h$((i % 10))
-    local t=${text//"$first"/"$id"}
-    t=${t//$'exp_name\th0'/$'exp_name\t'$exp}
-    (umask 077 && printf '%s\n' "$t" >"$manifests/${exp}_$id.manifest")
-  done
+  # One subshell with the private umask for all the copies, not one for each.
+  (
+    umask 077
+    for ((i = 1; i < n; i++)); do
+      id=$((first + i)) exp=h$((i % 10))
+      t=${text//"$first"/"$id"}
+      t=${t//$'exp_name\th0'/$'exp_name\t'$exp}
+      printf '%s\n' "$t" >"$manifests/${exp}_$id.manifest"
+    done
+  )
 }
 
 # jobs_column: the first column of the table's rows (the header apart), space-separated.
