@@ -24,6 +24,8 @@ FOREIGN=(
   --batch --array --dependency --no-requeue --open-mode
   # apptainer
   --nv --cleanenv --containall --no-home --writable-tmpfs --bind --fakeroot
+  # pytest-xdist
+  --dist
   # wandb, rm
   --count --one-file-system
   # the example programs' own options, in configs file lines
