@@ -9,8 +9,10 @@ setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
   hpc_test_project "my project"
-  # The venv built by its own install job: a test below is about its build and reuse.
-  HPC_TEST_OWN_VENV=1 hpc_warm_venv "$PROJECT" 'python probe.py env'
+  # The venv: a copy of the build shared by the bats run (hpc_venv_seed), which the $(...)-path
+  # test copies too: one install job for both, not two. The test of the venv's reuse and rebuild
+  # has its own install job (the rebuild), and the copy carries the stamp an install job wrote.
+  hpc_warm_venv "$PROJECT" 'python probe.py env'
 }
 
 setup() {
@@ -151,17 +153,28 @@ print("ok")' "$json" "$PROJECT" "$SCRATCH"
   [ "$first_port" != "$second_port" ]
 }
 
+# cancel_submitted OUTPUT: cancels the job that a submission's OUTPUT names ('Submitted job N').
+cancel_submitted() {
+  local id
+  id=$(sed -n 's/^Submitted job \([0-9][0-9]*\).*/\1/p' <<<"$1")
+  [[ -n $id ]] || fail "no job id in: $1"
+  scancel "$id"
+}
+
 @test "the venv is built once, reused, and rebuilt after requirements.txt changes" {
   hpc_configs "$PROJECT" 'python probe.py env'
   stamp_before=$(cat "$PROJECT/virtual_env/.hpc_deps")
   run bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 -e reuse
   assert_success
   refute_output --partial "install job"
+  # What is asserted is the submission's: its job need not run (nor the rebuilt one's below).
+  cancel_submitted "$output"
   printf '# changed\ntorch==2.13.0\n' >"$PROJECT/requirements.txt"
   run bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 -e rebuilt
   assert_success
   assert_output --partial "requirements.txt changed since"
   assert_output --partial "the virtual environment is ready"
+  cancel_submitted "$output"
   [ "$(cat "$PROJECT/virtual_env/.hpc_deps")" != "$stamp_before" ]
   cp "$HPC_ROOT/tests/fixtures/project/requirements.txt" "$PROJECT/requirements.txt"
 }
