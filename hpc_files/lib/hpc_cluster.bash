@@ -192,8 +192,9 @@ hpc_cluster_slurm_conf() {
   fi
   printf 'DefMemPerCPU=500\n'
   # Clusters beside each other (the test suite runs several) hand out different job ids, so
-  # their jobs on this one host derive different MASTER_PORTs (20000 + id % 20000).
-  printf 'FirstJobId=%s\n' "$((hpc_cluster_port_base * 10 % 20000 + 1))"
+  # their jobs on this one host derive different MASTER_PORTs (20000 + id % 12768): the suite's
+  # bases (B, B+30, B+50, B+100, B+200) start at least 2,000 ids apart modulo 12768.
+  printf 'FirstJobId=%s\n' "$((hpc_cluster_port_base * 211 % 12768 + 1))"
   printf 'KillWait=10\nInactiveLimit=0\nReturnToService=2\nMaxArraySize=1001\n'
   # Start trivial jobs within about a second of submission.
   printf 'SchedulerType=sched/builtin\n'

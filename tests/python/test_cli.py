@@ -84,7 +84,7 @@ def test_broken_pipe_is_quiet(child_env) -> None:
 
 
 def test_port_derived(cli) -> None:
-    assert cli("port", "--job-id", "123456").stdout == "23456\n"
+    assert cli("port", "--job-id", "123456").stdout == "28544\n"
     assert cli("port", "--job-id", "0").stdout == "20000\n"
 
 
@@ -112,7 +112,7 @@ def test_port_preset_wins(cli) -> None:
         (
             ("--job-id", "1", "--check-free", "--tries", "0"),
             {},
-            "tries must be an int in 1..20000, got 0",
+            "tries must be an int in 1..12768, got 0",
         ),
     ],
 )

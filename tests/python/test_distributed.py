@@ -76,7 +76,7 @@ SLURM_STEP = {
         ),
         pytest.param(
             SLURM_STEP,
-            DistEnv(5, 1, 8, 4, 1, "gpu07", 23456, "slurm"),
+            DistEnv(5, 1, 8, 4, 1, "gpu07", 28544, "slurm"),
             id="slurm-step",
         ),
         pytest.param(
@@ -99,7 +99,7 @@ SLURM_STEP = {
         ),
         pytest.param(
             {
-                "SLURM_JOB_ID": "20001",
+                "SLURM_JOB_ID": "12769",
                 "SLURM_PROCID": "3",
                 "SLURM_LOCALID": "1",
                 "SLURM_NPROCS": "4",
@@ -182,7 +182,7 @@ def test_one_slurm_task_alone_takes_a_free_port_not_the_derived_one() -> None:
 def test_resolve_reads_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in SLURM_STEP.items():
         monkeypatch.setenv(name, value)
-    assert resolve() == DistEnv(5, 1, 8, 4, 1, "gpu07", 23456, "slurm")
+    assert resolve() == DistEnv(5, 1, 8, 4, 1, "gpu07", 28544, "slurm")
 
 
 def test_array_tasks_differ_in_port() -> None:
@@ -249,7 +249,7 @@ def test_resolve_errors(env: Mapping[str, str], words: str) -> None:
 def test_as_env_round_trips() -> None:
     d = resolve(SLURM_STEP)
     again = resolve(d.as_env())
-    assert again == DistEnv(5, 1, 8, 4, 1, "gpu07", 23456, "torchrun")
+    assert again == DistEnv(5, 1, 8, 4, 1, "gpu07", 28544, "torchrun")
 
 
 # --- init: real process groups -------------------------------------------------------------

@@ -8,7 +8,7 @@ Commands and their output (stdout):
 ``hostlist EXPR``
     The expanded hosts, one per line, in ``scontrol show hostnames`` order.
 ``port [--job-id N] [--check-free] [--host H] [--tries T]``
-    The master port: ``MASTER_PORT`` when it is set, else ``20000 + N % 20000``; with
+    The master port: ``MASTER_PORT`` when it is set, else ``20000 + N % 12768``; with
     ``--check-free`` the first port from there that can be bound on H (default 127.0.0.1).
     N defaults to ``SLURM_JOB_ID``.
 ``count-sweeps FILE [--allow-nongrid]``

@@ -194,7 +194,7 @@ def _from_slurm(env: Mapping[str, str]) -> DistEnv:
     port = _preset_port(env)
     if port is None and world == 1:
         # One task alone (a batch step without a launcher): no other process must find its port,
-        # and the derived one may be taken on the node (a job whose id is 20000 apart, or a
+        # and the derived one may be taken on the node (a job whose id is 12768 apart, or a
         # client's ephemeral port): one the kernel reports free.
         port = ports.ephemeral_port()
     elif port is None:

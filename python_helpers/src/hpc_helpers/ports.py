@@ -1,10 +1,13 @@
 """The toolkit's master-port rule (the one implementation; Bash calls it via the CLI).
 
-* :func:`derive_port`: ``20000 + job_id % 20000``. Every SLURM array task has its own
-  ``SLURM_JOB_ID``, so concurrent array tasks get different ports too.
+* :func:`derive_port`: ``20000 + job_id % 12768``, in 20000..32767: below the ports Linux hands
+  out by default (32768..60999) to every listener that binds port 0 (gloo's, NCCL's, other
+  jobs') and to outgoing connections, which could take a derived port between the check of it
+  and the launcher's listen. Every SLURM array task has its own ``SLURM_JOB_ID``, so concurrent
+  array tasks get different ports too.
 * :func:`master_port`: a preset ``MASTER_PORT`` in the environment wins, else :func:`derive_port`.
 * :func:`find_free_port`: starts at :func:`derive_port` and walks up (wrapping inside
-  20000..39999) to the first port that can be bound on HOST. Call it only where rank 0 will
+  20000..32767) to the first port that can be bound on HOST. Call it only where rank 0 will
   listen (the first node) and hand the result to every task: other nodes cannot see the ports
   that are busy there.
 """
@@ -29,7 +32,7 @@ __all__ = [
 ]
 
 PORT_BASE = 20000
-PORT_SPAN = 20000
+PORT_SPAN = 12768
 
 
 class PortError(RuntimeError):
@@ -45,7 +48,7 @@ def _check_job_id(job_id: int) -> int:
 
 
 def derive_port(job_id: int) -> int:
-    """``20000 + job_id % 20000``: a port in 20000..39999 that differs between concurrent jobs."""
+    """``20000 + job_id % 12768``: a port in 20000..32767 that differs between concurrent jobs."""
     return PORT_BASE + _check_job_id(job_id) % PORT_SPAN
 
 
