@@ -24,25 +24,6 @@ setup() {
   manage_fixture_setup
 }
 
-# plant_history N FIRST: N single-job submissions, job ids FIRST.., experiments h0..h9 in turn:
-# one written by the library, the others its copies with their own id and experiment (as fast
-# as a test may be).
-plant_history() {
-  local n=$1 first=$2 i id exp text
-  make_manifest h0 "$first"
-  text=$(<"$manifests/h0_$first.manifest")
-  # One subshell with the private umask for all the copies, not one for each.
-  (
-    umask 077
-    for ((i = 1; i < n; i++)); do
-      id=$((first + i)) exp=h$((i % 10))
-      t=${text//"$first"/"$id"}
-      t=${t//$'exp_name\th0'/$'exp_name\t'$exp}
-      printf '%s\n' "$t" >"$manifests/${exp}_$id.manifest"
-    done
-  )
-}
-
 # jobs_column: the first column of the table's rows (the header apart), space-separated.
 jobs_column() {
   sed -n '2,$p' <<<"$output" | grep -E '^[0-9]' | grep -v ' not shown ' | cut -d' ' -f1 | tr '\n' ' '
