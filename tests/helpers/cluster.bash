@@ -170,7 +170,7 @@ hpc_warm_venv() {
 # pip's, pyvenv.cfg) is the copy's; virtual_env is a link to it, as install_venv.sh leaves it;
 # fails unless the toolkit's test of a ready build takes it (hpc_warm_venv: and a job runs from it).
 hpc_venv_seed() {
-  local project=$1 deps=none f key dir fd out seed_id seed copy text
+  local project=$1 deps=none f key dir fd seed copy text job_id job_out
   for f in Pipfile requirements.txt; do
     if [[ -f $project/$f ]]; then
       deps=$f
@@ -196,12 +196,11 @@ hpc_venv_seed() {
     # A space in its path: pip's scripts then start their Python by a quoted path (as in a build
     # under a path with a space), which stays right in a copy whatever its path.
     # The submitter waits for the install job; its job then runs (waited for: no stray job).
-    out=$(SCRATCH=$dir/scratch bash "$dir/seed project/hpc_files/job_submitter.sh" -y -g 0 -e seed 2>&1) ||
-      fail "the shared venv's submission failed: $out"
-    seed_id=$(sed -n 's/^Submitted job \([0-9][0-9]*\).*/\1/p' <<<"$out")
-    [[ -n $seed_id ]] || fail "no job id in the shared venv's submission: $out"
-    hpc_wait_job "$seed_id" 180
-    seed=$(readlink -- "$dir/seed project/virtual_env") || fail "the shared venv's project has no virtual_env: $out"
+    # job_id and job_out are this function's own: the caller's are left as they were.
+    SCRATCH=$dir/scratch hpc_submit_job "$dir/seed project" -g 0 -e seed
+    hpc_wait_job "$job_id" 180
+    seed=$(readlink -- "$dir/seed project/virtual_env") ||
+      fail "the shared venv's project has no virtual_env: $(cat "$job_out")"
     printf '%s\n' "$dir/seed project/$seed" >"$dir/ready"
   fi
   IFS= read -r seed <"$dir/ready"
