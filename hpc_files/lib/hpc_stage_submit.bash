@@ -214,7 +214,9 @@ hpc_stage_progress() {
   }
   trap hpc_stage_progress_end TERM
   while :; do
-    sleep "$hpc_stage_progress_s" &
+    # Its sleep writes to none of the caller's outputs: one stopped in the instant after it started
+    # outlives the monitor, and held the caller's output (a caller reading it waited) for seconds.
+    sleep "$hpc_stage_progress_s" >/dev/null 2>&1 &
     sleeper=$!
     wait "$sleeper" || true
     sleeper=''
@@ -277,7 +279,13 @@ hpc_stage_archive_once() {
       targs+=(-C "$dir" "./$name")
     fi
   done
-  hpc_stage_progress "$hpc_stage_tmp/data.tar" "$total" &
+  # Without the build's lock (hpc_stage_build's lock_fd): a monitor, or its sleep, left running
+  # for a moment would keep the next build of the same data waiting for it.
+  if [[ -n ${lock_fd-} ]]; then
+    hpc_stage_progress "$hpc_stage_tmp/data.tar" "$total" {lock_fd}>&- &
+  else
+    hpc_stage_progress "$hpc_stage_tmp/data.tar" "$total" &
+  fi
   hpc_stage_monitor=$!
   rc=0
   if ((${#targs[@]})); then

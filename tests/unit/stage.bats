@@ -219,6 +219,33 @@ tmpfs() {
   refute_output --partial 'No such file'
 }
 
+@test "cache: the progress monitor and its sleep hold neither the build's lock nor the caller's output (a sleep left by a monitor stopped at once kept the next build waiting for the lock, and a caller reading the output, for seconds)" {
+  # tar (a function here, in the build) looks at the monitor once its sleep has started: the
+  # files each of them has open, by /proc.
+  run bash -c 'source "$1"
+    hpc_stage_progress_s=300
+    tar() {
+      local pid kids="" i fds
+      for ((i = 0; i < 500; i++)); do
+        kids=$(cat "/proc/$hpc_stage_monitor/task/$hpc_stage_monitor/children" 2>/dev/null) || true
+        [[ -z $kids ]] || break
+        sleep 0.02
+      done
+      [[ -n $kids ]] || { echo "no sleep started by the monitor"; return 1; }
+      for pid in $hpc_stage_monitor $kids; do
+        fds=$(ls -l "/proc/$pid/fd/")
+        [[ $fds != *.lock* ]] || echo "process $pid ($(cat "/proc/$pid/comm")) holds the lock"
+        [[ $pid == "$hpc_stage_monitor" || $(readlink "/proc/$pid/fd/1" "/proc/$pid/fd/2") != *pipe:* ]] ||
+          echo "process $pid ($(cat "/proc/$pid/comm")) holds the output"
+      done
+      printf "archive\n" >"$hpc_stage_tmp/data.tar"
+    }
+    hpc_stage_prepare "$2" datasets 2>&1' _ "$HPC_ROOT/hpc_files/lib/hpc_stage_submit.bash" "$base"
+  assert_success
+  refute_output --partial 'holds'
+  refute_output --partial 'no sleep'
+}
+
 @test "cache: a long build shows its progress" {
   run env PATH="$stubs:$PATH" HPC_TEST_TAR_MODE=slow hpc_stage_progress_s=0.3 \
     bash -c 'source "$1" && hpc_stage_prepare "$2" datasets' _ "$HPC_ROOT/hpc_files/lib/hpc_stage_submit.bash" "$base"
