@@ -22,23 +22,25 @@ setup() {
 
 # plant_map EXP ID N: a map EXP of one array ID of N tasks, SLURM's word on none of them; each
 # task i wrote its status file: COMPLETED, FAILED (exit 3) when i % 10 == 7, and left RUNNING
-# (lost) when i % 10 == 8; task 9 wrote none.
+# (lost) when i % 10 == 8; task 9 wrote none. (One mkdir and one awk write the 2,000 tasks'
+# folders and files: a loop of the test's shell runs bats' DEBUG trap at every command.)
 plant_map() {
-  local exp=$1 id=$2 n=$3 i state code
-  local -a dirs=()
+  local exp=$1 id=$2 n=$3
   make_manifest "$exp" "$id" "0-$((n - 1))" map
   map_dir=$outputs/map/$exp/20300101-000000-$id
-  # The tasks' folders with one mkdir, not one for each of 2,000 tasks.
-  for ((i = 0; i < n; i++)); do dirs+=("$map_dir/tasks/$i"); done
-  mkdir -p -- "${dirs[@]}"
-  for ((i = 0; i < n; i++)); do
-    state=COMPLETED code=0
-    ((i % 10 != 7)) || state=FAILED code=3
-    ((i % 10 != 8)) || state=RUNNING code=0
-    ((i != 9)) || continue
-    printf '{"item": "%s", "array_job_id": "%s", "task_id": "%s", "state": "%s", "exit_code": %s}\n' \
-      "$i" "$id" "$i" "$state" "$code" >"$map_dir/tasks/$i/status.json"
-  done
+  mkdir -p -- "$map_dir/tasks"
+  (cd -- "$map_dir/tasks" && seq 0 $((n - 1)) | xargs mkdir --)
+  DIR=$map_dir/tasks awk -v id="$id" -v n="$n" 'BEGIN {
+    for (i = 0; i < n; i++) {
+      if (i == 9) continue
+      state = "COMPLETED"; code = 0
+      if (i % 10 == 7) { state = "FAILED"; code = 3 }
+      if (i % 10 == 8) state = "RUNNING"
+      file = ENVIRON["DIR"] "/" i "/status.json"
+      printf "{\"item\": \"%s\", \"array_job_id\": \"%s\", \"task_id\": \"%s\", \"state\": \"%s\", \"exit_code\": %s}\n", i, id, i, state, code >file
+      close(file)
+    }
+  }'
 }
 
 # trace_lines ARGS...: how many commands bash -x traces for the submitter's ARGS (its lines that
@@ -109,12 +111,9 @@ trace_lines() {
   # kept_states ID N EXP: SLURM said every third task FAILED and the others COMPLETED before it
   # forgot them (COMPLETED with a file left RUNNING: LOST, as task 8).
   kept_states() {
-    local i state
-    for ((i = 0; i < $2; i++)); do
-      state=COMPLETED
-      ((i % 3)) || state=FAILED
-      printf '%s_%s\t%s\t%s\t0:0\n' "$1" "$i" "$1" "$state"
-    done >"$manifests/$3_$1.states"
+    awk -v id="$1" -v n="$2" 'BEGIN {
+      for (i = 0; i < n; i++) printf "%s_%s\t%s\t%s\t0:0\n", id, i, id, (i % 3 ? "COMPLETED" : "FAILED")
+    }' >"$manifests/$3_$1.states"
     chmod 600 "$manifests/$3_$1.states"
   }
   plant_map small 750 200
