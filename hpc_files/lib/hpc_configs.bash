@@ -286,7 +286,8 @@ _hpc_configs_refill() {
     _hpc_configs_too_long
     return 1
   fi
-  if [[ -z $_hpc_configs_long ]]; then
+  # (Lengths, not [[ -z ]]: Bash copies a string it expands, and the line may be megabytes long.)
+  if ((${#_hpc_configs_long} == 0)); then
     ((_hpc_configs_next < ${#_hpc_configs_lines[@]})) || return 1
     _hpc_configs_long=${_hpc_configs_lines[_hpc_configs_next]}
     _hpc_configs_size=${#_hpc_configs_long}
@@ -308,7 +309,12 @@ _hpc_configs_refill() {
     # ...or, in a run without blanks, after a byte where nothing is left half read.
     _hpc_configs_cut "$window" || return 1
   fi
-  _hpc_configs_rest=${_hpc_configs_long:_hpc_configs_at:cut}
+  # From the window when the cut is in it: each expansion of the line copies all of it.
+  if ((cut <= ${#window})); then
+    _hpc_configs_rest=${window:0:cut}
+  else
+    _hpc_configs_rest=${_hpc_configs_long:_hpc_configs_at:cut}
+  fi
   _hpc_configs_at=$((_hpc_configs_at + cut))
   if ((_hpc_configs_at >= _hpc_configs_size)); then _hpc_configs_long=''; fi
 }
@@ -417,9 +423,9 @@ _hpc_configs_parse() {
       _hpc_configs_fail "$_hpc_configs_msg"
       return
     fi
-    if [[ -z $_hpc_configs_rest ]]; then
+    if ((${#_hpc_configs_rest} == 0)); then
       # At the start of a line: a run of plain continued lines is taken at once.
-      if [[ -z $_hpc_configs_long && -n ${_hpc_configs_run_text[$_hpc_configs_next]+x} ]]; then
+      if ((${#_hpc_configs_long} == 0)) && [[ -v _hpc_configs_run_text[$_hpc_configs_next] ]]; then
         _hpc_configs_take_run
       fi
       _hpc_configs_refill || break

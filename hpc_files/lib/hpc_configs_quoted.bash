@@ -99,7 +99,7 @@ _hpc_configs_dquote() {
     return 0
   fi
   _hpc_configs_rest=${_hpc_configs_rest:1}
-  while [[ -n $_hpc_configs_rest ]] || _hpc_configs_refill; do
+  while ((${#_hpc_configs_rest})) || _hpc_configs_refill; do
     case $_hpc_configs_rest in
       '"'*)
         _hpc_configs_rest=${_hpc_configs_rest:1}
@@ -156,7 +156,7 @@ _hpc_configs_dollar() {
           _hpc_configs_depth=$((_hpc_configs_depth + 1))
           _hpc_configs_default "$context" || return
           _hpc_configs_depth=$((_hpc_configs_depth - 1))
-          if [[ -z $_hpc_configs_rest ]]; then
+          if ((${#_hpc_configs_rest} == 0)); then
             _hpc_configs_fail "unterminated \${$name:-...} opened on line $opened"
             return
           fi
@@ -208,11 +208,11 @@ _hpc_configs_group() {
   if [[ $open == '{' ]]; then close='}'; fi
   _hpc_configs_literal '$'
   _hpc_configs_rest=${_hpc_configs_rest:1}
-  while [[ -n $_hpc_configs_rest ]] || _hpc_configs_refill; do
+  while ((${#_hpc_configs_rest})) || _hpc_configs_refill; do
     part=${_hpc_configs_rest%%["$open$close"]*}
     _hpc_configs_literal "$part"
     _hpc_configs_rest=${_hpc_configs_rest:${#part}}
-    [[ -n $_hpc_configs_rest ]] || continue
+    ((${#_hpc_configs_rest})) || continue
     c=${_hpc_configs_rest:0:1}
     _hpc_configs_literal "$c"
     _hpc_configs_rest=${_hpc_configs_rest:1}
@@ -232,7 +232,7 @@ _hpc_configs_group() {
 _hpc_configs_default() {
   local context=$1 stop=$_hpc_configs_du_stop part
   if [[ $context == q ]]; then stop=$_hpc_configs_dq_stop; fi
-  while [[ -n $_hpc_configs_rest ]] || _hpc_configs_refill; do
+  while ((${#_hpc_configs_rest})) || _hpc_configs_refill; do
     case $_hpc_configs_rest in
       '}'*) return 0 ;;
       '"'*) _hpc_configs_dquote || return ;;
