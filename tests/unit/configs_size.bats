@@ -13,6 +13,16 @@ setup() {
   configs_setup
 }
 
+# read_small_word MESSAGE: $CONFIGS read with hpc_configs_max_word made 8192 is refused with status
+# 2 and exactly MESSAGE (after 'job_submitter.sh: -C/--configs: FILE: ').
+read_small_word() {
+  run timeout 300 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
+    source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+    hpc_program=job_submitter.sh hpc_configs_max_word=8192; hpc_configs_read "$1"' _ "$CONFIGS"
+  assert_failure 2
+  assert_output "job_submitter.sh: -C/--configs: $CONFIGS: $1"
+}
+
 @test "read: lines longer than a piece (4 KiB): words, quotes and comments across the cuts" {
   local line='' i
   local -a want=(python)
@@ -124,18 +134,28 @@ value 20000
     printf '\n'
   } >"$CONFIGS"
   read_bounded "$too_long"
+  # Words of many parts (double-quoted references; references), the limit made 8192 (each part
+  # costs the parser tens of microseconds, as many at 131072: the same code): refused once the
+  # word is longer, before the unquoted ';' after it (a parser that read on would refuse that).
   {
     printf 'python \\\n'
-    head -c 300000 /dev/zero | sed 's/\x0\{8\}/"$HOME"/g'
-    printf '\n'
+    head -c 30000 /dev/zero | sed 's/\x0\{8\}/"$HOME"/g'
+    printf ';\n'
   } >"$CONFIGS"
-  read_bounded "$too_long"
+  read_small_word 'line 2: a word longer than 8192 bytes, the most Linux passes as one argument'
   {
     printf 'python \\\n'
-    head -c 300000 /dev/zero | sed 's/\x0\{5\}/$HOME/g'
-    printf '\n'
+    head -c 30000 /dev/zero | sed 's/\x0\{5\}/$HOME/g'
+    printf ';\n'
   } >"$CONFIGS"
-  read_bounded "$too_long"
+  read_small_word 'line 2: a word longer than 8192 bytes, the most Linux passes as one argument'
+  # The ';' alone is refused: what the early refusals above did not reach.
+  {
+    printf 'python \\\n'
+    head -c 3000 /dev/zero | sed 's/\x0\{5\}/$HOME/g'
+    printf ';\n'
+  } >"$CONFIGS"
+  read_small_word "line 2: unquoted ';': pipes, redirections, command lists and subshells are not supported (quote it to pass it to the program)"
 }
 
 @test "read: a run without blanks longer than a piece is cut where nothing is left half read" {
