@@ -109,6 +109,13 @@ hpc_configs_max_depth=32
 # What may end a piece cut inside a run without blanks: the last byte before the cut is none of
 # these (a backslash, or a $, {, : or name character that may begin or go on with a reference).
 _hpc_configs_no_cut_after=$'\\$:{'${_hpc_configs_name_chars}
+# Regular expressions for a long run (_hpc_configs_cut): a pattern removal (%%) tries its pattern
+# at every byte, microseconds each, where a regular expression is one pass: its bytes up to the
+# first blank; its bytes in _hpc_configs_no_cut_after from the start; backslashes, then bytes
+# that are none (up to the first backslash that follows another byte).
+_hpc_configs_re_run=$'^[^ \t]*'
+_hpc_configs_re_no_cut="^[${_hpc_configs_no_cut_after}]*"
+_hpc_configs_re_escape='^\\*[^\\]*'
 
 # hpc_configs_read FILE: reads the configs file FILE into hpc_configs_words (templates, one per
 # argument). On bad input prints one line '-C/--configs: FILE: PROBLEM' and returns 2. FILE must
@@ -344,18 +351,24 @@ _hpc_configs_cut() {
   fi
   # Rare (a run of name characters, or of \ $ { :): the first place after the window.
   run=${_hpc_configs_long:_hpc_configs_at:2*hpc_configs_max_word+8}
-  run=${run%%[' '$'\t']*}
+  [[ $run =~ $_hpc_configs_re_run ]]
+  run=${BASH_REMATCH[0]}
   if ((${#run} > 2 * hpc_configs_max_word)); then
     _hpc_configs_too_long
     return 1
   fi
   tail=${run:${#window}}
   cut=$((${#run} + 1))
-  head=${tail%%[!"$_hpc_configs_no_cut_after"]*}
+  # After the first byte outside _hpc_configs_no_cut_after...
+  [[ $tail =~ $_hpc_configs_re_no_cut ]]
+  head=${BASH_REMATCH[0]}
   if ((${#head} < ${#tail})); then cut=$((${#window} + ${#head} + 1)); fi
-  head=${tail%%[!\\]\\?*}
-  if ((${#head} < ${#tail} && ${#window} + ${#head} + 3 < cut)); then
-    cut=$((${#window} + ${#head} + 3))
+  # ...or after the first \c whose backslash follows another byte (head ends with that byte),
+  # whichever comes first.
+  [[ $tail =~ $_hpc_configs_re_escape ]]
+  head=${BASH_REMATCH[0]}
+  if ((${#head} + 1 < ${#tail} && ${#window} + ${#head} + 2 < cut)); then
+    cut=$((${#window} + ${#head} + 2))
   fi
 }
 
