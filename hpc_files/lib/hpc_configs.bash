@@ -41,7 +41,8 @@
 # in the job either.
 #
 # Cost: linear in the size of the file. The parser works on one line at a time (a long line in
-# pieces of about 4 KiB, cut after a blank), never on the rest of the file, and runs of plain
+# pieces of about 4 KiB, cut after a blank; a line over 256 KiB split once into blocks of 64 KiB,
+# the pieces cut from a block or two), never on the rest of the file, and runs of plain
 # continued lines (most of a long generated file) are found and split with whole-array
 # expansions. Only regular files up to 4 MiB are read. tests/unit/configs.bats counts the work
 # (the size of a bash -x trace) for files of N and 2N lines. A word (template) longer than
@@ -87,6 +88,11 @@ hpc_configs_max_bytes=4194304
 # long line cut after a blank): every string operation works on one piece, never on the rest of
 # the file, so reading is linear in the size of the file.
 _hpc_configs_piece_bytes=4096
+# A line longer than four blocks of this many bytes is split into blocks once (read -N, one pass),
+# and the pieces are cut from a buffer of a block or two: Bash copies a string at every
+# expansion, so cutting each piece from the whole line was quadratic (a line of megabytes,
+# seconds a megabyte).
+_hpc_configs_block_bytes=65536
 # hpc_configs_max_word: the longest word or template read (131072 bytes): Linux passes no longer
 # argument to a program (MAX_ARG_STRLEN). A longer one is refused as it is read, in pieces, so
 # that reaching the limit costs no more than reading that many bytes.
@@ -162,6 +168,9 @@ _hpc_configs_words() {
   local -A _hpc_configs_run_text=() _hpc_configs_run_lines=()
   local _hpc_configs_next=0 _hpc_configs_long='' _hpc_configs_rest='' _hpc_configs_line=0
   local _hpc_configs_at=0 _hpc_configs_size=0 _hpc_configs_word='' _hpc_configs_depth=0 _hpc_configs_all
+  # A long line's blocks not yet in _hpc_configs_long (from _hpc_configs_bnext on).
+  local -a _hpc_configs_blocks=()
+  local _hpc_configs_bnext=0
   _hpc_configs_split_lines
   _hpc_configs_parse
   [[ -z $_hpc_configs_error ]] || return 0
@@ -284,8 +293,9 @@ _hpc_configs_take_run() {
 # cut after a blank (a word, quoted part or reference never ends inside one; comments and
 # _hpc_configs_after_command deal in whole lines), or in a long run without blanks after a byte
 # where nothing is left half read (_hpc_configs_cut); sets _hpc_configs_line to the line's number.
-# The line stays whole in _hpc_configs_long, read from offset _hpc_configs_at (copying the rest
-# of a long line at every piece would be quadratic). False at the end of the text, and on an
+# The line is in _hpc_configs_long (a long one: a buffer of its blocks, _hpc_configs_fill), read
+# from offset _hpc_configs_at (copying the rest of a long line at every piece would be
+# quadratic). False at the end of the text, and on an
 # error (a word too long: recorded, and kept over the error of a caller that then gives up).
 _hpc_configs_refill() {
   local window piece cut
@@ -297,11 +307,14 @@ _hpc_configs_refill() {
   if ((${#_hpc_configs_long} == 0)); then
     ((_hpc_configs_next < ${#_hpc_configs_lines[@]})) || return 1
     _hpc_configs_long=${_hpc_configs_lines[_hpc_configs_next]}
+    _hpc_configs_blocks=() _hpc_configs_bnext=0
+    if ((${#_hpc_configs_long} > 4 * _hpc_configs_block_bytes)); then _hpc_configs_split_blocks; fi
     _hpc_configs_size=${#_hpc_configs_long}
     _hpc_configs_at=0
     _hpc_configs_next=$((_hpc_configs_next + 1))
     _hpc_configs_line=$_hpc_configs_next
   fi
+  _hpc_configs_fill "$_hpc_configs_piece_bytes"
   if ((_hpc_configs_size - _hpc_configs_at <= _hpc_configs_piece_bytes)); then
     _hpc_configs_rest=${_hpc_configs_long:_hpc_configs_at}
     _hpc_configs_long=''
@@ -323,7 +336,36 @@ _hpc_configs_refill() {
     _hpc_configs_rest=${_hpc_configs_long:_hpc_configs_at:cut}
   fi
   _hpc_configs_at=$((_hpc_configs_at + cut))
-  if ((_hpc_configs_at >= _hpc_configs_size)); then _hpc_configs_long=''; fi
+  if ((_hpc_configs_at >= _hpc_configs_size && _hpc_configs_bnext >= ${#_hpc_configs_blocks[@]})); then
+    _hpc_configs_long=''
+  fi
+}
+
+# _hpc_configs_split_blocks: (in _hpc_configs_refill) splits the long line in _hpc_configs_long
+# into _hpc_configs_blocks of _hpc_configs_block_bytes and keeps the first in _hpc_configs_long.
+_hpc_configs_split_blocks() {
+  local block=''
+  while IFS= read -r -N "$_hpc_configs_block_bytes" block; do
+    _hpc_configs_blocks+=("$block")
+  done <<<"$_hpc_configs_long"
+  # The last, short block; then the newline that <<< adds, the last byte, taken off.
+  if [[ -n $block ]]; then _hpc_configs_blocks+=("$block"); fi
+  _hpc_configs_blocks[-1]=${_hpc_configs_blocks[-1]%$'\n'}
+  if [[ -z ${_hpc_configs_blocks[-1]} ]]; then unset '_hpc_configs_blocks[-1]'; fi
+  _hpc_configs_long=${_hpc_configs_blocks[0]}
+  _hpc_configs_bnext=1
+}
+
+# _hpc_configs_fill N: moves the long line's next blocks into _hpc_configs_long (what is read of it
+# dropped) until more than N bytes from _hpc_configs_at are there, or the whole line.
+_hpc_configs_fill() {
+  while ((_hpc_configs_size - _hpc_configs_at <= $1 && _hpc_configs_bnext < ${#_hpc_configs_blocks[@]})); do
+    _hpc_configs_long=${_hpc_configs_long:_hpc_configs_at}${_hpc_configs_blocks[_hpc_configs_bnext]}
+    _hpc_configs_blocks[_hpc_configs_bnext]=''
+    _hpc_configs_bnext=$((_hpc_configs_bnext + 1))
+    _hpc_configs_at=0
+    _hpc_configs_size=${#_hpc_configs_long}
+  done
 }
 
 # _hpc_configs_cut WINDOW: sets cut (of _hpc_configs_refill) to where the window WINDOW of a run
@@ -350,6 +392,7 @@ _hpc_configs_cut() {
     return 0
   fi
   # Rare (a run of name characters, or of \ $ { :): the first place after the window.
+  _hpc_configs_fill $((2 * hpc_configs_max_word + 8))
   run=${_hpc_configs_long:_hpc_configs_at:2*hpc_configs_max_word+8}
   [[ $run =~ $_hpc_configs_re_run ]]
   run=${BASH_REMATCH[0]}
@@ -502,7 +545,9 @@ _hpc_configs_parse() {
         if ((! started)); then
           # A comment: the rest of the line (every piece of it) up to its newline, which stays.
           part=${_hpc_configs_long:-$_hpc_configs_rest}
-          _hpc_configs_long=''
+          # (A long line's end is in its last block.)
+          if ((_hpc_configs_bnext < ${#_hpc_configs_blocks[@]})); then part=${_hpc_configs_blocks[-1]}; fi
+          _hpc_configs_long='' _hpc_configs_blocks=() _hpc_configs_bnext=0
           _hpc_configs_rest=''
           if [[ ${part: -1} == $'\n' ]]; then _hpc_configs_rest=$'\n'; fi
           continue

@@ -232,3 +232,23 @@ b c
   assert_failure 2
   assert_output "job_submitter.sh: -C/--configs: $CONFIGS: line 1: more than 2 quoted parts, escapes and references in one command, more than the toolkit reads (put such a list in a file that the program reads)"
 }
+
+@test "read: a line longer than four blocks is read from its blocks (split once): words, quotes, escapes, references and a comment across them, the line's end found" {
+  local unit=' --o "v w" '\''s t'\'' \x\\y ${A:-"d e"} $B' template
+  local line='' i
+  local -a want=(python)
+  for i in {1..40}; do line+=$unit; done
+  # shellcheck disable=SC2016 # the templates, as read
+  template=(--o 'v w' 's t' 'x\\y' '${A:-d e}' '${B}')
+  for i in {1..40}; do want+=("${template[@]}"); done
+  for i in 1 7 64; do
+    _hpc_configs_block_bytes=$i
+    words "python$line"$'\n' "${want[@]}"
+    words "python$line # a comment \"$line"$'\n# more\n' "${want[@]}"
+    words "python$line"$'\n\n' "${want[@]}"
+    _hpc_configs_piece_bytes=5
+    words "python$line" "${want[@]}"
+    read_error "python$line"$'\npython b.py\n' 'line 2: a second command; the file holds one command (end a line with \ to continue it)'
+    _hpc_configs_piece_bytes=4096
+  done
+}
