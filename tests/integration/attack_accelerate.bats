@@ -28,6 +28,16 @@ while True:
 PY
   # The venv: a copy of the one built once per bats run (not what this file tests).
   hpc_venv_seed "$PROJECT"
+  # The job past its time limit (1 min) runs beside the scancel test's (each takes 1 GPU of each
+  # node): its test waits for its end instead of starting it then.
+  hpc_configs "$PROJECT" 'python wait_forever.py'
+  hpc_submit_job "$PROJECT" -W accelerate --gpus 1 --num-nodes 2 --time 00:01:00 --signal-lead 0 -e timed
+  export TIMED_ID=$job_id TIMED_OUT=$job_out
+}
+
+teardown_file() {
+  # Not left to its time limit when its test did not run (a filter).
+  [[ -z ${TIMED_ID:-} ]] || scancel "$TIMED_ID" 2>/dev/null || true
 }
 
 setup() {
@@ -54,7 +64,11 @@ for path in glob.glob("/proc/[0-9]*/cmdline"):
     sleep 0.3
   done
   scontrol show job -dd "$job_id" >"$dir/show"
-  run grep -c 'accelerate.commands.launch' "$dir/cmdlines"
+  # This job's launchers (the timed job's run beside them), by its rendezvous port.
+  local port
+  port=$(sed -n 's/^\[hpc n1\] rendezvous at n1:\([0-9]*\)$/\1/p' "$job_out")
+  [[ $port =~ ^[0-9]+$ ]] || fail "no rendezvous line: $(cat "$job_out")"
+  run grep -cE -- "--main_process_port $port( |$)" "$dir/cmdlines"
   [[ $output -ge 2 ]] || fail "accelerate's launchers were not sampled: $output"
   run grep -lF -e "$SENTINEL_KEY" -e "$SENTINEL_PASS" "$dir/cmdlines" "$dir/show"
   assert_output ''
@@ -68,8 +82,8 @@ for path in glob.glob("/proc/[0-9]*/cmdline"):
 }
 
 @test "accelerate 2 nodes x 1 GPU, a program without a handler past its time limit: TIMEOUT, never COMPLETED" {
-  hpc_configs "$PROJECT" 'python wait_forever.py'
-  hpc_submit_job "$PROJECT" -W accelerate --gpus 1 --num-nodes 2 --time 00:01:00 --signal-lead 0 -e timed
+  # Submitted by setup_file (python wait_forever.py, --time 00:01:00 --signal-lead 0).
+  job_id=$TIMED_ID job_out=$TIMED_OUT
   hpc_wait_job "$job_id" 240
   run hpc_job_state "$job_id"
   assert_output --regexp '^TIMEOUT '

@@ -27,10 +27,10 @@ count() {
 
 # wait_count FILE REGEX N [TIMEOUT_S]: waits until REGEX occurs N times in FILE (180 s at most).
 wait_count() {
-  local start=$SECONDS
+  local start=$SECONDS polls=0
   until (($(count "$1" "$2") >= $3)); do
     ((SECONDS - start <= ${4:-180})) || fail "'$2' not $3 times in $1 within ${4:-180}s: $(cat "$1" 2>&1)"
-    sleep 0.5
+    hpc_poll_pause "$((++polls))"
   done
 }
 
@@ -92,9 +92,10 @@ late_job() {
 
 @test "slow start, -W torchrun -g 2, the tutorial's DDP trainer: warned while it sets up, it saves snapshot.pt at the next epoch; the requeued run resumes from it and finishes" {
   # Epochs of 3 s: both ranks, which install their handlers within moments of each other, are
-  # warned (a round each second) before the first epoch ends, where the ranks agree to stop.
+  # warned (a round each second) before the first epoch ends, where the ranks agree to stop; 6
+  # epochs leave 18 s for that, and the requeued run trains on from there to the end.
   # shellcheck disable=SC2016 # expanded in the job
-  hpc_configs "$PROJECT" 'python ddp_snapshot.py 10 100 ${scratch_dir}/${exp_name}/snapshot.pt --epoch-seconds 3 --handler-after ${scratch_dir}/${exp_name}.go'
+  hpc_configs "$PROJECT" 'python ddp_snapshot.py 6 100 ${scratch_dir}/${exp_name}/snapshot.pt --epoch-seconds 3 --handler-after ${scratch_dir}/${exp_name}.go'
   hpc_submit_job "$PROJECT" -W torchrun -g 2 --time 00:10:00 --requeue 1 -e ddp
   warn_while_importing ddp 2 1
   hpc_wait_requeued "$job_id" 1 300
@@ -117,7 +118,7 @@ late_job() {
   assert_equal "$(count "$job_out" '\[hpc n[0-9]+\] requeueing \(restart 1 of 1\)')" 1
   # Run 2 resumed from the snapshot and trained on to the end.
   assert_equal "$(count "$job_out" "RESUMED epoch=$stopped from=$SCRATCH/late project/ddp/snapshot.pt")" 1
-  assert_equal "$(count "$job_out" 'DONE epochs=10')" 1
+  assert_equal "$(count "$job_out" 'DONE epochs=6')" 1
   run grep -E 'exit (code|status) 138' "$job_out"
   assert_output ''
 }

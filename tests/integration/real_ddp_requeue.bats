@@ -20,13 +20,15 @@ setup() {
 @test "torchrun 2x2 DDP trainer: warned, saves snapshot.pt, requeued once, resumes at the next epoch, COMPLETED; rank 0 on the first node; no 138" {
   # Rank 0 saves ${SLURM_TMPDIR}/snapshot.pt; --copy-back brings it to ${scratch_dir}/${exp_name}/,
   # where the restarted run finds it (its SLURM_TMPDIR is new).
-  # 200 epochs of 1 s, a 4 min limit, the warning 60 s before it: SLURM sends it 120 to 180 s
-  # into a run (up to 60 s early; here about 10 s), so run 1 cannot finish first (200 s), and
-  # run 2, from epoch 114 or later, finishes (86 s or less) before its own warning. With 110
-  # epochs in 3 min, run 1 once finished (on CI) before a warning that came late.
+  # 175 epochs of 1 s (paced by the clock, so a loaded machine does not stretch them), a 3 min
+  # limit (the shortest that fits both runs), the warning 20 s before it: SLURM sends it 100 to
+  # 160 s into a run (up to 60 s early; here about 10 s), so run 1 cannot finish first (175 s),
+  # and run 2, from epoch 94 or later, finishes (81 s or less) before its own warning. With 110
+  # epochs in 3 min and a lead of 60 s, run 1 once finished (on CI) before a warning that came
+  # late: here it would end 15 s and more past the latest warning.
   # shellcheck disable=SC2016 # expanded in the job
-  hpc_configs "$PROJECT" 'python ddp_snapshot.py 200 10 ${SLURM_TMPDIR}/snapshot.pt ${scratch_dir}/${exp_name}/snapshot.pt'
-  hpc_submit_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 --time 00:04:00 --signal-lead 60 \
+  hpc_configs "$PROJECT" 'python ddp_snapshot.py 175 10 ${SLURM_TMPDIR}/snapshot.pt ${scratch_dir}/${exp_name}/snapshot.pt'
+  hpc_submit_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 --time 00:03:00 --signal-lead 20 \
     --requeue 1 --copy-back snapshot.pt -e ddp
   hpc_wait_requeued "$job_id" 1 600
   local state
@@ -64,7 +66,7 @@ setup() {
   assert_line --regexp "^\[hpc n1\] copied back to .*/ddp: snapshot.pt$"
   # Run 2 resumed from the copied-back snapshot and trained on from the next epoch to the end.
   assert_line "RESUMED epoch=$stopped from=$SCRATCH/real project/ddp/snapshot.pt"
-  assert_line "DONE epochs=200"
+  assert_line "DONE epochs=175"
   first_after=$(sed -n '/^RESUMED /,$p' "$marks" | sed -n 's/^EPOCH //p' | head -n 1)
   assert_equal "$first_after" "$((stopped + 1))"
   # Nobody died of the warning; no node lacked the snapshot's copy-back by mistake.

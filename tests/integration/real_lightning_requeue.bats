@@ -19,9 +19,10 @@ setup() {
 
 @test "Lightning's BoringModel, 2 nodes x 1, its own SLURM handler, --requeue 1: requeued once by Lightning, restored from hpc_ckpt_1.ckpt, the second warning refused, COMPLETED" {
   # Lightning saves hpc_ckpt_N.ckpt in default_root_dir on the warning and runs 'scontrol
-  # requeue' itself: the toolkit's scontrol counts it against --requeue 1. 20 steps of 3 s: each
-  # run is warned once it has trained to a STEP line (SLURM's own warning would come minutes
-  # later), and the second run, refused, trains on to the end. Steps of 3 s, not 1: Lightning's
+  # requeue' itself: the toolkit's scontrol counts it against --requeue 1. 14 steps of 3 s: each
+  # run is warned once it has trained a step (its first STEP line; SLURM's own warning would come
+  # minutes later), and the second run, refused, trains on to the end (about 10 steps after its
+  # warning, where the refusal needs seconds). Steps of 3 s, not 1: Lightning's
   # handler saves behind a barrier of all ranks, which must all take the warning within one
   # step (the warning reaches the second node's ranks later; with 1 s steps, on a busy CI
   # machine, the ranks met in different collectives and the job hung to its time limit).
@@ -29,7 +30,7 @@ setup() {
   # node need; Lightning 2x2 (and its requeue, by preemption) is job_submitter.bats' and
   # site_preempt_lightning.bats', and each rank more is a Lightning import (7 CPU-s) per run.
   # shellcheck disable=SC2016 # expanded in the job
-  hpc_configs "$PROJECT" 'python boring_requeue.py --num_nodes ${num_nodes} --devices ${gpus_per_node} --max-steps 20 --step-seconds 3 --root-dir ${scratch_dir}/${exp_name}'
+  hpc_configs "$PROJECT" 'python boring_requeue.py --num_nodes ${num_nodes} --devices ${gpus_per_node} --max-steps 14 --step-seconds 3 --say-every 1 --root-dir ${scratch_dir}/${exp_name}'
   hpc_submit_job "$PROJECT" -W lightning --gpus 1 --num-nodes 2 --time 00:05:00 --signal-lead 60 --requeue 1 -e boring
   # shellcheck disable=SC2329 # called by hpc_wait_requeued
   trained() { sed -n "/^START rank=0 node=n1 restart=$1\$/,\$p" "$job_out" 2>/dev/null | grep -q '^STEP [1-9]'; }
@@ -67,7 +68,7 @@ setup() {
   assert_line "[hpc n1] not requeued: the program asked (scontrol requeue $job_id), but 1 restart(s) done of the 1 allowed (--requeue 1); the run goes on"
   assert_line --partial "Requeuing SLURM job $job_id failed with error code 1"
   assert_line "[hpc n1] not requeued: 1 restart(s) done of the 1 allowed"
-  assert_equal "$(grep -c '^DONE steps=20$' "$job_out")" 1
+  assert_equal "$(grep -c '^DONE steps=14$' "$job_out")" 1
   # Run 1 ended for Lightning's requeue; run 2 was warned, then finished its work.
   assert_equal "$(grep -c '^\[hpc n1\] ended after the time-limit warning (SIGUSR1): the program exited with 0 after ' "$job_out")" 1
   refute_line --partial 'the program finished successfully'
