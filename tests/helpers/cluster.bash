@@ -136,6 +136,15 @@ hpc_run_job() {
   job_state=$(hpc_job_state "$job_id")
 }
 
+# hpc_cancel_submitted OUTPUT: cancels the job that a submission's OUTPUT names ('Submitted job
+# N'): a test that asserts only what the submission said does not pay for its job's run.
+hpc_cancel_submitted() {
+  local id
+  id=$(sed -n 's/^Submitted job \([0-9][0-9]*\).*/\1/p' <<<"$1")
+  [[ -n $id ]] || fail "no job id in: $1"
+  scancel "$id"
+}
+
 # hpc_warm_venv PROJECT COMMAND [ARGS...]: for setup_file: the first submission of PROJECT (the
 # configs file COMMAND, -g 0 ARGS), from a venv that later jobs reuse; fails unless it ends
 # COMPLETED 0:0, with its output. The venv is a copy of the one built once per bats run

@@ -2,8 +2,8 @@
 # The examples of README.md and the guides (docs/*.md but architecture.md) run as written, on the
 # local cluster, in the project the README makes: `make demo`'s demo_project/, made by
 # hpc_files/demo.sh (--make-project: the same files, the toolkit installed, its configs file
-# `python ddp_demo.py`), SCRATCH its scratch/ as the README's tour exports it, its venv built
-# by the demo's own job. No test program is added: what else an example needs is what the
+# `python ddp_demo.py`), SCRATCH its scratch/ as the README's tour exports it, its venv ready
+# and make demo's experiment 'demo' run (setup_file). No test program is added: what else an example needs is what the
 # guide's own lines around it make (the trak demo's files, a datasets folder, a configs line), and
 # the test checks that the guide still says so.
 #
@@ -26,9 +26,6 @@
 
 bats_require_minimum_version 1.5.0
 
-# Set by hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
-declare -g job_id job_out
-
 setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
@@ -42,11 +39,11 @@ setup_file() {
   cp "$PROJECT/hpc_files/experiment_configurations.txt" "$BATS_FILE_TMPDIR/demo_configs"
   # local_cluster.sh examples act on the test's cluster.
   export HPC_CLUSTER_DIR HPC_CLUSTER_PORT_BASE=${HPC_CLUSTER_PORT_BASE:-17817}
-  # make demo's own job, which builds the venv (not inside a test's time).
-  hpc_submit_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 --exp-name demo
-  hpc_wait_job "$job_id" 600
-  [[ $(hpc_job_state "$job_id") == "COMPLETED 0:0" ]] ||
-    fail "the demo's job: $(hpc_job_state "$job_id"): $(cat "$job_out")"
+  # make demo's experiment, its venv ready before the tests (not inside a test's time): a copy of
+  # the bats run's build for the demo's requirements (hpc_venv_seed), and the demo's program run
+  # from it as one rank (any number of ranks, the README says). Not make demo's 2 x 2 torchrun job
+  # (six imports of torch): the README's tour runs that one itself.
+  hpc_warm_venv "$PROJECT" 'python ddp_demo.py' --exp-name demo
 }
 
 setup() {
@@ -135,13 +132,13 @@ setup_doc() {
 # wait_cluster_idle TIMEOUT: waits until no job is pending or running on the cluster; on timeout
 # cancels them and fails the test.
 wait_cluster_idle() {
-  local timeout=$1 start=$SECONDS
+  local timeout=$1 start=$SECONDS polls=0
   while [[ -n $(squeue -h -o %i 2>/dev/null) ]]; do
     if ((SECONDS - start > timeout)); then
       scancel --user "$(id -un)" 2>/dev/null || true
       fail "jobs still queued after ${timeout}s: $(squeue -h -o '%i %j %T' | tr '\n' ';')"
     fi
-    sleep 0.5
+    hpc_poll_pause "$((++polls))"
   done
 }
 

@@ -153,14 +153,6 @@ print("ok")' "$json" "$PROJECT" "$SCRATCH"
   [ "$first_port" != "$second_port" ]
 }
 
-# cancel_submitted OUTPUT: cancels the job that a submission's OUTPUT names ('Submitted job N').
-cancel_submitted() {
-  local id
-  id=$(sed -n 's/^Submitted job \([0-9][0-9]*\).*/\1/p' <<<"$1")
-  [[ -n $id ]] || fail "no job id in: $1"
-  scancel "$id"
-}
-
 @test "the venv is built once, reused, and rebuilt after requirements.txt changes" {
   hpc_configs "$PROJECT" 'python probe.py env'
   stamp_before=$(cat "$PROJECT/virtual_env/.hpc_deps")
@@ -168,13 +160,13 @@ cancel_submitted() {
   assert_success
   refute_output --partial "install job"
   # What is asserted is the submission's: its job need not run (nor the rebuilt one's below).
-  cancel_submitted "$output"
+  hpc_cancel_submitted "$output"
   printf '# changed\ntorch==2.13.0\n' >"$PROJECT/requirements.txt"
   run bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 -e rebuilt
   assert_success
   assert_output --partial "requirements.txt changed since"
   assert_output --partial "the virtual environment is ready"
-  cancel_submitted "$output"
+  hpc_cancel_submitted "$output"
   [ "$(cat "$PROJECT/virtual_env/.hpc_deps")" != "$stamp_before" ]
   cp "$HPC_ROOT/tests/fixtures/project/requirements.txt" "$PROJECT/requirements.txt"
 }

@@ -25,7 +25,8 @@ setup_file() {
   [[ $(sinfo -h -o '%P %N %G' 2>/dev/null) == "compute 127.0.0.[1-2] gpu:a100:2" ]] ||
     fail "the second cluster is not up in $HPC_CLUSTER_DIR: run 'bash hpc_files/local_cluster.sh --dir $HPC_CLUSTER_DIR --port-base $HPC_CLUSTER_PORT_BASE --config second up' (or tests/run.sh)"
   export HPC_CLUSTER=generic SBATCH_PARTITION=compute
-  PYTHONPATH=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
+  # Where torch is, found without importing it (3 CPU-s).
+  PYTHONPATH=$(python3 -c 'import importlib.util, os; print(os.path.dirname(os.path.dirname(importlib.util.find_spec("torch").origin)))')
   export PYTHONPATH
   # Not under /tmp: container jobs get their own /tmp, which would hide the project.
   WORK=$(mktemp -d /var/tmp/hpc-second-tests.XXXXXX)

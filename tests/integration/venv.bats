@@ -125,10 +125,13 @@ submit() {
   assert_success
   assert_output --partial "install job"
   assert_output --partial "the virtual environment is ready"
+  # What is asserted is the submissions': their jobs (an import of torch each) need not run.
+  hpc_cancel_submitted "$output"
   submit -e empty2
   assert_success
   refute_output --partial "install job"
   refute_output --partial "building"
+  hpc_cancel_submitted "$output"
 }
 
 @test "a plain virtual_env of an older toolkit: a job running from it keeps it through a rebuild; then it becomes a link" {
@@ -169,6 +172,8 @@ submit() {
   hpc_configs "$legacy" 'python -c "import torch"'
   run bash "$legacy/hpc_files/job_submitter.sh" -y -g 0 -e newer
   assert_success
+  # What is asserted is the submission's and the folders': its job need not run.
+  hpc_cancel_submitted "$output"
   [[ -L $legacy/virtual_env ]] || fail "virtual_env is not a link: $(ls -la "$legacy")"
   assert_equal "$(cd "$legacy/.virtual_env_builds" && echo *)" "$(basename -- "$(readlink "$legacy/virtual_env")")"
 }
