@@ -228,27 +228,52 @@ lint() {
   } >"$reports/lint-mypy.log" 2>&1 &
   beside+=($!)
   status=0 start=$SECONDS
-  # One shellcheck per few files, JOBS at a time: each file is read with what it sources (-x).
-  # Only the files whose answer may have changed since it last passed: tests/shellcheck_keys.py
-  # keys each file by shellcheck's version and options and the content of the file and of
-  # everything it may follow; a group of files that passes leaves their keys in the cache, the
-  # user's (content, not place, decides: another clone of the same files may use them).
+  # Two passes of shellcheck, so that no file pays the dataflow analysis (extended analysis, two
+  # thirds of a cold -x lint's CPU) for the libraries it follows: every file with -x and without
+  # it (what it follows still defines and reads variables: SC2154, SC2034 and the rest see the
+  # whole program; SC2086 is stricter without it, as no variable is known clean); then the shipped
+  # files (all but tests/) alone, with it, for the checks only it makes (SC2218 SC2309 SC2317
+  # SC2318 SC2319 SC2320 SC2324 SC2329), each file's own flow (docs/testing.md).
+  local -a passes=("-x --extended-analysis=false"
+    "--extended-analysis=true --include=SC2218,SC2309,SC2317,SC2318,SC2319,SC2320,SC2324,SC2329")
+  local -a shipped_files=()
+  for f in "${shell_files[@]}"; do [[ $f == tests/* ]] || shipped_files+=("$f"); done
+  # One shellcheck per few files, JOBS at a time. Only the files whose answer may have changed
+  # since it last passed: tests/shellcheck_keys.py keys each file by shellcheck's version, the
+  # pass's options and the content of the file and of everything it may follow; a group of files
+  # that passes leaves their keys in the cache, the user's (content, not place, decides: another
+  # clone of the same files may use them).
   local cache=${HPC_LINT_CACHE:-${XDG_CACHE_HOME:-${HOME:-$root}/.cache}/hpc_toolkit/shellcheck}
   local -a todo=()
+  local pass key path
   mkdir -p "$cache"
-  if printf '%s\0' "${shell_files[@]}" | python3 tests/shellcheck_keys.py "$cache" >"$reports/shellcheck.todo"; then
-    mapfile -d '' -t todo <"$reports/shellcheck.todo"
-  else
-    status=1
-  fi
-  # shellcheck disable=SC2016 # the script of bash -c: KEY PATH pairs as its arguments
-  ((${#todo[@]} == 0)) || printf '%s\0' "${todo[@]}" | xargs -0 -n 8 -P "$jobs" bash -c '
-    cache=$1 keys=() files=()
+  for pass in 0 1; do
+    if ((pass == 0)); then set -- "${shell_files[@]}"; else set -- "${shipped_files[@]}"; fi
+    if printf '%s\0' "$@" |
+      python3 tests/shellcheck_keys.py "$cache" "${passes[pass]}" >"$reports/shellcheck.todo"; then
+      while IFS= read -r -d '' key && IFS= read -r -d '' path; do
+        todo+=("${passes[pass]}" "$key" "$path")
+      done <"$reports/shellcheck.todo"
+    else
+      status=1
+    fi
+  done
+  # shellcheck disable=SC2016 # the script of bash -c: OPTIONS KEY PATH triples as its arguments
+  ((${#todo[@]} == 0)) || printf '%s\0' "${todo[@]}" | xargs -0 -n 24 -P "$jobs" bash -c '
+    cache=$1 rc=0
     shift
-    while (($# >= 2)); do keys+=("$1") files+=("$2") && shift 2; done
-    shellcheck -x -- "${files[@]}" || exit 1
-    for key in "${keys[@]}"; do : >"$cache/$key"; done' _ "$cache" || status=1
-  echo "shellcheck: ${#shell_files[@]} files, $((${#todo[@]} / 2)) checked (the others passed unchanged)," \
+    while (($# >= 3)); do
+      options=$1 keys=() files=()
+      while (($# >= 3)) && [[ $1 == "$options" ]]; do keys+=("$2") files+=("$3") && shift 3; done
+      read -ra words <<<"$options"
+      if shellcheck "${words[@]}" -- "${files[@]}"; then
+        for key in "${keys[@]}"; do : >"$cache/$key"; done
+      else
+        rc=1
+      fi
+    done
+    exit "$rc"' _ "$cache" || status=1
+  echo "shellcheck: ${#shell_files[@]} files, $((${#todo[@]} / 3)) checks, two passes (the others passed unchanged)," \
     "status $status, $((SECONDS - start)) s"
   record shellcheck "$status"
   for pid in "${beside[@]}"; do wait "$pid" || true; done

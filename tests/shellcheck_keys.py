@@ -1,12 +1,14 @@
-"""Usage: python3 tests/shellcheck_keys.py CACHE_DIR < FILES (NUL-separated paths, from the
-repository's root)
+"""Usage: python3 tests/shellcheck_keys.py CACHE_DIR [OPTIONS] < FILES (NUL-separated paths, from
+the repository's root)
 
 The shell files among FILES whose shellcheck result may have changed since it last passed, for
 tests/run.sh's lint: prints "KEY\\0PATH\\0" for each file whose KEY is not a file in CACHE_DIR
-(run.sh creates CACHE_DIR/KEY once shellcheck -x passed on PATH).
+(run.sh creates CACHE_DIR/KEY once shellcheck OPTIONS passed on PATH). OPTIONS: the options
+run.sh passes to shellcheck for this pass, as one argument (default -x); run.sh lints some files twice,
+with different options, and each pass has keys of its own.
 
 A file's KEY is the sha256 of everything shellcheck -x's answer on it can depend on: shellcheck's
-version, its options (OPTIONS below), every .shellcheckrc of the repository, the file's path and
+version, its options (OPTIONS), every .shellcheckrc of the repository, the file's path and
 content, and the path and content of every file it may follow, transitively. shellcheck follows
 a `source` or `.` command only to a path written on that command's line (a constant path, or one
 that a `# shellcheck source=` directive above it names; a path built from variables it cannot
@@ -27,7 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-# The options run.sh passes to shellcheck: part of the key.
+# The options of run.sh's first shellcheck pass, before OPTIONS was an argument: part of the key.
 OPTIONS = "-x"
 WORD = re.compile(rb"[A-Za-z0-9_.+-]+")
 # A line that may make shellcheck follow a file: a comment only as a directive naming source=; a
@@ -59,10 +61,11 @@ def tracked_files() -> dict[bytes, list[str]]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
+    if len(argv) not in (2, 3):
         print(__doc__, file=sys.stderr)
         return 2
     cache = Path(argv[1])
+    options = argv[2] if len(argv) == 3 else OPTIONS
     files = [p for p in sys.stdin.buffer.read().decode("utf-8", "surrogateescape").split("\0")
              if p]
     version = subprocess.run(["shellcheck", "--version"], capture_output=True, text=True,
@@ -85,7 +88,7 @@ def main(argv: list[str]) -> int:
         return named[path]
 
     base = hashlib.sha256()
-    base.update(version.encode() + b"\0" + OPTIONS.encode() + b"\0")
+    base.update(version.encode() + b"\0" + options.encode() + b"\0")
     for rc in sorted(p for paths in by_name.values() for p in paths
                      if os.path.basename(p) in (".shellcheckrc", "shellcheckrc")):
         base.update(rc.encode("utf-8", "surrogateescape") + b"\0" + text(rc) + b"\0")

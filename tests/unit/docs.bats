@@ -26,6 +26,8 @@ FOREIGN=(
   --nv --cleanenv --containall --no-home --writable-tmpfs --bind --fakeroot
   # pytest-xdist
   --dist
+  # the lint's two ShellCheck passes (tests/run.sh)
+  --extended-analysis --include
   # wandb, rm
   --count --one-file-system
   # the example programs' own options, in configs file lines

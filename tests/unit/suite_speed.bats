@@ -61,3 +61,25 @@ keys() {
   run keys "$repo"
   assert_output "$(printf '%s\n' a.sh d.sh e.sh lib/b.bash lib/c.bash)"
 }
+
+@test "shellcheck's cache: the options are part of the key (a file that passed with one set of options is linted again with another)" {
+  local repo=$BATS_TEST_TMPDIR/repo key path
+  mkdir -p "$repo/.cache"
+  printf '%s\n' '#!/usr/bin/env bash' 'echo a' >"$repo/a.sh"
+  git -C "$repo" init -q
+  git -C "$repo" add -A
+  for options in -x '-x --extended-analysis=false' -x; do
+    (cd "$repo" && printf '%s\0' a.sh | python3 "$HPC_ROOT/tests/shellcheck_keys.py" .cache "$options") |
+      while IFS= read -r -d '' key && IFS= read -r -d '' path; do
+        : >"$repo/.cache/$key"
+        printf '%s\n' "$path"
+      done >>"$repo/listed"
+  done
+  # Listed once per set of options: the third run (-x again) finds the first one's key.
+  run cat "$repo/listed"
+  assert_output "$(printf '%s\n' a.sh a.sh)"
+  # Without OPTIONS the key is that of -x (run.sh before this argument).
+  run bash -c 'cd "$1" && printf "%s\0" a.sh | python3 "$2/tests/shellcheck_keys.py" .cache' _ "$repo" "$HPC_ROOT"
+  assert_success
+  assert_output ''
+}
