@@ -567,6 +567,21 @@ hpc_launchers_dir=$hpc_lib_dir/launchers
 hpc_runners_dir=$hpc_lib_dir/runners
 hpc_modes_dir=$hpc_lib_dir/modes
 
+# hpc_lib_load NAME: sources lib/NAME.bash, code that a plain submission does not run (the
+# reading of manifests, the undoing of a submission...): parsed only by a process that calls it,
+# as parsing is about half of a submission's work (bench/submit_instructions). Where such code
+# was, one-line stubs stand for its functions, 'f() { hpc_lib_load NAME && f "$@"; }': the
+# file's definitions replace them at the first call (tests/unit/lazy_stubs.bats).
+hpc_lib_load() {
+  # A stub that called itself again: its file did not replace it (status 1, never a loop).
+  if [[ ${FUNCNAME[1]-} == "${FUNCNAME[2]-}" ]]; then
+    hpc_say "lib/$1.bash does not define ${FUNCNAME[1]-}"
+    return 1
+  fi
+  # shellcheck source=/dev/null # lib/NAME.bash, linted on its own
+  source "$hpc_lib_dir/$1.bash"
+}
+
 # hpc_module_list DIR ARRAY: sets the array ARRAY (not named file, name or _hpc_*) to the modules
 # in DIR (launchers, runners): its NAME.bash files, in the glob's order, whose NAME can be part of
 # a function's name.
