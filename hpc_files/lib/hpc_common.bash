@@ -13,13 +13,6 @@ hpc_say() {
   printf '%s: %s\n' "$hpc_program" "$*" >&2
 }
 
-# hpc_user_name VAR: sets VAR to this user's name: USER, else the name a prompt's \u shows
-# (the password database's, without starting id -un).
-hpc_user_name() {
-  local u='\u'
-  printf -v "$1" '%s' "${USER:-${u@P}}"
-}
-
 # hpc_die MESSAGE...: prints the message and exits 1 (a runtime failure).
 hpc_die() {
   hpc_say "$@"
@@ -113,14 +106,6 @@ hpc_trusted_read() {
   # shellcheck disable=SC2034 # read by the callers
   IFS= read -r -d '' "${bound[@]}" hpc_trusted_text <&"$fd" || true
   exec {fd}<&-
-}
-
-# hpc_trap_exit FUNCTION: runs FUNCTION when this shell exits, and in no other process. A child
-# forked in the background runs its parent's traps until it has reset them: stopped at once (a
-# progress monitor after a fast tar), it ran the parent's 'exit 143' and then its cleanup, which
-# removed the folder the parent was still building.
-hpc_trap_exit() {
-  trap '[[ $BASHPID != '"$BASHPID"' ]] || '"$1" EXIT
 }
 
 # hpc_private_write PATH TEXT: writes TEXT to PATH as a new file readable and writable by the
@@ -223,31 +208,6 @@ hpc_private_dir() {
   chmod u+s -- "$path" 2>/dev/null || true
 }
 
-# hpc_private_dir_above WHERE NAME: (hpc_private_dir, before it makes or checks WHERE/NAME) WHERE
-# may hold a private folder: nobody else can rename what is in it. Else another member moves the
-# private folder away and puts their own in its place (SLURM opens a pending job's --output when
-# the job starts, and a job reads its staged archive then: both through WHERE). The user's own
-# (the project's folder in SCRATCH, which the toolkit makes as the umask makes it) is closed to
-# writing by others (chmod go-w; read stays as it was); someone else's is refused when others can
-# write it and it has no sticky bit. False, with hpc_private_dir_problem, when it may not be used.
-hpc_private_dir_above() {
-  local where=$1 mode owner
-  [[ ! -O $where ]] || ! chmod go-w -- "$where" 2>/dev/null || return 0
-  # Not there (then nothing can be made in it: said by the caller), or closed, or sticky.
-  mode=$(stat -L -c %a -- "$where" 2>/dev/null) || return 0
-  if (((8#$mode & 8#022) == 0 || (8#$mode & 8#1000) != 0)); then return 0; fi
-  if [[ -O $where ]]; then
-    hpc_private_dir_problem="$where, which holds $2, cannot be closed to others (chmod go-w failed):"
-    hpc_private_dir_problem+=" they could put a folder of their own in its place; run chmod go-w on it"
-    return 1
-  fi
-  owner=$(stat -L -c %U -- "$where" 2>/dev/null) || owner='someone else'
-  hpc_private_dir_problem="$where, which holds $2, belongs to $owner and others can change it:"
-  hpc_private_dir_problem+=" they could put a folder of their own in its place; use a folder of your own"
-  hpc_private_dir_problem+=" (another SCRATCH or project folder name), or ask $owner to run chmod go-w on it"
-  return 1
-}
-
 # hpc_private_dirs_or_die [--submit] PATH...: hpc_private_dir for each PATH in order (each one's
 # folder above exists or is the one before), or exit 1 with its one line (with --submit: saying
 # that nothing was submitted).
@@ -291,36 +251,6 @@ hpc_split_option() {
     # shellcheck disable=SC2034
     have_value=1
   fi
-}
-
-# hpc_human_size BYTES: prints BYTES for people: 512 B, 12.0 KiB, 1.2 GiB (tenths cut, not rounded).
-hpc_human_size() {
-  local b=$1 div=1 unit=B u
-  for u in KiB MiB GiB TiB PiB; do
-    ((b >= div << 10)) || break
-    div=$((div << 10)) unit=$u
-  done
-  if ((div == 1)); then
-    printf '%d B' "$b"
-  else
-    printf '%d.%d %s' "$((b / div))" "$(((b % div) * 10 / div))" "$unit"
-  fi
-}
-
-# hpc_usage FILE: prints the usage comment block at the top of FILE (the lines after the shebang
-# that start with '#', up to the first line that does not), without the leading '# '.
-hpc_usage() {
-  local line
-  {
-    IFS= read -r line # shebang
-    while IFS= read -r line; do
-      case $line in
-        '#') printf '\n' ;;
-        '# '*) printf '%s\n' "${line#\# }" ;;
-        *) break ;;
-      esac
-    done
-  } <"$1"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -452,43 +382,6 @@ hpc_mask_vars() {
   done
 }
 
-# hpc_mask_quoted ARRAY_NAME: prints the elements of the array ARRAY_NAME shell-quoted (printf %q)
-# and separated by spaces, each secret in them masked: for the job's 'starting' line.
-hpc_mask_quoted() {
-  local - _hpc_mask_line
-  set +x
-  local -a _hpc_mask_words=()
-  local -n _hpc_mask_array=$1
-  _hpc_mask_words=(${_hpc_mask_array[@]+"${_hpc_mask_array[@]}"})
-  hpc_mask_vars _hpc_mask_words
-  printf -v _hpc_mask_line '%q ' ${_hpc_mask_words[@]+"${_hpc_mask_words[@]}"}
-  # The mark stays readable in the quoted line.
-  printf '%s\n' "${_hpc_mask_line//'\(masked\)'/(masked)}"
-}
-
-# hpc_trace_through_mask SCRIPT ARGS...: for a script that ran under bash -x and turned xtrace
-# off to call this (so that ARGS are not traced): with a secret in the environment, runs SCRIPT
-# ARGS again in a child `bash -x` whose standard error, the trace with it, goes through
-# hpc_mask_stream, and exits with the child's status. The trace then masks a secret by its value
-# wherever the value came from (a configs file, an option), not only where the toolkit knows it
-# handles one. Returns without a secret, and in that child (HPC_TRACE_MASKED, unset there so that
-# no job inherits it).
-hpc_trace_through_mask() {
-  if [[ -n ${HPC_TRACE_MASKED:-} ]]; then
-    unset HPC_TRACE_MASKED
-    return 0
-  fi
-  local child_status
-  local -a hpc_secrets=()
-  hpc_secret_values
-  ((${#hpc_secrets[@]})) || return 0
-  {
-    HPC_TRACE_MASKED=1 "$BASH" -x "$@" 2>&1 >&3 3>&- | hpc_mask_stream >&2 && child_status=0 ||
-      child_status=${PIPESTATUS[0]}
-  } 3>&1
-  exit "$child_status"
-}
-
 # hpc_mask_stream: copies standard input to standard output line by line, each secret masked
 # (flushed at every line, so that it can follow a growing log). The secrets reach awk on a file
 # descriptor, never on its command line.
@@ -523,36 +416,6 @@ hpc_mask_stream() {
     }' 3<<<"${_hpc_mask_list%$'\n'}"
 }
 
-# hpc_visible_stream: copies stdin to stdout line by line with what a terminal would act on made
-# visible, for printing a program's output ('logs'): colours (ESC [ ... m) left out, a carriage
-# return a line break (a progress bar's updates, one per line), every other control character
-# (escape sequences that retitle or clear a terminal, the bell, C1 controls) in caret notation (^[,
-# ^G) or as ? (a C1 control: UTF-8 C2 80..9F); tabs and the text itself as they are.
-hpc_visible_stream() {
-  local -a awk_options=(-v ORS=)
-  case $(awk -W version 2>&1 </dev/null) in mawk*) awk_options+=(-W interactive) ;; esac
-  LC_ALL=C awk "${awk_options[@]}" '
-    BEGIN { for (i = 1; i < 32; i++) if (i != 9 && i != 10) ctl[sprintf("%c", i)] = "^" sprintf("%c", i + 64) }
-    {
-      line = $0
-      if (line ~ /[\001-\010\013-\037\177\302]/) {
-        gsub(/\033\[[0-9;]*m/, "", line)
-        sub(/\r+$/, "", line)
-        gsub(/\r+/, "\n", line)
-        gsub(/\302[\200-\237]/, "?", line)
-        gsub(/\177/, "^?", line)
-        out = ""
-        while (match(line, /[\001-\010\013-\037]/)) {
-          out = out substr(line, 1, RSTART - 1) ctl[substr(line, RSTART, 1)]
-          line = substr(line, RSTART + 1)
-        }
-        line = out line
-      }
-      print line "\n"
-      fflush()
-    }'
-}
-
 # ---------------------------------------------------------------------------------------------
 # Launchers and runners: one file each, hpc_files/lib/launchers/NAME.bash (the functions
 # hpc_launcher_NAME_{describe,plan,processes,srun,task,workers}) and
@@ -567,19 +430,32 @@ hpc_launchers_dir=$hpc_lib_dir/launchers
 hpc_runners_dir=$hpc_lib_dir/runners
 hpc_modes_dir=$hpc_lib_dir/modes
 
-# hpc_module_list DIR ARRAY: sets the array ARRAY (not named file, name or _hpc_*) to the modules
-# in DIR (launchers, runners): its NAME.bash files, in the glob's order, whose NAME can be part of
-# a function's name.
-hpc_module_list() {
-  local file name
-  local -a _hpc_module_names=()
-  local -n _hpc_module_list_out=$2
-  for file in "$1"/*.bash; do
-    name=${file##*/} name=${name%.bash}
-    [[ -f $file && $name =~ ^[a-z][a-z0-9_]*$ ]] && _hpc_module_names+=("$name")
-  done
-  _hpc_module_list_out=(${_hpc_module_names[@]+"${_hpc_module_names[@]}"})
+# hpc_lib_load NAME: sources lib/NAME.bash, code that a plain submission does not run (the
+# reading of manifests, the undoing of a submission...): parsed only by a process that calls it,
+# as parsing is about half of a submission's work (bench/submit_instructions). Where such code
+# was, one-line stubs stand for its functions, 'f() { hpc_lib_load NAME && f "$@"; }': the
+# file's definitions replace them at the first call (tests/unit/lazy_stubs.bats).
+hpc_lib_load() {
+  # A stub that called itself again: its file did not replace it (status 1, never a loop).
+  if [[ ${FUNCNAME[1]-} == "${FUNCNAME[2]-}" ]]; then
+    hpc_say "lib/$1.bash does not define ${FUNCNAME[1]-}"
+    return 1
+  fi
+  # shellcheck source=/dev/null # lib/NAME.bash, linted on its own
+  source "$hpc_lib_dir/$1.bash"
 }
+
+# What a plain submission does not run of this library (hpc_common_more.bash, loaded at the first
+# call of one of them).
+hpc_user_name() { hpc_lib_load hpc_common_more && hpc_user_name "$@"; }
+hpc_trap_exit() { hpc_lib_load hpc_common_more && hpc_trap_exit "$@"; }
+hpc_private_dir_above() { hpc_lib_load hpc_common_more && hpc_private_dir_above "$@"; }
+hpc_human_size() { hpc_lib_load hpc_common_more && hpc_human_size "$@"; }
+hpc_usage() { hpc_lib_load hpc_common_more && hpc_usage "$@"; }
+hpc_mask_quoted() { hpc_lib_load hpc_common_more && hpc_mask_quoted "$@"; }
+hpc_trace_through_mask() { hpc_lib_load hpc_common_more && hpc_trace_through_mask "$@"; }
+hpc_visible_stream() { hpc_lib_load hpc_common_more && hpc_visible_stream "$@"; }
+hpc_module_list() { hpc_lib_load hpc_common_more && hpc_module_list "$@"; }
 
 # hpc_launcher_list: sets hpc_launcher_names to the launchers present, in the glob's order.
 hpc_launcher_list() {

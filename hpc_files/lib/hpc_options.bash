@@ -89,6 +89,13 @@ hpc_opt_table=(
   'singularity=|-s/--singularity-container|value|noint:-s/--singularity-container| -s --singularity-container'
 )
 
+# An unknown option, -W's and --runner's names, a mode's options outside it (hpc_options_more.bash,
+# loaded at the first call: a plain submission runs none of them).
+hpc_opt_refuse_outside() { hpc_lib_load hpc_options_more && hpc_opt_refuse_outside "$@"; }
+hpc_opt_die_unknown() { hpc_lib_load hpc_options_more && hpc_opt_die_unknown "$@"; }
+hpc_opt_launcher_check() { hpc_lib_load hpc_options_more && hpc_opt_launcher_check "$@"; }
+hpc_opt_runners_text() { hpc_lib_load hpc_options_more && hpc_opt_runners_text "$@"; }
+
 # hpc_opt_fields ROW: sets hpc_opt_f_var, hpc_opt_f_default, hpc_opt_f_name, hpc_opt_f_kind and
 # hpc_opt_f_scopes (with a comma at each end) to ROW's columns, and hpc_opt_f_row to ROW.
 hpc_opt_fields() {
@@ -158,18 +165,6 @@ hpc_opt_f_is_set() {
 # refused, a flag is 1.)
 hpc_opt_asks() {
   [[ $hpc_opt_seen_scopes == *",$1,"* ]]
-}
-
-# hpc_opt_refuse_outside SCOPE MODE WITH: exit 2 naming the first option of SCOPE that is set,
-# except WITH itself: it 'is for MODE; accepted with WITH'.
-hpc_opt_refuse_outside() {
-  local row
-  for row in "${hpc_opt_table[@]}"; do
-    [[ $row == *[\|,]"$1"[,\|]* ]] || continue
-    hpc_opt_fields "$row"
-    [[ $hpc_opt_f_name != "$3" && $hpc_opt_f_scopes == *",$1,"* ]] || continue
-    ! hpc_opt_f_is_set || hpc_die_usage "$hpc_opt_f_name" "is for $2; accepted with $3"
-  done
 }
 
 # hpc_opt_is_profile_name VALUE: true for the name of a cluster profile, never a path
@@ -306,17 +301,6 @@ hpc_opt_set_multi() {
   for value in "$@"; do hpc_opt_seen_add "$name" "$where" "$value"; done
 }
 
-# hpc_opt_die_unknown OPTION: bad input: OPTION is none of hpc_opt_parse's; names the nearest
-# one (hpc_nearest, hpc_help.bash) when one is near. Exit 2.
-hpc_opt_die_unknown() {
-  # shellcheck source=hpc_files/lib/hpc_help.bash
-  source "${BASH_SOURCE[0]%/*}/hpc_help.bash"
-  hpc_opt_names
-  hpc_nearest "$1" "${hpc_opt_names[@]}"
-  [[ -z $hpc_nearest ]] || hpc_die_usage "$1" "unknown option; did you mean $hpc_nearest? (see --help)"
-  hpc_die_usage "$1" "unknown option; see 'bash job_submitter.sh --help'"
-}
-
 # hpc_opt_set NAME VALUE: (after hpc_opt_find of its row) checks one option's value and stores it in
 # the row's variable. A check that refuses sets accepted (the refusal is then "'VALUE' is not
 # accepted; accepted: ACCEPTED") or problem (a refusal of its own words).
@@ -392,22 +376,6 @@ hpc_opt_count_check() {
   else
     accepted="$2, $1 to $hpc_opt_count_max"
   fi
-}
-
-# hpc_opt_launcher_check: (in hpc_opt_set) -W's value: an old name becomes its launcher, with a
-# note; else one of the files in hpc_files/lib/launchers/.
-hpc_opt_launcher_check() {
-  if [[ -n ${hpc_opt_launcher_aliases[$value]+x} ]]; then
-    hpc_say "note: -W $value is the old name of -W ${hpc_opt_launcher_aliases[$value]}" \
-      "(${hpc_opt_launcher_alias_why[$value]})"
-    value=${hpc_opt_launcher_aliases[$value]}
-  fi
-  hpc_launcher_list
-  # shellcheck disable=SC2154 # hpc_launcher_names: set by hpc_launcher_list
-  [[ " ${hpc_launcher_names[*]} " == *" $value "* && $value != *" "* ]] && return 0
-  # shellcheck source=hpc_files/lib/hpc_help.bash
-  source "${BASH_SOURCE[0]%/*}/hpc_help.bash"
-  accepted=$(hpc_opt_launchers_text)
 }
 
 # The project's defaults file (docs/options.md): hpc_files/defaults beside job_submitter.sh, one
@@ -500,14 +468,4 @@ hpc_opt_check_combinations() {
       message+=" -s: the container's folder)"
       hpc_die_usage "--workdir" "$message"
     }
-}
-
-# hpc_opt_runners_text: prints the runners --runner accepts (the files in hpc_files/lib/runners/),
-# comma-separated.
-hpc_opt_runners_text() {
-  local text
-  local -a names
-  hpc_module_list "${BASH_SOURCE[0]%/*}/runners" names
-  printf -v text '%s, ' "${names[@]}"
-  printf '%s\n' "${text%, }"
 }
