@@ -115,13 +115,6 @@ hpc_configs_max_depth=32
 # What may end a piece cut inside a run without blanks: the last byte before the cut is none of
 # these (a backslash, or a $, {, : or name character that may begin or go on with a reference).
 _hpc_configs_no_cut_after=$'\\$:{'${_hpc_configs_name_chars}
-# Regular expressions for a long run (_hpc_configs_cut): a pattern removal (%%) tries its pattern
-# at every byte, microseconds each, where a regular expression is one pass: its bytes up to the
-# first blank; its bytes in _hpc_configs_no_cut_after from the start; backslashes, then bytes
-# that are none (up to the first backslash that follows another byte).
-_hpc_configs_re_run=$'^[^ \t]*'
-_hpc_configs_re_no_cut="^[${_hpc_configs_no_cut_after}]*"
-_hpc_configs_re_escape='^\\*[^\\]*'
 
 # hpc_configs_read FILE: reads the configs file FILE into hpc_configs_words (templates, one per
 # argument). On bad input prints one line '-C/--configs: FILE: PROBLEM' and returns 2. FILE must
@@ -140,6 +133,7 @@ hpc_configs_read() {
   elif [[ ! -e $_hpc_configs_file ]]; then
     _hpc_configs_error='no such file'
   elif [[ ! -f $_hpc_configs_file ]]; then
+    _hpc_configs_load_long || return 2
     _hpc_configs_error="is $(_hpc_configs_kind "$_hpc_configs_file"), not a regular file; accepted: a text file"
   elif [[ ! -r $_hpc_configs_file ]] || ! : 2>/dev/null <"$_hpc_configs_file"; then
     _hpc_configs_error='cannot be read (permission denied)'
@@ -185,21 +179,6 @@ _hpc_configs_words() {
   fi
   # shellcheck disable=SC2034 # a result, read by the caller
   [[ -n $_hpc_configs_error ]] || hpc_configs_words=("${_hpc_configs_found[@]}")
-}
-
-# _hpc_configs_kind FILE: what FILE (not a regular file, not a folder) is, for a message.
-_hpc_configs_kind() {
-  if [[ -p $1 ]]; then
-    printf 'a named pipe (FIFO)'
-  elif [[ -c $1 ]]; then
-    printf 'a character device'
-  elif [[ -b $1 ]]; then
-    printf 'a block device'
-  elif [[ -S $1 ]]; then
-    printf 'a socket'
-  else
-    printf 'a special file'
-  fi
 }
 
 # _hpc_configs_split_lines: splits _hpc_configs_text into _hpc_configs_lines, each line with its
@@ -308,7 +287,9 @@ _hpc_configs_refill() {
     ((_hpc_configs_next < ${#_hpc_configs_lines[@]})) || return 1
     _hpc_configs_long=${_hpc_configs_lines[_hpc_configs_next]}
     _hpc_configs_blocks=() _hpc_configs_bnext=0
-    if ((${#_hpc_configs_long} > 4 * _hpc_configs_block_bytes)); then _hpc_configs_split_blocks; fi
+    if ((${#_hpc_configs_long} > 4 * _hpc_configs_block_bytes)); then
+      _hpc_configs_load_long && _hpc_configs_split_blocks
+    fi
     _hpc_configs_size=${#_hpc_configs_long}
     _hpc_configs_at=0
     _hpc_configs_next=$((_hpc_configs_next + 1))
@@ -327,7 +308,7 @@ _hpc_configs_refill() {
     cut=$((${#piece} + 1))
   else
     # ...or, in a run without blanks, after a byte where nothing is left half read.
-    _hpc_configs_cut "$window" || return 1
+    _hpc_configs_load_long && _hpc_configs_cut "$window" || return 1
   fi
   # From the window when the cut is in it: each expansion of the line copies all of it.
   if ((cut <= ${#window})); then
@@ -341,21 +322,6 @@ _hpc_configs_refill() {
   fi
 }
 
-# _hpc_configs_split_blocks: (in _hpc_configs_refill) splits the long line in _hpc_configs_long
-# into _hpc_configs_blocks of _hpc_configs_block_bytes and keeps the first in _hpc_configs_long.
-_hpc_configs_split_blocks() {
-  local block=''
-  while IFS= read -r -N "$_hpc_configs_block_bytes" block; do
-    _hpc_configs_blocks+=("$block")
-  done <<<"$_hpc_configs_long"
-  # The last, short block; then the newline that <<< adds, the last byte, taken off.
-  if [[ -n $block ]]; then _hpc_configs_blocks+=("$block"); fi
-  _hpc_configs_blocks[-1]=${_hpc_configs_blocks[-1]%$'\n'}
-  if [[ -z ${_hpc_configs_blocks[-1]} ]]; then unset '_hpc_configs_blocks[-1]'; fi
-  _hpc_configs_long=${_hpc_configs_blocks[0]}
-  _hpc_configs_bnext=1
-}
-
 # _hpc_configs_fill N: moves the long line's next blocks into _hpc_configs_long (what is read of it
 # dropped) until more than N bytes from _hpc_configs_at are there, or the whole line.
 _hpc_configs_fill() {
@@ -366,53 +332,6 @@ _hpc_configs_fill() {
     _hpc_configs_at=0
     _hpc_configs_size=${#_hpc_configs_long}
   done
-}
-
-# _hpc_configs_cut WINDOW: sets cut (of _hpc_configs_refill) to where the window WINDOW of a run
-# without blanks can end: after its last byte outside _hpc_configs_no_cut_after, or after its
-# last \c (c any byte) whose backslash follows another byte (an escape, whole), or after its
-# last name character before a \ or $ (a name ends there), or else after the first place
-# further on after a byte outside _hpc_configs_no_cut_after or an escape. A run with none in twice the longest word is a
-# word too long (returns 1, the error recorded).
-_hpc_configs_cut() {
-  local window=$1 head run tail
-  head=${window%[!"$_hpc_configs_no_cut_after"]*}
-  if ((${#head} < ${#window})); then
-    cut=$((${#head} + 1))
-    return 0
-  fi
-  head=${window%[!\\]\\?*}
-  if ((${#head} < ${#window})); then
-    cut=$((${#head} + 3))
-    return 0
-  fi
-  head=${window%["$_hpc_configs_name_chars"][\\\$]*}
-  if ((${#head} < ${#window})); then
-    cut=$((${#head} + 1))
-    return 0
-  fi
-  # Rare (a run of name characters, or of \ $ { :): the first place after the window.
-  _hpc_configs_fill $((2 * hpc_configs_max_word + 8))
-  run=${_hpc_configs_long:_hpc_configs_at:2*hpc_configs_max_word+8}
-  [[ $run =~ $_hpc_configs_re_run ]]
-  run=${BASH_REMATCH[0]}
-  if ((${#run} > 2 * hpc_configs_max_word)); then
-    _hpc_configs_too_long
-    return 1
-  fi
-  tail=${run:${#window}}
-  cut=$((${#run} + 1))
-  # After the first byte outside _hpc_configs_no_cut_after...
-  [[ $tail =~ $_hpc_configs_re_no_cut ]]
-  head=${BASH_REMATCH[0]}
-  if ((${#head} < ${#tail})); then cut=$((${#window} + ${#head} + 1)); fi
-  # ...or after the first \c whose backslash follows another byte (head ends with that byte),
-  # whichever comes first.
-  [[ $tail =~ $_hpc_configs_re_escape ]]
-  head=${BASH_REMATCH[0]}
-  if ((${#head} + 1 < ${#tail} && ${#window} + ${#head} + 2 < cut)); then
-    cut=$((${#window} + ${#head} + 2))
-  fi
 }
 
 # _hpc_configs_too_long: records the error of a word longer than hpc_configs_max_word; returns 2.
@@ -649,6 +568,14 @@ _hpc_configs_after_command() {
 _hpc_configs_load_quoted() {
   # shellcheck disable=SC2154 # hpc_lib_dir: hpc_common.bash
   hpc_module_load "$hpc_lib_dir" _hpc_configs_scan hpc_configs_quoted
+}
+
+# _hpc_configs_load_long: loads hpc_configs_long.bash once: what only a line longer than four
+# blocks, a piece without blanks or a file that is not a regular file needs (so that a plain
+# submission does not parse it).
+_hpc_configs_load_long() {
+  # shellcheck disable=SC2154 # hpc_module_problem: hpc_common.bash
+  hpc_module_load "$hpc_lib_dir" _hpc_configs_cut hpc_configs_long || _hpc_configs_fail "$hpc_module_problem"
 }
 
 # hpc_configs_expand TEMPLATE...: expands the references in each TEMPLATE from the environment

@@ -332,7 +332,8 @@ read ok"
 
 @test "the library never evaluates: no eval, bash -c, source or declare in its code" {
   run grep -nE '(^|[^_[:alnum:]])(eval|source|declare|bash -c)([^_[:alnum:]]|$)' \
-    <(grep -hv '^[[:space:]]*#' "$HPC_ROOT/hpc_files/lib/hpc_configs.bash" "$HPC_ROOT/hpc_files/lib/hpc_configs_quoted.bash")
+    <(grep -hv '^[[:space:]]*#' "$HPC_ROOT/hpc_files/lib/hpc_configs.bash" "$HPC_ROOT/hpc_files/lib/hpc_configs_quoted.bash" \
+      "$HPC_ROOT/hpc_files/lib/hpc_configs_long.bash")
   assert_failure 1
 }
 
