@@ -77,6 +77,16 @@ def clean_environ(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def without_plot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """scaling_report as where matplotlib is missing (plot() False: test_without_matplotlib), for
+    a report whose plot is not what its test is about or was drawn from the same input (summary
+    and title) by another case: drawing scaling.png and scaling.svg is nearly all of a report's
+    CPU time (a second each)."""
+    from hpc_helpers import scaling_report
+
+    monkeypatch.setattr(scaling_report, "plot", lambda *args, **kwargs: False)
+
+
 @dataclass(frozen=True)
 class CliResult:
     status: int

@@ -260,8 +260,8 @@ needs_torch = pytest.mark.skipif(
 
 # One worker process runs several cases one after another, each in the environment of its case
 # (the variables init() exported for the one before removed): init, an all-reduce, cleanup. So
-# a pair of processes serves both two-process groups, and one process both single-process modes:
-# each process imports torch (3 CPU-s) once, not once per case.
+# a pair of processes serves both two-process groups, and the first of them then both
+# single-process modes: each process imports torch (3 CPU-s) once, not once per case.
 WORKER = """
 import json, os, sys
 import torch
@@ -349,10 +349,12 @@ def groups(tmp_path_factory: pytest.TempPathFactory) -> Groups:
             ranks[r].append(("plain", {**common, "SLURM_PROCID": str(r), "SLURM_LOCALID": str(r)}))
     for r in range(2):
         ranks[r].append(("plain", {**torchrun_env, "RANK": str(r), "LOCAL_RANK": str(r)}))
-    rank0, rank1, single = _run_group(
-        tmp_path_factory.mktemp("dist"), [*ranks, [("plain", {}), ("force", {})]]
-    )
-    pairs = [list(pair) for pair in zip(rank0, rank1, strict=True)]
+    pair_cases = len(ranks[1])
+    # Rank 0 goes on alone once its groups are cleaned up: the single process, plain then forced.
+    ranks[0] += [("plain", {}), ("force", {})]
+    rank0, rank1 = _run_group(tmp_path_factory.mktemp("dist"), ranks)
+    single = rank0[pair_cases:]
+    pairs = [list(pair) for pair in zip(rank0[:pair_cases], rank1, strict=True)]
     slurm = pairs.pop(0) if job_id is not None else None
     return Groups(
         str(ports.derive_port(job_id)) if job_id is not None else None, slurm, pairs[0], single

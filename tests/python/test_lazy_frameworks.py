@@ -5,10 +5,12 @@ imports the meter early starts as fast as without it (its warning handler comes 
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +64,23 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
     name = "no_such_name"
     with pytest.raises(AttributeError, match=name):
         getattr(scaling, name)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="no torch")
+def test_meter_of_a_program_without_torch_imports_none(
+    tmp_path: Path, child_env: Callable[[Mapping[str, str] | None], dict[str, str]],
+) -> None:
+    """A program that never imported torch has no process group: the meter does not import torch
+    (3 CPU-s) to learn that, and records the installed torch's version all the same."""
+    code = (
+        "import json, sys\n"
+        "from hpc_helpers import scaling\n"
+        f"meter = scaling.Throughput(warmup_steps=1, run_dir={str(tmp_path)!r})\n"
+        "for _ in range(3):\n"
+        "    meter.step(samples=2)\n"
+        "metrics = meter.finish()\n"
+        f"print([name for name in {FRAMEWORKS!r} if name in sys.modules], metrics['backend'],\n"
+        "      metrics['torch_version'])\n"
+    )
+    # The installed distribution's version: torch.__version__ (2.13.0+cpu both), torch unimported.
+    assert _python(code, child_env) == f"[] none {importlib.metadata.version('torch')}"

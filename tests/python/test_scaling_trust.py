@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conftest import CliResult, run_main
+from conftest import CliResult, run_main, without_plot
 from hpc_helpers import followup, scaling_report
 
 
@@ -82,12 +82,11 @@ def run_module(*args: str) -> CliResult:
 
 @pytest.fixture
 def no_plot(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The report as where matplotlib is missing (plot() False: test_without_matplotlib in
-    test_scaling_report.py), for the tests about reading the study's files and the report's
-    first lines, whose studies are ordinary ones: drawing scaling.png and scaling.svg is nearly
-    all of a report's CPU time (a second each). The tests whose data the plot draws (flags,
-    invalid or missing metrics, text from the JSON in its title) draw it."""
-    monkeypatch.setattr(scaling_report, "plot", lambda *args, **kwargs: False)
+    """The report without its plot (conftest.without_plot), for the tests about reading the
+    study's files and the report's first lines, whose studies are ordinary ones. The tests whose
+    data the plot draws (flags, invalid or missing metrics, text from the JSON in its title) draw
+    it, once per distinct input."""
+    without_plot(monkeypatch)
 
 
 # --- overlaps ---------------------------------------------------------------------------------
@@ -283,8 +282,16 @@ def test_text_from_json_is_escaped_for_markdown_and_csv(tmp_path: Path) -> None:
     assert bad["state"].startswith("FAILED")
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), -5.0, "fast", 0])
-def test_invalid_metric_is_that_runs_alone(tmp_path: Path, value: object) -> None:
+INVALID_METRICS = [float("nan"), float("inf"), -5.0, "fast", 0]
+
+
+@pytest.mark.parametrize("value", INVALID_METRICS)
+def test_invalid_metric_is_that_runs_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: object
+) -> None:
+    if value is not INVALID_METRICS[0]:
+        # Every invalid value gives the plot the same input (1x2 without a median): drawn once.
+        without_plot(monkeypatch)
     study = make_study(tmp_path / "s", SERIAL)
     path = study / "runs" / "1x2-r1" / "metrics.json"
     doc = json.loads(path.read_text())
@@ -321,6 +328,7 @@ def test_node_fail_is_never_shown_cancelled(
     state = {r["config"]: r["state"] for r in rows(study / "results.csv")}
     assert state["1x2"] == "NODE_FAIL"
     monkeypatch.setattr(followup, "_scontrol_state", lambda job: None)
+    without_plot(monkeypatch)  # the same study again: the same plot, drawn above
     assert scaling_report.main([str(study)]) == 0
     state = {r["config"]: r["state"] for r in rows(study / "results.csv")}
     assert state["1x2"] == "NODE_FAIL"

@@ -33,6 +33,7 @@ import io
 import json
 import os
 import statistics
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -78,14 +79,27 @@ MODES = ("strong", "weak")
 
 
 def _dist() -> Any:
-    """torch.distributed when torch is importable and a process group is initialised."""
-    try:
-        import torch.distributed as dist  # type: ignore[import-not-found, unused-ignore]  # optional: the torch extra
-    except ImportError:
-        return None
-    if dist.is_available() and dist.is_initialized():
+    """torch.distributed when the program has imported it and a process group is initialised.
+    A program that never imported torch has no process group: torch is not imported (seconds)
+    only to learn that."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
         return dist
     return None
+
+
+def _torch_version() -> str:
+    """The version of the torch the program imported, else of the one installed ('' for none),
+    read from its metadata without importing it."""
+    if "torch" in sys.modules:  # None there: its import is blocked, as if not installed
+        torch = sys.modules["torch"]
+        return str(torch.__version__) if torch is not None else ""
+    import importlib.metadata  # here: not a cost of importing the meter
+
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
 
 def _env_int(name: str, default: int) -> int:
@@ -172,12 +186,7 @@ class Throughput:
             dist.all_reduce(longest, op=dist.ReduceOp.MAX)
             samples, seconds = round(float(summed[0])), float(longest[1])
         else:
-            try:
-                import torch  # type: ignore[import-not-found, unused-ignore]  # optional: the torch extra
-
-                torch_version = str(torch.__version__)
-            except ImportError:
-                torch_version = ""
+            torch_version = _torch_version()
         if rank != 0:
             return None
         metrics: dict[str, Any] = {
