@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # Loaded by the unit tests of job_submitter.sh's submissions (tests/unit/job_submitter.bats,
-# job_submitter_venv.bats, job_submitter_cluster.bats: one file's tests, split by what they test
-# so that no file holds up a unit run alone): what their tests share, after
-# tests/helpers/submitter.bash (hpc_test_submitter_setup), which this loads.
+# job_submitter_venv.bats, job_submitter_rebuild.bats, job_submitter_cluster.bats: one file's
+# tests, split by what they test so that no file holds up a unit run alone): what their tests
+# share, after tests/helpers/submitter.bash (hpc_test_submitter_setup), which this loads.
 # shellcheck disable=SC2034 # argv: for the calling test
 
 # shellcheck source=tests/helpers/submitter.bash

@@ -4,9 +4,9 @@
 # (tests/fixtures/submitter/bin) that record their arguments in $HPC_STUB_LOG and answer like
 # SLURM. Profiles come from a cache compiled once for the run, so most tests run no Python.
 # Here: --help, what SLURM is asked, the golden job scripts, --dry-run, the confirmation and
-# sbatch's answer. The venv and its install job: job_submitter_venv.bats; the profile cache, the
-# current directory, what the cluster has and smaller things: job_submitter_cluster.bats. Their
-# shared helpers: tests/helpers/job_submitter.bash.
+# sbatch's answer. The venv and its install job: job_submitter_venv.bats, its rebuilds:
+# job_submitter_rebuild.bats; the profile cache, the current directory, what the cluster has and
+# smaller things: job_submitter_cluster.bats. Their shared helpers: tests/helpers/job_submitter.bash.
 #
 # Golden job scripts: tests/fixtures/submitter/golden/*.sh are the job scripts generated for a few
 # representative submissions, with the temporary folder and the date line replaced by
