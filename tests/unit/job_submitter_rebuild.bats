@@ -223,9 +223,17 @@ numpy"
   printf 'numpy\n' >"$project/requirements.txt"
   HPC_STUB_JOB_ID=4242 submit -y
   assert_equal "$status" 0
-  # Another submission holds the lock it holds until its job is submitted.
-  flock -s "$project/.virtual_env.use.lock" sleep 60 &
-  local holder=$!
+  # Another submission holds the lock it holds until its job is submitted: a shell that takes it
+  # and becomes the sleep, so that the kill below ends the holder itself (a sleep left behind by a
+  # killed flock(1) kept bats waiting for its output for the rest of the minute); waited for
+  # until it holds it.
+  (flock -s 9 && : >"$BATS_TEST_TMPDIR/held" && exec sleep 60) 9>>"$project/.virtual_env.use.lock" &
+  local holder=$! i
+  for ((i = 0; i < 100; i++)); do
+    [[ ! -e $BATS_TEST_TMPDIR/held ]] || break
+    sleep 0.05
+  done
+  [[ -e $BATS_TEST_TMPDIR/held ]] || fail "the other submission's lock was not taken"
   printf 'scipy\n' >"$project/requirements.txt"
   forget_calls
   # The install job waits for it a second (not a minute), then leaves virtual_env as it is.
