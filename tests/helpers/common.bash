@@ -54,6 +54,8 @@ if [[ ${BATS_TEST_FILENAME:-} == */tests/unit/* ]]; then
     # shellcheck disable=SC2016 # expanded when the trap runs
     trap '[[ ${BASH_SOURCE[0]} != "$BATS_TEST_SOURCE" ]] || bats_debug_trap "$BASH_SOURCE"' DEBUG
   fi
+  # hpc_test_unplanned_path: puts unplanned_slurm into PATH (above), in this shell: no command
+  # substitution, a process before each test.
   hpc_test_unplanned_path() {
     local dir new='' placed=0 deny=$HPC_ROOT/tests/helpers/unplanned_slurm
     local -a dirs
@@ -67,15 +69,23 @@ if [[ ${BATS_TEST_FILENAME:-} == */tests/unit/* ]]; then
       new+=${new:+:}$dir
     done
     ((placed)) || new+=${new:+:}$deny
-    printf '%s\n' "$new"
+    PATH=$new
   }
-  PATH=$(hpc_test_unplanned_path)
+  hpc_test_unplanned_path
   export PATH HPC_UNPLANNED_LOG=${BATS_TEST_TMPDIR:-${BATS_FILE_TMPDIR:-/nonexistent}}/unplanned-slurm-calls
   if [[ -n ${BATS_TEST_TMPDIR:-} && -z ${hpc_test_teardown_wrapped:-} ]]; then
     hpc_test_teardown_wrapped=1
     if declare -F teardown >/dev/null; then
+      # The file's own teardown, under another name: renamed by bash itself, not by a sed in a
+      # process substitution (two processes before each test), in a file beside the test's
+      # temporary folder (not in it: tests list it).
+      declare -f teardown >"$BATS_TEST_TMPDIR.teardown"
+      mapfile -t hpc_test_def <"$BATS_TEST_TMPDIR.teardown"
+      hpc_test_def[0]=${hpc_test_def[0]/#teardown /hpc_test_file_teardown }
+      printf '%s\n' "${hpc_test_def[@]}" >"$BATS_TEST_TMPDIR.teardown"
+      unset hpc_test_def
       # shellcheck source=/dev/null # the file's own teardown, under another name
-      source <(declare -f teardown | sed '1s/^teardown /hpc_test_file_teardown /')
+      source "$BATS_TEST_TMPDIR.teardown"
     fi
     # teardown: the file's own teardown, then the check of unplanned SLURM calls.
     teardown() {
@@ -106,9 +116,16 @@ hpc_test_untraced() {
 # hpc_test_tmp: a fresh temporary folder whose path contains a space, so every test also
 # proves that paths with spaces work. (Made once: a setup asks for it several times.)
 hpc_test_tmp() {
-  local dir="$BATS_TEST_TMPDIR/with space"
+  local dir
+  hpc_test_tmp_path dir
   [[ -d $dir ]] || mkdir -p "$dir"
   printf '%s\n' "$dir"
+}
+
+# hpc_test_tmp_path VAR: sets VAR to hpc_test_tmp's folder, not made, without a process (for a
+# setup that makes it with its other folders).
+hpc_test_tmp_path() {
+  printf -v "$1" '%s' "$BATS_TEST_TMPDIR/with space"
 }
 
 # hpc_test_profile_names: the names of the cluster profiles in hpc_files/clusters/, in the order

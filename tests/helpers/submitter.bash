@@ -6,6 +6,8 @@
 # hpc_common.bash and hpc_profile.bash: each is linted on its own, not again for each of the
 # test files that source this one); declared for shellcheck.
 declare -g hpc_venv_stamp
+# Set by name by hpc_test_tmp_path (common.bash); declared for shellcheck (a value is kept).
+declare -g tmp
 
 # hpc_test_prepare DIR: what every submitter test starts from, made once into DIR (made): every
 # cluster profile compiled with the toolkit's own code into "DIR/warm cache" (exported as
@@ -58,12 +60,12 @@ hpc_test_warm_profiles() {
 hpc_test_submitter_project() {
   # shellcheck disable=SC2034 # fixtures and submitter: for the calling test
   fixtures=$HPC_ROOT/tests/fixtures/submitter
-  tmp=$(hpc_test_tmp)
+  hpc_test_tmp_path tmp
   project="$tmp/my project"
   # Outside $tmp, so that listings of $tmp do not see the stubs' records.
   stub_log="$BATS_TEST_TMPDIR/stub log"
-  # One process for both: this runs before each of hundreds of tests.
-  mkdir -p "$2" "$stub_log"
+  # One process for all three: this runs before each of hundreds of tests.
+  mkdir -p "$tmp" "$2" "$stub_log"
   cp -R "$HPC_TEST_PROJECT" "$project"
   printf 'python main.py --lr 0.1\n' >"$project/hpc_files/experiment_configurations.txt"
   # shellcheck disable=SC2034
@@ -74,6 +76,34 @@ hpc_test_submitter_project() {
     HPC_STUB_PYTHON HPC_STUB_JOB_ID HPC_STUB_MAX_ARRAY_SIZE WANDB_API_KEY WANDB_DIR
   export SCRATCH=$2 HPC_CLUSTER=local HPC_CACHE_DIR=$1 HPC_STUB_LOG=$stub_log
   export PATH=$fixtures/bin:$PATH
+}
+
+# hpc_test_submitter_setup SCRATCH [--venv] [--cache DIR]: a submitter unit test's setup in one
+# call, after `load '../helpers/common'` and this file (its file's setup_file called
+# hpc_test_warm_profiles): the project of hpc_test_submitter_project with SCRATCH there (a
+# SCRATCH that does not start with / is under $tmp: 'scratch' is "$tmp/scratch") and its profile
+# cache at DIR (default: "$tmp/cache"); with --venv, a venv the submitter takes as built. Sets
+# what hpc_test_submitter_project sets, and outputs (the project's outputs folder under SCRATCH).
+hpc_test_submitter_setup() {
+  local scratch=$1 cache='' venv=0
+  shift
+  while (($#)); do
+    case $1 in
+      --venv) venv=1 ;;
+      --cache) cache=$2 && shift ;;
+      *)
+        printf 'hpc_test_submitter_setup: unknown argument: %s\n' "$1" >&2
+        return 1
+        ;;
+    esac
+    shift
+  done
+  hpc_test_tmp_path tmp
+  [[ $scratch == /* ]] || scratch=$tmp/$scratch
+  hpc_test_submitter_project "${cache:-$tmp/cache}" "$scratch" || return 1
+  # shellcheck disable=SC2034 # for the calling test
+  outputs="$SCRATCH/my project/hpc_outputs"
+  ((! venv)) || hpc_test_venv_built "$project"
 }
 
 # hpc_test_venv_built PROJECT: a venv in PROJECT that the submitter considers built (its stamp

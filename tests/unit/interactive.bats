@@ -15,8 +15,7 @@ setup() {
   load '../helpers/common'
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
-  hpc_test_submitter_project "$BATS_TEST_TMPDIR/cache" "$(hpc_test_tmp)/scratch space"
-  hpc_test_venv_built "$project"
+  hpc_test_submitter_setup 'scratch space' --venv --cache "$BATS_TEST_TMPDIR/cache"
   # salloc records its calls, as the fixtures' stubs do.
   mkdir -p "$BATS_TEST_TMPDIR/salloc_bin"
   # shellcheck disable=SC2016 # the stub expands its own arguments

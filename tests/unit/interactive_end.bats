@@ -18,9 +18,7 @@ setup() {
   load '../helpers/common'
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
-  hpc_test_submitter_project "$BATS_TEST_TMPDIR/cache" "$(hpc_test_tmp)/scratch space"
-  hpc_test_venv_built "$project"
-  outputs="$SCRATCH/my project/hpc_outputs"
+  hpc_test_submitter_setup 'scratch space' --venv --cache "$BATS_TEST_TMPDIR/cache"
   bin=$BATS_TEST_TMPDIR/end_bin
   mkdir -p "$bin"
   # salloc: records its arguments and its parent (the submitter), then waits, as for resources.

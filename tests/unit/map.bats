@@ -17,11 +17,10 @@ setup() {
   load '../helpers/common'
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
-  hpc_test_submitter_project "$(hpc_test_tmp)/cache" "$(hpc_test_tmp)/scratch"
+  # A built venv: no install job.
+  hpc_test_submitter_setup scratch --venv
   # shellcheck disable=SC2016 # the reference is for the job to expand
   printf 'python featurize.py --index ${map_index}\n' >"$project/hpc_files/experiment_configurations.txt"
-  # A built venv: no install job.
-  hpc_test_venv_built "$project"
 }
 
 # argv_of COMMAND N: sets the array argv to the arguments of the stub's N-th call (without

@@ -16,9 +16,7 @@ setup() {
   load '../helpers/common'
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
-  hpc_test_submitter_project "$(hpc_test_tmp)/cache" "$(hpc_test_tmp)/scratch"
-  outputs="$SCRATCH/my project/hpc_outputs"
-  hpc_test_venv_built "$project"
+  hpc_test_submitter_setup scratch --venv
 }
 
 # submit ARGS...: runs the submitter (stdin not a terminal), stdout and stderr apart.
