@@ -36,6 +36,7 @@ lazy_stubs() {
 }
 
 @test "a stub loads its file at its first call and runs the function it stands for: hpc_manifest_ranges 1 2 3 5 is 1-3,5" {
+  # shellcheck disable=SC2016 # the script of bash -c, expanded there
   run --separate-stderr bash -c '
     set -euo pipefail
     source hpc_files/lib/hpc_common.bash

@@ -240,6 +240,7 @@ git_dirty	"
 }
 
 @test "array specs: expanded, throttle apart, and indices written back as ranges" {
+  source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
   source "$HPC_ROOT/hpc_files/lib/hpc_manifest.bash"
   while IFS='|' read -r spec indices throttle ranges; do
     if [[ $indices == bad ]]; then
