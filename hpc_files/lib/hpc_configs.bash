@@ -133,8 +133,10 @@ hpc_configs_read() {
   elif [[ ! -e $_hpc_configs_file ]]; then
     _hpc_configs_error='no such file'
   elif [[ ! -f $_hpc_configs_file ]]; then
-    _hpc_configs_load_long || return 2
-    _hpc_configs_error="is $(_hpc_configs_kind "$_hpc_configs_file"), not a regular file; accepted: a text file"
+    # (A failed load recorded its own error, printed below.)
+    if _hpc_configs_load_long; then
+      _hpc_configs_error="is $(_hpc_configs_kind "$_hpc_configs_file"), not a regular file; accepted: a text file"
+    fi
   elif [[ ! -r $_hpc_configs_file ]] || ! : 2>/dev/null <"$_hpc_configs_file"; then
     _hpc_configs_error='cannot be read (permission denied)'
   # read -d '' stops at a NUL byte or after -n bytes, and succeeds only then (not at the end).

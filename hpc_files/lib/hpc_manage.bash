@@ -12,6 +12,8 @@
 declare -g hpc_facts_ended_states hpc_facts_failed_states hpc_facts_job_id_re
 # hpc_common.bash: what hpc_trusted_read read, or why it did not.
 declare -g hpc_trusted_text hpc_trusted_problem
+# hpc_manifest_read.bash (loaded at hpc_manifest_read's first call): a manifest's fields.
+declare -g hpc_mf hpc_mf_sbatch
 
 # shellcheck source=hpc_files/lib/hpc_manifest.bash
 source "${BASH_SOURCE[0]%/*}/hpc_manifest.bash"

@@ -263,12 +263,6 @@ hpc_manifest_write() {
 # ---------------------------------------------------------------------------------------------
 # Reading (hpc_manifest_read.bash, loaded at the first call: a plain submission reads no manifest)
 
-# What they set, declared where their stubs are, for their callers' shellcheck (-x does not follow
-# hpc_lib_load's source); their values come from hpc_manifest_read.bash.
-# shellcheck disable=SC2034 # read by the callers
-declare -g hpc_mf hpc_mf_sbatch hpc_mf_argv hpc_mf_env hpc_mf_env_unset hpc_mf_env_secret
-# shellcheck disable=SC2034 # read by the callers
-declare -g hpc_manifest_indices hpc_manifest_throttle hpc_manifest_ranges
 hpc_manifest_read() { hpc_lib_load hpc_manifest_read && hpc_manifest_read "$@"; }
 hpc_manifest_copy() { hpc_lib_load hpc_manifest_read && hpc_manifest_copy "$@"; }
 hpc_manifest_expand_array() { hpc_lib_load hpc_manifest_read && hpc_manifest_expand_array "$@"; }

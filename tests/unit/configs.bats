@@ -357,6 +357,17 @@ read ok"
   read_error $'a \\\n b \\\n c \\' 'trailing backslash at end of file (line 3)'
 }
 
+@test "read errors: a FIFO refused where hpc_configs_long.bash (the kinds of special files) is missing: still one line, exit 2" {
+  local lib=$TMP/lib
+  cp -r "$HPC_ROOT/hpc_files/lib" "$lib"
+  rm "$lib/hpc_configs_long.bash"
+  mkfifo "$TMP/fifo"
+  run timeout 10 bash -c 'source "$1/hpc_common.bash"; source "$1/hpc_configs.bash"; hpc_program=job_submitter.sh
+    hpc_configs_read "$2"' _ "$lib" "$TMP/fifo"
+  assert_equal "$status" 2
+  assert_output "job_submitter.sh: -C/--configs: $TMP/fifo: no 'hpc_configs_long' in $lib"
+}
+
 @test "read errors: only regular files: a FIFO, a device or a socket is refused at once, without reading it" {
   mkfifo "$TMP/fifo"
   # A FIFO with no writer would block a reader forever: the timeout proves it is never opened.

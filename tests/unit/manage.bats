@@ -11,6 +11,10 @@
 
 bats_require_minimum_version 1.5.0
 
+# Set by hpc_manifest_expand_array and hpc_manifest_ranges (hpc_manifest_read.bash, loaded by
+# their stubs); declared for shellcheck.
+declare -g hpc_manifest_indices hpc_manifest_throttle hpc_manifest_ranges
+
 setup_file() {
   load '../helpers/common'
   load '../helpers/submitter'

@@ -29,6 +29,9 @@
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_common.bash: the library's folder, and why a plan file is not read (hpc_trusted_check).
 declare -g hpc_lib_dir hpc_trusted_problem hpc_trusted_text
+# hpc_manifest_read.bash (loaded at the first call of one of its functions): a manifest's
+# command, environment and sbatch options; an array's throttle and ranges.
+declare -g hpc_mf_argv hpc_mf_env hpc_mf_env_unset hpc_mf_env_secret hpc_manifest_throttle hpc_manifest_ranges
 
 # shellcheck source=hpc_files/lib/hpc_manage.bash
 source "$hpc_lib_dir/hpc_manage.bash"
