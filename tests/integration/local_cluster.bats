@@ -169,7 +169,9 @@ local_cluster.sh: port(s) $base $((base + 1)) in use: nothing was started; choos
 @test "down ends only its own cluster's job steps, also beside a folder whose name begins with its own" {
   one=$BATS_TEST_TMPDIR/c
   two=$BATS_TEST_TMPDIR/c2
-  base=$((${HPC_CLUSTER_PORT_BASE:-17817} + 30))
+  # Clear of the ports tests/run.sh gives the site (+30..+33) and second (+50...) clusters, which
+  # run beside this file when it has the first cluster's base.
+  base=$((${HPC_CLUSTER_PORT_BASE:-17817} + 70))
   run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir "$one" --port-base "$base" up
   assert_success
   run bash "$HPC_ROOT/hpc_files/local_cluster.sh" --dir "$two" --port-base "$((base + 5))" up
