@@ -562,10 +562,20 @@ task one
 task two"
   # None of these needed SLURM: the outputs are named by %j of a job, or %A_%a.
   assert_equal "$(calls squeue)" 0
-  # --follow: tail -F from the first line, until stopped.
-  run timeout 2 bash "$submitter" logs e --follow
-  assert_equal "$status" 124
-  assert_output "new run
+  # --follow: tail -F from the first line, until stopped: still running once both lines are out
+  # (waited for, not a fixed 2 s, which a loaded machine spent before the first line).
+  local follow_out=$BATS_TEST_TMPDIR/follow.out follow_pid polls
+  timeout 120 bash "$submitter" logs e --follow >"$follow_out" 2>&1 &
+  follow_pid=$!
+  for ((polls = 0; polls < 600; polls++)); do
+    (($(wc -l <"$follow_out") < 2)) || break
+    sleep 0.2
+  done
+  sleep 1
+  kill -0 "$follow_pid" || fail "logs --follow ended by itself: $(cat "$follow_out")"
+  kill "$follow_pid"
+  wait "$follow_pid" || true
+  assert_equal "$(cat "$follow_out")" "new run
 second line"
   # No output yet.
   make_manifest e 330
