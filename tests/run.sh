@@ -11,7 +11,8 @@
 # one line 'suite: N passed, N failed'; exits 1 when any check or test failed. shellcheck runs only
 # on the files whose answer may have changed since it last passed (tests/shellcheck_keys.py), remembered
 # in HPC_LINT_CACHE (default ~/.cache/hpc_toolkit/shellcheck; remove it to lint every file);
-# mypy's cache is HPC_MYPY_CACHE (default ~/.cache/hpc_toolkit/mypy).
+# mypy's cache is HPC_MYPY_CACHE (default ~/.cache/hpc_toolkit/mypy). Where HPC_TEST_KEEP_REPORTS
+# names a folder, the run's JUnit reports are copied there at the end (to refresh the durations).
 #
 #   --no-install   skip tests/install_deps.sh
 #   --no-cluster   do not start the clusters (integration tests then fail; use with --bats)
@@ -163,6 +164,7 @@ stop_clusters() {
     read -r dir base <<<"$entry"
     bash hpc_files/local_cluster.sh --dir "$dir" --port-base "$base" down >/dev/null 2>&1 || true
   done
+  [[ -z ${HPC_TEST_KEEP_REPORTS:-} ]] || cp -r -- "${reports:?}/." "$HPC_TEST_KEEP_REPORTS/" || true
   rm -rf -- "${reports:?}"
 }
 trap stop_clusters EXIT

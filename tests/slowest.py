@@ -1,10 +1,12 @@
 """Prints the slowest test files and tests of a suite run, from JUnit XML reports.
 
-Usage: python3 tests/slowest.py [--most N] REPORT.xml...
+Usage: python3 tests/slowest.py [--most N] [--durations TIER] REPORT.xml...
 
 bats (--report-formatter junit) writes one <testsuite> per file, pytest (--junitxml) one for the
 run: a file's time is the sum of its tests' times, as the reports give them (seconds). The tables
-end each run of tests/run.sh, so that the suite's growth shows in every CI log.
+end each run of tests/run.sh, so that the suite's growth shows in every CI log. With --durations
+TIER (unit or integration, whose site lane counts as integration), it prints instead the lines
+of tests/TIER/durations for that run: each file's seconds, rounded, and its name, longest first.
 """
 
 from __future__ import annotations
@@ -36,9 +38,16 @@ def read(paths: list[Path]) -> tuple[dict[str, float], list[tuple[float, str, st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--most", type=int, default=15)
+    parser.add_argument("--durations", choices=["unit", "integration"])
     parser.add_argument("reports", nargs="+", type=Path)
     args = parser.parse_args()
     files, tests = read([p for p in args.reports if p.is_file() and p.stat().st_size])
+    if args.durations:
+        for name, seconds in sorted(files.items(), key=lambda kv: (-kv[1], kv[0])):
+            tier, _, base = name.partition("/")
+            if tier.split("-")[0] == args.durations and base:
+                print(f"{round(seconds)} {base}")
+        return
     print(f"slowest files ({len(files)} in all, {sum(files.values()):.0f} s of tests):")
     for name, seconds in sorted(files.items(), key=lambda kv: -kv[1])[: args.most]:
         print(f"  {seconds:8.1f} s  {name}")
