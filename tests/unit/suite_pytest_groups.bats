@@ -20,7 +20,8 @@ setup() {
     '    with open(os.environ["HPC_GROUP_SEEN"], "a") as seen:' \
     '        seen.write(os.environ.get("PYTEST_XDIST_WORKER", "none") + "\n")' \
     >"$tree/tests/python/test_grouped.py"
-  # The CPUs run.sh counts: workers only where there are more than two.
+  # The CPUs run.sh counts: workers only where there are more than two (unless told).
+  unset HPC_PYTEST_WORKERS
   mkdir "$BATS_TEST_TMPDIR/bin"
   cat >"$BATS_TEST_TMPDIR/bin/nproc" <<'EOF'
 #!/bin/sh
