@@ -311,13 +311,19 @@ run_bats() {
   if ((status != 0 && not_ok == 0)); then record "bats-$name(exit-$status)" 1; fi
 }
 
-# run_pytest: pytest over tests/python, one worker per CPU (pytest-xdist), counted from its JUnit
-# report. The tests of one xdist_group run on one worker (--dist loadgroup): a module whose
-# fixture starts torch in a child once for all its tests marks itself so, and the rest are shared
-# out as they come.
+# run_pytest: pytest over tests/python, counted from its JUnit report. One worker per CPU
+# (pytest-xdist) where there are more than two CPUs; on two or fewer, one process: each worker
+# imports and collects everything again (about 20 CPU-s more than one process on two CPUs, which
+# the lint and the unit tests beside it keep busy anyway). HPC_PYTEST_WORKERS sets the count
+# (0: one process). The tests of one xdist_group run on one worker (--dist loadgroup): a module
+# whose fixture starts torch in a child once for all its tests marks itself so, and the rest are
+# shared out as they come.
 run_pytest() {
-  local junit=$reports/pytest.xml status=0 py_tests py_fail
-  python3 -m pytest -q -p no:cacheprovider -n auto --dist loadgroup --junitxml="$junit" tests/python || status=$?
+  local junit=$reports/pytest.xml status=0 py_tests py_fail workers=auto
+  (($(nproc) > 2)) || workers=0
+  workers=${HPC_PYTEST_WORKERS:-$workers}
+  python3 -m pytest -q -p no:cacheprovider -n "$workers" --dist loadgroup --junitxml="$junit" tests/python ||
+    status=$?
   read -r py_tests py_fail < <(python3 -c '
 import sys, xml.etree.ElementTree as ET
 r = ET.parse(sys.argv[1]).getroot()

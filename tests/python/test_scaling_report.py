@@ -67,9 +67,24 @@ def png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-def test_report_of_a_study_with_a_failed_configuration(tmp_path: Path) -> None:
+def test_report_of_a_study_with_a_failed_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from matplotlib.figure import Figure
+
+    # The figure drawn once per file (scaling.png, scaling.svg), not once more before each to lay
+    # it out again (a tight_layout that leaves a layout engine behind): most of a report's CPU.
+    draws: list[str] = []
+    draw = Figure.draw
+
+    def counted(fig: Figure, renderer: Any) -> None:
+        draws.append(type(renderer).__name__)
+        draw(fig, renderer)
+
+    monkeypatch.setattr(Figure, "draw", counted)
     study = make_study(tmp_path / "s", FOUR)
     assert scaling_report.main([str(study), "--no-refine"]) == 0
+    assert len(draws) == 2, draws
     assert (study / "summary.csv").read_text().splitlines() == [
         "config,nodes,gpus_per_node,world_size,runs_ok,runs_total,metric,median,min,max,"
         "speedup,ideal,efficiency,baseline,flags",

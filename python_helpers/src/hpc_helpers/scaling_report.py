@@ -735,6 +735,8 @@ def plot(summary: str, out_dir: Path, results: str = "", title: str = "") -> boo
 
 
 def _draw(fig: Any, axes: Any, rows: Sequence[dict[str, str]], metric: str, title: str) -> None:
+    from matplotlib.layout_engine import TightLayoutEngine  # type: ignore[import-not-found, unused-ignore]  # optional: the plot extra
+
     ax_s, ax_e, ax_x = axes
     ok = [r for r in rows if r["median"] and r["speedup"]]
     worlds = sorted({int(r["world_size"]) for r in rows})
@@ -825,7 +827,9 @@ def _draw(fig: Any, axes: Any, rows: Sequence[dict[str, str]], metric: str, titl
     if failed:
         fig.text(0.5, 0.01, f"No successful run, not plotted: {', '.join(failed)}",
                  ha="center", color="firebrick")
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    # tight_layout's geometry applied once, without the placeholder layout engine that
+    # fig.tight_layout() leaves behind: with one, each savefig draws the figure once more first.
+    TightLayoutEngine(rect=(0, 0.05, 1, 1)).execute(fig)
 
 
 def _atomic_write(path: Path, text: str) -> None:
