@@ -290,9 +290,10 @@ hpc_environ_load() {
 # hpc_secret_name NAME: true when NAME (in any case) names a secret: it holds KEY, TOKEN, SECRET,
 # PASS (PASSWORD, PASSWD, PASSPHRASE), CREDENTIAL or AUTH, or ends in _PWD (MYSQL_PWD; not PWD).
 # Broad on purpose: masking a value that was no secret costs little, printing one costs much.
+# NAME may be several names, each on a line of its own: true when one of them names a secret.
 hpc_secret_name() {
   case ${1^^} in
-    *KEY* | *TOKEN* | *SECRET* | *PASS* | *CREDENTIAL* | *AUTH* | *_PWD) return 0 ;;
+    *KEY* | *TOKEN* | *SECRET* | *PASS* | *CREDENTIAL* | *AUTH* | *_PWD | *_PWD$'\n'*) return 0 ;;
   esac
   return 1
 }
@@ -320,6 +321,11 @@ hpc_secret_values() {
   if ((hpc_secret_names_environ)) && hpc_environ_load; then
     names=("${hpc_environ[@]%%=*}")
     [[ " ${names[*]} " == *" WANDB_API_KEY "* ]] || names+=(WANDB_API_KEY)
+    # Most environments hold no secret's name but WANDB_API_KEY's: then the loop below (a command
+    # per name, at every submission) looks at that one only. The test is hpc_secret_name's, on
+    # all the names at once, one a line.
+    printf -v line '\n%s\n' "${names[@]}"
+    hpc_secret_name "${line//$'\n'WANDB_API_KEY$'\n'/}" || names=(WANDB_API_KEY)
   else
     names=("${!A@}" "${!B@}" "${!C@}" "${!D@}" "${!E@}" "${!F@}" "${!G@}" "${!H@}" "${!I@}" "${!J@}"
       "${!K@}" "${!L@}" "${!M@}" "${!N@}" "${!O@}" "${!P@}" "${!Q@}" "${!R@}" "${!S@}" "${!T@}"

@@ -29,8 +29,8 @@
 # hpc_plan.bash: the plan; hpc_submit.bash: argv; hpc_configs.bash: the configs file's command;
 # hpc_options.bash: where the values came from.
 declare -g hpc_plan_exp_name hpc_plan_output hpc_plan_scratch_dir hpc_plan_source_dir
-declare -ga hpc_submit_argv hpc_plan_fields hpc_plan_array_fields hpc_plan_command hpc_plan_offline_commands \
-  hpc_configs_names hpc_opt_settings
+declare -ga hpc_submit_argv hpc_plan_fields hpc_plan_field_vars hpc_plan_array_fields hpc_plan_command \
+  hpc_plan_offline_commands hpc_configs_names hpc_opt_settings
 declare -gA hpc_plan_manifest_keys hpc_plan_tokens
 # hpc_common.bash: the environment the process started with (hpc_environ_load).
 declare -ga hpc_environ
@@ -199,22 +199,28 @@ hpc_manifest_write() {
   hpc_manifest_put format 1
   hpc_manifest_put time "$now"
   hpc_manifest_put plan "$plan"
-  # The plan's values, from its one list of fields (hpc_plan.bash): one printf for all the
-  # scalars, each value escaped only when it needs it (this runs on every submission).
+  # The plan's values, from its one list of fields (hpc_plan.bash): one command a field, one
+  # printf for all the scalars, each value escaped only when it needs it (this runs on every
+  # submission).
   local -a pairs=() values
-  local value i
-  for name in "${hpc_plan_fields[@]}"; do
-    ref=hpc_plan_$name
-    pairs+=("${hpc_plan_manifest_keys[$name]:-$name}" "${!ref-}")
+  local value i format
+  for ref in "${hpc_plan_field_vars[@]}"; do
+    pairs+=("${!ref-}")
   done
   # A value that needs an escape is rare: looked for in all of them at once.
   printf -v value '%s' "${pairs[@]}"
   if [[ $value == *["$hpc_manifest_escapes"]* ]]; then
-    for ((i = 1; i < ${#pairs[@]}; i += 2)); do
+    for i in "${!pairs[@]}"; do
       hpc_manifest_escape "pairs[$i]"
     done
   fi
-  printf -v value '%s\t%s\n' "${pairs[@]}"
+  # The format: a line 'KEY<TAB>%s' a field, KEY its name or its hpc_plan_manifest_keys name.
+  printf -v format '\n%s\t%%s' "${hpc_plan_fields[@]}"
+  for name in "${!hpc_plan_manifest_keys[@]}"; do
+    format=${format/$'\n'"$name"$'\t'/$'\n'${hpc_plan_manifest_keys[$name]}$'\t'}
+  done
+  # shellcheck disable=SC2059 # the format is the fields' names (no %), made just above
+  printf -v value "${format#$'\n'}"$'\n' "${pairs[@]}"
   hpc_manifest_text+=$value
   # The submitter's words and the commands are the user's text: a secret typed in them is
   # masked, all in one call (the sbatch options and paths are read back by resubmit and stay

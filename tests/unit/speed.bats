@@ -130,3 +130,22 @@ forks_of() {
   grep -qF 'my\ run' "$plan" || fail "no word 'my run' in the job's plan"
   grep -qF '\$\{SEED:-4\}' "$plan" || fail "no template \${SEED:-4} in the job's plan"
 }
+
+@test "secrets' names read from /proc/self/environ all at once: a name ending in _PWD, a lowercase one and WANDB_API_KEY alone are each still found, and none when the environment has none" {
+  # The submitter run as a script (hpc_secret_names_environ=1) tests the environment's names
+  # at once before looking at any one (hpc_secret_values); the values of those it finds are masked.
+  local script='source "$1/hpc_files/lib/hpc_common.bash"; hpc_secret_names_environ=1
+    s="a sentinel-pwd-value b sentinel-lower-token c sentinel-wandb-key d"; hpc_mask_vars s; printf "%s\n" "$s"'
+  run env -i PATH="$PATH" MYSQL_PWD=sentinel-pwd-value bash -c "$script" _ "$HPC_ROOT"
+  assert_success
+  assert_output 'a (masked) b sentinel-lower-token c sentinel-wandb-key d'
+  run env -i PATH="$PATH" PWD_HOLDER=x my_token=sentinel-lower-token bash -c "$script" _ "$HPC_ROOT"
+  assert_success
+  assert_output 'a sentinel-pwd-value b (masked) c sentinel-wandb-key d'
+  run env -i PATH="$PATH" WANDB_API_KEY=sentinel-wandb-key bash -c "$script" _ "$HPC_ROOT"
+  assert_success
+  assert_output 'a sentinel-pwd-value b sentinel-lower-token c (masked) d'
+  run env -i PATH="$PATH" OLDPWD=sentinel-pwd-value HOME=sentinel-lower-token bash -c "$script" _ "$HPC_ROOT"
+  assert_success
+  assert_output 'a sentinel-pwd-value b sentinel-lower-token c sentinel-wandb-key d'
+}
