@@ -25,17 +25,11 @@ setup() {
 map_project() {
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
-  project="$tmp/my project"
-  mkdir -p "$project" "$tmp/scratch"
-  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
+  # A built venv: no install job.
+  hpc_test_submitter_setup scratch --venv
   # shellcheck disable=SC2016 # the reference is for the job to expand
   printf 'python featurize.py --index ${map_index}\n' >"$project/hpc_files/experiment_configurations.txt"
-  submitter=$project/hpc_files/job_submitter.sh
-  cp -R "$HPC_WARM_CACHE" "$tmp/cache"
-  stub_log="$BATS_TEST_TMPDIR/stub log"
-  mkdir -p "$stub_log"
-  unset HPC_PYTHON HPC_STUB_SBATCH HPC_STUB_JOB_ID SBATCH_QOS SBATCH_ACCOUNT
-  export SCRATCH=$tmp/scratch HPC_CLUSTER=local HPC_CACHE_DIR=$tmp/cache HPC_STUB_LOG=$stub_log
+  unset SBATCH_QOS SBATCH_ACCOUNT
   export HPC_STUB_MAX_ARRAY_SIZE=1000
   cat >"$tmp/bin/sacctmgr" <<EOS
 #!/usr/bin/env bash
@@ -52,8 +46,7 @@ EOS
   chmod +x "$tmp/bin/sacctmgr" "$tmp/bin/squeue"
   printf 'lab|lab|||normal\n' >"$tmp/assoc.txt"
   : >"$tmp/jobs.txt"
-  export PATH=$tmp/bin:$HPC_ROOT/tests/fixtures/submitter/bin:$PATH
-  hpc_test_venv_built "$project"
+  export PATH=$tmp/bin:$PATH
 }
 
 @test "limits: a MaxSubmitJobsPerUser that overflows bash's numbers is no limit known (sbatch judges), never a wrapped room" {

@@ -8,17 +8,8 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
   load '../helpers/common'
-  export PYTHONDONTWRITEBYTECODE=1
-  HPC_WARM_CACHE="$BATS_FILE_TMPDIR/warm cache"
-  export HPC_WARM_CACHE
-  (
-    hpc_files_dir=$HPC_ROOT/hpc_files hpc_python_helpers_dir=$HPC_ROOT/python_helpers
-    # shellcheck source=hpc_files/lib/hpc_common.bash
-    source "$hpc_files_dir/lib/hpc_common.bash"
-    # shellcheck source=hpc_files/lib/hpc_profile.bash
-    source "$hpc_files_dir/lib/hpc_profile.bash"
-    HPC_CACHE_DIR=$HPC_WARM_CACHE hpc_profile_load local
-  )
+  load '../helpers/submitter'
+  hpc_test_warm_profiles
 }
 
 setup() {
@@ -26,21 +17,10 @@ setup() {
   load '../helpers/stub'
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
-  fixtures=$HPC_ROOT/tests/fixtures/submitter
-  tmp=$(hpc_test_tmp)
-  project="$tmp/my project"
-  mkdir -p "$project" "$tmp/scratch"
-  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
+  # A built venv: no install job.
+  hpc_test_submitter_setup scratch --venv
   # shellcheck disable=SC2016 # the reference is for the job to expand
   printf 'python featurize.py --index ${map_index}\n' >"$project/hpc_files/experiment_configurations.txt"
-  submitter=$project/hpc_files/job_submitter.sh
-  cp -R "$HPC_WARM_CACHE" "$tmp/cache"
-  stub_log="$BATS_TEST_TMPDIR/stub log"
-  mkdir -p "$stub_log"
-  unset HPC_PYTHON HPC_STUB_SBATCH HPC_STUB_JOB_ID HPC_STUB_MAX_ARRAY_SIZE
-  export SCRATCH=$tmp/scratch HPC_CLUSTER=local HPC_CACHE_DIR=$tmp/cache HPC_STUB_LOG=$stub_log
-  export PATH=$fixtures/bin:$PATH
-  hpc_test_venv_built "$project"
 }
 
 # argv_of COMMAND N: sets the array argv to the arguments of the stub's N-th call (without

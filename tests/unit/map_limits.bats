@@ -18,18 +18,12 @@ setup() {
   load '../helpers/common'
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
-  tmp=$(hpc_test_tmp)
-  project="$tmp/my project"
-  mkdir -p "$project" "$tmp/scratch" "$tmp/bin"
-  bash "$HPC_ROOT/hpc_files/install.sh" "$project" >/dev/null
+  # A built venv: no install job.
+  hpc_test_submitter_setup scratch --venv
+  mkdir -p "$tmp/bin"
   # shellcheck disable=SC2016 # the reference is for the job to expand
   printf 'python featurize.py --index ${map_index}\n' >"$project/hpc_files/experiment_configurations.txt"
-  submitter=$project/hpc_files/job_submitter.sh
-  cp -R "$HPC_WARM_CACHE" "$tmp/cache"
-  stub_log="$BATS_TEST_TMPDIR/stub log"
-  mkdir -p "$stub_log"
-  unset HPC_PYTHON HPC_STUB_SBATCH HPC_STUB_JOB_ID SBATCH_QOS SBATCH_ACCOUNT
-  export SCRATCH=$tmp/scratch HPC_CLUSTER=local HPC_CACHE_DIR=$tmp/cache HPC_STUB_LOG=$stub_log
+  unset SBATCH_QOS SBATCH_ACCOUNT
   export HPC_STUB_MAX_ARRAY_SIZE=1000
   # sacctmgr: 'show user U withassoc ...' prints assoc.txt, 'show qos Q ...' the line of Q in
   # qos.txt (NAME|MAX); fails where fail exists (no accounting). squeue -o '%q|%a': jobs.txt.
@@ -50,8 +44,7 @@ EOS
   printf 'lab|lab|||normal\nlab|other|||\n' >"$tmp/assoc.txt"
   printf 'normal|\nlimited|4\n' >"$tmp/qos.txt"
   : >"$tmp/jobs.txt"
-  export PATH=$tmp/bin:$HPC_ROOT/tests/fixtures/submitter/bin:$PATH
-  hpc_test_venv_built "$project"
+  export PATH=$tmp/bin:$PATH
 }
 
 @test "--chunk auto: K so that the tasks and the gather fit the QOS's MaxSubmitJobsPerUser less the user's jobs in it (SBATCH_QOS, else the association's default QOS); no limit known: as before" {

@@ -13,17 +13,10 @@ setup_file() {
   mkdir -p "$PROJECT"
   bash "$HPC_ROOT/hpc_files/install.sh" "$PROJECT" >/dev/null
   printf 'python main.py --lr 0.1\n' >"$PROJECT/hpc_files/experiment_configurations.txt"
-  export HPC_WARM_CACHE="$BATS_FILE_TMPDIR/warm cache"
-  (
-    hpc_files_dir=$HPC_ROOT/hpc_files hpc_python_helpers_dir=$HPC_ROOT/python_helpers
-    # shellcheck source=hpc_files/lib/hpc_common.bash
-    source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
-    # shellcheck source=hpc_files/lib/hpc_profile.bash
-    source "$HPC_ROOT/hpc_files/lib/hpc_profile.bash"
-    HPC_CACHE_DIR=$HPC_WARM_CACHE hpc_profile_load local
-  )
+  # The profiles compiled once for the whole bats run, by the first file that asks.
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
+  hpc_test_warm_profiles
   hpc_test_venv_built "$PROJECT"
 }
 
