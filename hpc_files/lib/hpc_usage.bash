@@ -84,9 +84,11 @@ hpc_usage_task_ticks() {
 # step (SLURM_STEP_ID) and the job's steps of this toolkit's sampler and 'stack' are left out.
 # The one home of "the job's processes here" for the sampler and 'stack' (hpc_stack_node.bash).
 hpc_usage_job_pids() {
-  local job=$1 own=${SLURM_STEP_ID:-} out pid jid step rest dir text v
+  local job=$1 own=${SLURM_STEP_ID:-} out pid jid step rest dir text v -
   local -a vars=()
   local -A found=()
+  # The sampler scans with globbing off (hpc_usage_scan): on here, for /proc/[0-9]*.
+  set +f
   declare -gA hpc_usage_job_pid=()
   if out=$(timeout 20 scontrol listpids "$job" "${SLURMD_NODENAME:-$HOSTNAME}" 2>/dev/null); then
     while read -r pid jid step rest; do
