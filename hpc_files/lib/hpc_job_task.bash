@@ -179,7 +179,17 @@ hpc_job_supervise() {
     ((status == 0)) || hpc_job_worker_status "$root_cause" "$status"
     rm -f -- "${root_cause:?}"
   fi
+  hpc_job_task_usage
   exit "$status"
+}
+
+# hpc_job_task_usage: (hpc_job_supervise, its program reaped) leaves what the task's tree used in
+# the job's usage folder for its sampler (hpc_usage_task_record), where the job measures it.
+hpc_job_task_usage() {
+  [[ ${HPC_JOB_USAGE:-1} != 0 && -n ${scratch_dir:-} ]] || return 0
+  # shellcheck source=hpc_files/lib/hpc_usage.bash
+  source "${BASH_SOURCE[0]%/*}/hpc_usage.bash" || return 0
+  hpc_usage_task_record "$(hpc_usage_dir "$scratch_dir" "$(hpc_usage_key)")"
 }
 
 # The first failed worker in torchrun's summary (ChildFailedError: 'Root Cause (first observed

@@ -23,6 +23,60 @@ hpc_usage_dir() {
   printf '%s/hpc_outputs/usage/%s\n' "$1" "$2"
 }
 
+# hpc_usage_key: prints the key of this job's usage folder (hpc_usage_dir): the job's id, or
+# ARRAY_TASK for an array task.
+hpc_usage_key() {
+  if [[ -n ${SLURM_ARRAY_TASK_ID:-} ]]; then
+    printf '%s_%s\n' "${SLURM_ARRAY_JOB_ID:?}" "$SLURM_ARRAY_TASK_ID"
+  else
+    printf '%s\n' "${SLURM_JOB_ID:?}"
+  fi
+}
+
+# hpc_usage_task_file NODE PID START: sets hpc_usage_task_file to the name, in the job's usage
+# folder, of the record that an srun task's first process (PID, started at START: /proc/PID/stat's
+# field 22) on NODE leaves as it ends (hpc_usage_task_record). A dot first: the folder's node
+# files are '*'. No subshell: the sampler asks for each process that ended.
+hpc_usage_task_file() {
+  printf -v hpc_usage_task_file '.task.%s.%s.%s' "$1" "$2" "$3"
+}
+
+# hpc_usage_task_record DIR: (hpc_job_supervise, its program reaped) writes into the job's usage
+# folder DIR this shell's CPU time with all it reaped (utime+stime+cutime+cstime, in ticks): the
+# program's whole tree. SLURM's slurmstepd, none of the job's processes, reaps the task, so the
+# sampler would otherwise count its tree by the last values it saw, and lose what it used after
+# its last sample (up to 15 s of every process). Nothing when DIR is not the user's own folder.
+hpc_usage_task_record() {
+  local dir=$1 pid=$BASHPID stat rest file ticks IFS=' '
+  local -a fields=()
+  [[ -d $dir && ! -L $dir && -O $dir ]] || return 0
+  { IFS= read -r stat <"/proc/$pid/stat"; } 2>/dev/null || return 0
+  rest=${stat##*) }
+  read -r -a fields <<<"$rest"
+  ((${#fields[@]} > 21)) || return 0
+  hpc_usage_task_file "${SLURMD_NODENAME:-$HOSTNAME}" "$pid" "${fields[19]}"
+  file=$dir/$hpc_usage_task_file
+  ticks=$((fields[11] + fields[12] + fields[13] + fields[14]))
+  if ! (umask 077 && printf 'ticks=%s\n' "$ticks" >"$file.tmp") 2>/dev/null ||
+    ! mv -f -- "$file.tmp" "$file" 2>/dev/null; then
+    rm -f -- "${file:?}.tmp"
+  fi
+}
+
+# hpc_usage_task_ticks PID START: sets hpc_usage_task_ticks to the total that the task's first
+# process PID (started at START) recorded as it ended (hpc_usage_task_record), from the usage
+# folder (the current one: the sampler's); false when it left none. Read as the user's own
+# regular file, not a link, one short line.
+hpc_usage_task_ticks() {
+  local file line=''
+  hpc_usage_task_file "${SLURMD_NODENAME:-$HOSTNAME}" "$1" "$2"
+  file=$hpc_usage_task_file
+  [[ -f $file && ! -L $file && -O $file ]] || return 1
+  { IFS= read -r -n 64 line <"$file"; } 2>/dev/null || [[ -n $line ]] || return 1
+  [[ $line =~ ^ticks=([0-9]{1,18})$ ]] || return 1
+  hpc_usage_task_ticks=${BASH_REMATCH[1]}
+}
+
 # hpc_usage_job_pids JOB: sets hpc_usage_job_pid (PID -> 1) to this node's processes of job JOB
 # as SLURM itself tracks them (scontrol listpids JOB NODE: its proctrack plugin), never from what
 # a process's environment says (any process can export the job's SLURM_JOB_ID); where scontrol
@@ -30,9 +84,11 @@ hpc_usage_dir() {
 # step (SLURM_STEP_ID) and the job's steps of this toolkit's sampler and 'stack' are left out.
 # The one home of "the job's processes here" for the sampler and 'stack' (hpc_stack_node.bash).
 hpc_usage_job_pids() {
-  local job=$1 own=${SLURM_STEP_ID:-} out pid jid step rest dir text v
+  local job=$1 own=${SLURM_STEP_ID:-} out pid jid step rest dir text v -
   local -a vars=()
   local -A found=()
+  # The sampler scans with globbing off (hpc_usage_scan): on here, for /proc/[0-9]*.
+  set +f
   declare -gA hpc_usage_job_pid=()
   if out=$(timeout 20 scontrol listpids "$job" "${SLURMD_NODENAME:-$HOSTNAME}" 2>/dev/null); then
     while read -r pid jid step rest; do
@@ -75,7 +131,7 @@ hpc_usage_scan() {
   local job=$1 dir pid stat rest key rss=0 live=0 waits=0 wait IFS=' ' -
   local page_kb=$((${hpc_usage_page_size:-4096} / 1024))
   local -a fields=() sched=()
-  local -A seen=() ppid_of=() key_of=() ended=()
+  local -A seen=() ppid_of=() key_of=() ended=() recorded=()
   local v depth task
   # The stat lines are split below: no globbing of their words.
   set -f
@@ -121,10 +177,18 @@ hpc_usage_scan() {
   done
   # Those that ended since the last sample: counted once, unless a live forebear holds them in
   # its cutime now (through forebears that ended too, each reaped by the next).
+  # A task's first process that recorded its reaped total as it ended (hpc_usage_task_record)
+  # counts by it, and what it reaped not again.
   for key in "${!ended[@]}"; do
-    rest=${hpc_usage_parent[$key]:-} depth=0
-    while [[ -n $rest && -n ${ended[$rest]:-} ]] && ((depth++ < 64)); do rest=${hpc_usage_parent[$rest]:-}; done
-    [[ -n $rest && -n ${seen[$rest]:-} ]] || hpc_usage_ended=$((hpc_usage_ended + hpc_usage_last[$key]))
+    ! hpc_usage_task_ticks "${key%%:*}" "${key#*:}" || recorded[$key]=$hpc_usage_task_ticks
+  done
+  for key in "${!ended[@]}"; do
+    rest=${hpc_usage_parent[$key]:-} depth=0 v=${recorded[$key]:-${hpc_usage_last[$key]}}
+    while [[ -n $rest && -n ${ended[$rest]:-} ]] && ((depth++ < 64)); do
+      [[ -z ${recorded[$rest]:-} ]] || v=0
+      rest=${hpc_usage_parent[$rest]:-}
+    done
+    [[ -n $rest && -n ${seen[$rest]:-} ]] || hpc_usage_ended=$((hpc_usage_ended + v))
     hpc_usage_wait_ended=$((hpc_usage_wait_ended + ${hpc_usage_wait_last[$key]:-0}))
   done
   for key in "${!ended[@]}"; do

@@ -77,8 +77,11 @@ row() {
   map=$id map_out=$out
   gather=$(sed -n 's/^Gather job \([0-9][0-9]*\):.*/\1/p' <<<"$out")
   printf '%s\n' "$gather" >"$CORE_STATE/gather.id"
-  hpc_configs "$PROJECT" 'python allreduce.py'
-  submit study --scaling-test --scale-gpus 1,2 -W torchrun -e study
+  # The study's runs: what status, sacct and scaling-report say of them, not what they compute
+  # (the ddp job above is the torchrun one): Lightning's launcher and a program without torch
+  # (no torchrun agent, no import of torch: 5 fewer, seconds of CPU each).
+  hpc_configs "$PROJECT" 'python probe.py exit 0'
+  submit study --scaling-test --scale-gpus 1,2 -W lightning -e study
   report=$(sed -n 's/.*report job \([0-9][0-9]*\) after them.*/\1/p' <<<"$out")
   printf '%s\n' "$report" >"$CORE_STATE/report.id"
   sed -n 's/.*(jobs \([0-9 ]*\)), report job.*/\1/p' <<<"$out" >"$CORE_STATE/runs"

@@ -54,7 +54,10 @@ cpu_within_20() {
 
 @test "a process outside the job with the job's SLURM_JOB_ID and SLURMD_NODENAME exported (300 MiB held): not counted by 'usage', not shown by 'stack'" {
   hpc_configs "$PROJECT" 'python hold.py'
-  HOLD_MB=50 HOLD_SECONDS=30 hpc_submit_job "$PROJECT" -g 0 -t 00:10:00 -e outsider
+  # Busy until the test has seen what it needs (a sample taken with the outsider there), 120 s
+  # at most: not a fixed 30 s of a CPU.
+  HOLD_MB=50 HOLD_SECONDS=120 HOLD_UNTIL=$BATS_TEST_TMPDIR/release \
+    hpc_submit_job "$PROJECT" -g 0 -t 00:10:00 -e outsider
   # The job's program running (SLURM's own list of the job's processes names it).
   local deadline=$((SECONDS + 120)) node='' pid program=''
   until [[ -n $program ]]; do
@@ -67,16 +70,34 @@ cpu_within_20() {
     done
   done
   # The outsider: the job's id and node exported, a Python program holding 300 MiB.
-  SLURM_JOB_ID=$job_id SLURMD_NODENAME=$node python3 -c 'import time
+  SLURM_JOB_ID=$job_id SLURMD_NODENAME=$node python3 -c 'import pathlib, sys, time
 b = bytearray(300 << 20)
 for i in range(0, len(b), 4096): b[i] = 1
-time.sleep(300)' &
+pathlib.Path(sys.argv[1]).touch()
+time.sleep(300)' "$BATS_TEST_TMPDIR/outsider_ready" &
   local outsider=$!
   printf '%s\n' "$outsider" >"$BATS_TEST_TMPDIR/outsider"
   run --separate-stderr bash "$PROJECT/hpc_files/job_submitter.sh" stack outsider
   assert_success
   run grep -E '^== rank [0-9]' <<<"$output"
   assert_output --regexp "^== rank 0 \(local rank 0\) on $node, pid $program$"
+  # The program goes on until the sampler has looked twice more (a whole sample) once the
+  # outsider holds its 300 MiB, which it would have counted.
+  local file="$SCRATCH/usage truth project/hpc_outputs/usage/$job_id/$node" samples=''
+  deadline=$((SECONDS + 60))
+  until [[ -e $BATS_TEST_TMPDIR/outsider_ready ]]; do
+    ((SECONDS < deadline)) || fail "the outsider never held its memory"
+    sleep 0.2
+  done
+  local first
+  first=$(sed -n 's/^samples=//p' "$file" 2>/dev/null) || first=''
+  [[ -n $first ]] || first=0
+  until [[ -n $samples ]] && ((samples >= first + 2)); do
+    ((SECONDS < deadline + 60)) || fail "the sampler took no sample with the outsider there: $(cat "$file")"
+    sleep 0.5
+    samples=$(sed -n 's/^samples=//p' "$file" 2>/dev/null) || samples=''
+  done
+  touch "$BATS_TEST_TMPDIR/release"
   # The job ends; what it used is the program's, not the outsider's.
   hpc_wait_job "$job_id" 180
   kill "$outsider" 2>/dev/null || true
