@@ -1,6 +1,8 @@
 #!/usr/bin/env bats
 # Scaling tests on the local cluster (shared setup: tests/helpers/scaling_study.bash): studies with
-# failed runs: one failed configuration, every run failed, resubmit --failed.
+# failed runs: one failed configuration, every run failed, resubmit --failed. The runs of two nodes
+# are srun's tasks (-W lightning; sleep_train.py reads SLURM's variables through hpc_helpers): what
+# these tests assert is the study's, and a torchrun agent per node and run was a torch import more.
 # Set by submit_study (helpers/scaling_study.bash); declared for shellcheck.
 declare -g study_dir report_id
 declare -ga run_ids
@@ -22,7 +24,7 @@ setup() {
 }
 
 @test "a configuration that fails: its row says FAILED with exit code and log path, the report job ends COMPLETED; a failed baseline is named on report.md's first line" {
-  SCALE_FAIL_CONFIG=1x1 SCALE_C=0 submit_study --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e failing
+  SCALE_FAIL_CONFIG=1x1 SCALE_C=0 submit_study --scale-nodes 1,2 --scale-gpus 1 -W lightning -e failing
   hpc_wait_job "$report_id" 300
   assert_equal "$(hpc_job_state "$report_id")" "COMPLETED 0:0"
   run sed -n 1p "$study_dir/report.md"
@@ -44,7 +46,7 @@ setup() {
 }
 
 @test "resubmit --failed on a study re-runs exactly the failed run, shaped as before, in its own folder, and a new report job after it; the other run's folder untouched; study.json, status and the report show the newest attempt" {
-  SCALE_FAIL_CONFIG=2x1 SCALE_C=0 submit_study --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e rescale
+  SCALE_FAIL_CONFIG=2x1 SCALE_C=0 submit_study --scale-nodes 1,2 --scale-gpus 1 -W lightning -e rescale
   hpc_wait_job "$report_id" 300
   assert_equal "$(hpc_job_state "$report_id")" "COMPLETED 0:0"
   # The report job's log lies in the study's folder.

@@ -22,7 +22,9 @@ setup() {
 }
 
 @test "--scale-parallel: runs released together share the machine; the report says so in its first lines and flags the overlap in report.md, summary.csv and the plot's data" {
-  SCALE_STEPS=25 submit_study --scale-gpus 1,2 -W torchrun --scale-parallel -e parallel
+  # -W lightning: srun's tasks are the ranks (sleep_train.py reads SLURM's variables through
+  # hpc_helpers): the overlap is the study's, and torchrun's agents were a torch import a run more.
+  SCALE_STEPS=25 submit_study --scale-gpus 1,2 -W lightning --scale-parallel -e parallel
   grep -q '"order": "parallel"' "$study_dir/study.json" || fail "$(cat "$study_dir/study.json")"
   hpc_wait_job "$report_id" 300
   assert_equal "$(hpc_job_state "$report_id")" "COMPLETED 0:0"
