@@ -88,6 +88,7 @@ On a fresh Debian 12 machine, as root, from this folder:
     bash hpc_files/local_cluster.sh --help
     bash hpc_files/demo.sh --help
     bash tests/run.sh --help
+    python3 tests/slowest.py --help
     bash plai_cleanups/submit_plai_cleanup --help
     bash bench/staging --help 2>&1 || true
   ) || fail "a --help failed"

@@ -134,6 +134,7 @@ forks_of() {
 @test "secrets' names read from /proc/self/environ all at once: a name ending in _PWD, a lowercase one and WANDB_API_KEY alone are each still found, and none when the environment has none" {
   # The submitter run as a script (hpc_secret_names_environ=1) tests the environment's names
   # at once before looking at any one (hpc_secret_values); the values of those it finds are masked.
+  # shellcheck disable=SC2016 # expanded by the bash -c below
   local script='source "$1/hpc_files/lib/hpc_common.bash"; hpc_secret_names_environ=1
     s="a sentinel-pwd-value b sentinel-lower-token c sentinel-wandb-key d"; hpc_mask_vars s; printf "%s\n" "$s"'
   run env -i PATH="$PATH" MYSQL_PWD=sentinel-pwd-value bash -c "$script" _ "$HPC_ROOT"

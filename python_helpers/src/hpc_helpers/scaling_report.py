@@ -735,7 +735,8 @@ def plot(summary: str, out_dir: Path, results: str = "", title: str = "") -> boo
 
 
 def _draw(fig: Any, axes: Any, rows: Sequence[dict[str, str]], metric: str, title: str) -> None:
-    from matplotlib.layout_engine import TightLayoutEngine  # type: ignore[import-not-found, unused-ignore]  # optional: the plot extra
+    # optional: the plot extra
+    from matplotlib.layout_engine import TightLayoutEngine  # type: ignore[import-not-found, unused-ignore]
 
     ax_s, ax_e, ax_x = axes
     ok = [r for r in rows if r["median"] and r["speedup"]]
