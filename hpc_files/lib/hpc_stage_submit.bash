@@ -229,6 +229,22 @@ hpc_stage_progress() {
   done
 }
 
+# hpc_stage_monitor_stop PID: stops the progress monitor PID (this shell's child) and reaps it,
+# bounded: a TERM that reaches it before its own trap is set (on a loaded machine the build can end
+# before the monitor has run its first line) is lost, and an unbounded wait then held the build for
+# ever. KILL once it is still running (not a zombie) after 2 s.
+hpc_stage_monitor_stop() {
+  local pid=$1 i state=''
+  kill "$pid" 2>/dev/null || true
+  for ((i = 0; i < 20; i++)); do
+    { read -r _ _ state _ <"/proc/$pid/stat"; } 2>/dev/null || break
+    [[ $state != Z ]] || break
+    sleep 0.1
+  done
+  [[ $state == Z ]] || kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
 # hpc_stage_prune STAGING KEY LOCKED [MINE]: removes superseded versions of KEY: all of them when
 # LOCKED is 1, else only MINE (once superseded) and those superseded for over a day; and build
 # folders abandoned for over a day. Never the current one, never through a symlink.
@@ -295,8 +311,7 @@ hpc_stage_archive_once() {
   else
     tar -b 2048 -chf "$hpc_stage_tmp/data.tar" "${hargs[@]}" || rc=$?
   fi
-  kill "$hpc_stage_monitor" 2>/dev/null || true
-  wait "$hpc_stage_monitor" 2>/dev/null || true
+  hpc_stage_monitor_stop "$hpc_stage_monitor"
   hpc_stage_monitor=''
   if ((rc == 1)); then
     hpc_say "the data changed while it was being archived (see tar's message above); submit again once it is stable"

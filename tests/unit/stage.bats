@@ -246,6 +246,28 @@ tmpfs() {
   refute_output --partial 'no sleep'
 }
 
+@test "cache: a progress monitor that missed its TERM does not hold the build: stopped within seconds" {
+  # A TERM that reaches the monitor before its own trap is set (a loaded machine: the build ended
+  # before the monitor ran its first line) is lost, and the monitor looped on while the build
+  # waited for it (seen: a suite run held for 10 minutes). Here the monitor ignores TERM outright.
+  # (Its output elsewhere, and killed after: a failing run must not hold the test.)
+  run timeout -s KILL 30 bash -c 'source "$1"
+    pid_file=$3
+    hpc_stage_progress() {
+      trap "" TERM
+      exec >/dev/null 2>&1
+      echo "$BASHPID" >"$pid_file"
+      while :; do sleep 0.2; done
+    }
+    tar() { printf "archive\n" >"$hpc_stage_tmp/data.tar"; }
+    hpc_stage_prepare "$2" datasets 2>&1' _ "$HPC_ROOT/hpc_files/lib/hpc_stage_submit.bash" "$base" \
+    "$BATS_TEST_TMPDIR/monitor.pid"
+  local monitor
+  monitor=$(cat "$BATS_TEST_TMPDIR/monitor.pid")
+  kill -KILL "$monitor" 2>/dev/null && fail "the monitor $monitor was still running"
+  assert_success
+}
+
 @test "cache: a long build shows its progress" {
   run env PATH="$stubs:$PATH" HPC_TEST_TAR_MODE=slow hpc_stage_progress_s=0.3 \
     bash -c 'source "$1" && hpc_stage_prepare "$2" datasets' _ "$HPC_ROOT/hpc_files/lib/hpc_stage_submit.bash" "$base"
