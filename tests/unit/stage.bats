@@ -259,7 +259,12 @@ tmpfs() {
       echo "$BASHPID" >"$pid_file"
       while :; do sleep 0.2; done
     }
-    tar() { printf "archive\n" >"$hpc_stage_tmp/data.tar"; }
+    # The archive once the monitor runs with TERM ignored (bounded: 10 s).
+    tar() {
+      local i
+      for ((i = 0; i < 200; i++)); do [[ -s $pid_file ]] && break; sleep 0.05; done
+      printf "archive\n" >"$hpc_stage_tmp/data.tar"
+    }
     hpc_stage_prepare "$2" datasets 2>&1' _ "$HPC_ROOT/hpc_files/lib/hpc_stage_submit.bash" "$base" \
     "$BATS_TEST_TMPDIR/monitor.pid"
   local monitor
