@@ -80,8 +80,12 @@ rank=3 sum=6"
   hpc_configs "$PROJECT" 'python partial_alone.py'
   hpc_run_job "$PROJECT" -W accelerate --gpus 2 --num-nodes 2 -e partial
   [[ $job_state == "FAILED 1:0" ]] || fail "job $job_id ended $job_state: $(cat "$job_out")"
-  run grep -c '^PARTIAL rank=0 world=1$' "$job_out"
-  assert_output 4
+  # Every process that printed before the first one's failure ended the job ran alone: how many
+  # printed depends on the machine's load (a loaded one: only the first), so at least one does.
+  run grep -c '^PARTIAL ' "$job_out"
+  ((output >= 1)) || fail "no PARTIAL line: $(cat "$job_out")"
+  run grep -vc '^PARTIAL rank=0 world=1$' <(grep '^PARTIAL ' "$job_out")
+  assert_output 0
   run grep -cE "^\[hpc n[12]\] Accelerate ran this process alone \(DistributedType.NO, 1 process\), not in the job's world of 4: " "$job_out"
   assert_output 1
 }

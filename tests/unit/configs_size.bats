@@ -61,9 +61,9 @@ read_small_word() {
   ((lines[1] * 10 <= n * 25))
 }
 
-@test "cost: a 20,000-line configs file is read, every word right (a generous bound: 60 s)" {
+@test "cost: a 20,000-line configs file is read, every word right (300 s bounds a hang; the cost: the test above)" {
   generated_file "$CONFIGS" 20000
-  run --separate-stderr timeout 60 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+  run --separate-stderr timeout 300 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
     hpc_configs_read "$1" && printf "%s\n" "${#hpc_configs_words[@]}" "${hpc_configs_words[3]}" "${hpc_configs_words[-4]}" "${hpc_configs_words[-3]}" "${hpc_configs_words[-2]}" "${hpc_configs_words[-1]}"' _ "$CONFIGS"
   assert_success
   assert_output "$((3 + 18000 * 2 + 2000 * 3 + 1))
