@@ -260,7 +260,7 @@ hpc_job_usage_start() {
   [[ ${HPC_JOB_USAGE:-1} != 0 && -n ${scratch_dir:-} ]] || return 0
   # shellcheck source=hpc_files/lib/hpc_usage.bash
   source "$hpc_lib_dir/hpc_usage.bash"
-  hpc_job_usage_key=$(hpc_usage_key)
+  hpc_job_usage_key=$(hpc_job_own_id)
   hpc_job_usage_dir=$(hpc_usage_dir "$scratch_dir" "$hpc_job_usage_key")
   if ! hpc_job_usage_folder "$hpc_job_usage_dir"; then
     hpc_job_log "usage: not measured (cannot make $hpc_job_usage_dir: $hpc_private_dir_problem)"

@@ -189,7 +189,7 @@ hpc_job_task_usage() {
   [[ ${HPC_JOB_USAGE:-1} != 0 && -n ${scratch_dir:-} ]] || return 0
   # shellcheck source=hpc_files/lib/hpc_usage.bash
   source "${BASH_SOURCE[0]%/*}/hpc_usage.bash" || return 0
-  hpc_usage_task_record "$(hpc_usage_dir "$scratch_dir" "$(hpc_usage_key)")"
+  hpc_usage_task_record "$(hpc_usage_dir "$scratch_dir" "$(hpc_job_own_id)")"
 }
 
 # The first failed worker in torchrun's summary (ChildFailedError: 'Root Cause (first observed

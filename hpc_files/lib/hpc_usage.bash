@@ -17,20 +17,10 @@ declare -g hpc_facts_seconds hpc_facts_ended_states
 declare -g hpc_plan_cpus hpc_plan_cpus_per_task hpc_plan_ntasks_per_node hpc_plan_mem hpc_plan_time hpc_plan_gpus \
   hpc_plan_num_processes hpc_plan_nodes
 
-# hpc_usage_dir SCRATCH_DIR JOB: prints the folder of job JOB's usage files (JOB: the job id, or
-# ARRAY_TASK for an array task).
+# hpc_usage_dir SCRATCH_DIR JOB: prints the folder of job JOB's usage files (JOB: hpc_job_own_id's name,
+# the job id, or ARRAY_TASK for an array task).
 hpc_usage_dir() {
   printf '%s/hpc_outputs/usage/%s\n' "$1" "$2"
-}
-
-# hpc_usage_key: prints the key of this job's usage folder (hpc_usage_dir): the job's id, or
-# ARRAY_TASK for an array task.
-hpc_usage_key() {
-  if [[ -n ${SLURM_ARRAY_TASK_ID:-} ]]; then
-    printf '%s_%s\n' "${SLURM_ARRAY_JOB_ID:?}" "$SLURM_ARRAY_TASK_ID"
-  else
-    printf '%s\n' "${SLURM_JOB_ID:?}"
-  fi
 }
 
 # hpc_usage_task_file NODE PID START: sets hpc_usage_task_file to the name, in the job's usage
