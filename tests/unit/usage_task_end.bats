@@ -10,6 +10,7 @@ bats_require_minimum_version 1.5.0
 setup() {
   load '../helpers/common'
   load '../helpers/stub'
+  load '../helpers/usage_fake'
   # shellcheck source=hpc_files/lib/hpc_usage.bash
   source "$HPC_ROOT/hpc_files/lib/hpc_usage.bash"
   T=$BATS_TEST_TMPDIR
@@ -21,34 +22,9 @@ teardown() {
   [[ -z ${root:-} ]] || kill "$root" 2>/dev/null || true
 }
 
-# wait_for FILE: until FILE exists (60 s at most).
-wait_for() {
-  local deadline=$((SECONDS + 60))
-  until [[ -e $1 ]]; do
-    ((SECONDS < deadline)) || fail "never made: $1"
-    sleep 0.1
-  done
-}
-
 @test "a task ending between two samples: its worker's CPU after the last sample counted (the supervisor's total)" {
   # The job is the supervisor ($T/root) and its descendants, as SLURM's proctrack lists them.
-  cat >"$T/listpids.sh" <<'EOF2'
-root=$(<"$T/root")
-declare -A parent=()
-for f in /proc/[0-9]*/stat; do
-  { read -r s <"$f"; } 2>/dev/null || continue
-  rest=${s##*) }
-  read -r _ ppid _ <<<"$rest"
-  p=${f#/proc/}
-  parent[${p%/stat}]=$ppid
-done
-printf 'PID      JOBID    STEPID   LOCALID GLOBALID\n'
-for p in "${!parent[@]}"; do
-  q=$p
-  while [[ -n $q && $q != 0 && $q != "$root" ]]; do q=${parent[$q]:-}; done
-  [[ $q != "$root" ]] || printf '%-8s %-8s %-8s %-7s %-7s\n' "$p" 4242 0 0 0
-done
-EOF2
+  fake_listpids 0 0 0
   # shellcheck disable=SC2016 # expanded by the stub's call
   stub scontrol 'listpids 4242 n1 : bash "$T/listpids.sh"' 'listpids 4242 n1 : bash "$T/listpids.sh"'
   local dir=$T/scratch/hpc_outputs/usage/4242

@@ -10,6 +10,7 @@ bats_require_minimum_version 1.5.0
 setup() {
   load '../helpers/common'
   load '../helpers/stub'
+  load '../helpers/usage_fake'
   # shellcheck source=hpc_files/lib/hpc_common.bash
   source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"
   # shellcheck source=hpc_files/lib/hpc_usage.bash
@@ -32,37 +33,6 @@ started() {
   printf '%s\n' "$1" >>"$T/pids"
 }
 
-# fake_listpids: $T/listpids.sh answers scontrol listpids 4242 n1 as SLURM's proctrack/linuxproc
-# would: the fake job is the process whose pid is in $T/root and its descendants.
-fake_listpids() {
-  cat >"$T/listpids.sh" <<'EOF'
-root=$(<"$T/root")
-declare -A parent=()
-for f in /proc/[0-9]*/stat; do
-  { read -r s <"$f"; } 2>/dev/null || continue
-  rest=${s##*) }
-  read -r _ ppid _ <<<"$rest"
-  p=${f#/proc/}
-  parent[${p%/stat}]=$ppid
-done
-printf 'PID      JOBID    STEPID   LOCALID GLOBALID\n'
-for p in "${!parent[@]}"; do
-  q=$p
-  while [[ -n $q && $q != 0 && $q != "$root" ]]; do q=${parent[$q]:-}; done
-  [[ $q != "$root" ]] || printf '%-8s %-8s %-8s %-7s %-7s\n' "$p" 4242 batch - -
-done
-EOF
-}
-
-# wait_for FILE: until FILE exists (60 s at most).
-wait_for() {
-  local deadline=$((SECONDS + 60))
-  until [[ -e $1 ]]; do
-    ((SECONDS < deadline)) || fail "never made: $1"
-    sleep 0.1
-  done
-}
-
 # ticks PID: PID's CPU time with its reaped children's, in ticks (/proc/PID/stat 14-17: after the
 # command's name, whose ') ' is cut, field 3 is the first, so these are the 12th to the 15th).
 ticks() {
@@ -73,7 +43,7 @@ ticks() {
 
 @test "a wrapper that does not exec its program (bash wrap.sh running python): the program's CPU counted once, within 20 % of the wrapper's parent's reaped total" {
   export T
-  fake_listpids
+  fake_listpids batch - -
   # shellcheck disable=SC2016 # expanded by the stub's call
   stub scontrol 'listpids 4242 n1 : bash "$T/listpids.sh"' 'listpids 4242 n1 : bash "$T/listpids.sh"'
   # The program burns 1 CPU-s, says so, and stays a while (sampled then): the wrapper reaps it,
@@ -108,7 +78,7 @@ EOF
 
 @test "a process outside the job with the job's SLURM_JOB_ID and SLURMD_NODENAME exported: neither counted by the sampler nor shown by stack" {
   export T
-  fake_listpids
+  fake_listpids batch - -
   # shellcheck disable=SC2016 # expanded by the stub's call
   stub scontrol 'listpids 4242 n1 : bash "$T/listpids.sh"' 'listpids 4242 n1 : bash "$T/listpids.sh"'
   env SLURM_JOB_ID=4242 SLURMD_NODENAME=n1 python3 -c 'import time, pathlib, sys
@@ -146,7 +116,7 @@ pathlib.Path(sys.argv[1]).touch(); time.sleep(60)' "$T/outsider" &
 
 @test "two busy processes of the job pinned to one CPU: the sampler records how long they waited for it (at least a third of their CPU time)" {
   export T
-  fake_listpids
+  fake_listpids batch - -
   # shellcheck disable=SC2016 # expanded by the stub's call
   stub scontrol 'listpids 4242 n1 : bash "$T/listpids.sh"'
   [[ -r /proc/self/schedstat ]] || skip "this kernel records no schedstat"
