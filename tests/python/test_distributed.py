@@ -260,18 +260,34 @@ needs_torch = pytest.mark.skipif(
 
 # One worker process runs several cases one after another, each in the environment of its case
 # (the variables init() exported for the one before removed): init, an all-reduce, cleanup. So
-# a pair of processes serves both two-process groups, and the first of them then both
+# a pair of processes serves both two-process groups and the scaling meter's (a user's program:
+# its own process group and loop, test_meter_two_gloo_processes), and the first of them then both
 # single-process modes: each process imports torch (3 CPU-s) once, not once per case.
 WORKER = """
-import json, os, sys
+import json, os, sys, time
 import torch
 import torch.distributed as dist
+from hpc_helpers import scaling
 from hpc_helpers.distributed import cleanup, init
 
 base = dict(os.environ)
 for mode, env in json.loads(sys.argv[1]):
     os.environ.clear()
     os.environ.update(base, **env)
+    if mode == "meter":
+        # Rank r processes r + 1 samples a step; the case's start and end on the monotonic clock.
+        started = time.monotonic()
+        dist.init_process_group("gloo")
+        meter = scaling.Throughput(warmup_steps=3)
+        for step in range(13):
+            time.sleep(0.01)
+            t = torch.ones(1)
+            dist.all_reduce(t)
+            meter.step(samples=dist.get_rank() + 1)
+        print("rank", dist.get_rank(), "metrics", meter.finish() is not None, flush=True)
+        dist.destroy_process_group()
+        print(started, time.monotonic(), flush=True)
+        continue
     d = init(timeout_s=60, force_init=mode == "force")
     if dist.is_initialized():
         t = torch.tensor([float(d.rank + 1)])
@@ -320,13 +336,17 @@ def _free_job_id() -> int | None:
 
 @dataclass(frozen=True)
 class Groups:
-    """The lines of the two-process groups' ranks (slurm: None when no derived port was free)
-    and of the single process, plain then forced."""
+    """The lines of the two-process groups' ranks (slurm: None when no derived port was free),
+    of the single process, plain then forced, and of the meter's group: each rank's line, then
+    its start and end (seconds on the monotonic clock), and the run folder it measured in."""
 
     slurm_port: str | None
     slurm: list[list[str]] | None
     torchrun: list[list[str]]
     single: list[list[str]]
+    meter: list[list[str]]
+    meter_times: list[list[str]]
+    meter_run_dir: Path
 
 
 @pytest.fixture(scope="module")
@@ -349,7 +369,18 @@ def groups(tmp_path_factory: pytest.TempPathFactory) -> Groups:
             ranks[r].append(("plain", {**common, "SLURM_PROCID": str(r), "SLURM_LOCALID": str(r)}))
     for r in range(2):
         ranks[r].append(("plain", {**torchrun_env, "RANK": str(r), "LOCAL_RANK": str(r)}))
-    pair_cases = len(ranks[1])
+    meter_run_dir = tmp_path_factory.mktemp("meter") / "runs" / "1x2-r1"
+    meter_port = port
+    while meter_port == port:  # a port of its own: the two groups' stores are not the same
+        meter_port = str(ports.ephemeral_port())
+    meter_env = {
+        "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": meter_port,
+        "scaling_run_dir": str(meter_run_dir), "num_nodes": "1", "gpus_per_node": "2",
+    }
+    for r in range(2):
+        ranks[r].append(("meter", {**meter_env, "RANK": str(r)}))
+    # The meter's case prints two lines.
+    pair_cases = len(ranks[1]) + 1
     # Rank 0 goes on alone once its groups are cleaned up: the single process, plain then forced.
     ranks[0] += [("plain", {}), ("force", {})]
     rank0, rank1 = _run_group(tmp_path_factory.mktemp("dist"), ranks)
@@ -357,7 +388,8 @@ def groups(tmp_path_factory: pytest.TempPathFactory) -> Groups:
     pairs = [list(pair) for pair in zip(rank0[:pair_cases], rank1, strict=True)]
     slurm = pairs.pop(0) if job_id is not None else None
     return Groups(
-        str(ports.derive_port(job_id)) if job_id is not None else None, slurm, pairs[0], single
+        str(ports.derive_port(job_id)) if job_id is not None else None, slurm, pairs[0], single,
+        pairs[1], pairs[2], meter_run_dir,
     )
 
 
@@ -386,3 +418,21 @@ def test_init_single_process_makes_the_group_forced_or_not(groups: Groups) -> No
     plain, forced = groups.single
     assert plain[:6] == ["single", "0", "1", "0", "1.0", "gloo"]
     assert forced[:6] == ["single", "0", "1", "0", "1.0", "gloo"]
+
+
+@needs_torch
+def test_meter_two_gloo_processes(groups: Groups) -> None:
+    """scaling.Throughput in a user's program of two gloo processes (its own process group)."""
+    assert groups.meter == [["rank", "0", "metrics", "True"], ["rank", "1", "metrics", "False"]]
+    run_dir = groups.meter_run_dir
+    assert sorted(p.name for p in run_dir.iterdir()) == ["metrics.json"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    # 10 measured steps, 1 + 2 samples per step over the two ranks.
+    assert (metrics["world_size"], metrics["nodes"], metrics["gpus_per_node"], metrics["samples"],
+            metrics["steps_measured"], metrics["backend"]) == (2, 1, 2, 30, 10, "gloo")
+    # Bounds that hold whatever the load: each step sleeps 0.01 s, and the meter's time lies
+    # within the case's life in the two processes (from the first start to the last end).
+    (start0, end0), (start1, end1) = ([float(t) for t in line] for line in groups.meter_times)
+    wall = max(end0, end1) - min(start0, start1)
+    assert 0.1 <= metrics["seconds"] <= wall
+    assert 0.0099 <= metrics["step_time_s_median"] <= metrics["seconds"]
