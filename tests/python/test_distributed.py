@@ -1,4 +1,7 @@
-"""distributed.resolve (torchrun, SLURM, single) and init (2 local processes with gloo)."""
+"""distributed.resolve (torchrun, SLURM, single) and init (2 local processes with gloo); one rank
+works as N ranks do: ``distributed.init()`` makes the process group at world size 1 too, so DDP on
+one GPU (or one CPU process) and a scaling study's 1x1 baseline run the code that N ranks run
+(``DistributedDataParallel``, ``all_reduce``, ``barrier``), whatever the source."""
 
 from __future__ import annotations
 
@@ -262,7 +265,8 @@ needs_torch = pytest.mark.skipif(
 # (the variables init() exported for the one before removed): init, an all-reduce, cleanup. So
 # a pair of processes serves both two-process groups and the scaling meter's (a user's program:
 # its own process group and loop, test_meter_two_gloo_processes), and the first of them then both
-# single-process modes: each process imports torch (3 CPU-s) once, not once per case.
+# single-process modes and DDP at world size 1 (alone, as torchrun's one worker, as one SLURM
+# task): each process imports torch (3 CPU-s) once, not once per case.
 WORKER = """
 import json, os, sys, time
 import torch
@@ -288,6 +292,20 @@ for mode, env in json.loads(sys.argv[1]):
         dist.destroy_process_group()
         print(started, time.monotonic(), flush=True)
         continue
+    if mode == "ddp":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        d = init(timeout_s=60)
+        model = DDP(torch.nn.Linear(2, 1))
+        model(torch.ones(3, 2)).sum().backward()
+        total = torch.tensor([5.0])
+        dist.all_reduce(total)
+        dist.barrier()
+        print(d.source, d.world_size, dist.is_initialized(), dist.get_world_size(),
+              dist.get_backend(), total.item(), flush=True)
+        cleanup()
+        print("after cleanup", dist.is_initialized(), flush=True)
+        continue
     d = init(timeout_s=60, force_init=mode == "force")
     if dist.is_initialized():
         t = torch.tensor([float(d.rank + 1)])
@@ -303,6 +321,19 @@ for mode, env in json.loads(sys.argv[1]):
 """
 
 Case = tuple[str, dict[str, str]]
+
+# torchrun --nproc_per_node=1 (-W torchrun -g 1).
+TORCHRUN_ONE = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}
+# A scaling study's 1x1 baseline under -W lightning: one srun task.
+SLURM_ONE = {
+    "SLURM_JOB_ID": "4321",
+    "SLURM_PROCID": "0",
+    "SLURM_LOCALID": "0",
+    "SLURM_NTASKS": "1",
+    "SLURM_NODEID": "0",
+    "SLURM_STEP_TASKS_PER_NODE": "1",
+    "SLURM_STEP_NODELIST": "localhost",
+}
 
 
 def _run_group(tmp_path: Path, procs_cases: list[list[Case]]) -> list[list[list[str]]]:
@@ -338,7 +369,8 @@ def _free_job_id() -> int | None:
 class Groups:
     """The lines of the two-process groups' ranks (slurm: None when no derived port was free),
     of the single process, plain then forced, and of the meter's group: each rank's line, then
-    its start and end (seconds on the monotonic clock), and the run folder it measured in."""
+    its start and end (seconds on the monotonic clock), and the run folder it measured in; the
+    two lines of each DDP case at world size 1 (alone, torchrun, slurm)."""
 
     slurm_port: str | None
     slurm: list[list[str]] | None
@@ -347,6 +379,7 @@ class Groups:
     meter: list[list[str]]
     meter_times: list[list[str]]
     meter_run_dir: Path
+    ddp: dict[str, list[str]]
 
 
 @pytest.fixture(scope="module")
@@ -381,15 +414,25 @@ def groups(tmp_path_factory: pytest.TempPathFactory) -> Groups:
         ranks[r].append(("meter", {**meter_env, "RANK": str(r)}))
     # The meter's case prints two lines.
     pair_cases = len(ranks[1]) + 1
-    # Rank 0 goes on alone once its groups are cleaned up: the single process, plain then forced.
+    # Rank 0 goes on alone once its groups are cleaned up: the single process, plain then forced,
+    # then DDP at world size 1 in each source's environment.
     ranks[0] += [("plain", {}), ("force", {})]
+    ddp_cases = {
+        "alone": {},
+        "torchrun": {**TORCHRUN_ONE, "MASTER_PORT": str(ports.ephemeral_port())},
+        "slurm": {**SLURM_ONE, "MASTER_PORT": str(ports.ephemeral_port())},
+    }
+    ranks[0] += [("ddp", env) for env in ddp_cases.values()]
     rank0, rank1 = _run_group(tmp_path_factory.mktemp("dist"), ranks)
-    single = rank0[pair_cases:]
+    single = rank0[pair_cases : pair_cases + 2]
+    ddp_lines = [" ".join(words) for words in rank0[pair_cases + 2 :]]
+    assert len(ddp_lines) == 2 * len(ddp_cases), ddp_lines
+    ddp = {name: ddp_lines[2 * i : 2 * i + 2] for i, name in enumerate(ddp_cases)}
     pairs = [list(pair) for pair in zip(rank0[:pair_cases], rank1, strict=True)]
     slurm = pairs.pop(0) if job_id is not None else None
     return Groups(
         str(ports.derive_port(job_id)) if job_id is not None else None, slurm, pairs[0], single,
-        pairs[1], pairs[2], meter_run_dir,
+        pairs[1], pairs[2], meter_run_dir, ddp,
     )
 
 
@@ -414,7 +457,7 @@ def test_init_two_torchrun_processes_all_reduce(groups: Groups) -> None:
 
 @needs_torch
 def test_init_single_process_makes_the_group_forced_or_not(groups: Groups) -> None:
-    # One rank works as N ranks do (tests/python/test_single_rank.py); force_init changes nothing.
+    # One rank works as N ranks do (the DDP tests below); force_init changes nothing.
     plain, forced = groups.single
     assert plain[:6] == ["single", "0", "1", "0", "1.0", "gloo"]
     assert forced[:6] == ["single", "0", "1", "0", "1.0", "gloo"]
@@ -436,3 +479,18 @@ def test_meter_two_gloo_processes(groups: Groups) -> None:
     wall = max(end0, end1) - min(start0, start1)
     assert 0.1 <= metrics["seconds"] <= wall
     assert 0.0099 <= metrics["step_time_s_median"] <= metrics["seconds"]
+
+
+@needs_torch
+def test_one_process_alone_runs_ddp(groups: Groups) -> None:
+    assert groups.ddp["alone"] == ["single 1 True 1 gloo 5.0", "after cleanup False"]
+
+
+@needs_torch
+def test_one_torchrun_worker_runs_ddp(groups: Groups) -> None:
+    assert groups.ddp["torchrun"] == ["torchrun 1 True 1 gloo 5.0", "after cleanup False"]
+
+
+@needs_torch
+def test_one_slurm_task_runs_ddp(groups: Groups) -> None:
+    assert groups.ddp["slurm"] == ["slurm 1 True 1 gloo 5.0", "after cleanup False"]
