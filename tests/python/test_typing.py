@@ -4,10 +4,12 @@ no errors that are not theirs."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,9 +35,22 @@ def test_mypy_strict_without_the_optional_extras(tmp_path: Path) -> None:
     cache_root = os.environ.get("HPC_MYPY_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "hpc_toolkit", "mypy")
     cache = Path(cache_root, "without_extras")
-    # Only PyYAML's stubs: no site-packages, so torch, matplotlib and lightning are missing.
-    shutil.copytree(stubs, cache / "stubs" / "yaml", dirs_exist_ok=True)
-    env = {**os.environ, "MYPYPATH": str(cache / "stubs")}
+    # Only PyYAML's stubs: no site-packages, so torch, matplotlib and lightning are missing. Their
+    # copy is named by their content and made whole before it takes that name (a rename), so that
+    # another run at the same time never reads a copy half written.
+    digest = hashlib.sha256()
+    for path in sorted(p for p in stubs.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(stubs)).encode() + b"\0" + path.read_bytes() + b"\0")
+    mypypath = cache / f"stubs-{digest.hexdigest()[:16]}"
+    if not mypypath.is_dir():
+        cache.mkdir(parents=True, exist_ok=True)
+        made = Path(tempfile.mkdtemp(dir=cache, prefix=".stubs-"))
+        shutil.copytree(stubs, made / "yaml")
+        try:
+            made.rename(mypypath)
+        except OSError:  # another run made it first
+            shutil.rmtree(made)
+    env = {**os.environ, "MYPYPATH": str(mypypath)}
     # The stubs found on MYPYPATH would be checked as this code is: they are not ours.
     config = tmp_path / "mypy.ini"
     config.write_text("[mypy]\nstrict = True\n\n[mypy-yaml,yaml.*]\nignore_errors = True\n")
