@@ -1,4 +1,7 @@
-"""distributed.resolve (torchrun, SLURM, single) and init (2 local processes with gloo)."""
+"""distributed.resolve (torchrun, SLURM, single) and init (2 local processes with gloo); one rank
+works as N ranks do: ``distributed.init()`` makes the process group at world size 1 too, so DDP on
+one GPU (or one CPU process) and a scaling study's 1x1 baseline run the code that N ranks run
+(``DistributedDataParallel``, ``all_reduce``, ``barrier``), whatever the source."""
 
 from __future__ import annotations
 
@@ -260,18 +263,49 @@ needs_torch = pytest.mark.skipif(
 
 # One worker process runs several cases one after another, each in the environment of its case
 # (the variables init() exported for the one before removed): init, an all-reduce, cleanup. So
-# a pair of processes serves both two-process groups, and the first of them then both
-# single-process modes: each process imports torch (3 CPU-s) once, not once per case.
+# a pair of processes serves both two-process groups and the scaling meter's (a user's program:
+# its own process group and loop, test_meter_two_gloo_processes), and the first of them then both
+# single-process modes and DDP at world size 1 (alone, as torchrun's one worker, as one SLURM
+# task): each process imports torch (3 CPU-s) once, not once per case.
 WORKER = """
-import json, os, sys
+import json, os, sys, time
 import torch
 import torch.distributed as dist
+from hpc_helpers import scaling
 from hpc_helpers.distributed import cleanup, init
 
 base = dict(os.environ)
 for mode, env in json.loads(sys.argv[1]):
     os.environ.clear()
     os.environ.update(base, **env)
+    if mode == "meter":
+        # Rank r processes r + 1 samples a step; the case's start and end on the monotonic clock.
+        started = time.monotonic()
+        dist.init_process_group("gloo")
+        meter = scaling.Throughput(warmup_steps=3)
+        for step in range(13):
+            time.sleep(0.01)
+            t = torch.ones(1)
+            dist.all_reduce(t)
+            meter.step(samples=dist.get_rank() + 1)
+        print("rank", dist.get_rank(), "metrics", meter.finish() is not None, flush=True)
+        dist.destroy_process_group()
+        print(started, time.monotonic(), flush=True)
+        continue
+    if mode == "ddp":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        d = init(timeout_s=60)
+        model = DDP(torch.nn.Linear(2, 1))
+        model(torch.ones(3, 2)).sum().backward()
+        total = torch.tensor([5.0])
+        dist.all_reduce(total)
+        dist.barrier()
+        print(d.source, d.world_size, dist.is_initialized(), dist.get_world_size(),
+              dist.get_backend(), total.item(), flush=True)
+        cleanup()
+        print("after cleanup", dist.is_initialized(), flush=True)
+        continue
     d = init(timeout_s=60, force_init=mode == "force")
     if dist.is_initialized():
         t = torch.tensor([float(d.rank + 1)])
@@ -287,6 +321,19 @@ for mode, env in json.loads(sys.argv[1]):
 """
 
 Case = tuple[str, dict[str, str]]
+
+# torchrun --nproc_per_node=1 (-W torchrun -g 1).
+TORCHRUN_ONE = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}
+# A scaling study's 1x1 baseline under -W lightning: one srun task.
+SLURM_ONE = {
+    "SLURM_JOB_ID": "4321",
+    "SLURM_PROCID": "0",
+    "SLURM_LOCALID": "0",
+    "SLURM_NTASKS": "1",
+    "SLURM_NODEID": "0",
+    "SLURM_STEP_TASKS_PER_NODE": "1",
+    "SLURM_STEP_NODELIST": "localhost",
+}
 
 
 def _run_group(tmp_path: Path, procs_cases: list[list[Case]]) -> list[list[list[str]]]:
@@ -320,13 +367,19 @@ def _free_job_id() -> int | None:
 
 @dataclass(frozen=True)
 class Groups:
-    """The lines of the two-process groups' ranks (slurm: None when no derived port was free)
-    and of the single process, plain then forced."""
+    """The lines of the two-process groups' ranks (slurm: None when no derived port was free),
+    of the single process, plain then forced, and of the meter's group: each rank's line, then
+    its start and end (seconds on the monotonic clock), and the run folder it measured in; the
+    two lines of each DDP case at world size 1 (alone, torchrun, slurm)."""
 
     slurm_port: str | None
     slurm: list[list[str]] | None
     torchrun: list[list[str]]
     single: list[list[str]]
+    meter: list[list[str]]
+    meter_times: list[list[str]]
+    meter_run_dir: Path
+    ddp: dict[str, list[str]]
 
 
 @pytest.fixture(scope="module")
@@ -349,15 +402,37 @@ def groups(tmp_path_factory: pytest.TempPathFactory) -> Groups:
             ranks[r].append(("plain", {**common, "SLURM_PROCID": str(r), "SLURM_LOCALID": str(r)}))
     for r in range(2):
         ranks[r].append(("plain", {**torchrun_env, "RANK": str(r), "LOCAL_RANK": str(r)}))
-    pair_cases = len(ranks[1])
-    # Rank 0 goes on alone once its groups are cleaned up: the single process, plain then forced.
+    meter_run_dir = tmp_path_factory.mktemp("meter") / "runs" / "1x2-r1"
+    meter_port = port
+    while meter_port == port:  # a port of its own: the two groups' stores are not the same
+        meter_port = str(ports.ephemeral_port())
+    meter_env = {
+        "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": meter_port,
+        "scaling_run_dir": str(meter_run_dir), "num_nodes": "1", "gpus_per_node": "2",
+    }
+    for r in range(2):
+        ranks[r].append(("meter", {**meter_env, "RANK": str(r)}))
+    # The meter's case prints two lines.
+    pair_cases = len(ranks[1]) + 1
+    # Rank 0 goes on alone once its groups are cleaned up: the single process, plain then forced,
+    # then DDP at world size 1 in each source's environment.
     ranks[0] += [("plain", {}), ("force", {})]
+    ddp_cases = {
+        "alone": {},
+        "torchrun": {**TORCHRUN_ONE, "MASTER_PORT": str(ports.ephemeral_port())},
+        "slurm": {**SLURM_ONE, "MASTER_PORT": str(ports.ephemeral_port())},
+    }
+    ranks[0] += [("ddp", env) for env in ddp_cases.values()]
     rank0, rank1 = _run_group(tmp_path_factory.mktemp("dist"), ranks)
-    single = rank0[pair_cases:]
+    single = rank0[pair_cases : pair_cases + 2]
+    ddp_lines = [" ".join(words) for words in rank0[pair_cases + 2 :]]
+    assert len(ddp_lines) == 2 * len(ddp_cases), ddp_lines
+    ddp = {name: ddp_lines[2 * i : 2 * i + 2] for i, name in enumerate(ddp_cases)}
     pairs = [list(pair) for pair in zip(rank0[:pair_cases], rank1, strict=True)]
     slurm = pairs.pop(0) if job_id is not None else None
     return Groups(
-        str(ports.derive_port(job_id)) if job_id is not None else None, slurm, pairs[0], single
+        str(ports.derive_port(job_id)) if job_id is not None else None, slurm, pairs[0], single,
+        pairs[1], pairs[2], meter_run_dir, ddp,
     )
 
 
@@ -382,7 +457,40 @@ def test_init_two_torchrun_processes_all_reduce(groups: Groups) -> None:
 
 @needs_torch
 def test_init_single_process_makes_the_group_forced_or_not(groups: Groups) -> None:
-    # One rank works as N ranks do (tests/python/test_single_rank.py); force_init changes nothing.
+    # One rank works as N ranks do (the DDP tests below); force_init changes nothing.
     plain, forced = groups.single
     assert plain[:6] == ["single", "0", "1", "0", "1.0", "gloo"]
     assert forced[:6] == ["single", "0", "1", "0", "1.0", "gloo"]
+
+
+@needs_torch
+def test_meter_two_gloo_processes(groups: Groups) -> None:
+    """scaling.Throughput in a user's program of two gloo processes (its own process group)."""
+    assert groups.meter == [["rank", "0", "metrics", "True"], ["rank", "1", "metrics", "False"]]
+    run_dir = groups.meter_run_dir
+    assert sorted(p.name for p in run_dir.iterdir()) == ["metrics.json"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    # 10 measured steps, 1 + 2 samples per step over the two ranks.
+    assert (metrics["world_size"], metrics["nodes"], metrics["gpus_per_node"], metrics["samples"],
+            metrics["steps_measured"], metrics["backend"]) == (2, 1, 2, 30, 10, "gloo")
+    # Bounds that hold whatever the load: each step sleeps 0.01 s, and the meter's time lies
+    # within the case's life in the two processes (from the first start to the last end).
+    (start0, end0), (start1, end1) = ([float(t) for t in line] for line in groups.meter_times)
+    wall = max(end0, end1) - min(start0, start1)
+    assert 0.1 <= metrics["seconds"] <= wall
+    assert 0.0099 <= metrics["step_time_s_median"] <= metrics["seconds"]
+
+
+@needs_torch
+def test_one_process_alone_runs_ddp(groups: Groups) -> None:
+    assert groups.ddp["alone"] == ["single 1 True 1 gloo 5.0", "after cleanup False"]
+
+
+@needs_torch
+def test_one_torchrun_worker_runs_ddp(groups: Groups) -> None:
+    assert groups.ddp["torchrun"] == ["torchrun 1 True 1 gloo 5.0", "after cleanup False"]
+
+
+@needs_torch
+def test_one_slurm_task_runs_ddp(groups: Groups) -> None:
+    assert groups.ddp["slurm"] == ["slurm 1 True 1 gloo 5.0", "after cleanup False"]

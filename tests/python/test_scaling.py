@@ -1,20 +1,16 @@
 """scaling: the maths against a hand-computed table, the CSV files, the Throughput meter
-(inactive, one process, two gloo processes)."""
+(inactive, one process; two gloo processes: test_distributed.py, whose pair of torch processes
+runs that program too)."""
 
 from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import clean_environ
 from hpc_helpers import scaling
 from hpc_helpers.scaling import Run, summarise
 
@@ -188,57 +184,3 @@ def test_meter_single_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 def test_meter_rejects_negative_warmup() -> None:
     with pytest.raises(ValueError, match="warmup_steps must be >= 0, not -1"):
         scaling.Throughput(warmup_steps=-1)
-
-
-# A user's program: its own process group, its own loop; rank r processes r + 1 samples a step.
-PROGRAM = """
-import sys, time
-import torch
-import torch.distributed as dist
-from hpc_helpers import scaling
-
-dist.init_process_group("gloo")
-meter = scaling.Throughput(warmup_steps=3)
-for step in range(13):
-    time.sleep(0.01)
-    t = torch.ones(1)
-    dist.all_reduce(t)
-    meter.step(samples=dist.get_rank() + 1)
-print("rank", dist.get_rank(), "metrics", meter.finish() is not None)
-dist.destroy_process_group()
-"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def test_meter_two_gloo_processes(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
-    run_dir = tmp_path / "runs" / "1x2-r1"
-    port = str(_free_port())
-    procs = []
-    started = time.monotonic()
-    for rank in range(2):
-        env = clean_environ({
-            "RANK": str(rank), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": port, "scaling_run_dir": str(run_dir), "num_nodes": "1",
-            "gpus_per_node": "2",
-        })
-        procs.append(subprocess.Popen([sys.executable, "-c", PROGRAM], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outs = [p.communicate(timeout=120) for p in procs]
-    wall = time.monotonic() - started
-    assert [p.returncode for p in procs] == [0, 0], outs
-    assert [o[0].strip() for o in outs] == ["rank 0 metrics True", "rank 1 metrics False"]
-    assert sorted(p.name for p in run_dir.iterdir()) == ["metrics.json"]
-    metrics = json.loads((run_dir / "metrics.json").read_text())
-    # 10 measured steps, 1 + 2 samples per step over the two ranks.
-    assert (metrics["world_size"], metrics["nodes"], metrics["gpus_per_node"], metrics["samples"],
-            metrics["steps_measured"], metrics["backend"]) == (2, 1, 2, 30, 10, "gloo")
-    # Bounds that hold whatever the load: each step sleeps 0.01 s, and the meter's time lies
-    # within the processes' lives as this test saw them.
-    assert 0.1 <= metrics["seconds"] <= wall
-    assert 0.0099 <= metrics["step_time_s_median"] <= metrics["seconds"]
