@@ -44,7 +44,8 @@ cpu_within_20() {
   [[ ! -x /usr/bin/time ]] || commands+=('/usr/bin/time -v python hold.py')
   for command in "${commands[@]}"; do
     hpc_configs "$PROJECT" "$command"
-    HOLD_MB=50 HOLD_SECONDS=12 hpc_run_job "$PROJECT" -g 0 -t 00:10:00 -e wrapped
+    # Until it has used 4 CPU-s, whatever the load: counted twice it would read about 8.
+    HOLD_MB=50 HOLD_SECONDS=4 HOLD_CPU=1 hpc_run_job "$PROJECT" -g 0 -t 00:10:00 -e wrapped
     assert_equal "$job_state" "COMPLETED 0:0"
     hold=$(grep '^HOLD ' "$job_out") || fail "$command: no HOLD line: $(cat "$job_out")"
     usage=$(grep -E '^\[hpc n[12]\] usage n[12]: CPU ' "$job_out") || fail "$command: no usage line: $(cat "$job_out")"
@@ -54,9 +55,10 @@ cpu_within_20() {
 
 @test "a process outside the job with the job's SLURM_JOB_ID and SLURMD_NODENAME exported (300 MiB held): not counted by 'usage', not shown by 'stack'" {
   hpc_configs "$PROJECT" 'python hold.py'
-  # Busy until the test has seen what it needs (a sample taken with the outsider there), 120 s
-  # at most: not a fixed 30 s of a CPU.
-  HOLD_MB=50 HOLD_SECONDS=120 HOLD_UNTIL=$BATS_TEST_TMPDIR/release \
+  # Running until the test has seen what it needs (a sample taken with the outsider there), 120 s
+  # at most: not a fixed 30 s of a CPU. Busy for its first 3 CPU-s only (the CPU it is counted
+  # against below), then idle: a CPU kept busy while the test looks bought nothing.
+  HOLD_MB=50 HOLD_SECONDS=120 HOLD_UNTIL=$BATS_TEST_TMPDIR/release HOLD_BUSY=3 \
     hpc_submit_job "$PROJECT" -g 0 -t 00:10:00 -e outsider
   # The job's program running (SLURM's own list of the job's processes names it).
   local deadline=$((SECONDS + 120)) node='' pid program=''
