@@ -178,6 +178,9 @@ hpc_warm_venv() {
 # toolkit's record of its name; the absolute path that the venv's scripts name (bin/activate*,
 # pip's, pyvenv.cfg) is the copy's; virtual_env is a link to it, as install_venv.sh leaves it;
 # fails unless the toolkit's test of a ready build takes it (hpc_warm_venv: and a job runs from it).
+# Dependency files that differ only in comment lines and blank lines (the demo project's and the
+# test project's requirements.txt) install the same packages: they share one build, whose copy
+# gets the stamp (.hpc_deps) of PROJECT's own file, as its install job would have written it.
 hpc_venv_seed() {
   local project=$1 deps=none f key dir fd seed copy text job_id job_out
   for f in Pipfile requirements.txt; do
@@ -188,7 +191,7 @@ hpc_venv_seed() {
   done
   key=$({
     printf '%s\n%s\n' "${HPC_CLUSTER:-}" "$deps"
-    [[ $deps == none ]] || cat -- "$project/$deps"
+    [[ $deps == none ]] || grep -v -E '^[[:space:]]*(#|$)' -- "$project/$deps" || true
   } | sha256sum)
   dir=$BATS_RUN_TMPDIR/venv_seeds/${key:0:16}
   mkdir -p -- "$BATS_RUN_TMPDIR/venv_seeds"
@@ -229,9 +232,11 @@ hpc_venv_seed() {
     printf '%s' "${text//"$seed"/"$copy"}" >"$f"
   done
   ln -s -- .virtual_env_builds/venv-0 "$project/virtual_env"
-  # The toolkit's own test of a ready build (its dependency file's stamp, its kind) takes it.
+  # PROJECT's stamp, written as install_venv.sh writes it; then the toolkit's own test of a ready
+  # build (its dependency file's stamp, its kind) takes it.
   # shellcheck source=virtual_env_hpc_files/venv_runner.bash
   (source "$project/hpc_files/virtual_env_hpc_files/venv_runner.bash" && hpc_venv_expect "$project" &&
+    printf '%s' "$hpc_venv_stamp" >"$copy/.hpc_deps" &&
     hpc_venv_find "$project" "$hpc_venv_stamp" && [[ $hpc_venv_build == "$copy" ]]) ||
     fail "the toolkit does not take the copy of the shared venv in $copy"
 }

@@ -216,6 +216,31 @@ run_doc() {
 
 @test "docs/map-gather.md" {
   run_doc map-gather.md
+  touch "$BATS_FILE_TMPDIR/map-gather.ran"
+}
+
+# The guide's map of the TRAK-shaped demo (its first example) is what this test asserts on: the
+# job that the test above ran, or, when it did not run (a filter), the guide's examples run here.
+@test "the README's TRAK-shaped demo: four tiny checkpoints featurized on CPU as a map, then averaged by the gather" {
+  local log map_dir gather_id
+  [[ -f $BATS_FILE_TMPDIR/map-gather.ran ]] || run_doc map-gather.md
+  log=$(sed -n '/^\$ bash hpc_files\/job_submitter\.sh --map-over .* -e trak$/,/^\$ /p' "$BATS_FILE_TMPDIR/examples.log")
+  map_dir=$(sed -n 's/^Map [^ ]*: array job [0-9]* ([^)]*), folder //p' <<<"$log" | tail -n 1)
+  gather_id=$(sed -n 's/^Gather job \([0-9][0-9]*\):.*/\1/p' <<<"$log" | tail -n 1)
+  [[ -n $gather_id && -d $map_dir ]] || fail "no gather id or map folder in: $log"
+  assert_equal "$(hpc_job_state "$gather_id")" "COMPLETED 0:0"
+  run cat "$map_dir/gather_$gather_id.out"
+  assert_line --regexp '^averaged 4 checkpoints: features \(64, 9\), mean score [0-9.]+$'
+  run python3 - "$map_dir" <<'EOF2'
+import json, sys
+d = sys.argv[1]
+scores = [json.load(open(f"{d}/tasks/{i}/result.json"))["score"] for i in range(4)]
+doc = json.load(open(f"{d}/scores.json"))
+assert doc["scores"] == scores and abs(doc["mean"] - sum(scores) / 4) < 1e-12, doc
+print("ok", len(set(scores)))
+EOF2
+  assert_output "ok 4"
+  [[ -f $map_dir/features_mean.pt ]] || fail "no features_mean.pt"
 }
 
 @test "docs/scaling.md" {

@@ -242,30 +242,6 @@ EOF2
   done
 }
 
-@test "the README's TRAK-shaped demo: four tiny checkpoints featurized on CPU as a map, then averaged by the gather" {
-  cp "$HPC_ROOT/tests/fixtures/trak_demo/"*.py "$PROJECT/"
-  (cd "$PROJECT" && python3 make_checkpoints.py "$SCRATCH/map project/trak") || fail "make_checkpoints.py failed"
-  # shellcheck disable=SC1003 # the backslash continues the configs file's line
-  hpc_configs "$PROJECT" 'python featurize_and_score.py --model_id ${map_index} --ckpt "${map_item}" \' \
-    '  --data "${scratch_dir}/trak/data.pt" --out "${task_dir}"'
-  submit_map --map-over "$SCRATCH/map project/trak/checkpoints.txt" --gather "python average_scores.py" -e trak
-  hpc_wait_job "$job_id" 180
-  hpc_wait_job "$gather_id" 120
-  assert_equal "$(hpc_job_state "$gather_id")" "COMPLETED 0:0"
-  run cat "$map_dir/gather_$gather_id.out"
-  assert_line --regexp '^averaged 4 checkpoints: features \(64, 9\), mean score [0-9.]+$'
-  run python3 - "$map_dir" <<'EOF2'
-import json, sys
-d = sys.argv[1]
-scores = [json.load(open(f"{d}/tasks/{i}/result.json"))["score"] for i in range(4)]
-doc = json.load(open(f"{d}/scores.json"))
-assert doc["scores"] == scores and abs(doc["mean"] - sum(scores) / 4) < 1e-12, doc
-print("ok", len(set(scores)))
-EOF2
-  assert_output "ok 4"
-  [[ -f $map_dir/features_mean.pt ]] || fail "no features_mean.pt"
-}
-
 @test "gather EXP submits the newest map's gather again, now: it reads the status files afresh (after a task's folder was restored by hand)" {
   MAP_SLEEP=0 submit_map --map-range 0-2 --gather "python gather.py" -e again
   hpc_wait_job "$job_id" 120

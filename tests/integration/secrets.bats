@@ -33,18 +33,32 @@ setup() {
   export HPC_TEST_SENTINEL_SHA
 }
 
-# sample_cmdlines FILE: until killed, appends every process's command line to FILE (every 10 ms).
+# sample_cmdlines FILE: until killed, reads every process's command line every 10 ms and appends
+# to FILE each one it has not written yet (the same lines as writing all each time, without tens
+# of megabytes of repeats to write and search).
 sample_cmdlines() {
   exec python3 -c '
-import glob, sys, time
+import os, sys, time
+seen = set()
 with open(sys.argv[1], "a") as out:
     while True:
-        for path in glob.glob("/proc/[0-9]*/cmdline"):
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
             try:
-                with open(path, "rb") as f:
-                    out.write(f.read().replace(b"\0", b" ").decode("utf-8", "replace") + "\n")
+                fd = os.open(f"/proc/{pid}/cmdline", os.O_RDONLY)
+                try:
+                    chunks = []
+                    while chunk := os.read(fd, 65536):
+                        chunks.append(chunk)
+                finally:
+                    os.close(fd)
             except OSError:
-                pass
+                continue
+            line = b"".join(chunks)
+            if line not in seen:
+                seen.add(line)
+                out.write(line.replace(b"\0", b" ").decode("utf-8", "replace") + "\n")
         out.flush()
         time.sleep(0.01)' "$1"
 }
