@@ -5,6 +5,9 @@
 # catches no warning: it runs on until SLURM ends it at the end of the grace time, or finishes
 # within it. Either way the run must be requeued and run again, and the report must read the
 # re-run: COMPLETED, with its throughput; never the preempted run's end as done or as failed.
+# -W lightning: srun's tasks are the ranks (sleep_train.py reads SLURM's variables through
+# hpc_helpers), no torchrun agent per node: the study's launcher is not what this file asserts
+# (a preempted torchrun job is site_preempt.bats's).
 # Set by submit_study (helpers/scaling_study.bash); declared for shellcheck.
 declare -g study_dir report_id
 declare -ga run_ids
@@ -35,7 +38,7 @@ teardown() {
 
 @test "site: a study's run preempted (no --requeue): requeued and run again; the report reads the re-run, COMPLETED with its throughput" {
   hpc_site_lock preempt
-  SCALE_STEPS=100 SCALE_C=0 submit_study --scale-nodes 1,2 --scale-gpus 2 -W torchrun -e pstudy
+  SCALE_STEPS=100 SCALE_C=0 submit_study --scale-nodes 1,2 --scale-gpus 2 -W lightning -e pstudy
   assert_equal "${#run_ids[@]}" 2
   local run=${run_ids[1]} log
   log=$study_dir/runs/2x2-r1/job_$run.out
