@@ -25,10 +25,11 @@ hpc_wait_forgotten() {
   done
 }
 
-# hpc_site_preempt: submits to partition 'high' a one-node job that needs a GPU, which every
-# toolkit job that holds both GPUs of a node (-g 2) must give up: it is preempted. Prints its id.
+# hpc_site_preempt [GPUS]: submits to partition 'high' a one-node job that needs GPUS GPUs
+# (default 1), which every toolkit job that holds more than 2 - GPUS of each node's two GPUs must
+# give up (with 1: a job with -g 2; with 2: any, e.g. a 2x1 job): it is preempted. Prints its id.
 hpc_site_preempt() {
-  hpc_sbatch -p high -N1 --gres=gpu:1 -o /dev/null --wrap 'sleep 1'
+  hpc_sbatch -p high -N1 --gres="gpu:${1:-1}" -o /dev/null --wrap 'sleep 1'
 }
 
 # hpc_site_wait_line ID FILE REGEX TIMEOUT_S: waits until a line of FILE (job ID's output) matches

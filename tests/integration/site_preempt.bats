@@ -4,7 +4,9 @@
 # 'high'. SLURM sends it its --signal at once (the site's preempt_send_user_signal), then ends it
 # after the partition's GraceTime and requeues it. The program (shared setup: helpers/real_programs)
 # is told, saves its snapshot, --copy-back runs, the job is requeued and resumes from the snapshot;
-# the preemption does not use up --requeue N, which is for time limits.
+# the preemption does not use up --requeue N, which is for time limits. Two nodes of one rank
+# each: the promise is every node's (its agent and its rank told, stopped together); two ranks on
+# a node taking the warning are real_ddp_requeue.bats's (at the time limit, the same path).
 # Set by hpc_run_job or hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
 declare -g job_id job_out
 
@@ -14,9 +16,8 @@ setup_file() {
   load '../helpers/site'
   load '../helpers/real_programs'
   hpc_site_cluster_use
+  # Its venv is the seeded copy, checked there (a warm-up job would copy it again and run a job).
   hpc_real_setup_file
-  cp "$HPC_ROOT/tests/fixtures/project/probe.py" "$PROJECT/"
-  hpc_warm_venv "$PROJECT" 'python probe.py exit 0' -e warm
 }
 
 setup() {
@@ -30,14 +31,15 @@ teardown() {
   [[ -z ${job_id:-} ]] || scancel "$job_id" 2>/dev/null || true
 }
 
-@test "site: torchrun 2x2 DDP trainer preempted: told, snapshot copied back, requeued without using up --requeue 1, resumed; then a time limit still requeues it; COMPLETED, every epoch once" {
+@test "site: torchrun 2x1 DDP trainer preempted: told, snapshot copied back, requeued without using up --requeue 1, resumed; then a time limit still requeues it; COMPLETED, every epoch once" {
   hpc_site_lock preempt
   # shellcheck disable=SC2016 # expanded in the job
   hpc_configs "$PROJECT" 'python ddp_snapshot.py 60 10 ${SLURM_TMPDIR}/snapshot.pt ${scratch_dir}/${exp_name}/snapshot.pt'
-  hpc_submit_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 --time 00:10:00 --signal-lead 60 \
+  hpc_submit_job "$PROJECT" -W torchrun --gpus 1 --num-nodes 2 --time 00:10:00 --signal-lead 60 \
     --requeue 1 --copy-back snapshot.pt -e ddp
   hpc_site_wait_line "$job_id" "$job_out" '^EPOCH 3$' 240
-  high=$(hpc_site_preempt)
+  # Both GPUs of a node: the job holds one of each node's two.
+  high=$(hpc_site_preempt 2)
   # Requeued and held back by SLURM for a while: status says it was preempted.
   local start=$SECONDS
   until [[ $(squeue -h -j "$job_id" -o '%T %r') == "PENDING BeginTime" ]]; do

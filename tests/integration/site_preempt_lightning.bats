@@ -1,11 +1,12 @@
 #!/usr/bin/env bats
 # Lightning's BoringModel (its own SLURM handler, shared setup: helpers/real_programs) preempted on
 # the site configuration (local_cluster.sh --config site), as real_lightning_requeue.bats has it
-# at its time limit: a 2x2 job submitted without --requeue, preempted by a job of partition
-# 'high'. At SLURM's notice (its --signal, SIGUSR1) the batch shell makes the job requeueable and
-# passes the signal on; Lightning saves hpc_ckpt_1.ckpt and requeues the job itself (the toolkit's
-# scontrol lets it: a preemption, counted against nothing); the second run restores from that
-# checkpoint and trains to the end: COMPLETED, the steps after the checkpoint not lost.
+# at its time limit: a job of 2 nodes x 1 (as there) submitted without --requeue, preempted by a
+# job of partition 'high'. At SLURM's notice (its --signal, SIGUSR1) the batch shell makes the job
+# requeueable and passes the signal on; Lightning saves hpc_ckpt_1.ckpt and requeues the job
+# itself (the toolkit's scontrol lets it: a preemption, counted against nothing); the second run
+# restores from that checkpoint and trains to the end: COMPLETED, the steps after the checkpoint
+# not lost.
 # Set by hpc_submit_job (helpers/cluster.bash); declared for shellcheck.
 declare -g job_id job_out
 
@@ -17,8 +18,8 @@ setup_file() {
   load '../helpers/site'
   load '../helpers/real_programs'
   hpc_site_cluster_use
+  # Its venv is the seeded copy, checked there (a warm-up job would copy it again and run a job).
   hpc_real_setup_file
-  hpc_warm_venv "$PROJECT" 'python probe.py exit 0' -e warm
 }
 
 setup() {
@@ -32,15 +33,16 @@ teardown() {
   [[ -z ${job_id:-} ]] || scancel "$job_id" 2>/dev/null || true
 }
 
-@test "site: Lightning's BoringModel 2x2 preempted (no --requeue): told, saves hpc_ckpt_1.ckpt, requeues itself uncounted, status says preempted; restored, COMPLETED, trained to the end once" {
+@test "site: Lightning's BoringModel 2x1 preempted (no --requeue): told, saves hpc_ckpt_1.ckpt, requeues itself uncounted, status says preempted; restored, COMPLETED, trained to the end once" {
   hpc_site_lock preempt
   local root="$SCRATCH/real project/boring" start from
   # Steps of 3 s, as in real_lightning_requeue.bats: every rank takes the signal within a step.
   # shellcheck disable=SC2016 # expanded in the job
   hpc_configs "$PROJECT" 'python boring_requeue.py --num_nodes ${num_nodes} --devices ${gpus_per_node} --max-steps 20 --step-seconds 3 --root-dir ${scratch_dir}/${exp_name}'
-  hpc_submit_job "$PROJECT" -W lightning --gpus 2 --num-nodes 2 --time 00:10:00 -e boring
+  hpc_submit_job "$PROJECT" -W lightning --gpus 1 --num-nodes 2 --time 00:10:00 -e boring
   hpc_site_wait_line "$job_id" "$job_out" '^STEP 5$' 300
-  high=$(hpc_site_preempt)
+  # Both GPUs of a node: the job holds one of each node's two.
+  high=$(hpc_site_preempt 2)
   # Requeued and held back by SLURM for a while: status says it was preempted.
   start=$SECONDS
   until [[ $(squeue -h -j "$job_id" -o '%T %r') == "PENDING BeginTime" ]]; do
@@ -59,8 +61,8 @@ teardown() {
   assert_line --index 0 --regexp '^(REQUEUED|PREEMPTED)$'
   assert_line --index 1 COMPLETED
   run cat "$job_out"
-  assert_equal "$(grep -c '^START rank=[0-3] node=n[12] restart=0$' "$job_out")" 4
-  assert_equal "$(grep -c '^START rank=[0-3] node=n[12] restart=1$' "$job_out")" 4
+  assert_equal "$(grep -c '^START rank=[01] node=n[12] restart=0$' "$job_out")" 2
+  assert_equal "$(grep -c '^START rank=[01] node=n[12] restart=1$' "$job_out")" 2
   # Run 1: told of the preemption, made requeueable, Lightning saved and requeued, not counted.
   assert_line --regexp "^\[hpc n1\] preempted by a higher-priority job \(SIGUSR1 at SLURM.s notice"
   assert_line --regexp '^\[hpc n1\] made requeueable \(it was submitted without --requeue N\): '
