@@ -18,8 +18,8 @@
 #   --no-cluster   do not start the clusters (integration tests then fail; use with --bats)
 #   --no-lint      skip shellcheck, shfmt, ruff and mypy
 #   --no-pytest    skip pytest
-#   --jobs N       lint and unit test files N at a time [HPC_TEST_JOBS]; default: the CPUs + 1
-#                  (some unit tests wait)
+#   --jobs N       lint and unit test files N at a time [HPC_TEST_JOBS]; default: the CPUs + 2
+#                  (some unit tests wait: on 2 cores, 3 at a time left them 12 % idle)
 #   --clusters N   integration test files N at a time, each on a cluster of its own
 #                  [HPC_TEST_CLUSTERS]; default 3
 #   --bats PATH    run these bats files or folders instead of tests/unit and tests/integration
@@ -41,7 +41,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
 install=1 cluster=1 lint=1 pytest=1 bats_paths=()
-jobs=${HPC_TEST_JOBS:-$(($(nproc) + 1))} clusters=${HPC_TEST_CLUSTERS:-3}
+jobs=${HPC_TEST_JOBS:-$(($(nproc) + 2))} clusters=${HPC_TEST_CLUSTERS:-3}
 while (($#)); do
   case $1 in
     --no-install) install=0 ;;
