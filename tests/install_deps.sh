@@ -37,8 +37,12 @@ fi
 # python_helpers/src (the editable install) with the version and dependencies that its
 # pyproject.toml has now. Read from the installed packages' own metadata: a second run takes a
 # fraction of a second, not pip's seconds. Anything it cannot read (no tomllib before Python
-# 3.11) runs pip.
-if ! python3 -E - requirements-dev.txt "$PWD/python_helpers" <<'EOF'
+# 3.11) runs pip. Where only the editable install differs (a fresh clone on a machine that has
+# everything: it points at another checkout) and its dependencies and setuptools are there (status
+# 2), pip installs it alone, without resolving the rest or building in an isolated environment
+# (about 3 s instead of 13).
+status=0
+python3 -E - requirements-dev.txt "$PWD/python_helpers" <<'EOF' || status=$?
 import importlib.metadata as md, importlib.util, os, re, sys, tomllib
 for line in open(sys.argv[1], encoding="utf-8"):
     line = line.split("#", 1)[0].strip()
@@ -51,18 +55,32 @@ for line in open(sys.argv[1], encoding="utf-8"):
     except md.PackageNotFoundError:
         sys.exit(1)
 project = tomllib.load(open(os.path.join(sys.argv[2], "pyproject.toml"), "rb"))["project"]
+# From here on only hpc_helpers' own install may differ: pip for it alone (exit 2) where what
+# that needs is there (its dependencies, and setuptools, its build backend), else everything.
+try:
+    for dep in project["dependencies"] + ["setuptools"]:
+        md.version(re.split(r"[<>=!~;\[ ]", dep, maxsplit=1)[0])
+except md.PackageNotFoundError:
+    sys.exit(1)
 try:
     installed = md.version(project["name"])
     requires = {r.replace(" ", "") for r in md.requires(project["name"]) or [] if "extra ==" not in r}
 except md.PackageNotFoundError:
-    sys.exit(1)
+    sys.exit(2)
 if installed != project["version"] or requires != {r.replace(" ", "") for r in project["dependencies"]}:
-    sys.exit(1)
+    sys.exit(2)
 spec = importlib.util.find_spec("hpc_helpers")
 home = os.path.realpath(os.path.join(sys.argv[2], "src"))
-sys.exit(0 if spec and spec.origin and os.path.realpath(spec.origin).startswith(home + os.sep) else 1)
+sys.exit(0 if spec and spec.origin and os.path.realpath(spec.origin).startswith(home + os.sep) else 2)
 EOF
-then
-  echo "install_deps.sh: pip install -r requirements-dev.txt -e python_helpers"
-  python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt -e python_helpers
-fi
+case $status in
+  0) ;;
+  2)
+    echo "install_deps.sh: pip install --no-deps --no-build-isolation -e python_helpers"
+    python3 -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e python_helpers
+    ;;
+  *)
+    echo "install_deps.sh: pip install -r requirements-dev.txt -e python_helpers"
+    python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt -e python_helpers
+    ;;
+esac
