@@ -57,9 +57,13 @@ for line in open(sys.argv[1], encoding="utf-8"):
 project = tomllib.load(open(os.path.join(sys.argv[2], "pyproject.toml"), "rb"))["project"]
 # From here on only hpc_helpers' own install may differ: pip for it alone (exit 2) where what
 # that needs is there (its dependencies, and setuptools, its build backend), else everything.
+# An editable build without isolation needs setuptools 64 or later, and wheel below 70.1.
 try:
-    for dep in project["dependencies"] + ["setuptools"]:
+    for dep in project["dependencies"]:
         md.version(re.split(r"[<>=!~;\[ ]", dep, maxsplit=1)[0])
+    setuptools = tuple(int(part) for part in re.findall(r"\d+", md.version("setuptools"))[:2])
+    if setuptools < (64,) or (setuptools < (70, 1) and not md.version("wheel")):
+        sys.exit(1)
 except md.PackageNotFoundError:
     sys.exit(1)
 try:
@@ -77,7 +81,10 @@ case $status in
   0) ;;
   2)
     echo "install_deps.sh: pip install --no-deps --no-build-isolation -e python_helpers"
-    python3 -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e python_helpers
+    python3 -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e python_helpers || {
+      echo "install_deps.sh: that failed; pip install -r requirements-dev.txt -e python_helpers"
+      python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt -e python_helpers
+    }
     ;;
   *)
     echo "install_deps.sh: pip install -r requirements-dev.txt -e python_helpers"

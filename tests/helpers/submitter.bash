@@ -121,9 +121,10 @@ hpc_test_venv_built() {
 hpc_test_venv_stamp() {
   (
     # shellcheck source=/dev/null # linted on its own (above)
-    source "$1/hpc_files/virtual_env_hpc_files/venv_runner.bash"
-    hpc_venv_expect "$1"
-    printf '%s' "$hpc_venv_stamp" >"$1/virtual_env/.hpc_deps"
+    # Chained: run from hpc_test_untraced's 'cmd || rc=$?', set -e would not stop at a failure.
+    source "$1/hpc_files/virtual_env_hpc_files/venv_runner.bash" &&
+      hpc_venv_expect "$1" &&
+      printf '%s' "$hpc_venv_stamp" >"$1/virtual_env/.hpc_deps"
   )
 }
 

@@ -49,10 +49,7 @@ rank=3 sum=6"
 }
 
 @test "accelerate 2x2 where rank 3 exits 7: the job ends FAILED 7 (not accelerate's 1); the log names the rank and node" {
-  # What fails is a worker of accelerate launch (its status, rank and node come from the launcher,
-  # whatever the worker ran): probe.py exits 7 on RANK 3 and 0 on the others, as torchrun's test
-  # in job_submitter.bats, without four imports of torch and Accelerate (3 CPU-s each).
-  hpc_configs "$PROJECT" 'python probe.py exit 7 3'
+  hpc_configs "$PROJECT" 'python accelerate_sum.py 3'
   hpc_run_job "$PROJECT" -W accelerate --gpus 2 --num-nodes 2 -e acc7
   [[ $job_state == "FAILED 7:0" ]] || fail "job $job_id ended $job_state: $(cat "$job_out")"
   run grep -c '^EXIT rank=3 code=7' "$job_out"

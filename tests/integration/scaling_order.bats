@@ -26,11 +26,11 @@ setup() {
   # -W lightning: srun's tasks, one per GPU, are the ranks (cpu_probe.py reads SLURM's variables
   # through hpc_helpers.distributed): what this test asserts is the study's, not a launcher's, and
   # torchrun's agent per node of each of the 8 runs (12 torch imports) bought it nothing.
-  # 12 steps of 20 rounds (10 measured after the probe's 2 of warm-up): a baseline step hashes
-  # 64 x 20 blocks of 64 KiB (about 0.1 s of a CPU), so the measured work of each run is many
-  # scheduler slices long and the bound below is far from noise; 16 steps of 40 rounds hashed
-  # about 3 CPU-s a run (8 runs) and bought the assertions nothing.
-  SCALE_STEPS=12 SCALE_ROUNDS=20 \
+  # 16 steps of 20 rounds (14 measured after the probe's 2 of warm-up): a baseline step hashes
+  # 64 x 20 blocks of 64 KiB (about 0.1 s of a CPU), so the measured work of each run (about
+  # 1.4 CPU-s) is many scheduler slices long and seconds of a neighbour's burst cannot double
+  # it; 40 rounds hashed about 3 CPU-s a run (8 runs).
+  SCALE_STEPS=16 SCALE_ROUNDS=20 \
     submit_study --scale-nodes 1,2 --scale-gpus 1,2 --repeats 2 -W lightning -c 1 -e cpuprobe
   grep -q '"order": "serial"' "$study_dir/study.json" || fail "not serial: $(cat "$study_dir/study.json")"
   # From the queue, not the toolkit's files: never two runs of the study running at once.

@@ -338,15 +338,12 @@ submit_map() {
   assert_line "GATHER sum=285 n_ok=10 failed=''"
 }
 
-@test "scaling test --scale-nodes 1,2 --scale-gpus 1 -W lightning: 2 runs and a report job, COMPLETED; summary.csv has both configurations, results.csv the address-named nodes" {
+@test "scaling test --scale-nodes 1,2 --scale-gpus 1 -W torchrun: 2 runs and a report job, COMPLETED; summary.csv has both configurations, results.csv the address-named nodes" {
   needs_venv
   cp "$HPC_ROOT/tests/fixtures/scaling/sleep_train.py" "$PROJECT/"
   hpc_configs "$PROJECT" 'python sleep_train.py'
-  # The launcher is not what this asserts (torchrun on these nodes is the 2x2 test above): srun's
-  # tasks are the ranks (sleep_train.py joins through SLURM's variables), as in scaling_order.bats,
-  # without a torchrun agent (a torch import) per node and run.
   out=$(SCALE_STEPS=4 SCALE_D=0.01 SCALE_C=0 bash "$PROJECT/hpc_files/job_submitter.sh" -y --scaling-test \
-    --scale-nodes 1,2 --scale-gpus 1 -W lightning -e scaled 2>&1) || fail "submission failed: $out"
+    --scale-nodes 1,2 --scale-gpus 1 -W torchrun -e scaled 2>&1) || fail "submission failed: $out"
   study_dir=$(sed -n 's/^Folder: //p' <<<"$out")
   report_id=$(sed -n 's/.*report job \([0-9][0-9]*\) after them.*/\1/p' <<<"$out")
   read -r -a run_ids <<<"$(sed -n 's/.*(jobs \([0-9 ]*\)), report job.*/\1/p' <<<"$out")"
