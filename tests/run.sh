@@ -386,6 +386,8 @@ fi
 # at once, so that it takes the CPU they leave while they wait for SLURM and does not stretch them.
 integration_pid=''
 if ((${#integration_files[@]} && side_by_side)); then
+  # Made here, not by the child's redirection: the tail below may open it first.
+  : >"$reports/integration.log"
   integration >"$reports/integration.log" 2>&1 &
   integration_pid=$!
 fi
