@@ -28,6 +28,7 @@ setup() {
 
 # within_10 WHAT OURS SACCT: fails unless OURS is within 10 % of SACCT (above 0).
 within_10() {
+  printf '# %s: usage says %s, sacct %s\n' "$1" "$2" "$3" >&3
   python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if b > 0 and abs(a - b) <= 0.1 * b else 1)' \
     "$2" "$3" || fail "$1: usage says $2, sacct $3: $output"
 }
@@ -52,7 +53,10 @@ sacct_figures() {
 @test "site: usage of an ended job: the sampler's peak memory and CPU within 10 % of sacct's MaxRSS and TotalCPU, and sacct's own line beside them, each naming its source" {
   local line ours
   hpc_configs "$PROJECT" 'python hold.py'
-  HOLD_MB=200 HOLD_SECONDS=12 hpc_run_job "$PROJECT" -g 0 -t 00:10:00 -e hold
+  # 200 MB held for 12 s (both samplers see it), busy for the first 6 CPU-s only, then idle
+  # (HOLD_UNTIL names a file never made): a busy loop's every CPU-s is one of the suite's.
+  HOLD_MB=200 HOLD_SECONDS=12 HOLD_BUSY=6 HOLD_UNTIL=$BATS_TEST_TMPDIR/never \
+    hpc_run_job "$PROJECT" -g 0 -t 00:10:00 -e hold
   assert_equal "$job_state" "COMPLETED 0:0"
   sacct_figures "$job_id"
   run --separate-stderr bash "$submitter" usage hold

@@ -12,6 +12,11 @@ setup_file() {
   export WHEELS=$BATS_FILE_TMPDIR/wheels
   make_wheel 1
   make_wheel 2
+  # hpcmark 1 under a comment: a requirements.txt of its own text (a build of its own, not one of
+  # the file with the wheel alone), the last build of the first test and the old build of the
+  # second, which then runs from it as it finds it instead of building it again.
+  export OLD_REQUIREMENTS="# hpcmark 1 again
+$WHEELS/hpcmark-1-py3-none-any.whl"
   cp "$HPC_ROOT/tests/fixtures/project/venv_job.py" "$PROJECT/"
 }
 
@@ -88,7 +93,7 @@ submit() {
 
   # The first job is over: the next build removes the first build, which nothing uses any more.
   # (Its job finds the cluster's torch without importing it: what is asserted is the builds'.)
-  printf '# the cluster'"'"'s torch only\n' >"$PROJECT/requirements.txt"
+  printf '%s\n' "$OLD_REQUIREMENTS" >"$PROJECT/requirements.txt"
   hpc_configs "$PROJECT" 'python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec(\"torch\") is None)"'
   hpc_run_job "$PROJECT" -g 0 -e third
   assert_equal "$job_state" "COMPLETED 0:0"
@@ -97,13 +102,14 @@ submit() {
 }
 
 @test "a failed rebuild leaves the old venv in use, says so with exit 1, and jobs still run from it" {
-  printf '%s\n' "$WHEELS/hpcmark-1-py3-none-any.whl" >"$PROJECT/requirements.txt"
+  # The old build: the first test's last one when it ran (the same file), else built here.
+  printf '%s\n' "$OLD_REQUIREMENTS" >"$PROJECT/requirements.txt"
   hpc_configs "$PROJECT" "python venv_job.py --now"
   hpc_run_job "$PROJECT" -g 0 -e before
   assert_equal "$job_state" "COMPLETED 0:0"
   build=$(readlink -f "$PROJECT/virtual_env")
 
-  printf '%s\n' "$WHEELS/hpcmark-1-py3-none-any.whl" 'this-package-does-not-exist-anywhere==0.0.0' >"$PROJECT/requirements.txt"
+  printf '%s\n' "$OLD_REQUIREMENTS" 'this-package-does-not-exist-anywhere==0.0.0' >"$PROJECT/requirements.txt"
   submit -e broken
   assert_failure 1
   assert_line --regexp "^job_submitter.sh: the virtual environment's install job [0-9]+ failed; nothing was submitted, and jobs keep using $PROJECT/virtual_env as it was. Its log: .*/venv_install_[0-9]+\.out$"
@@ -113,7 +119,7 @@ submit() {
   # The failed install removed what it made.
   assert_equal "$(find "$builds" -mindepth 1 -maxdepth 1 ! -name "${build##*/}" -name 'venv-*')" ""
 
-  printf '%s\n' "$WHEELS/hpcmark-1-py3-none-any.whl" >"$PROJECT/requirements.txt"
+  printf '%s\n' "$OLD_REQUIREMENTS" >"$PROJECT/requirements.txt"
   hpc_run_job "$PROJECT" -g 0 -e after
   assert_equal "$job_state" "COMPLETED 0:0"
   grep -qx "VENVJOB started version=1 prefix=$build" "$job_out" || fail "$(cat "$job_out")"
