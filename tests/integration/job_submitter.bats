@@ -29,9 +29,24 @@ probe_lines() {
   sed -n 's/^PROBE //p' "$job_out"
 }
 
-@test "torchrun, 2 nodes x 2 GPUs: 4 ranks, world 4, all-reduce 6 everywhere, one torchrun per node" {
-  hpc_configs "$PROJECT" 'python probe.py ddp'
+# torchrun_lines_job [reuse]: runs the 2 x 2 torchrun job whose ranks all-reduce, then print 20000
+# lines each with plain print() (probe.py ddp lines): the job of the torchrun test below and of
+# the plain print() test's torchrun half (its LINE lines and the DDP lines do not mix: whole_lines
+# counts lines holding LINE, and no DDP line does). Sets job_id, job_out and job_state, and keeps
+# them in the file's folder; with 'reuse', takes the job kept there when there is one.
+torchrun_lines_job() {
+  local kept=$BATS_FILE_TMPDIR/torchrun_lines.job
+  if [[ ${1:-} == reuse && -f $kept ]]; then
+    { read -r job_id && read -r job_out && read -r job_state; } <"$kept"
+    return 0
+  fi
+  hpc_configs "$PROJECT" 'python probe.py ddp lines 20000'
   hpc_run_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 -e tr
+  printf '%s\n%s\n%s\n' "$job_id" "$job_out" "$job_state" >"$kept"
+}
+
+@test "torchrun, 2 nodes x 2 GPUs: 4 ranks, world 4, all-reduce 6 everywhere, one torchrun per node" {
+  torchrun_lines_job
   assert_equal "$job_state" "COMPLETED 0:0"
   run sed -n 's/^DDP \(rank=[0-9] world=4 sum=6\) .*source=torchrun.*/\1/p' "$job_out"
   assert_equal "$(sort <<<"$output")" "rank=0 world=4 sum=6
@@ -231,10 +246,12 @@ whole_lines() {
 }
 
 @test "ranks sharing a node print with plain print(): every line arrives whole (torchrun, lightning)" {
-  hpc_configs "$PROJECT" 'python probe.py lines 20000'
-  hpc_run_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 -e lines
+  # torchrun: the torchrun test's job (its ranks print after their all-reduce), or, when that test
+  # did not run (a filter), the same job run here.
+  torchrun_lines_job reuse
   assert_equal "$job_state" "COMPLETED 0:0"
   whole_lines 4 20000
+  hpc_configs "$PROJECT" 'python probe.py lines 20000'
   hpc_run_job "$PROJECT" -W lightning --gpus 2 --num-nodes 2 -e linesl
   assert_equal "$job_state" "COMPLETED 0:0"
   whole_lines 4 20000
