@@ -10,8 +10,9 @@ setup_file() {
   load '../helpers/cluster'
   hpc_test_project "my project"
   # The venv: a copy of the build shared by the bats run (hpc_venv_seed), which the $(...)-path
-  # test copies too: one install job for both, not two. The test of the venv's reuse and rebuild
-  # has its own install job (the rebuild), and the copy carries the stamp an install job wrote.
+  # test and the test of the venv's reuse and rebuild copy too (each into a project of its own):
+  # one install job for all, not three. That test has its own install job (the rebuild), and the
+  # copy carries the stamp an install job wrote.
   hpc_warm_venv "$PROJECT" 'python probe.py env'
 }
 
@@ -169,21 +170,26 @@ print("ok")' "$json" "$PROJECT" "$SCRATCH"
 }
 
 @test "the venv is built once, reused, and rebuilt after requirements.txt changes" {
-  hpc_configs "$PROJECT" 'python probe.py env'
-  stamp_before=$(cat "$PROJECT/virtual_env/.hpc_deps")
-  run bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 -e reuse
+  # A project of its own with the file's build (a copy of the shared one, as PROJECT's): its
+  # rebuild is for a requirements.txt that the other tests' project never has, so their jobs
+  # run on from the build they started with (no install job of theirs).
+  other="$BATS_TEST_TMPDIR/rebuilt project"
+  hpc_project_make "$other"
+  hpc_configs "$other" 'python probe.py env'
+  hpc_venv_seed "$other"
+  stamp_before=$(cat "$other/virtual_env/.hpc_deps")
+  run bash "$other/hpc_files/job_submitter.sh" -y -g 0 -e reuse
   assert_success
   refute_output --partial "install job"
   # What is asserted is the submission's: its job need not run (nor the rebuilt one's below).
   hpc_cancel_submitted "$output"
-  printf '# changed\ntorch==2.13.0\n' >"$PROJECT/requirements.txt"
-  run bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 -e rebuilt
+  printf '# changed\ntorch==2.13.0\n' >"$other/requirements.txt"
+  run bash "$other/hpc_files/job_submitter.sh" -y -g 0 -e rebuilt
   assert_success
   assert_output --partial "requirements.txt changed since"
   assert_output --partial "the virtual environment is ready"
   hpc_cancel_submitted "$output"
-  [ "$(cat "$PROJECT/virtual_env/.hpc_deps")" != "$stamp_before" ]
-  cp "$HPC_ROOT/tests/fixtures/project/requirements.txt" "$PROJECT/requirements.txt"
+  [ "$(cat "$other/virtual_env/.hpc_deps")" != "$stamp_before" ]
 }
 
 @test "a venv whose install fails stops the submission, with the install log's path" {
