@@ -10,8 +10,9 @@ setup_file() {
   load '../helpers/cluster'
   hpc_test_project "my project"
   # The venv: a copy of the build shared by the bats run (hpc_venv_seed), which the $(...)-path
-  # test copies too: one install job for both, not two. The test of the venv's reuse and rebuild
-  # has its own install job (the rebuild), and the copy carries the stamp an install job wrote.
+  # test and the test of the venv's reuse and rebuild copy too (each into a project of its own):
+  # one install job for all, not three. That test has its own install job (the rebuild), and the
+  # copy carries the stamp an install job wrote.
   hpc_warm_venv "$PROJECT" 'python probe.py env'
 }
 
@@ -29,9 +30,24 @@ probe_lines() {
   sed -n 's/^PROBE //p' "$job_out"
 }
 
-@test "torchrun, 2 nodes x 2 GPUs: 4 ranks, world 4, all-reduce 6 everywhere, one torchrun per node" {
-  hpc_configs "$PROJECT" 'python probe.py ddp'
+# torchrun_lines_job [reuse]: runs the 2 x 2 torchrun job whose ranks all-reduce, then print 20000
+# lines each with plain print() (probe.py ddp lines): the job of the torchrun test below and of
+# the plain print() test's torchrun half (its LINE lines and the DDP lines do not mix: whole_lines
+# counts lines holding LINE, and no DDP line does). Sets job_id, job_out and job_state, and keeps
+# them in the file's folder; with 'reuse', takes the job kept there when there is one.
+torchrun_lines_job() {
+  local kept=$BATS_FILE_TMPDIR/torchrun_lines.job
+  if [[ ${1:-} == reuse && -f $kept ]]; then
+    { read -r job_id && read -r job_out && read -r job_state; } <"$kept"
+    return 0
+  fi
+  hpc_configs "$PROJECT" 'python probe.py ddp lines 20000'
   hpc_run_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 -e tr
+  printf '%s\n%s\n%s\n' "$job_id" "$job_out" "$job_state" >"$kept"
+}
+
+@test "torchrun, 2 nodes x 2 GPUs: 4 ranks, world 4, all-reduce 6 everywhere, one torchrun per node" {
+  torchrun_lines_job
   assert_equal "$job_state" "COMPLETED 0:0"
   run sed -n 's/^DDP \(rank=[0-9] world=4 sum=6\) .*source=torchrun.*/\1/p' "$job_out"
   assert_equal "$(sort <<<"$output")" "rank=0 world=4 sum=6
@@ -154,21 +170,26 @@ print("ok")' "$json" "$PROJECT" "$SCRATCH"
 }
 
 @test "the venv is built once, reused, and rebuilt after requirements.txt changes" {
-  hpc_configs "$PROJECT" 'python probe.py env'
-  stamp_before=$(cat "$PROJECT/virtual_env/.hpc_deps")
-  run bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 -e reuse
+  # A project of its own with the file's build (a copy of the shared one, as PROJECT's): its
+  # rebuild is for a requirements.txt that the other tests' project never has, so their jobs
+  # run on from the build they started with (no install job of theirs).
+  other="$BATS_TEST_TMPDIR/rebuilt project"
+  hpc_project_make "$other"
+  hpc_configs "$other" 'python probe.py env'
+  hpc_venv_seed "$other"
+  stamp_before=$(cat "$other/virtual_env/.hpc_deps")
+  run bash "$other/hpc_files/job_submitter.sh" -y -g 0 -e reuse
   assert_success
   refute_output --partial "install job"
   # What is asserted is the submission's: its job need not run (nor the rebuilt one's below).
   hpc_cancel_submitted "$output"
-  printf '# changed\ntorch==2.13.0\n' >"$PROJECT/requirements.txt"
-  run bash "$PROJECT/hpc_files/job_submitter.sh" -y -g 0 -e rebuilt
+  printf '# changed\ntorch==2.13.0\n' >"$other/requirements.txt"
+  run bash "$other/hpc_files/job_submitter.sh" -y -g 0 -e rebuilt
   assert_success
   assert_output --partial "requirements.txt changed since"
   assert_output --partial "the virtual environment is ready"
   hpc_cancel_submitted "$output"
-  [ "$(cat "$PROJECT/virtual_env/.hpc_deps")" != "$stamp_before" ]
-  cp "$HPC_ROOT/tests/fixtures/project/requirements.txt" "$PROJECT/requirements.txt"
+  [ "$(cat "$other/virtual_env/.hpc_deps")" != "$stamp_before" ]
 }
 
 @test "a venv whose install fails stops the submission, with the install log's path" {
@@ -231,10 +252,12 @@ whole_lines() {
 }
 
 @test "ranks sharing a node print with plain print(): every line arrives whole (torchrun, lightning)" {
-  hpc_configs "$PROJECT" 'python probe.py lines 20000'
-  hpc_run_job "$PROJECT" -W torchrun --gpus 2 --num-nodes 2 -e lines
+  # torchrun: the torchrun test's job (its ranks print after their all-reduce), or, when that test
+  # did not run (a filter), the same job run here.
+  torchrun_lines_job reuse
   assert_equal "$job_state" "COMPLETED 0:0"
   whole_lines 4 20000
+  hpc_configs "$PROJECT" 'python probe.py lines 20000'
   hpc_run_job "$PROJECT" -W lightning --gpus 2 --num-nodes 2 -e linesl
   assert_equal "$job_state" "COMPLETED 0:0"
   whole_lines 4 20000
