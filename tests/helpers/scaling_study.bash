@@ -5,11 +5,12 @@
 # efficiency is known in closed form. Load it after common and cluster.
 
 # hpc_scaling_setup_file: setup_file of a scaling test file: the project (PROJECT, SCRATCH) with
-# sleep_train.py, and its venv, built by a first job: not inside a test's time.
+# sleep_train.py, and its venv: a copy of the one built once per bats run, which the toolkit's
+# own test of a ready build takes (hpc_venv_seed), so no warm-up job (a job's CPU) before the tests.
 hpc_scaling_setup_file() {
   hpc_test_project "scaling project"
   cp "$HPC_ROOT/tests/fixtures/scaling/sleep_train.py" "$PROJECT/"
-  hpc_warm_venv "$PROJECT" 'python probe.py env' -e warmup
+  hpc_venv_seed "$PROJECT"
 }
 
 # hpc_scaling_setup: setup of a scaling test: no failing configuration or cost from an earlier

@@ -1,8 +1,11 @@
 #!/usr/bin/env bats
 # Scaling tests on the local cluster (shared setup: tests/helpers/scaling_study.bash): studies with
 # failed runs: one failed configuration, every run failed, resubmit --failed. The runs of two nodes
-# are srun's tasks (-W lightning; sleep_train.py reads SLURM's variables through hpc_helpers): what
-# these tests assert is the study's, and a torchrun agent per node and run was a torch import more.
+# are srun's tasks (-W lightning): what these tests assert is the study's (states, exit codes, logs,
+# the baseline, which run is re-run and where), never a number the program measured, so their
+# program (fails_by_config, below) only exits: 3 in the configuration SCALE_FAIL_CONFIG names, as
+# sleep_train.py does before its training, else 0, without importing torch (seconds of CPU a
+# rank). The report then measures wall time (wall.json); samples/s is scaling_report.bats'.
 # Set by submit_study (helpers/scaling_study.bash); declared for shellcheck.
 declare -g study_dir report_id
 declare -ga run_ids
@@ -23,8 +26,16 @@ setup() {
   hpc_scaling_setup
 }
 
+# fails_by_config: the configs file runs a program that exits 3 in the configuration that
+# SCALE_FAIL_CONFIG names (or in every one: all), as sleep_train.py does, else exits 0.
+fails_by_config() {
+  local failing="os.environ.get('SCALE_FAIL_CONFIG') in ('all', os.environ['scaling_config'])"
+  hpc_configs "$PROJECT" "python -c \"import os, sys; sys.exit(3 if $failing else 0)\""
+}
+
 @test "a configuration that fails: its row says FAILED with exit code and log path, the report job ends COMPLETED; a failed baseline is named on report.md's first line" {
-  SCALE_FAIL_CONFIG=1x1 SCALE_C=0 submit_study --scale-nodes 1,2 --scale-gpus 1 -W lightning -e failing
+  fails_by_config
+  SCALE_FAIL_CONFIG=1x1 submit_study --scale-nodes 1,2 --scale-gpus 1 -W lightning -e failing
   hpc_wait_job "$report_id" 300
   assert_equal "$(hpc_job_state "$report_id")" "COMPLETED 0:0"
   run sed -n 1p "$study_dir/report.md"
@@ -46,7 +57,8 @@ setup() {
 }
 
 @test "resubmit --failed on a study re-runs exactly the failed run, shaped as before, in its own folder, and a new report job after it; the other run's folder untouched; study.json, status and the report show the newest attempt" {
-  SCALE_FAIL_CONFIG=2x1 SCALE_C=0 submit_study --scale-nodes 1,2 --scale-gpus 1 -W lightning -e rescale
+  fails_by_config
+  SCALE_FAIL_CONFIG=2x1 submit_study --scale-nodes 1,2 --scale-gpus 1 -W lightning -e rescale
   hpc_wait_job "$report_id" 300
   assert_equal "$(hpc_job_state "$report_id")" "COMPLETED 0:0"
   # The report job's log lies in the study's folder.
