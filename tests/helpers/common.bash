@@ -8,15 +8,6 @@ if [[ -z ${HPC_ROOT:-} || ! $HPC_ROOT/tests/helpers/common.bash -ef ${BASH_SOURC
 fi
 export HPC_ROOT
 
-# The toolkit's library run in this shell (a test that sources hpc_files/lib and calls into it)
-# skips the stack capture of bats' DEBUG trap, which ran before each of its commands (bats_debug_trap
-# returns at once for a folder excluded so). A failure in it still fails the test, reported at the
-# test's line that called into the library; the tests' own lines and helpers are traced as before.
-if declare -F bats_add_debug_exclude_path >/dev/null &&
-  [[ " ${BATS_DEBUG_EXCLUDE_PATHS[*]-} " != *" $HPC_ROOT/hpc_files/ "* ]]; then
-  bats_add_debug_exclude_path "$HPC_ROOT/hpc_files/"
-fi
-
 # hpc_test_load_library DIR: sources the files that DIR/load.bash sources. Their load.bash runs
 # `dirname` (a process) for each of them, 15 per test; a load.bash of another form is loaded as
 # it is.
