@@ -31,6 +31,19 @@ hpc_submit_locate() {
   hpc_facts_locate "$hpc_files_dir"
 }
 
+# hpc_submission_load: sources the libraries that a submission runs beyond this one,
+# hpc_common.bash and hpc_manifest.bash (all that job_submitter.sh loads for a command): the
+# options, the profile, the configs file and the plan. Called once, by job_submitter.sh for a
+# submission and at the top of the file of a command that submits or prints the options (help,
+# interactive, resubmit, gather, scaling-report); their globals are declared with -g.
+hpc_submission_load() {
+  local _hpc_lib
+  for _hpc_lib in hpc_options hpc_profile hpc_configs hpc_plan; do
+    # shellcheck source=/dev/null # each linted on its own
+    source "${hpc_lib_dir:?}/$_hpc_lib.bash"
+  done
+}
+
 # shellcheck disable=SC2034 # what the checks keep is read by hpc_plan_adopt
 # hpc_submit_runner_check: loads the runner the options choose (hpc_plan_choose_runner) and runs
 # its check of its options (hpc_runner_NAME_check: exit 2 with one line); what a check keeps for

@@ -24,6 +24,8 @@ declare -g hpc_lib_dir
 
 # shellcheck source=hpc_files/lib/hpc_manage.bash
 source "$hpc_lib_dir/hpc_manage.bash"
+# The gather command is read as the configs file's (hpc_configs_expand).
+hpc_submission_load
 
 # hpc_command_gather EXP [--here]: the command 'gather'.
 hpc_command_gather() {

@@ -16,6 +16,8 @@
 # kept), so that the linter knows each name and catches a misspelt one.
 # job_submitter.sh: its own path; hpc_common.bash: the library's folder.
 declare -g hpc_submitter hpc_lib_dir
+# The submission's options (hpc_opt_help) are in the libraries a command does not load by itself.
+hpc_submission_load
 
 # hpc_command_help [COMMAND]: the command 'help'.
 hpc_command_help() {

@@ -31,6 +31,9 @@
 # interactive.bash: the command 'interactive': the submission in mode interactive
 # (modes/interactive.bash; the session's own code, both sides, is hpc_interactive.bash).
 
+# A submission in mode interactive: the libraries of a submission (hpc_submit.bash).
+hpc_submission_load
+
 # hpc_command_interactive ARGS...: the command 'interactive'.
 hpc_command_interactive() {
   hpc_submit_main interactive "$@"

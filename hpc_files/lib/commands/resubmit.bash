@@ -35,6 +35,8 @@ declare -g hpc_mf_argv hpc_mf_env hpc_mf_env_unset hpc_mf_env_secret hpc_manifes
 
 # shellcheck source=hpc_files/lib/hpc_manage.bash
 source "$hpc_lib_dir/hpc_manage.bash"
+# It submits again (the plan's files, a map's or a study's group script, the fit of the request).
+hpc_submission_load
 
 # hpc_manage_resubmit_live KEY: (resubmit --failed) false when the run KEY (a job, or JOB_TASK)
 # is still queued or running, as hpc_manage_states saw it, adding its job to live_jobs (the

@@ -24,6 +24,8 @@ declare -g hpc_lib_dir
 source "$hpc_lib_dir/hpc_manage.bash"
 # shellcheck source=hpc_files/lib/hpc_group.bash
 source "$hpc_lib_dir/hpc_group.bash"
+# The report job's script (hpc_group.bash, hpc_plan_write_file) and the Python helpers' interpreter.
+hpc_submission_load
 
 # What the command reads, set by hpc_common.bash.
 declare -g hpc_python_helpers_dir hpc_trusted_problem hpc_manage_dir
