@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
 # -W accelerate with programs the toolkit did not write, on nodes whose torch has no CUDA device
 # (the local cluster's GPUs are SLURM's only): Accelerate's own test script, shipped in the
-# package and run unchanged, and a plain Accelerator() (no cpu=True). Each must run in one world
-# of nodes x GPUs processes (Accelerate's multi-CPU mode, gloo), never one process alone per rank.
+# package and run unchanged, and a PartialState() alone. Each must run in one world of nodes x
+# GPUs processes (Accelerate's multi-CPU mode, gloo), never one process alone per rank, or fail.
+# A plain Accelerator() (no cpu=True) in one world of 4: launcher_accelerate.bats, on the job of
+# its launcher test.
 
 # Set by hpc_run_job (helpers/cluster.bash); declared for shellcheck.
 declare -g job_id job_out job_state
@@ -11,7 +13,6 @@ setup_file() {
   load '../helpers/common'
   load '../helpers/cluster'
   hpc_test_project "real accelerate"
-  cp "$HPC_ROOT/tests/fixtures/project/accelerate_plain.py" "$PROJECT/"
   # Accelerate's state made without the Accelerator (as its distributed-inference examples do):
   # on CPUs, it would run every process alone.
   printf '%s\n' 'from accelerate import PartialState' 'state = PartialState()' \
@@ -57,23 +58,6 @@ check_test_script() {
   hpc_configs "$PROJECT" 'python -m accelerate.test_utils.scripts.test_script'
   hpc_run_job "$PROJECT" -W accelerate --gpus 1 --num-nodes 2 -e testmodule
   check_test_script
-}
-
-@test "a plain Accelerator() all-reduce, 2 nodes x 2 on CPU torch: one world of 4 (MULTI_CPU), ranks 0..3 once, sum 6 on each, COMPLETED" {
-  hpc_configs "$PROJECT" 'python accelerate_plain.py'
-  hpc_run_job "$PROJECT" -W accelerate --gpus 2 --num-nodes 2 -e plain
-  [[ $job_state == "COMPLETED 0:0" ]] || fail "job $job_id ended $job_state: $(cat "$job_out")"
-  run sed -n 's/^PLAIN \(rank=[0-9]* world=[0-9]* type=[A-Z_]*\) .*/\1/p' "$job_out"
-  assert_equal "$(sort <<<"$output")" "rank=0 world=4 type=MULTI_CPU
-rank=1 world=4 type=MULTI_CPU
-rank=2 world=4 type=MULTI_CPU
-rank=3 world=4 type=MULTI_CPU"
-  run sed -n 's/^PSUM //p' "$job_out"
-  assert_equal "$(sort <<<"$output")" "rank=0 sum=6
-rank=1 sum=6
-rank=2 sum=6
-rank=3 sum=6"
-  assert_equal "$(grep -cE '^PLAIN rank=[01] world=4 type=MULTI_CPU node=n1$' "$job_out")" 2
 }
 
 @test "PartialState() alone (no cpu=True), 2 nodes x 1 on CPU torch: each process ran alone, so the job ends FAILED, one line saying why; never COMPLETED" {
