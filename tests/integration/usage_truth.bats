@@ -45,9 +45,11 @@ cpu_within_20() {
   [[ ! -x /usr/bin/time ]] || commands+=('/usr/bin/time -v python hold.py')
   for command in "${commands[@]}"; do
     hpc_configs "$PROJECT" "$command"
-    # Until it has used 2 CPU-s, whatever the load: counted twice it would read about 4, far
-    # outside the 20 % (the toolkit's own processes add about 0.1 CPU-s to the count).
-    HOLD_MB=50 HOLD_SECONDS=2 HOLD_CPU=1 hpc_run_job "$PROJECT" -g 0 -t 00:10:00 -e wrapped
+    # Busy for 2 CPU-s, then alive and idle until 12 s have passed, so that the sampler's looks
+    # (every 2 s) see it with all its CPU-s, whatever the load: counted twice it would read about
+    # 4, far outside the 20 % (the toolkit's own processes add about 0.1 CPU-s to the count).
+    HOLD_MB=50 HOLD_SECONDS=12 HOLD_BUSY=2 HOLD_UNTIL=$BATS_TEST_TMPDIR/never \
+      hpc_run_job "$PROJECT" -g 0 -t 00:10:00 -e wrapped
     assert_equal "$job_state" "COMPLETED 0:0"
     hold=$(grep '^HOLD ' "$job_out") || fail "$command: no HOLD line: $(cat "$job_out")"
     usage=$(grep -E '^\[hpc n[12]\] usage n[12]: CPU ' "$job_out") || fail "$command: no usage line: $(cat "$job_out")"

@@ -232,11 +232,14 @@ EOF
   local root=$! a
   wait_file "$tmp/a.ready"
   a=$(<"$tmp/a.pid")
+  SECONDS=0
   run hpc_job_warn "$root" USR1
   assert_success
   assert_output "[hpc n1] time-limit warning SIGUSR1 passed to $a (bash)"
   # ROOT had ended when it returned (ROOT writes the file as it ends), not before; its sleep,
-  # without a handler, ran to its end (USR1 would have killed it).
+  # without a handler, ran to its end (USR1 would have killed it). And it stopped looking soon
+  # after (ROOT sleeps 3 s; the bound tells that from a look that goes on, whatever the load).
+  ((SECONDS < 30)) || fail "hpc_job_warn took $SECONDS s"
   assert_equal "$(cat "$tmp/plain")" "sleep status 0"
   wait "$root"
   wait_file "$tmp/a"
