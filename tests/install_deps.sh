@@ -57,7 +57,7 @@ for line in open(sys.argv[1], encoding="utf-8"):
 project = tomllib.load(open(os.path.join(sys.argv[2], "pyproject.toml"), "rb"))["project"]
 # From here on only hpc_helpers' own install may differ: pip for it alone (exit 2) where what
 # that needs is there (its dependencies, and setuptools, its build backend), else everything.
-# An editable build without isolation needs setuptools 64 or later, and wheel below 70.1.
+# An editable build without isolation needs setuptools 64 or later, and wheel with a setuptools below 70.1.
 try:
     for dep in project["dependencies"]:
         md.version(re.split(r"[<>=!~;\[ ]", dep, maxsplit=1)[0])

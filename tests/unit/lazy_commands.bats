@@ -17,8 +17,7 @@ setup() {
   load '../helpers/common'
   # shellcheck source=tests/helpers/submitter.bash
   source "$BATS_TEST_DIRNAME/../helpers/submitter.bash"
-  hpc_test_submitter_project "$(hpc_test_tmp)/cache" "$(hpc_test_tmp)/scratch"
-  hpc_test_venv_built "$project"
+  hpc_test_submitter_setup scratch --venv
   submission_libs=(hpc_options hpc_profile hpc_configs hpc_plan)
 }
 
@@ -36,7 +35,8 @@ libraries_of() {
 @test "status, logs, cancel, stack and usage of a submitted experiment read none of the submission's libraries (hpc_options, hpc_profile, hpc_configs, hpc_plan)" {
   local lib
   local -a words
-  bash "$submitter" -y -g 0 -e lazy >"$BATS_TEST_TMPDIR/out" 2>&1 || fail "the submission failed: $(cat "$BATS_TEST_TMPDIR/out")"
+  bash "$submitter" -y -g 0 -e lazy >"$BATS_TEST_TMPDIR/out" 2>&1 ||
+    fail "the submission failed: $(cat "$BATS_TEST_TMPDIR/out")"
   # The commands ask sacct too: the stubs of manage.bats, from a table that knows the job.
   export HPC_STUB_JOBS=$BATS_TEST_TMPDIR/jobs PATH=$HPC_ROOT/tests/fixtures/manage/bin:$PATH
   printf 'sacct 4242 4242 COMPLETED 0:0\n' >"$HPC_STUB_JOBS"
