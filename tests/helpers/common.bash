@@ -7,6 +7,10 @@ if [[ -z ${HPC_ROOT:-} || ! $HPC_ROOT/tests/helpers/common.bash -ef ${BASH_SOURC
   HPC_ROOT=$(cd "${BASH_SOURCE[0]%/*}/../.." && pwd)
 fi
 export HPC_ROOT
+# How long a test lets a command run before it calls it a hang: a bound, never a measure of
+# speed. In a whole run the unit files share 2 CPUs with lint, pytest and the integration jobs,
+# and a refusal that takes 0.1 s alone took over 20 s there (CI, 5920d72).
+HPC_TEST_HANG_S=${HPC_TEST_HANG_S:-300}
 
 # hpc_test_load_library DIR: sources the files that DIR/load.bash sources. Their load.bash runs
 # `dirname` (a process) for each of them, 15 per test; a load.bash of another form is loaded as

@@ -33,7 +33,7 @@ jobs_named() {
   before=$(find "$SCRATCH" | LC_ALL=C sort)
   while IFS='|' read -r words line; do
     read -ra args <<<"$words"
-    run --separate-stderr timeout 60 bash "$submitter" -y -e refused "${args[@]}" </dev/null
+    run --separate-stderr timeout "$HPC_TEST_HANG_S" bash "$submitter" -y -e refused "${args[@]}" </dev/null
     assert_equal "$words -> $status" "$words -> 2"
     assert_equal "$words -> $stderr" "$words -> job_submitter.sh: $line"
     assert_equal "$output" ""

@@ -157,7 +157,7 @@ row() {
   refute_output --partial 'from its log'
 
   # logs of an ended job SLURM has forgotten: the log, then the end (no follow for ever).
-  run --separate-stderr timeout 60 bash "$PROJECT/hpc_files/job_submitter.sh" logs single </dev/null
+  run --separate-stderr timeout "$HPC_TEST_HANG_S" bash "$PROJECT/hpc_files/job_submitter.sh" logs single </dev/null
   assert_success
   assert_output --partial 'EXIT rank=0 code=0'
 

@@ -109,7 +109,7 @@ job_submitter.sh: note: sbatch is not set in this shell; the job gets the value 
   : >"$lab/jobs"
   HPC_TEST_SECRET_TOKEN=s3cr3t-value-123 run --separate-stderr env \
     PATH="$HPC_ROOT/tests/fixtures/manage/bin:$PATH" HPC_STUB_JOBS="$lab/jobs" HPC_STUB_SACCT=fail \
-    timeout 20 bash "$submitter" logs col
+    timeout "$HPC_TEST_HANG_S" bash "$submitter" logs col
   assert_success
   assert_output "key (masked) done"
 }

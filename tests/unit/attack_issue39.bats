@@ -91,7 +91,7 @@ item_status() {
 # status_full_disk: status --all where every write beyond 2 KiB fails (EFBIG, as ENOSPC would).
 status_full_disk() {
   # shellcheck disable=SC2016 # the script of bash -c: the submitter as its $0
-  run --separate-stderr bash -c 'trap "" XFSZ; ulimit -f 2; exec timeout 20 bash "$0" status --all' "$submitter"
+  run --separate-stderr bash -c 'trap "" XFSZ; ulimit -f 2; exec timeout "$1" bash "$0" status --all' "$submitter" "$HPC_TEST_HANG_S"
 }
 
 @test "a full disk while the index is written: status still answers, and neither a truncated index nor a half-written temporary file is left (the write undone)" {

@@ -72,13 +72,13 @@ EOS
 }
 
 @test "preempted run: a hanging scontrol requeue does not hold the batch shell (bounded, said in the log)" {
-  printf '#!/bin/sh\nexec sleep 300\n' >"$tmp/bin/scontrol"
+  printf '#!/bin/sh\nexec sleep 3600\n' >"$tmp/bin/scontrol"
   chmod +x "$tmp/bin/scontrol"
   # The batch shell's end after a preempted run whose program stopped early; a hang detector
-  # (60 s), not a measure of speed: unbounded, scontrol would hold it for 300 s.
+  # (HPC_TEST_HANG_S), not a measure of speed: unbounded, scontrol would hold it for an hour.
   # shellcheck disable=SC2016 # expanded by the inner bash
   PATH=$tmp/bin:$PATH SLURM_JOB_ID=4242 SLURMD_NODENAME=n1 scratch_dir=$tmp/scratch SLURM_RESTART_COUNT=0 \
-    run timeout 60 bash -c '
+    run timeout "$HPC_TEST_HANG_S" bash -c '
     source "$1/hpc_files/lib/hpc_job.bash"
     hpc_job_warned=1 hpc_job_preempted=1 hpc_job_ended_by_slurm=0 hpc_plan_requeue=0
     hpc_job_maybe_requeue' _ "$HPC_ROOT"

@@ -86,7 +86,7 @@ refused() {
   [[ ! -e ${records[0]} ]] || rm -f -- "${records[@]}"
   if [[ -n ${refused_listing+set} ]]; then before=$refused_listing; else before=$(listing "$tmp"); fi
   # env only where the row sets or unsets a variable.
-  run --separate-stderr timeout 20 ${env_args[@]+env "${env_args[@]}"} bash "$submitter" "${args[@]}" </dev/null
+  run --separate-stderr timeout "$HPC_TEST_HANG_S" ${env_args[@]+env "${env_args[@]}"} bash "$submitter" "${args[@]}" </dev/null
   after=$(listing "$tmp")
   [[ -z ${refused_listing+set} ]] || refused_listing=$after
   local problems=()
@@ -390,7 +390,7 @@ EOT
   local opt want
   for opt in -g -e -p -t --workdir; do
     rm -f -- "${stub_log:?}"/*
-    run --separate-stderr timeout 20 bash "$project/hpc_files/job_submitter.sh" "$opt" $'1\n2' </dev/null
+    run --separate-stderr timeout "$HPC_TEST_HANG_S" bash "$project/hpc_files/job_submitter.sh" "$opt" $'1\n2' </dev/null
     assert_equal "$opt -> $status" "$opt -> 2"
     [[ $stderr != *$'\n'* ]] || fail "$opt: more than one line: $stderr"
     want="'1\\n2' is not"

@@ -362,7 +362,7 @@ read ok"
   cp -r "$HPC_ROOT/hpc_files/lib" "$lib"
   rm "$lib/hpc_configs_long.bash"
   mkfifo "$TMP/fifo"
-  run timeout 10 bash -c 'source "$1/hpc_common.bash"; source "$1/hpc_configs.bash"; hpc_program=job_submitter.sh
+  run timeout "$HPC_TEST_HANG_S" bash -c 'source "$1/hpc_common.bash"; source "$1/hpc_configs.bash"; hpc_program=job_submitter.sh
     hpc_configs_read "$2"' _ "$lib" "$TMP/fifo"
   assert_equal "$status" 2
   assert_output "job_submitter.sh: -C/--configs: $TMP/fifo: no 'hpc_configs_long' in $lib"
@@ -371,7 +371,7 @@ read ok"
 @test "read errors: only regular files: a FIFO, a device or a socket is refused at once, without reading it" {
   mkfifo "$TMP/fifo"
   # A FIFO with no writer would block a reader forever: the timeout proves it is never opened.
-  run timeout 10 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"; hpc_program=job_submitter.sh; hpc_configs_read "$1"' _ "$TMP/fifo"
+  run timeout "$HPC_TEST_HANG_S" bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"; hpc_program=job_submitter.sh; hpc_configs_read "$1"' _ "$TMP/fifo"
   assert_equal "$status" 2
   assert_output "job_submitter.sh: -C/--configs: $TMP/fifo: is a named pipe (FIFO), not a regular file; accepted: a text file"
   run hpc_configs_read /dev/zero
@@ -429,11 +429,11 @@ read ok"
   ok=$(nested 32)
   expands "$ok" -- x
   deep=$(nested 3000)
-  run timeout 10 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+  run timeout "$HPC_TEST_HANG_S" bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
     hpc_configs_expand "$1"' _ "$deep"
   assert_equal "$status" 1
   assert_output "configs: references nested deeper than 32 levels (used in: $deep)"
-  run timeout 10 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+  run timeout "$HPC_TEST_HANG_S" bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
     hpc_configs_references "$1"' _ "$deep"
   assert_equal "$status" 1
   assert_output "configs: references nested deeper than 32 levels (used in: $deep)"

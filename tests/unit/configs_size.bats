@@ -197,7 +197,7 @@ value 20000
     done
     printf 'end\n'
   } >"$CONFIGS"
-  run timeout 30 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+  run timeout "$HPC_TEST_HANG_S" bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
     hpc_configs_read "$1" && printf "%s\n" "${#hpc_configs_words[@]}"' _ "$CONFIGS"
   assert_success
   assert_output 17
@@ -214,7 +214,7 @@ value 20000
     head -c 1000000 /dev/zero | sed 's/\x0/""/g'
     printf '\n'
   } >"$CONFIGS"
-  run timeout 30 bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
+  run timeout "$HPC_TEST_HANG_S" bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; source "$HPC_ROOT/hpc_files/lib/hpc_configs.bash"
     hpc_program=job_submitter.sh hpc_configs_max_parts=2000; hpc_configs_read "$1"' _ "$CONFIGS"
   assert_failure 2
   assert_output "job_submitter.sh: -C/--configs: $CONFIGS: line 1: more than 2000 quoted parts, escapes and references in one command, more than the toolkit reads (put such a list in a file that the program reads)"

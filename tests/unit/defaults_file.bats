@@ -27,7 +27,7 @@ setup() {
 
 # submit ARGS...: runs the submitter, stdout and stderr apart, bounded.
 submit() {
-  run --separate-stderr timeout 30 bash "$submitter" "$@" </dev/null
+  run --separate-stderr timeout "$HPC_TEST_HANG_S" bash "$submitter" "$@" </dev/null
 }
 
 # listing DIR: everything under DIR, with type, size, mode and modification time.

@@ -118,13 +118,13 @@ setup() {
 @test "a .gitignore that is a FIFO or a folder is not read or written: no hang, said so, the install succeeds" {
   mkdir -p "$project"
   mkfifo "$project/.gitignore"
-  run timeout 20 bash "$HPC_ROOT/hpc_files/install.sh" "$project"
+  run timeout "$HPC_TEST_HANG_S" bash "$HPC_ROOT/hpc_files/install.sh" "$project"
   assert_success
   assert_line "not writing $project/.gitignore: it is not a regular file; add to it yourself: /virtual_env /.virtual_env_builds/ /.virtual_env.lock /.virtual_env.use.lock"
   [ -p "$project/.gitignore" ]
   rm -f -- "$project/.gitignore"
   mkdir "$project/.gitignore"
-  run timeout 20 bash "$HPC_ROOT/hpc_files/install.sh" "$project"
+  run timeout "$HPC_TEST_HANG_S" bash "$HPC_ROOT/hpc_files/install.sh" "$project"
   assert_success
   assert_line "not writing $project/.gitignore: it is not a regular file; add to it yourself: /virtual_env /.virtual_env_builds/ /.virtual_env.lock /.virtual_env.use.lock"
   [ -d "$project/.gitignore" ]

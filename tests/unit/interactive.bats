@@ -35,7 +35,7 @@ refused() {
   local want="job_submitter.sh: $1" before
   shift
   before=$(listing "$tmp")
-  run --separate-stderr timeout 20 bash "$submitter" interactive "$@" </dev/null
+  run --separate-stderr timeout "$HPC_TEST_HANG_S" bash "$submitter" interactive "$@" </dev/null
   [[ $status == 2 ]] || fail "interactive $*: exit $status, expected 2 (stderr: $stderr)"
   [[ -z $output ]] || fail "interactive $*: printed on stdout: $output"
   [[ $stderr != *$'\n'* ]] || fail "interactive $*: more than one line: $stderr"
@@ -65,7 +65,7 @@ refused() {
 @test "interactive --dry-run: the salloc line with the job's shape, the environment; nothing made" {
   local before
   before=$(listing "$tmp")
-  run --separate-stderr timeout 30 bash "$submitter" interactive --dry-run -W torchrun -g 2 -n 2 -c 3 -t 00:20:00 -e inter </dev/null
+  run --separate-stderr timeout "$HPC_TEST_HANG_S" bash "$submitter" interactive --dry-run -W torchrun -g 2 -n 2 -c 3 -t 00:20:00 -e inter </dev/null
   [[ $status == 0 ]] || fail "exit $status: $stderr"
   local option
   for option in --nodes=2 --ntasks-per-node=1 --cpus-per-task=6 --gres=gpu:2 --time=00:20:00 '--job-name=[^-]*-inter'; do

@@ -97,18 +97,18 @@ gone() {
   local value before
   before=$(listing "$tmp")
   for value in 0 0s x 1441 86401s 5m -3 ''; do
-    run --separate-stderr timeout 20 bash "$submitter" interactive --idle-limit "$value" -g 0 </dev/null
+    run --separate-stderr timeout "$HPC_TEST_HANG_S" bash "$submitter" interactive --idle-limit "$value" -g 0 </dev/null
     [[ $status == 2 ]] || fail "--idle-limit '$value': exit $status ($stderr)"
     [[ $stderr != *$'\n'* && $stderr == "job_submitter.sh: --idle-limit: '$value' is not accepted; accepted: minutes"* ]] ||
       fail "--idle-limit '$value': $stderr"
   done
-  run --separate-stderr timeout 20 bash "$submitter" interactive -g 0 --idle-limit </dev/null
+  run --separate-stderr timeout "$HPC_TEST_HANG_S" bash "$submitter" interactive -g 0 --idle-limit </dev/null
   assert_equal "$status" 2
   assert_equal "$stderr" "job_submitter.sh: --idle-limit: needs a value"
   [[ ! -e $stub_log/salloc.args ]] || fail "salloc was called"
   [[ $(listing "$tmp") == "$before" ]] || fail "changed something under $tmp"
   # A good value passes on to the dry run, which shows the salloc line.
-  run --separate-stderr timeout 30 bash "$submitter" interactive --dry-run --idle-limit 30s -g 0 </dev/null
+  run --separate-stderr timeout "$HPC_TEST_HANG_S" bash "$submitter" interactive --dry-run --idle-limit 30s -g 0 </dev/null
   assert_success
   assert_line --regexp '^salloc '
 }

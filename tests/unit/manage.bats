@@ -816,7 +816,7 @@ EOT
   # A huge file of the user's own: read 4 KiB of it, at once.
   head -c 50000000 /dev/zero | tr '\0' a >"$outputs/submissions/2.2.2"
   chmod 600 "$outputs/submissions/2.2.2"
-  run timeout 20 bash "$submitter" status zeros
+  run timeout "$HPC_TEST_HANG_S" bash "$submitter" status zeros
   assert_success
 }
 

@@ -50,7 +50,7 @@ submit() {
 manage() {
   [[ -e $lab/jobs ]] || : >"$lab/jobs"
   run --separate-stderr env PATH="$HPC_ROOT/tests/fixtures/manage/bin:$PATH" HPC_STUB_JOBS="$lab/jobs" \
-    HPC_STUB_SACCT=fail timeout 20 bash -c 'umask 002 && exec bash "$@" </dev/null' _ "$submitter" "$@"
+    HPC_STUB_SACCT=fail timeout "$HPC_TEST_HANG_S" bash -c 'umask 002 && exec bash "$@" </dev/null' _ "$submitter" "$@"
 }
 
 # private PATH...: fails the test unless each PATH is a folder that only its owner can reach.
