@@ -49,6 +49,8 @@ fi
 # run first as hpc_test_file_teardown) fails the test naming it, even where the code under test
 # swallowed the failure.
 if [[ ${BATS_TEST_FILENAME:-} == */tests/unit/* ]]; then
+  # The tests that run tests/run.sh inside would copy their runs' reports into the outer run's.
+  unset HPC_TEST_KEEP_REPORTS
   # Unit tests run the libraries in the test's own shell, where bats' DEBUG trap (inherited by
   # every function: set -T) records the stack before each command: a tenth of the unit tests'
   # CPU time. Here it records it only at the test's own lines (bats' copy of the test file,

@@ -16,7 +16,7 @@ hpc_scaling_setup_file() {
 # hpc_scaling_setup: setup of a scaling test: no failing configuration or cost from an earlier
 # test, the configs file runs sleep_train.py.
 hpc_scaling_setup() {
-  unset SCALE_FAIL_CONFIG SCALE_C
+  unset SCALE_FAIL_CONFIG SCALE_C SCALE_D SCALE_STEPS
   hpc_configs "$PROJECT" 'python sleep_train.py'
 }
 
