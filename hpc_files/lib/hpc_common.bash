@@ -523,6 +523,8 @@ hpc_module_load() {
   # shellcheck source=/dev/null
   source "$dir/$name.bash"
   shift 4 2>/dev/null || shift "$#"
+  # All of them at once (the usual case: one command); the loop only names what is missing.
+  (($# == 0)) || ! declare -F "${@/#/$prefix}" >/dev/null || return 0
   for suffix; do
     declare -F "$prefix$suffix" >/dev/null || missing+=("$prefix$suffix")
   done

@@ -36,11 +36,14 @@ declare -ga hpc_pending_left
 # False when there is no such process. No process started.
 hpc_pending_start_time() {
   local -n _hpc_pending_out=$1
-  local stat
+  local stat head
   local -a fields
   { IFS= read -r stat <"/proc/$2/stat"; } 2>/dev/null || return 1
-  # The command's name, in parentheses, may hold spaces: the fields after its last ')'.
-  read -r -a fields <<<"${stat##*) }"
+  # The command's name, in parentheses, may hold spaces: the fields after its last ') ', found
+  # as the shortest suffix (a longest prefix, ##*') ', costs Bash a match at every length).
+  head=${stat%') '*}
+  [[ $head != "$stat" ]] || return 1
+  read -r -a fields <<<"${stat:${#head}+2}"
   [[ ${fields[19]-} =~ ^[0-9]+$ ]] || return 1
   _hpc_pending_out=${fields[19]}
 }
