@@ -10,22 +10,7 @@ declare -gA hpc_opt_launcher_aliases=([script]=torchrun)
 declare -gA hpc_opt_launcher_alias_why=([script]="torch.distributed.launch became torchrun")
 
 # The table of settings: every option of a submission, once, as one row
-#   'VARIABLE=DEFAULT|NAME|KIND|SCOPES| SPELLING...'
-# VARIABLE: hpc_opt_VARIABLE holds its value; DEFAULT: its built-in value (the option is set when
-# its variable differs from it; '()' for a multi's empty list); NAME: as messages write it
-# (-t/--time; its long name is the defaults file's key); KIND: value (one value, checked by
-# hpc_opt_set's case for NAME, or stored as given for its mode to check), flag (no value: 1 when
-# given) or multi (paths up to the next option, adding up: -d, --copy-back); SCOPES, comma-separated
-# ('-' for none): file (a key of the project's defaults file, hpc_opt_file_apply), profile (the
-# cluster profile gives the value when nothing else does; the plan's field hpc_plan_VARIABLE holds
-# what was used), map and scaling (set, it makes the submission that mode: hpc_opt_asks),
-# noint:LABEL (interactive refuses it, naming LABEL; the first row in table order wins), action
-# (what the submitter does, not a value of the job: not listed among the settings); SPELLING: the
-# words the command line takes. The parser, the names the refusals offer (hpc_opt_names), the
-# defaults file's keys, the mode triggers and refusals, interactive's refusals and the settings'
-# origins are read from it. A new option is one row here, its check in hpc_opt_set when it has one
-# of its own, and its lines in job_submitter.sh's usage. Plain text, read with string operations:
-# nothing is built from it when it is loaded (every submission loads it).
+#   'VARIABLE=DEFAULT|NAME|KIND|SCOPES| SPELLING...' (the columns: at the end of this file).
 hpc_opt_table=(
   # Submitting (first: most submissions name them, and hpc_opt_find reads the rows in order).
   'dry_run=0|--dry-run|flag|action| --dry-run'
@@ -95,6 +80,10 @@ hpc_opt_refuse_outside() { hpc_lib_load hpc_options_more && hpc_opt_refuse_outsi
 hpc_opt_die_unknown() { hpc_lib_load hpc_options_more && hpc_opt_die_unknown "$@"; }
 hpc_opt_launcher_check() { hpc_lib_load hpc_options_more && hpc_opt_launcher_check "$@"; }
 hpc_opt_runners_text() { hpc_lib_load hpc_options_more && hpc_opt_runners_text "$@"; }
+# What only -d/--data, --copy-back or interactive runs (hpc_options_more.bash too).
+hpc_opt_set_multi() { hpc_lib_load hpc_options_more && hpc_opt_set_multi "$@"; }
+hpc_opt_check_relative() { hpc_lib_load hpc_options_more && hpc_opt_check_relative "$@"; }
+hpc_opt_f_is_set() { hpc_lib_load hpc_options_more && hpc_opt_f_is_set "$@"; }
 
 # hpc_opt_fields ROW: sets hpc_opt_f_var, hpc_opt_f_default, hpc_opt_f_name, hpc_opt_f_kind and
 # hpc_opt_f_scopes (with a comma at each end) to ROW's columns, and hpc_opt_f_row to ROW.
@@ -152,12 +141,6 @@ hpc_opt_defaults() {
   # The variable names a profile as --cluster does: never a path.
   [[ -z $hpc_opt_cluster ]] || hpc_opt_is_profile_name "$hpc_opt_cluster" ||
     hpc_die_usage "HPC_CLUSTER" "'$hpc_opt_cluster' is not accepted; accepted: $hpc_opt_profile_accepted"
-}
-
-# hpc_opt_f_is_set: (after hpc_opt_fields) true when that option's value is not its built-in one.
-hpc_opt_f_is_set() {
-  local ref=hpc_opt_$hpc_opt_f_var
-  [[ ${!ref} != "$hpc_opt_f_default" ]]
 }
 
 # hpc_opt_asks SCOPE: true when an option of SCOPE (map, scaling) was given: the submission is
@@ -218,18 +201,6 @@ hpc_opt_check_mem() {
   [[ $1 =~ ^[0-9]{1,7}[KMGTkmgt]$ ]] && ((10#${1%?} > 0))
 }
 
-# hpc_opt_check_relative NAME PATH BASE: PATH must be a relative path that stays inside BASE.
-hpc_opt_check_relative() {
-  case /$2/ in
-    //) hpc_die_usage "$1" "'' is not accepted; accepted: a path relative to $3" ;;
-    //*) hpc_die_usage "$1" "'$2' is absolute; accepted: a path relative to $3" ;;
-    */../*) hpc_die_usage "$1" "'$2' leaves $3 (..); accepted: a path inside it" ;;
-  esac
-  # Only . and / (., ./, ./.): the folder itself, which is not something to copy into itself.
-  [[ $2 == *[!./]* ]] || hpc_die_usage "$1" "'$2' is $3 itself; accepted: a path inside it"
-  [[ $2 != *$'\n'* ]] || hpc_die_usage "$1" "a path with a newline is not accepted"
-}
-
 # hpc_opt_parse ARGS...: parses job_submitter.sh's options into hpc_opt_* (after hpc_opt_defaults),
 # each spelling found in the table (hpc_opt_row). An option with a value may be given once (-d/--data
 # and --copy-back add up): the second of two would otherwise silently win.
@@ -284,21 +255,6 @@ hpc_opt_parse() {
 hpc_opt_seen_add() {
   hpc_opt_seen+=("$1") hpc_opt_seen_where+=("$2") hpc_opt_seen_value+=("${3-}") hpc_opt_seen_row+=("$hpc_opt_f_row")
   hpc_opt_seen_scopes+=$hpc_opt_f_scopes
-}
-
-# hpc_opt_set_multi NAME WHERE VALUE...: checks and adds the paths of -d/--data or --copy-back,
-# from WHERE.
-hpc_opt_set_multi() {
-  local name=$1 where=$2 value
-  shift 2
-  if [[ $name == -d/--data ]]; then
-    (($#)) || hpc_die_usage "$name" "needs at least one path relative to \${SCRATCH}/\${project_name}"
-  else
-    (($#)) || hpc_die_usage "$name" "needs at least one path relative to \${SLURM_TMPDIR}"
-    for value in "$@"; do hpc_opt_check_relative "$name" "$value" "\${SLURM_TMPDIR}"; done
-  fi
-  if [[ $name == -d/--data ]]; then hpc_opt_data+=("$@"); else hpc_opt_copy_back+=("$@"); fi
-  for value in "$@"; do hpc_opt_seen_add "$name" "$where" "$value"; done
 }
 
 # hpc_opt_set NAME VALUE: (after hpc_opt_find of its row) checks one option's value and stores it in
@@ -469,3 +425,26 @@ hpc_opt_check_combinations() {
       hpc_die_usage "--workdir" "$message"
     }
 }
+
+return 0
+# The long comments of this file, after its last command, where Bash never reads them (it parses
+# every comment it reads, and every submission reads this file).
+
+# The table of settings (hpc_opt_table).
+# The table of settings: every option of a submission, once, as one row
+#   'VARIABLE=DEFAULT|NAME|KIND|SCOPES| SPELLING...'
+# VARIABLE: hpc_opt_VARIABLE holds its value; DEFAULT: its built-in value (the option is set when
+# its variable differs from it; '()' for a multi's empty list); NAME: as messages write it
+# (-t/--time; its long name is the defaults file's key); KIND: value (one value, checked by
+# hpc_opt_set's case for NAME, or stored as given for its mode to check), flag (no value: 1 when
+# given) or multi (paths up to the next option, adding up: -d, --copy-back); SCOPES, comma-separated
+# ('-' for none): file (a key of the project's defaults file, hpc_opt_file_apply), profile (the
+# cluster profile gives the value when nothing else does; the plan's field hpc_plan_VARIABLE holds
+# what was used), map and scaling (set, it makes the submission that mode: hpc_opt_asks),
+# noint:LABEL (interactive refuses it, naming LABEL; the first row in table order wins), action
+# (what the submitter does, not a value of the job: not listed among the settings); SPELLING: the
+# words the command line takes. The parser, the names the refusals offer (hpc_opt_names), the
+# defaults file's keys, the mode triggers and refusals, interactive's refusals and the settings'
+# origins are read from it. A new option is one row here, its check in hpc_opt_set when it has one
+# of its own, and its lines in job_submitter.sh's usage. Plain text, read with string operations:
+# nothing is built from it when it is loaded (every submission loads it).
