@@ -47,7 +47,9 @@ hpc_submit_locate
 # usage block is printed instead, and nothing run (hpc_help.bash). Another first word that is
 # not an option is a command misspelt, named so (hpc_commands_check_word). Anything else is a
 # submission's options.
-if [[ ${1-} =~ ^[a-z][a-z-]*$ && -f $hpc_files_dir/lib/commands/$1.bash ]]; then
+# shellcheck disable=SC2154 # hpc_facts_lower: hpc_common.bash (hpc_facts.bash)
+if [[ ${1-} == ["$hpc_facts_lower"]* && $1 != *[!"$hpc_facts_lower"-]* &&
+  -f $hpc_files_dir/lib/commands/$1.bash ]]; then
   # shellcheck source=hpc_files/lib/hpc_help.bash
   source "$hpc_files_dir/lib/hpc_help.bash"
   if hpc_commands_help_asked "${@:2}"; then

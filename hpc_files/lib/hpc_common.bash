@@ -501,7 +501,8 @@ hpc_module_load() {
   local dir=$1 name=$3 prefix=${4-} suffix
   local -a missing=()
   declare -F "$2" >/dev/null && return 0
-  if [[ ! $name =~ ^[a-z][a-z0-9_]*$ || ! -f $dir/$name.bash ]]; then
+  if [[ $name != ["$hpc_facts_lower"]* || $name == *[!"$hpc_facts_lower$hpc_facts_digits"_]* ||
+    ! -f $dir/$name.bash ]]; then
     # shellcheck disable=SC2034 # read by the callers
     hpc_module_problem="no '$name' in $dir"
     return 1

@@ -121,9 +121,11 @@ hpc_opt_seen_scopes=
 declare -gA hpc_usage_origin
 # What this library reads, set by the others or through the table (printf -v): declared here, not
 # set, so that the linter knows each name. job_submitter.sh: the toolkit's folder; hpc_common.bash:
-# why a file is not trusted; hpc_opt_defaults: the options read by name below.
+# why a file is not trusted, and (hpc_facts.bash) letters and digits; hpc_opt_defaults: the options
+# read by name below.
 # The multi options' variables are arrays: hpc_opt_defaults empties them.
 declare -ga hpc_opt_data hpc_opt_copy_back
+declare -g hpc_facts_alnum hpc_facts_digits
 declare -g hpc_files_dir hpc_trusted_problem hpc_opt_wandb_sweepid hpc_opt_repeat hpc_opt_wandb_offline \
   hpc_opt_num_sweeps hpc_opt_sweep_config hpc_opt_launcher hpc_opt_num_nodes hpc_opt_singularity \
   hpc_opt_runner hpc_opt_workdir hpc_plan_cluster hpc_plan_partition_option
@@ -154,7 +156,7 @@ hpc_opt_asks() {
 # (hpc_opt_profile_accepted says so in a refusal).
 hpc_opt_profile_accepted='the name of a profile in hpc_files/clusters/'
 hpc_opt_is_profile_name() {
-  [[ $1 =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ ]]
+  [[ $1 == ["$hpc_facts_alnum"_]* && $1 != *[!"$hpc_facts_alnum"_.-]* ]]
 }
 
 # hpc_opt_count_max: the largest count an option takes (6 digits: far above any cluster's, and
@@ -163,7 +165,7 @@ hpc_opt_count_max=999999
 # hpc_opt_is_count VALUE MIN: true when VALUE is a decimal integer from MIN to hpc_opt_count_max
 # (no sign, no spaces).
 hpc_opt_is_count() {
-  [[ $1 =~ ^[0-9]{1,6}$ ]] && ((10#$1 >= $2 && 10#$1 <= hpc_opt_count_max))
+  [[ -n $1 && ${#1} -le 6 && $1 != *[!"$hpc_facts_digits"]* ]] && ((10#$1 >= $2 && 10#$1 <= hpc_opt_count_max))
 }
 
 # One grammar for times and memory sizes, shared with the cluster profiles (is_slurm_time and
@@ -276,7 +278,7 @@ hpc_opt_set() {
     -G/--gpu-type) [[ $value =~ ^[A-Za-z0-9_.-]+$ ]] || problem="'$value' is not a GPU type name" ;;
     -e/--exp-name)
       # Not starting with '-': status, logs and cancel take the name as a word.
-      [[ $value =~ ^[A-Za-z0-9_.+-]+$ && $value != [.-]* ]] ||
+      [[ -n $value && $value != *[!"$hpc_facts_alnum"_.+-]* && $value != [.-]* ]] ||
         accepted="letters, digits and _ . + - (it names folders and files), not starting with '.' or '-'"
       ;;
     -n/--num-nodes) hpc_opt_count_check 1 'a whole number of nodes' hpc_opt_num_nodes_given ;;

@@ -16,8 +16,8 @@ hpc_pending_settle_s=${hpc_pending_settle_s:-600}
 
 # What this file reads, set by the others: declared here, not set, so that the linter knows each
 # name. hpc_common.bash: the text hpc_trusted_read read; hpc_pending_stopped.bash: the jobs a
-# stopped submission left (hpc_pending_left).
-declare -g hpc_trusted_text
+# stopped submission left (hpc_pending_left); hpc_facts.bash: the digits.
+declare -g hpc_trusted_text hpc_facts_digits
 declare -ga hpc_pending_left
 
 # hpc_pending_start_time PID VAR: sets VAR to the start time of process PID (field 22 of
@@ -33,7 +33,7 @@ hpc_pending_start_time() {
   head=${stat%') '*}
   [[ $head != "$stat" ]] || return 1
   read -r -a fields <<<"${stat:${#head}+2}"
-  [[ ${fields[19]-} =~ ^[0-9]+$ ]] || return 1
+  [[ -n ${fields[19]-} && ${fields[19]} != *[!"$hpc_facts_digits"]* ]] || return 1
   _hpc_pending_out=${fields[19]}
 }
 
