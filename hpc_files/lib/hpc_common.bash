@@ -37,9 +37,10 @@ hpc_die_usage() {
 # only needs to be the user's own to be believed: a job's log, the states status keeps). Else
 # false, with hpc_trusted_problem saying why. No process.
 hpc_own_check() {
+  [[ -n $1 && -f $1 && ! -L $1 && -O $1 ]] && return 0
   # shellcheck disable=SC2034 # read by the callers
   hpc_trusted_problem="is not a regular file of ${USER:-this user} (or is a link)"
-  [[ -n $1 && -f $1 && ! -L $1 && -O $1 ]]
+  return 1
 }
 
 # hpc_trusted_check PATH: true when PATH may be trusted: a regular file of this user, not a link,

@@ -25,37 +25,16 @@ _hpc_configs_escapes_stop=$' \t\n\'"$`#;&|<>()'
 # What a plain piece (split at blanks at once) has none of: the special characters but blanks.
 _hpc_configs_not_plain=$'\\\'"$`#;&|<>()'
 
-# hpc_configs_max_bytes: the largest configs file read (4 MiB): twice what Linux allows a
-# command's arguments and environment together (2 MiB), so that comments and indentation never
-# matter; reading stops one byte past it, so no file is ever read whole to refuse it.
+# The bounds of reading (why each: at the end of this file): the largest file read; the piece the
+# parser is given at a time; the block a long line is split into; the longest word; the most bytes
+# of words; the most quoted parts, escapes and references; the deepest ${NAME:-...}.
 hpc_configs_max_bytes=4194304
-# The parser is given the text in pieces of at most about this many bytes (a line, or part of a
-# long line cut after a blank): every string operation works on one piece, never on the rest of
-# the file, so reading is linear in the size of the file.
 _hpc_configs_piece_bytes=4096
-# A line longer than four blocks of this many bytes is split into blocks once (read -N, one pass),
-# and the pieces are cut from a buffer of a block or two: Bash copies a string at every
-# expansion, so cutting each piece from the whole line was quadratic (a line of megabytes,
-# seconds a megabyte).
 _hpc_configs_block_bytes=65536
-# hpc_configs_max_word: the longest word or template read (131072 bytes): Linux passes no longer
-# argument to a program (MAX_ARG_STRLEN). A longer one is refused as it is read, in pieces, so
-# that reaching the limit costs no more than reading that many bytes.
 hpc_configs_max_word=131072
-# hpc_configs_max_args: the most bytes a command's words may take (2 MiB): Linux passes a program
-# at most that much of arguments and environment together (a quarter of the default 8 MiB
-# stack), each word its length, its NUL and its pointer (8 bytes). So a command of more than
-# hpc_configs_max_args / 9 words can never start: it is refused as soon as the parser has read
-# that many, which bounds the time a huge file takes to refuse (a million words took 21 s).
 hpc_configs_max_args=2097152
-# hpc_configs_max_parts: the most quoted parts, escapes and references one command may have. Each
-# costs the parser tens of microseconds, and an empty one ("") costs the program nothing: a line
-# of a million of them took minutes to read. Past this many the command is refused, a few seconds
-# in; a list that long belongs in a file the program reads.
 # shellcheck disable=SC2034 # read by hpc_configs_quoted.bash
 hpc_configs_max_parts=100000
-# hpc_configs_max_depth: the most ${NAME:-...} nested in one another (reading and expanding recurse
-# once a level: a bound keeps Bash far from its stack's end).
 # shellcheck disable=SC2034 # read by hpc_configs_quoted.bash
 hpc_configs_max_depth=32
 # What may end a piece cut inside a run without blanks: the last byte before the cut is none of
@@ -585,3 +564,29 @@ return 0
 # runs hpc_configs_expand on them (hpc_job_task, the runner) and then the expanded words.
 #
 # Internal names start with _hpc_configs_; a reference to such a name is not supported.
+
+# The bounds of reading (see the top of this file).
+# hpc_configs_max_bytes: the largest configs file read (4 MiB): twice what Linux allows a
+# command's arguments and environment together (2 MiB), so that comments and indentation never
+# matter; reading stops one byte past it, so no file is ever read whole to refuse it.
+# _hpc_configs_piece_bytes: the parser is given the text in pieces of at most about this many bytes
+# (a line, or part of a long line cut after a blank): every string operation works on one piece,
+# never on the rest of the file, so reading is linear in the size of the file.
+# _hpc_configs_block_bytes: a line longer than four blocks of this many bytes is split into blocks
+# once (read -N, one pass), and the pieces are cut from a buffer of a block or two: Bash copies a
+# string at every expansion, so cutting each piece from the whole line was quadratic (a line of
+# megabytes, seconds a megabyte).
+# hpc_configs_max_word: the longest word or template read (131072 bytes): Linux passes no longer
+# argument to a program (MAX_ARG_STRLEN). A longer one is refused as it is read, in pieces, so
+# that reaching the limit costs no more than reading that many bytes.
+# hpc_configs_max_args: the most bytes a command's words may take (2 MiB): Linux passes a program
+# at most that much of arguments and environment together (a quarter of the default 8 MiB
+# stack), each word its length, its NUL and its pointer (8 bytes). So a command of more than
+# hpc_configs_max_args / 9 words can never start: it is refused as soon as the parser has read
+# that many, which bounds the time a huge file takes to refuse (a million words took 21 s).
+# hpc_configs_max_parts: the most quoted parts, escapes and references one command may have. Each
+# costs the parser tens of microseconds, and an empty one ("") costs the program nothing: a line
+# of a million of them took minutes to read. Past this many the command is refused, a few seconds
+# in; a list that long belongs in a file the program reads.
+# hpc_configs_max_depth: the most ${NAME:-...} nested in one another (reading and expanding recurse
+# once a level: a bound keeps Bash far from its stack's end).
