@@ -1,6 +1,77 @@
 #!/usr/bin/env bash
 # Usage: bash job_submitter.sh [options]
 #        bash job_submitter.sh COMMAND ...   (its usage: bash job_submitter.sh COMMAND --help)
+#+ The rest of the usage (--help) is at the end of the file, after its last command: Bash parses
+#+ every comment it reads, and never reads that one on a run (hpc_usage joins the two).
+set -euo pipefail
+
+hpc_submitter=${BASH_SOURCE[0]}
+# Run through a symlink (~/bin/submit -> the project's hpc_files/job_submitter.sh): the project
+# is where the file itself lies. Resolved only then: readlink is a process.
+if [[ -L $hpc_submitter ]]; then
+  hpc_submitter=$(readlink -f -- "$hpc_submitter") || {
+    echo "job_submitter.sh: cannot resolve the symlink ${BASH_SOURCE[0]}" >&2
+    exit 1
+  }
+fi
+[[ $hpc_submitter == /* ]] || hpc_submitter=$PWD/$hpc_submitter
+hpc_files_dir=${hpc_submitter%/*}
+# A clean absolute path without starting a process, unless it has . or .. in it.
+case $hpc_files_dir/ in */./* | */../* | *//*) hpc_files_dir=$(cd "$hpc_files_dir" && pwd) ;; esac
+# What every path runs; what only a submission runs (the options, the profile, the configs file,
+# the plan) is loaded by the submission and by the commands that need it (hpc_submission_load):
+# status, logs, cancel... parse 1,800 lines less.
+for hpc_lib in hpc_common hpc_submit hpc_manifest; do
+  # shellcheck source=/dev/null
+  source "$hpc_files_dir/lib/$hpc_lib.bash"
+done
+unset hpc_lib
+# Run as a script of its own (not sourced) and without BASH_ENV, no secret was exported after
+# the start: the secrets' names come from /proc/self/environ (hpc_secret_values).
+# shellcheck disable=SC2034 # read by hpc_common.bash (hpc_secret_values)
+[[ ${BASH_SOURCE[0]} != "$0" || -n ${BASH_ENV:-} ]] || hpc_secret_names_environ=1
+# shellcheck disable=SC2034 # read by hpc_common.bash (hpc_secret_values)
+hpc_secrets_keep=1
+# The environment it started with, read once here, before the subshells that would each read it.
+hpc_environ_load || true
+if [[ $- == *x* ]]; then
+  # Under bash -x, the trace goes through the masking of secrets (hpc_common.bash).
+  { set +x; } 2>/dev/null
+  hpc_trace_through_mask "$hpc_submitter" "$@"
+  set -x
+fi
+hpc_submit_locate
+
+# A first word that names a file of lib/commands/ is that command (hpc_command_NAME, '-' as '_');
+# only its file and what it sources are loaded. With -h or --help among its words, its file's
+# usage block is printed instead, and nothing run (hpc_help.bash). Another first word that is
+# not an option is a command misspelt, named so (hpc_commands_check_word). Anything else is a
+# submission's options.
+# shellcheck disable=SC2154 # hpc_facts_lower: hpc_common.bash (hpc_facts.bash)
+if [[ ${1-} == ["$hpc_facts_lower"]* && $1 != *[!"$hpc_facts_lower"-]* &&
+  -f $hpc_files_dir/lib/commands/$1.bash ]]; then
+  # shellcheck source=hpc_files/lib/hpc_help.bash
+  source "$hpc_files_dir/lib/hpc_help.bash"
+  if hpc_commands_help_asked "${@:2}"; then
+    hpc_commands_usage "$1"
+    exit 0
+  fi
+  # shellcheck source=/dev/null
+  source "$hpc_files_dir/lib/commands/$1.bash"
+  hpc_command=${1//-/_}
+  shift
+  "hpc_command_$hpc_command" "$@"
+else
+  hpc_submission_load
+  if [[ -n ${1-} && $1 != -* ]]; then
+    # shellcheck source=hpc_files/lib/hpc_help.bash
+    source "$hpc_files_dir/lib/hpc_help.bash"
+    hpc_commands_check_word "$1"
+  fi
+  hpc_submit_main "" "$@"
+fi
+exit
+#+ The usage, continued (see the top of the file).
 #
 # Submits the command of experiment_configurations.txt (beside this script) as a SLURM job that
 # runs in the project's virtual environment (${source_dir}/virtual_env, built first by an install
@@ -196,68 +267,3 @@
 # hpc_files/.cache); a folder of your own (one another user made is refused).
 # Exit status: 0 submitted (or dry run accepted), 1 refused or failed, 2 bad input.
 # After submitting: bash job_submitter.sh status | logs EXP | cancel EXP | resubmit EXP --failed
-set -euo pipefail
-
-hpc_submitter=${BASH_SOURCE[0]}
-# Run through a symlink (~/bin/submit -> the project's hpc_files/job_submitter.sh): the project
-# is where the file itself lies. Resolved only then: readlink is a process.
-if [[ -L $hpc_submitter ]]; then
-  hpc_submitter=$(readlink -f -- "$hpc_submitter") || {
-    echo "job_submitter.sh: cannot resolve the symlink ${BASH_SOURCE[0]}" >&2
-    exit 1
-  }
-fi
-[[ $hpc_submitter == /* ]] || hpc_submitter=$PWD/$hpc_submitter
-hpc_files_dir=${hpc_submitter%/*}
-# A clean absolute path without starting a process, unless it has . or .. in it.
-case $hpc_files_dir/ in */./* | */../* | *//*) hpc_files_dir=$(cd "$hpc_files_dir" && pwd) ;; esac
-# What every path runs; what only a submission runs (the options, the profile, the configs file,
-# the plan) is loaded by the submission and by the commands that need it (hpc_submission_load):
-# status, logs, cancel... parse 1,800 lines less.
-for hpc_lib in hpc_common hpc_submit hpc_manifest; do
-  # shellcheck source=/dev/null
-  source "$hpc_files_dir/lib/$hpc_lib.bash"
-done
-unset hpc_lib
-# Run as a script of its own (not sourced) and without BASH_ENV, no secret was exported after
-# the start: the secrets' names come from /proc/self/environ (hpc_secret_values).
-# shellcheck disable=SC2034 # read by hpc_common.bash (hpc_secret_values)
-[[ ${BASH_SOURCE[0]} != "$0" || -n ${BASH_ENV:-} ]] || hpc_secret_names_environ=1
-# shellcheck disable=SC2034 # read by hpc_common.bash (hpc_secret_values)
-hpc_secrets_keep=1
-# The environment it started with, read once here, before the subshells that would each read it.
-hpc_environ_load || true
-if [[ $- == *x* ]]; then
-  # Under bash -x, the trace goes through the masking of secrets (hpc_common.bash).
-  { set +x; } 2>/dev/null
-  hpc_trace_through_mask "$hpc_submitter" "$@"
-  set -x
-fi
-hpc_submit_locate
-
-# A first word that names a file of lib/commands/ is that command (hpc_command_NAME, '-' as '_');
-# only its file and what it sources are loaded. With -h or --help among its words, its file's
-# usage block is printed instead, and nothing run (hpc_help.bash). Another first word that is
-# not an option is a command misspelt, named so (hpc_commands_check_word). Anything else is a
-# submission's options.
-if [[ ${1-} =~ ^[a-z][a-z-]*$ && -f $hpc_files_dir/lib/commands/$1.bash ]]; then
-  # shellcheck source=hpc_files/lib/hpc_help.bash
-  source "$hpc_files_dir/lib/hpc_help.bash"
-  if hpc_commands_help_asked "${@:2}"; then
-    hpc_commands_usage "$1"
-    exit 0
-  fi
-  # shellcheck source=/dev/null
-  source "$hpc_files_dir/lib/commands/$1.bash"
-  hpc_command=${1//-/_}
-  shift
-  "hpc_command_$hpc_command" "$@"
-else
-  hpc_submission_load
-  if [[ -n ${1-} && $1 != -* ]]; then
-    # shellcheck source=hpc_files/lib/hpc_help.bash
-    source "$hpc_files_dir/lib/hpc_help.bash"
-    hpc_commands_check_word "$1"
-  fi
-  hpc_submit_main "" "$@"
-fi

@@ -31,20 +31,16 @@ hpc_die_usage() {
   exit 2
 }
 
-# Files the toolkit reads again to run or source what they hold (plan files, kept job scripts,
-# a map's task.sh and gather.sh, a study's job.sh and report.sh, manifests and the map's and
-# study's records, which name the scripts and their options) are trusted only as the user's own:
-# on a group-writable scratch (umask 002 on a lab's shared folder), another member who could
-# change one would run code as the user at the next resubmit. They are written 0600
-# (hpc_private_write, hpc_plan_write_file) and read only through these checks.
+# Files the toolkit reads again are trusted only as the user's own (why: at the end of this file).
 
 # hpc_own_check PATH: true when PATH is a regular file of this user, not a link (a file that
 # only needs to be the user's own to be believed: a job's log, the states status keeps). Else
 # false, with hpc_trusted_problem saying why. No process.
 hpc_own_check() {
+  [[ -n $1 && -f $1 && ! -L $1 && -O $1 ]] && return 0
   # shellcheck disable=SC2034 # read by the callers
   hpc_trusted_problem="is not a regular file of ${USER:-this user} (or is a link)"
-  [[ -n $1 && -f $1 && ! -L $1 && -O $1 ]]
+  return 1
 }
 
 # hpc_trusted_check PATH: true when PATH may be trusted: a regular file of this user, not a link,
@@ -157,22 +153,11 @@ hpc_private_create() {
   ((written))
 }
 
-# Folders the toolkit makes for a user's job logs and records (hpc_outputs/ and its manifests/,
-# submissions/, usage/, map/ and scaling/ with their experiments' folders) are private: on a
-# lab's group-writable scratch (umask 002) another member could otherwise plant names in them,
-# such as a link named like the next job's --output (ids are sequential), through which SLURM
-# would write the log into any file of the user. Made 4700 whatever the umask: the set-user-ID
-# bit, which means nothing on a folder to Linux, marks one that this toolkit made or checked, so
-# that the next submissions trust it without a process (Bash tests a folder's owner and special
-# bits, not its mode). A folder of the user's without the mark is checked (a process): one that
-# nobody else can write (0755) is used as it is; one open to others (an older version's 2775 under
-# umask 002) is closed (chmod go-rwx: its older files may be group-writable) and marked, unless
-# others put something in it while it was open to them (then refused, naming it, and left
-# unmarked: looked at again next time). One that is a link or someone else's is refused (one
-# line: its owner and the fix), never used.
+# Folders the toolkit makes for a user's job logs and records are private (how and why: at the end
+# of this file).
 
 # hpc_private_dir PATH: makes PATH a private folder of the user, or checks the one there (see
-# above); the folders above it are made when missing, as the umask makes them. False, with
+# the end of this file); the folders above it are made when missing, as the umask makes them. False, with
 # hpc_private_dir_problem (one line, no prefix) saying why, when it may not be used.
 hpc_private_dir() {
   local path=${1%/} where name mode owner
@@ -319,13 +304,15 @@ hpc_secret_values() {
   # have been exported after the start (hpc_secret_names_environ): every variable's name,
   # without starting a process; then only the exported ones, which are the environment.
   if ((hpc_secret_names_environ)) && hpc_environ_load; then
-    names=("${hpc_environ[@]%%=*}")
-    [[ " ${names[*]} " == *" WANDB_API_KEY "* ]] || names+=(WANDB_API_KEY)
     # Most environments hold no secret's name but WANDB_API_KEY's: then the loop below (a command
     # per name, at every submission) looks at that one only. The test is hpc_secret_name's, on
-    # all the names at once, one a line.
-    printf -v line '\n%s\n' "${names[@]}"
-    hpc_secret_name "${line//$'\n'WANDB_API_KEY$'\n'/}" || names=(WANDB_API_KEY)
+    # all the names at once, one a line; the list of names is made only when it fails.
+    printf -v line '\n%s\n' "${hpc_environ[@]%%=*}"
+    names=(WANDB_API_KEY)
+    if hpc_secret_name "${line//$'\n'WANDB_API_KEY$'\n'/}"; then
+      names=("${hpc_environ[@]%%=*}")
+      [[ $line == *$'\n'WANDB_API_KEY$'\n'* ]] || names+=(WANDB_API_KEY)
+    fi
   else
     names=("${!A@}" "${!B@}" "${!C@}" "${!D@}" "${!E@}" "${!F@}" "${!G@}" "${!H@}" "${!I@}" "${!J@}"
       "${!K@}" "${!L@}" "${!M@}" "${!N@}" "${!O@}" "${!P@}" "${!Q@}" "${!R@}" "${!S@}" "${!T@}"
@@ -515,7 +502,8 @@ hpc_module_load() {
   local dir=$1 name=$3 prefix=${4-} suffix
   local -a missing=()
   declare -F "$2" >/dev/null && return 0
-  if [[ ! $name =~ ^[a-z][a-z0-9_]*$ || ! -f $dir/$name.bash ]]; then
+  if [[ $name != ["$hpc_facts_lower"]* || $name == *[!"$hpc_facts_lower$hpc_facts_digits"_]* ||
+    ! -f $dir/$name.bash ]]; then
     # shellcheck disable=SC2034 # read by the callers
     hpc_module_problem="no '$name' in $dir"
     return 1
@@ -523,6 +511,8 @@ hpc_module_load() {
   # shellcheck source=/dev/null
   source "$dir/$name.bash"
   shift 4 2>/dev/null || shift "$#"
+  # All of them at once (the usual case: one command); the loop only names what is missing.
+  (($# == 0)) || ! declare -F "${@/#/$prefix}" >/dev/null || return 0
   for suffix; do
     declare -F "$prefix$suffix" >/dev/null || missing+=("$prefix$suffix")
   done
@@ -534,3 +524,30 @@ hpc_module_load() {
   )} (docs/architecture.md)"
   return 1
 }
+
+return 0
+# The long comments of this file, after its last command, where Bash never reads them (it parses
+# every comment it reads, and every submission reads this file).
+
+# Trusted files (see hpc_own_check).
+# Files the toolkit reads again to run or source what they hold (plan files, kept job scripts,
+# a map's task.sh and gather.sh, a study's job.sh and report.sh, manifests and the map's and
+# study's records, which name the scripts and their options) are trusted only as the user's own:
+# on a group-writable scratch (umask 002 on a lab's shared folder), another member who could
+# change one would run code as the user at the next resubmit. They are written 0600
+# (hpc_private_write, hpc_plan_write_file) and read only through these checks.
+
+# Private folders (see hpc_private_dir).
+# Folders the toolkit makes for a user's job logs and records (hpc_outputs/ and its manifests/,
+# submissions/, usage/, map/ and scaling/ with their experiments' folders) are private: on a
+# lab's group-writable scratch (umask 002) another member could otherwise plant names in them,
+# such as a link named like the next job's --output (ids are sequential), through which SLURM
+# would write the log into any file of the user. Made 4700 whatever the umask: the set-user-ID
+# bit, which means nothing on a folder to Linux, marks one that this toolkit made or checked, so
+# that the next submissions trust it without a process (Bash tests a folder's owner and special
+# bits, not its mode). A folder of the user's without the mark is checked (a process): one that
+# nobody else can write (0755) is used as it is; one open to others (an older version's 2775 under
+# umask 002) is closed (chmod go-rwx: its older files may be group-writable) and marked, unless
+# others put something in it while it was open to them (then refused, naming it, and left
+# unmarked: looked at again next time). One that is a link or someone else's is refused (one
+# line: its owner and the fix), never used.

@@ -59,16 +59,23 @@ hpc_human_size() {
 }
 
 # hpc_usage FILE: prints the usage comment block at the top of FILE (the lines after the shebang
-# that start with '#', up to the first line that does not), without the leading '# '.
+# that start with '#', up to the first line that does not), without the leading '# '. Lines
+# starting with '#+' are notes, not printed; a block with one goes on after the next '#+' line
+# further down (job_submitter.sh's, after its last command: Bash never parses it on a run).
 hpc_usage() {
-  local line
+  local line more=0
   {
     IFS= read -r line # shebang
     while IFS= read -r line; do
       case $line in
         '#') printf '\n' ;;
+        '#+'*) more=1 ;;
         '# '*) printf '%s\n' "${line#\# }" ;;
-        *) break ;;
+        *)
+          ((more)) || break
+          more=0
+          while IFS= read -r line && [[ $line != '#+'* ]]; do :; done
+          ;;
       esac
     done
   } <"$1"

@@ -2,63 +2,8 @@
 # hpc_configs.bash: the configs file (experiment_configurations.txt, or -C FILE) read into an
 # argument vector of templates at submission, and the safe $VAR expansion of those templates done
 # in the job on the compute node. Needs hpc_common.bash (hpc_say).
-#
-# The file holds ONE command, written as in a POSIX shell:
-#   - a backslash at the end of a line continues the command on the next line (a line that ends
-#     with a backslash as the last line of the file is an error); CRLF (Windows) and a lone CR
-#     (old Mac) end a line as LF does, so no carriage return reaches the program, and a UTF-8 byte
-#     order mark at the start is dropped;
-#   - blank lines are ignored; a '#' that starts a word outside quotes begins a comment that runs
-#     to the end of the line (a backslash inside a comment does not continue it, as in a shell: to
-#     leave out one line of a continued command, move it below the command instead);
-#   - words are split on unquoted spaces and tabs; 'single quotes' keep everything literal;
-#     "double quotes" keep everything but $ (references, below), and there a backslash escapes only
-#     $ ` " \ and a newline (which it removes); outside quotes a backslash makes the next character
-#     literal; adjacent parts join into one word: --name="my run" is the one word --name=my run;
-#   - the command ends at the first unquoted newline that is not continued. A second command later
-#     in the file is refused (naming its line), so that a forgotten trailing backslash never drops
-#     arguments silently; a configs file holds one command, as it always did;
-#   - unquoted ; & | < > ( ) are refused (with the line): pipes, redirections, command lists and
-#     subshells would need a shell. Quote them to pass them to the program as text.
-# References: $NAME, ${NAME} and ${NAME:-default} (NAME = [A-Za-z_][A-Za-z0-9_]*), outside quotes
-# or inside double quotes, are expanded in the job, from the job's environment, just before the
-# program starts; the default is written like the rest of the word (quotes and references allowed,
-# spaces kept) and is used when NAME is unset or empty, as in a shell. A word is one argument
-# whatever its values: never split, and kept when it expands to nothing (then it is an empty
-# argument; a shell would drop an unquoted one). Every other use of $ is plain text that reaches
-# the program as written, not an error: $(...), $((...)), ${#x}, ${x/a/b}, ${x-y}, $1, $@, $$, and
-# so are backquotes ($'...' is no ANSI-C quoting here: a plain $, then a single-quoted part). Outside single quotes,
-# $(...), $((...)), ${...} and `...` stay one piece of their word up to the matching close, as a shell would read them:
-# '--stamp=$(date +%s)' and --stamp=$(date +%s) both give the program the text --stamp=$(date +%s). Nothing is globbed
-# (*.py stays *.py), brace-expanded or tilde-expanded (write $HOME), and expanded values are
-# inserted verbatim: never split, globbed or expanded again.
-#
-# Why there is no eval: the file is user text. It is tokenised here in pure Bash (case patterns
-# and pattern removal over the text; no eval, bash -c, source or declare of any of it; the only
-# unquoted expansions split plain text, which holds no quote, $ or backslash, at blanks with
-# globbing off), so nothing in it can run at submission, and the job expands only the
-# references above, by ${!NAME} after NAME has been checked to be a name. Nothing in it can run
-# in the job either.
-#
-# Cost: linear in the size of the file. The parser works on one line at a time (a long line in
-# pieces of about 4 KiB, cut after a blank; a line over 256 KiB split once into blocks of 64 KiB,
-# the pieces cut from a block or two), never on the rest of the file, and runs of plain
-# continued lines (most of a long generated file) are found and split with whole-array
-# expansions. Only regular files up to 4 MiB are read. tests/unit/configs.bats counts the work
-# (the size of a bash -x trace) for files of N and 2N lines. A word (template) longer than
-# 131072 bytes (Linux's MAX_ARG_STRLEN) is refused while it is read, and so are ${NAME:-...}
-# nested deeper than 32 levels (reading and expanding recurse once a level).
-#
-# Templates (the hpc_configs_words elements, hpc_configs_expand's arguments): one per argument;
-# '\' makes the next character literal and an unescaped '$' begins a reference, written ${NAME} or
-# ${NAME:-default} by hpc_configs_read. A literal \ or $ from the file is stored as \\ or \$, and a
-# literal } inside a default as \}. Example: the file line
-#   python "train.py" --out="$SCRATCH/run 1" --tag='$x' ${SEED:-4\2}
-# gives the templates  python  train.py  --out=${SCRATCH}/run 1  --tag=\$x  ${SEED:-42}
-# The job's plan file holds them as hpc_plan_command=( ... ), each quoted with printf %q; each task
-# runs hpc_configs_expand on them (hpc_job_task, the runner) and then the expanded words.
-#
-# Internal names start with _hpc_configs_; a reference to such a name is not supported.
+# The grammar, the templates' form, why there is no eval and the cost: at the end of this file,
+# after its last command, where Bash never reads them (it parses every comment it reads).
 
 # hpc_configs_words: the templates read by hpc_configs_read, one per argument.
 hpc_configs_words=()
@@ -80,36 +25,16 @@ _hpc_configs_escapes_stop=$' \t\n\'"$`#;&|<>()'
 # What a plain piece (split at blanks at once) has none of: the special characters but blanks.
 _hpc_configs_not_plain=$'\\\'"$`#;&|<>()'
 
-# hpc_configs_max_bytes: the largest configs file read (4 MiB): twice what Linux allows a
-# command's arguments and environment together (2 MiB), so that comments and indentation never
-# matter; reading stops one byte past it, so no file is ever read whole to refuse it.
+# The bounds of reading (why each: at the end of this file): the largest file read; the piece the
+# parser is given at a time; the block a long line is split into; the longest word; the most bytes
+# of words; the most quoted parts, escapes and references; the deepest ${NAME:-...}.
 hpc_configs_max_bytes=4194304
-# The parser is given the text in pieces of at most about this many bytes (a line, or part of a
-# long line cut after a blank): every string operation works on one piece, never on the rest of
-# the file, so reading is linear in the size of the file.
 _hpc_configs_piece_bytes=4096
-# A line longer than four blocks of this many bytes is split into blocks once (read -N, one pass),
-# and the pieces are cut from a buffer of a block or two: Bash copies a string at every
-# expansion, so cutting each piece from the whole line was quadratic (a line of megabytes,
-# seconds a megabyte).
 _hpc_configs_block_bytes=65536
-# hpc_configs_max_word: the longest word or template read (131072 bytes): Linux passes no longer
-# argument to a program (MAX_ARG_STRLEN). A longer one is refused as it is read, in pieces, so
-# that reaching the limit costs no more than reading that many bytes.
 hpc_configs_max_word=131072
-# hpc_configs_max_args: the most bytes a command's words may take (2 MiB): Linux passes a program
-# at most that much of arguments and environment together (a quarter of the default 8 MiB
-# stack), each word its length, its NUL and its pointer (8 bytes). So a command of more than
-# hpc_configs_max_args / 9 words can never start: it is refused as soon as the parser has read
-# that many, which bounds the time a huge file takes to refuse (a million words took 21 s).
 hpc_configs_max_args=2097152
-# hpc_configs_max_parts: the most quoted parts, escapes and references one command may have. Each
-# costs the parser tens of microseconds, and an empty one ("") costs the program nothing: a line
-# of a million of them took minutes to read. Past this many the command is refused, a few seconds
-# in; a list that long belongs in a file the program reads.
+# shellcheck disable=SC2034 # read by hpc_configs_quoted.bash
 hpc_configs_max_parts=100000
-# hpc_configs_max_depth: the most ${NAME:-...} nested in one another (reading and expanding recurse
-# once a level: a bound keeps Bash far from its stack's end).
 # shellcheck disable=SC2034 # read by hpc_configs_quoted.bash
 hpc_configs_max_depth=32
 # What may end a piece cut inside a run without blanks: the last byte before the cut is none of
@@ -372,22 +297,11 @@ _hpc_configs_fail() {
   return 2
 }
 
-# _hpc_configs_literal TEXT: appends TEXT to the word as literal text (\ $, and } in a default,
-# escaped with a backslash).
-_hpc_configs_literal() {
-  local text=$1
-  text=${text//\\/\\\\}
-  text=${text//\$/\\\$}
-  if ((_hpc_configs_depth > 0)); then
-    text=${text//\}/\\\}}
-  fi
-  _hpc_configs_word+=$text
-}
-
 # _hpc_configs_parse: splits the text into _hpc_configs_found; returns 2 on an error.
 # (Dispatch on the first character with case and pattern removal: faster in Bash than regular
 # expressions, which are compiled at every use. A newline is always the last byte of a piece.)
 _hpc_configs_parse() {
+  # shellcheck disable=SC2034 # nparts: counted by _hpc_configs_part (hpc_configs_quoted.bash)
   local started=0 part quoted=0 nparts=0
   local -a plain=()
   # For the plain text below: split at blanks only, and never globbed (set -f, undone on return).
@@ -475,61 +389,20 @@ _hpc_configs_parse() {
         fi
         ;;
     esac
-    # Anything else is (part of) a word.
+    # Anything else is (part of) a word, read by hpc_configs_quoted.bash (loaded once a parse:
+    # looking for its functions at every quoted word cost a third of its time).
+    ((quoted)) || {
+      _hpc_configs_load_quoted || {
+        _hpc_configs_fail "cannot be read: the toolkit's hpc_configs_quoted.bash is missing"
+        return
+      }
+      quoted=1
+    }
     _hpc_configs_part || return
   done
   if ((started)); then
     _hpc_configs_push
   fi
-}
-
-# _hpc_configs_part: (in _hpc_configs_parse) reads the quoted part, escape or reference (or a
-# character of no meaning there) that starts _hpc_configs_rest into the word, which it starts
-# when none is (the caller's started; nparts counts them, quoted says the quoting library is
-# loaded); returns 2 on an error.
-_hpc_configs_part() {
-  if ((++nparts > hpc_configs_max_parts)); then
-    local _hpc_configs_msg="line $_hpc_configs_line: more than $hpc_configs_max_parts quoted parts, escapes and"
-    _hpc_configs_msg+=" references in one command, more than the toolkit reads (put such a list in a file that the"
-    _hpc_configs_msg+=" program reads)"
-    _hpc_configs_fail "$_hpc_configs_msg"
-    return
-  fi
-  if ((! started)); then
-    started=1
-    _hpc_configs_word=''
-  fi
-  # Once a parse: looking for its functions at every quoted word cost a third of its time.
-  ((quoted)) || {
-    _hpc_configs_load_quoted || {
-      _hpc_configs_fail "cannot be read: the toolkit's hpc_configs_quoted.bash is missing"
-      return
-    }
-    quoted=1
-  }
-  case $_hpc_configs_rest in
-    "'"*) _hpc_configs_squote || return ;;
-    '"'*) _hpc_configs_dquote || return ;;
-    ["\$\`"]*) _hpc_configs_dollar || return ;;
-    "\\"*) _hpc_configs_backslash_unquoted || return ;;
-    [';&|<>()']*)
-      local _hpc_configs_msg="line $_hpc_configs_line: unquoted '${_hpc_configs_rest:0:1}': pipes, redirections,"
-      _hpc_configs_msg+=" command lists and subshells are not supported (quote it to pass it to the program)"
-      _hpc_configs_fail "$_hpc_configs_msg"
-      return
-      ;;
-    '#'*)
-      _hpc_configs_word+='#'
-      _hpc_configs_rest=${_hpc_configs_rest:1}
-      ;;
-    *)
-      # A byte the locale cannot read as a character.
-      _hpc_configs_literal "${_hpc_configs_rest:0:1}"
-      _hpc_configs_rest=${_hpc_configs_rest:1}
-      ;;
-  esac
-  # The blanks after a quoted part or a reference, at once.
-  [[ $_hpc_configs_rest != [' '$'\t']* ]] || _hpc_configs_blanks
 }
 
 # _hpc_configs_blanks: (in _hpc_configs_parse) _hpc_configs_rest starts with blanks: the word in
@@ -625,26 +498,95 @@ hpc_configs_references() {
 # hpc_configs_reference_names TEMPLATE...: sets hpc_configs_names to what hpc_configs_references
 # prints (for a caller in this shell: no process substitution to read them).
 hpc_configs_reference_names() {
-  local _hpc_configs_template _hpc_configs_t _hpc_configs_v='' _hpc_configs_note=1
-  local _hpc_configs_unset='' _hpc_configs_n
-  local -a _hpc_configs_names=()
-  local -A _hpc_configs_required=()
   hpc_configs_names=()
   # Without a $ no template refers to anything (a literal $ is stored as \$).
   [[ "$*" == *\$* ]] || return 0
   _hpc_configs_load_quoted || return 1
-  for _hpc_configs_template in "$@"; do
-    _hpc_configs_t=$_hpc_configs_template
-    if ! _hpc_configs_scan 0 0; then
-      _hpc_configs_too_deep "$_hpc_configs_template"
-      return 1
-    fi
-  done
-  for _hpc_configs_n in ${_hpc_configs_names[@]+"${_hpc_configs_names[@]}"}; do
-    if ((_hpc_configs_required[$_hpc_configs_n])); then
-      hpc_configs_names+=("$_hpc_configs_n")
-    else
-      hpc_configs_names+=("$_hpc_configs_n:-")
-    fi
-  done
+  _hpc_configs_reference_names "$@"
 }
+
+return 0
+# The configs file (see the top of this file).
+#
+# The file holds ONE command, written as in a POSIX shell:
+#   - a backslash at the end of a line continues the command on the next line (a line that ends
+#     with a backslash as the last line of the file is an error); CRLF (Windows) and a lone CR
+#     (old Mac) end a line as LF does, so no carriage return reaches the program, and a UTF-8 byte
+#     order mark at the start is dropped;
+#   - blank lines are ignored; a '#' that starts a word outside quotes begins a comment that runs
+#     to the end of the line (a backslash inside a comment does not continue it, as in a shell: to
+#     leave out one line of a continued command, move it below the command instead);
+#   - words are split on unquoted spaces and tabs; 'single quotes' keep everything literal;
+#     "double quotes" keep everything but $ (references, below), and there a backslash escapes only
+#     $ ` " \ and a newline (which it removes); outside quotes a backslash makes the next character
+#     literal; adjacent parts join into one word: --name="my run" is the one word --name=my run;
+#   - the command ends at the first unquoted newline that is not continued. A second command later
+#     in the file is refused (naming its line), so that a forgotten trailing backslash never drops
+#     arguments silently; a configs file holds one command, as it always did;
+#   - unquoted ; & | < > ( ) are refused (with the line): pipes, redirections, command lists and
+#     subshells would need a shell. Quote them to pass them to the program as text.
+# References: $NAME, ${NAME} and ${NAME:-default} (NAME = [A-Za-z_][A-Za-z0-9_]*), outside quotes
+# or inside double quotes, are expanded in the job, from the job's environment, just before the
+# program starts; the default is written like the rest of the word (quotes and references allowed,
+# spaces kept) and is used when NAME is unset or empty, as in a shell. A word is one argument
+# whatever its values: never split, and kept when it expands to nothing (then it is an empty
+# argument; a shell would drop an unquoted one). Every other use of $ is plain text that reaches
+# the program as written, not an error: $(...), $((...)), ${#x}, ${x/a/b}, ${x-y}, $1, $@, $$, and
+# so are backquotes ($'...' is no ANSI-C quoting here: a plain $, then a single-quoted part). Outside single quotes,
+# $(...), $((...)), ${...} and `...` stay one piece of their word up to the matching close, as a shell would read them:
+# '--stamp=$(date +%s)' and --stamp=$(date +%s) both give the program the text --stamp=$(date +%s). Nothing is globbed
+# (*.py stays *.py), brace-expanded or tilde-expanded (write $HOME), and expanded values are
+# inserted verbatim: never split, globbed or expanded again.
+#
+# Why there is no eval: the file is user text. It is tokenised here in pure Bash (case patterns
+# and pattern removal over the text; no eval, bash -c, source or declare of any of it; the only
+# unquoted expansions split plain text, which holds no quote, $ or backslash, at blanks with
+# globbing off), so nothing in it can run at submission, and the job expands only the
+# references above, by ${!NAME} after NAME has been checked to be a name. Nothing in it can run
+# in the job either.
+#
+# Cost: linear in the size of the file. The parser works on one line at a time (a long line in
+# pieces of about 4 KiB, cut after a blank; a line over 256 KiB split once into blocks of 64 KiB,
+# the pieces cut from a block or two), never on the rest of the file, and runs of plain
+# continued lines (most of a long generated file) are found and split with whole-array
+# expansions. Only regular files up to 4 MiB are read. tests/unit/configs.bats counts the work
+# (the size of a bash -x trace) for files of N and 2N lines. A word (template) longer than
+# 131072 bytes (Linux's MAX_ARG_STRLEN) is refused while it is read, and so are ${NAME:-...}
+# nested deeper than 32 levels (reading and expanding recurse once a level).
+#
+# Templates (the hpc_configs_words elements, hpc_configs_expand's arguments): one per argument;
+# '\' makes the next character literal and an unescaped '$' begins a reference, written ${NAME} or
+# ${NAME:-default} by hpc_configs_read. A literal \ or $ from the file is stored as \\ or \$, and a
+# literal } inside a default as \}. Example: the file line
+#   python "train.py" --out="$SCRATCH/run 1" --tag='$x' ${SEED:-4\2}
+# gives the templates  python  train.py  --out=${SCRATCH}/run 1  --tag=\$x  ${SEED:-42}
+# The job's plan file holds them as hpc_plan_command=( ... ), each quoted with printf %q; each task
+# runs hpc_configs_expand on them (hpc_job_task, the runner) and then the expanded words.
+#
+# Internal names start with _hpc_configs_; a reference to such a name is not supported.
+
+# The bounds of reading (see the top of this file).
+# hpc_configs_max_bytes: the largest configs file read (4 MiB): twice what Linux allows a
+# command's arguments and environment together (2 MiB), so that comments and indentation never
+# matter; reading stops one byte past it, so no file is ever read whole to refuse it.
+# _hpc_configs_piece_bytes: the parser is given the text in pieces of at most about this many bytes
+# (a line, or part of a long line cut after a blank): every string operation works on one piece,
+# never on the rest of the file, so reading is linear in the size of the file.
+# _hpc_configs_block_bytes: a line longer than four blocks of this many bytes is split into blocks
+# once (read -N, one pass), and the pieces are cut from a buffer of a block or two: Bash copies a
+# string at every expansion, so cutting each piece from the whole line was quadratic (a line of
+# megabytes, seconds a megabyte).
+# hpc_configs_max_word: the longest word or template read (131072 bytes): Linux passes no longer
+# argument to a program (MAX_ARG_STRLEN). A longer one is refused as it is read, in pieces, so
+# that reaching the limit costs no more than reading that many bytes.
+# hpc_configs_max_args: the most bytes a command's words may take (2 MiB): Linux passes a program
+# at most that much of arguments and environment together (a quarter of the default 8 MiB
+# stack), each word its length, its NUL and its pointer (8 bytes). So a command of more than
+# hpc_configs_max_args / 9 words can never start: it is refused as soon as the parser has read
+# that many, which bounds the time a huge file takes to refuse (a million words took 21 s).
+# hpc_configs_max_parts: the most quoted parts, escapes and references one command may have. Each
+# costs the parser tens of microseconds, and an empty one ("") costs the program nothing: a line
+# of a million of them took minutes to read. Past this many the command is refused, a few seconds
+# in; a list that long belongs in a file the program reads.
+# hpc_configs_max_depth: the most ${NAME:-...} nested in one another (reading and expanding recurse
+# once a level: a bound keeps Bash far from its stack's end).

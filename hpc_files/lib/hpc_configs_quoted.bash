@@ -357,3 +357,79 @@ _hpc_configs_note_name() {
   fi
   if (($2)); then _hpc_configs_required[$1]=1; fi
 }
+
+# _hpc_configs_part: (in _hpc_configs_parse) reads the quoted part, escape or reference (or a
+# character of no meaning there) that starts _hpc_configs_rest into the word, which it starts
+# when none is (the caller's started; nparts counts them); returns 2 on an error.
+_hpc_configs_part() {
+  # shellcheck disable=SC2154 # hpc_configs_max_parts: hpc_configs.bash
+  if ((++nparts > hpc_configs_max_parts)); then
+    local _hpc_configs_msg="line $_hpc_configs_line: more than $hpc_configs_max_parts quoted parts, escapes and"
+    _hpc_configs_msg+=" references in one command, more than the toolkit reads (put such a list in a file that the"
+    _hpc_configs_msg+=" program reads)"
+    _hpc_configs_fail "$_hpc_configs_msg"
+    return
+  fi
+  if ((! started)); then
+    started=1
+    _hpc_configs_word=''
+  fi
+  case $_hpc_configs_rest in
+    "'"*) _hpc_configs_squote || return ;;
+    '"'*) _hpc_configs_dquote || return ;;
+    ["\$\`"]*) _hpc_configs_dollar || return ;;
+    "\\"*) _hpc_configs_backslash_unquoted || return ;;
+    [';&|<>()']*)
+      local _hpc_configs_msg="line $_hpc_configs_line: unquoted '${_hpc_configs_rest:0:1}': pipes, redirections,"
+      _hpc_configs_msg+=" command lists and subshells are not supported (quote it to pass it to the program)"
+      _hpc_configs_fail "$_hpc_configs_msg"
+      return
+      ;;
+    '#'*)
+      _hpc_configs_word+='#'
+      _hpc_configs_rest=${_hpc_configs_rest:1}
+      ;;
+    *)
+      # A byte the locale cannot read as a character.
+      _hpc_configs_literal "${_hpc_configs_rest:0:1}"
+      _hpc_configs_rest=${_hpc_configs_rest:1}
+      ;;
+  esac
+  # The blanks after a quoted part or a reference, at once.
+  [[ $_hpc_configs_rest != [' '$'\t']* ]] || _hpc_configs_blanks
+}
+
+# _hpc_configs_literal TEXT: appends TEXT to the word as literal text (\ $, and } in a default,
+# escaped with a backslash).
+_hpc_configs_literal() {
+  local text=$1
+  text=${text//\\/\\\\}
+  text=${text//\$/\\\$}
+  if ((_hpc_configs_depth > 0)); then
+    text=${text//\}/\\\}}
+  fi
+  _hpc_configs_word+=$text
+}
+
+# _hpc_configs_reference_names TEMPLATE...: (hpc_configs_reference_names, for templates with a $)
+# sets hpc_configs_names.
+_hpc_configs_reference_names() {
+  local _hpc_configs_template _hpc_configs_t _hpc_configs_v='' _hpc_configs_note=1
+  local _hpc_configs_unset='' _hpc_configs_n
+  local -a _hpc_configs_names=()
+  local -A _hpc_configs_required=()
+  for _hpc_configs_template in "$@"; do
+    _hpc_configs_t=$_hpc_configs_template
+    if ! _hpc_configs_scan 0 0; then
+      _hpc_configs_too_deep "$_hpc_configs_template"
+      return 1
+    fi
+  done
+  for _hpc_configs_n in ${_hpc_configs_names[@]+"${_hpc_configs_names[@]}"}; do
+    if ((_hpc_configs_required[$_hpc_configs_n])); then
+      hpc_configs_names+=("$_hpc_configs_n")
+    else
+      hpc_configs_names+=("$_hpc_configs_n:-")
+    fi
+  done
+}

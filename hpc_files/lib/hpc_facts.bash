@@ -17,6 +17,19 @@ hpc_facts_failed_states=' FAILED TIMEOUT NODE_FAIL CANCELLED '
 # shellcheck disable=SC2034 # read by hpc_slurm.bash, hpc_manifest.bash, hpc_manage.bash
 hpc_facts_job_id_re='^[1-9][0-9]{0,17}$'
 
+# Lowercase letters, digits, letters and digits, spelt out for [...] patterns (quoted there: ASCII
+# in every locale). Hot paths test words with globs: Bash compiles a regular expression at every
+# use (about 0.2 million instructions).
+hpc_facts_lower=abcdefghijklmnopqrstuvwxyz hpc_facts_digits=0123456789
+# shellcheck disable=SC2034 # read by hpc_options.bash
+hpc_facts_alnum=ABCDEFGHIJKLMNOPQRSTUVWXYZ$hpc_facts_lower$hpc_facts_digits
+
+# hpc_facts_job_id WORD: true when WORD is a job id as hpc_facts_job_id_re takes one, tested with
+# globs (sbatch's answer, at every submission).
+hpc_facts_job_id() {
+  [[ $1 == [123456789]* && ${#1} -le 18 && $1 != *[!"$hpc_facts_digits"]* ]]
+}
+
 # hpc_facts_state_ended STATE: true when a job in STATE has ended (nothing of it runs or will).
 hpc_facts_state_ended() {
   [[ -n $1 && $1 != *' '* && $hpc_facts_ended_states == *" $1 "* ]]
@@ -139,16 +152,18 @@ hpc_log() {
 # (--time, scontrol's TimeLimit: D-H:M:S, D-H:M, D-H, H:M:S, M:S or M) or squeue's time left (%L,
 # the same forms); false for anything else (UNLIMITED, INVALID). The one reader of SLURM's times.
 hpc_facts_seconds() {
-  local d=0 rest=$1 h=0 m=0 sec=0
+  local d=0 rest=$1 h=0 m=0 sec=0 days=0
   local -a fields=()
-  if [[ $rest =~ ^([0-9]+)-(.+)$ ]]; then
-    d=$((10#${BASH_REMATCH[1]})) rest=${BASH_REMATCH[2]}
-    [[ $rest =~ ^[0-9]+(:[0-9]+){0,2}$ ]] || return 1
-    IFS=: read -ra fields <<<"$rest"
+  # DIGITS- first; then 1 to 3 fields of digits, ':' between them (globs: see hpc_facts_digits).
+  if [[ $rest == ["$hpc_facts_digits"]*-* && ${rest%%-*} != *[!"$hpc_facts_digits"]* ]]; then
+    d=$((10#${rest%%-*})) rest=${rest#*-} days=1
+  fi
+  [[ -n $rest && $rest != *[!"$hpc_facts_digits":]* && $rest != :* && $rest != *: && $rest != *::* &&
+    $rest != *:*:*:* ]] || return 1
+  IFS=: read -ra fields <<<"$rest"
+  if ((days)); then
     h=$((10#${fields[0]})) m=$((10#${fields[1]:-0})) sec=$((10#${fields[2]:-0}))
   else
-    [[ $rest =~ ^[0-9]+(:[0-9]+){0,2}$ ]] || return 1
-    IFS=: read -ra fields <<<"$rest"
     case ${#fields[@]} in
       1) m=$((10#${fields[0]})) ;;
       2) m=$((10#${fields[0]})) sec=$((10#${fields[1]})) ;;

@@ -9,7 +9,7 @@
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
 # hpc_facts.bash (sourced by hpc_common.bash): the ended and failed states.
-declare -g hpc_facts_ended_states hpc_facts_failed_states hpc_facts_job_id_re
+declare -g hpc_facts_ended_states hpc_facts_failed_states
 # hpc_common.bash: what hpc_trusted_read read, or why it did not.
 declare -g hpc_trusted_text hpc_trusted_problem
 # hpc_manifest_read.bash (loaded at hpc_manifest_read's first call): a manifest's fields.

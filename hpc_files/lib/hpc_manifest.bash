@@ -4,25 +4,7 @@
 # hpc_manifest_read.bash (loaded when called). The commands that read manifests (status, logs,
 # cancel, resubmit) are in hpc_manage.bash.
 #
-# Manifest format (version 1): plain text, one 'KEY<TAB>VALUE' per line, read back without eval
-# or source. In VALUE a backslash is written '\\', a newline '\n', a tab '\t', a carriage return
-# '\r', and nothing else is changed (UTF-8 stays as it is); printf %b decodes it exactly, since
-# every backslash of the text starts one of these pairs. A list is several lines with the same
-# key, in order (argv, sbatch, command). Unknown keys are ignored when read. Keys:
-#   format time plan job_id origin resubmit_of resubmit script output_path git_commit git_dirty
-#   argv..., token (the plan file's identity, which its job script carries: hpc_plan_new_token),
-#   env... / env_unset... / env_secret... (what the command's ${VARS} had at submission:
-#   hpc_manifest_env), and one key per field of the plan (hpc_plan_fields, hpc_plan_array_fields: a list
-#   per array field, sbatch... and command... among them), named as the field but for the few of
-#   hpc_plan_manifest_keys (time_limit, project, sbatch). 'plan' is the job's plan file: the
-#   plan's values here are copied from the same fields, in one loop.
-# A manifest is written once, ends with the line 'end<TAB>1' (one not ending so is still being
-# written, and is skipped), and is never changed. A resubmission writes a manifest of its own for the new job, a copy of
-# the one it repeats with its own time, job_id, array, output_path, resubmit_of (the job it repeats) and
-# resubmit (how); origin is the job id of the first submission of the chain in every manifest.
-# status keeps the ended states it saw in EXP_JOBID.states beside the manifest (lines
-# 'KEY<TAB>JOBID<TAB>STATE<TAB>EXIT', the last one wins; hpc_manage_states), so that ended jobs keep their state
-# after SLURM forgets them on clusters without accounting.
+# The manifest's format: at the end of this file.
 
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
@@ -334,3 +316,28 @@ hpc_manifest_limits_save() {
 
 # ---------------------------------------------------------------------------------------------
 # The project's manifests
+
+return 0
+# The long comments of this file, after its last command, where Bash never reads them (it parses
+# every comment it reads, and every submission reads this file).
+
+# The manifest (see the top of this file).
+# Manifest format (version 1): plain text, one 'KEY<TAB>VALUE' per line, read back without eval
+# or source. In VALUE a backslash is written '\\', a newline '\n', a tab '\t', a carriage return
+# '\r', and nothing else is changed (UTF-8 stays as it is); printf %b decodes it exactly, since
+# every backslash of the text starts one of these pairs. A list is several lines with the same
+# key, in order (argv, sbatch, command). Unknown keys are ignored when read. Keys:
+#   format time plan job_id origin resubmit_of resubmit script output_path git_commit git_dirty
+#   argv..., token (the plan file's identity, which its job script carries: hpc_plan_new_token),
+#   env... / env_unset... / env_secret... (what the command's ${VARS} had at submission:
+#   hpc_manifest_env), and one key per field of the plan (hpc_plan_fields, hpc_plan_array_fields: a list
+#   per array field, sbatch... and command... among them), named as the field but for the few of
+#   hpc_plan_manifest_keys (time_limit, project, sbatch). 'plan' is the job's plan file: the
+#   plan's values here are copied from the same fields, in one loop.
+# A manifest is written once, ends with the line 'end<TAB>1' (one not ending so is still being
+# written, and is skipped), and is never changed. A resubmission writes a manifest of its own for the new job, a copy of
+# the one it repeats with its own time, job_id, array, output_path, resubmit_of (the job it repeats) and
+# resubmit (how); origin is the job id of the first submission of the chain in every manifest.
+# status keeps the ended states it saw in EXP_JOBID.states beside the manifest (lines
+# 'KEY<TAB>JOBID<TAB>STATE<TAB>EXIT', the last one wins; hpc_manage_states), so that ended jobs keep their state
+# after SLURM forgets them on clusters without accounting.

@@ -10,22 +10,7 @@ declare -gA hpc_opt_launcher_aliases=([script]=torchrun)
 declare -gA hpc_opt_launcher_alias_why=([script]="torch.distributed.launch became torchrun")
 
 # The table of settings: every option of a submission, once, as one row
-#   'VARIABLE=DEFAULT|NAME|KIND|SCOPES| SPELLING...'
-# VARIABLE: hpc_opt_VARIABLE holds its value; DEFAULT: its built-in value (the option is set when
-# its variable differs from it; '()' for a multi's empty list); NAME: as messages write it
-# (-t/--time; its long name is the defaults file's key); KIND: value (one value, checked by
-# hpc_opt_set's case for NAME, or stored as given for its mode to check), flag (no value: 1 when
-# given) or multi (paths up to the next option, adding up: -d, --copy-back); SCOPES, comma-separated
-# ('-' for none): file (a key of the project's defaults file, hpc_opt_file_apply), profile (the
-# cluster profile gives the value when nothing else does; the plan's field hpc_plan_VARIABLE holds
-# what was used), map and scaling (set, it makes the submission that mode: hpc_opt_asks),
-# noint:LABEL (interactive refuses it, naming LABEL; the first row in table order wins), action
-# (what the submitter does, not a value of the job: not listed among the settings); SPELLING: the
-# words the command line takes. The parser, the names the refusals offer (hpc_opt_names), the
-# defaults file's keys, the mode triggers and refusals, interactive's refusals and the settings'
-# origins are read from it. A new option is one row here, its check in hpc_opt_set when it has one
-# of its own, and its lines in job_submitter.sh's usage. Plain text, read with string operations:
-# nothing is built from it when it is loaded (every submission loads it).
+#   'VARIABLE=DEFAULT|NAME|KIND|SCOPES| SPELLING...' (the columns: at the end of this file).
 hpc_opt_table=(
   # Submitting (first: most submissions name them, and hpc_opt_find reads the rows in order).
   'dry_run=0|--dry-run|flag|action| --dry-run'
@@ -95,6 +80,10 @@ hpc_opt_refuse_outside() { hpc_lib_load hpc_options_more && hpc_opt_refuse_outsi
 hpc_opt_die_unknown() { hpc_lib_load hpc_options_more && hpc_opt_die_unknown "$@"; }
 hpc_opt_launcher_check() { hpc_lib_load hpc_options_more && hpc_opt_launcher_check "$@"; }
 hpc_opt_runners_text() { hpc_lib_load hpc_options_more && hpc_opt_runners_text "$@"; }
+# What only -d/--data, --copy-back or interactive runs (hpc_options_more.bash too).
+hpc_opt_set_multi() { hpc_lib_load hpc_options_more && hpc_opt_set_multi "$@"; }
+hpc_opt_check_relative() { hpc_lib_load hpc_options_more && hpc_opt_check_relative "$@"; }
+hpc_opt_f_is_set() { hpc_lib_load hpc_options_more && hpc_opt_f_is_set "$@"; }
 
 # hpc_opt_fields ROW: sets hpc_opt_f_var, hpc_opt_f_default, hpc_opt_f_name, hpc_opt_f_kind and
 # hpc_opt_f_scopes (with a comma at each end) to ROW's columns, and hpc_opt_f_row to ROW.
@@ -114,9 +103,12 @@ hpc_opt_fields() {
 hpc_opt_find() {
   local i
   for ((i = 0; i < ${#hpc_opt_table[@]}; i++)); do
-    [[ "${hpc_opt_table[i]} " == *" $1 "* ]] || continue
-    hpc_opt_fields "${hpc_opt_table[i]}"
-    return 0
+    case "${hpc_opt_table[i]} " in
+      *" $1 "*)
+        hpc_opt_fields "${hpc_opt_table[i]}"
+        return 0
+        ;;
+    esac
   done
   return 1
 }
@@ -132,9 +124,11 @@ hpc_opt_seen_scopes=
 declare -gA hpc_usage_origin
 # What this library reads, set by the others or through the table (printf -v): declared here, not
 # set, so that the linter knows each name. job_submitter.sh: the toolkit's folder; hpc_common.bash:
-# why a file is not trusted; hpc_opt_defaults: the options read by name below.
+# why a file is not trusted, and (hpc_facts.bash) letters and digits; hpc_opt_defaults: the options
+# read by name below.
 # The multi options' variables are arrays: hpc_opt_defaults empties them.
 declare -ga hpc_opt_data hpc_opt_copy_back
+declare -g hpc_facts_alnum hpc_facts_digits
 declare -g hpc_files_dir hpc_trusted_problem hpc_opt_wandb_sweepid hpc_opt_repeat hpc_opt_wandb_offline \
   hpc_opt_num_sweeps hpc_opt_sweep_config hpc_opt_launcher hpc_opt_num_nodes hpc_opt_singularity \
   hpc_opt_runner hpc_opt_workdir hpc_plan_cluster hpc_plan_partition_option
@@ -144,7 +138,7 @@ declare -g hpc_files_dir hpc_trusted_problem hpc_opt_wandb_sweepid hpc_opt_repea
 hpc_opt_defaults() {
   # The table's own words (a variable's name and its fixed default, '()' for the arrays declared
   # below), never a user's value: all in one declare.
-  local -a set=("${hpc_opt_table[@]%%|*}")
+  local -a set=("${hpc_opt_table[@]/|*/}")
   declare -g "${set[@]/#/hpc_opt_}"
   hpc_opt_cluster=${HPC_CLUSTER:-} hpc_opt_num_nodes_given=0
   hpc_opt_seen=() hpc_opt_seen_where=() hpc_opt_seen_value=() hpc_opt_seen_row=() hpc_opt_seen_scopes=''
@@ -152,12 +146,6 @@ hpc_opt_defaults() {
   # The variable names a profile as --cluster does: never a path.
   [[ -z $hpc_opt_cluster ]] || hpc_opt_is_profile_name "$hpc_opt_cluster" ||
     hpc_die_usage "HPC_CLUSTER" "'$hpc_opt_cluster' is not accepted; accepted: $hpc_opt_profile_accepted"
-}
-
-# hpc_opt_f_is_set: (after hpc_opt_fields) true when that option's value is not its built-in one.
-hpc_opt_f_is_set() {
-  local ref=hpc_opt_$hpc_opt_f_var
-  [[ ${!ref} != "$hpc_opt_f_default" ]]
 }
 
 # hpc_opt_asks SCOPE: true when an option of SCOPE (map, scaling) was given: the submission is
@@ -171,7 +159,7 @@ hpc_opt_asks() {
 # (hpc_opt_profile_accepted says so in a refusal).
 hpc_opt_profile_accepted='the name of a profile in hpc_files/clusters/'
 hpc_opt_is_profile_name() {
-  [[ $1 =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]*$ ]]
+  [[ $1 == ["$hpc_facts_alnum"_]* && $1 != *[!"$hpc_facts_alnum"_.-]* ]]
 }
 
 # hpc_opt_count_max: the largest count an option takes (6 digits: far above any cluster's, and
@@ -180,7 +168,7 @@ hpc_opt_count_max=999999
 # hpc_opt_is_count VALUE MIN: true when VALUE is a decimal integer from MIN to hpc_opt_count_max
 # (no sign, no spaces).
 hpc_opt_is_count() {
-  [[ $1 =~ ^[0-9]{1,6}$ ]] && ((10#$1 >= $2 && 10#$1 <= hpc_opt_count_max))
+  [[ -n $1 && ${#1} -le 6 && $1 != *[!"$hpc_facts_digits"]* ]] && ((10#$1 >= $2 && 10#$1 <= hpc_opt_count_max))
 }
 
 # One grammar for times and memory sizes, shared with the cluster profiles (is_slurm_time and
@@ -216,18 +204,6 @@ hpc_opt_check_time() {
 # m, g, t too). No bare number: SLURM reads it as MB, too easily meant as GB.
 hpc_opt_check_mem() {
   [[ $1 =~ ^[0-9]{1,7}[KMGTkmgt]$ ]] && ((10#${1%?} > 0))
-}
-
-# hpc_opt_check_relative NAME PATH BASE: PATH must be a relative path that stays inside BASE.
-hpc_opt_check_relative() {
-  case /$2/ in
-    //) hpc_die_usage "$1" "'' is not accepted; accepted: a path relative to $3" ;;
-    //*) hpc_die_usage "$1" "'$2' is absolute; accepted: a path relative to $3" ;;
-    */../*) hpc_die_usage "$1" "'$2' leaves $3 (..); accepted: a path inside it" ;;
-  esac
-  # Only . and / (., ./, ./.): the folder itself, which is not something to copy into itself.
-  [[ $2 == *[!./]* ]] || hpc_die_usage "$1" "'$2' is $3 itself; accepted: a path inside it"
-  [[ $2 != *$'\n'* ]] || hpc_die_usage "$1" "a path with a newline is not accepted"
 }
 
 # hpc_opt_parse ARGS...: parses job_submitter.sh's options into hpc_opt_* (after hpc_opt_defaults),
@@ -286,21 +262,6 @@ hpc_opt_seen_add() {
   hpc_opt_seen_scopes+=$hpc_opt_f_scopes
 }
 
-# hpc_opt_set_multi NAME WHERE VALUE...: checks and adds the paths of -d/--data or --copy-back,
-# from WHERE.
-hpc_opt_set_multi() {
-  local name=$1 where=$2 value
-  shift 2
-  if [[ $name == -d/--data ]]; then
-    (($#)) || hpc_die_usage "$name" "needs at least one path relative to \${SCRATCH}/\${project_name}"
-  else
-    (($#)) || hpc_die_usage "$name" "needs at least one path relative to \${SLURM_TMPDIR}"
-    for value in "$@"; do hpc_opt_check_relative "$name" "$value" "\${SLURM_TMPDIR}"; done
-  fi
-  if [[ $name == -d/--data ]]; then hpc_opt_data+=("$@"); else hpc_opt_copy_back+=("$@"); fi
-  for value in "$@"; do hpc_opt_seen_add "$name" "$where" "$value"; done
-}
-
 # hpc_opt_set NAME VALUE: (after hpc_opt_find of its row) checks one option's value and stores it in
 # the row's variable. A check that refuses sets accepted (the refusal is then "'VALUE' is not
 # accepted; accepted: ACCEPTED") or problem (a refusal of its own words).
@@ -320,7 +281,7 @@ hpc_opt_set() {
     -G/--gpu-type) [[ $value =~ ^[A-Za-z0-9_.-]+$ ]] || problem="'$value' is not a GPU type name" ;;
     -e/--exp-name)
       # Not starting with '-': status, logs and cancel take the name as a word.
-      [[ $value =~ ^[A-Za-z0-9_.+-]+$ && $value != [.-]* ]] ||
+      [[ -n $value && $value != *[!"$hpc_facts_alnum"_.+-]* && $value != [.-]* ]] ||
         accepted="letters, digits and _ . + - (it names folders and files), not starting with '.' or '-'"
       ;;
     -n/--num-nodes) hpc_opt_count_check 1 'a whole number of nodes' hpc_opt_num_nodes_given ;;
@@ -423,17 +384,21 @@ hpc_opt_settings() {
       *) hpc_opt_settings+=("$name=${!ref} (${hpc_opt_seen_where[i]})") ;;
     esac
   done
-  # Every row, once: 'for row in' (a loop by index costs twice as much over the whole table).
+  # Every row, once: 'for row in' (a loop by index costs twice as much over the whole table), the
+  # rows of other scopes passed by one case (a third less than a test and a continue).
   for row in "${hpc_opt_table[@]}"; do
-    [[ $row == *profile* ]] || continue
-    # The row's NAME and VARIABLE, without hpc_opt_fields (this runs for every job's manifest).
-    name=${row#*|} name=${name%%|*}
-    [[ ! -v listed[$name] ]] || continue
-    ref=hpc_plan_${row%%=*}
-    [[ -n ${!ref-} ]] || continue
-    where="cluster profile ${hpc_plan_cluster-}"
-    [[ $name != -p/--partition || ${hpc_plan_partition_option-} != SBATCH_PARTITION ]] || where=SBATCH_PARTITION
-    hpc_opt_settings+=("$name=${!ref} ($where)")
+    case $row in
+      *profile*)
+        # The row's NAME and VARIABLE, without hpc_opt_fields (this runs for every job's manifest).
+        name=${row#*|} name=${name%%|*}
+        [[ ! -v listed[$name] ]] || continue
+        ref=hpc_plan_${row%%=*}
+        [[ -n ${!ref-} ]] || continue
+        where="cluster profile ${hpc_plan_cluster-}"
+        [[ $name != -p/--partition || ${hpc_plan_partition_option-} != SBATCH_PARTITION ]] || where=SBATCH_PARTITION
+        hpc_opt_settings+=("$name=${!ref} ($where)")
+        ;;
+    esac
   done
 }
 
@@ -469,3 +434,26 @@ hpc_opt_check_combinations() {
       hpc_die_usage "--workdir" "$message"
     }
 }
+
+return 0
+# The long comments of this file, after its last command, where Bash never reads them (it parses
+# every comment it reads, and every submission reads this file).
+
+# The table of settings (hpc_opt_table).
+# The table of settings: every option of a submission, once, as one row
+#   'VARIABLE=DEFAULT|NAME|KIND|SCOPES| SPELLING...'
+# VARIABLE: hpc_opt_VARIABLE holds its value; DEFAULT: its built-in value (the option is set when
+# its variable differs from it; '()' for a multi's empty list); NAME: as messages write it
+# (-t/--time; its long name is the defaults file's key); KIND: value (one value, checked by
+# hpc_opt_set's case for NAME, or stored as given for its mode to check), flag (no value: 1 when
+# given) or multi (paths up to the next option, adding up: -d, --copy-back); SCOPES, comma-separated
+# ('-' for none): file (a key of the project's defaults file, hpc_opt_file_apply), profile (the
+# cluster profile gives the value when nothing else does; the plan's field hpc_plan_VARIABLE holds
+# what was used), map and scaling (set, it makes the submission that mode: hpc_opt_asks),
+# noint:LABEL (interactive refuses it, naming LABEL; the first row in table order wins), action
+# (what the submitter does, not a value of the job: not listed among the settings); SPELLING: the
+# words the command line takes. The parser, the names the refusals offer (hpc_opt_names), the
+# defaults file's keys, the mode triggers and refusals, interactive's refusals and the settings'
+# origins are read from it. A new option is one row here, its check in hpc_opt_set when it has one
+# of its own, and its lines in job_submitter.sh's usage. Plain text, read with string operations:
+# nothing is built from it when it is loaded (every submission loads it).

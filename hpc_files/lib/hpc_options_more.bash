@@ -1,11 +1,12 @@
 # shellcheck shell=bash
 # hpc_options_more.bash: what a plain submission does not run of hpc_options.bash: an unknown
-# option refused, -W's and --runner's names checked, a mode's options refused outside it; loaded
-# at the first call of one of them (their stubs in hpc_options.bash, hpc_lib_load).
+# option refused, -W's and --runner's names checked, a mode's options refused outside it, the
+# paths of -d/--data and --copy-back taken, an option's value compared with its built-in one;
+# loaded at the first call of one of them (their stubs in hpc_options.bash, hpc_lib_load).
 
 # What it reads, set by hpc_options.bash (declared, not set): the table and its row's fields
 # (hpc_opt_fields), the aliases of -W; hpc_help.bash: the options' spellings.
-declare -g hpc_opt_f_name hpc_opt_f_scopes
+declare -g hpc_opt_f_name hpc_opt_f_scopes hpc_opt_f_var hpc_opt_f_default
 declare -ga hpc_opt_table hpc_opt_names
 declare -gA hpc_opt_launcher_alias_why
 
@@ -57,4 +58,37 @@ hpc_opt_runners_text() {
   hpc_module_list "${BASH_SOURCE[0]%/*}/runners" names
   printf -v text '%s, ' "${names[@]}"
   printf '%s\n' "${text%, }"
+}
+
+# hpc_opt_set_multi NAME WHERE VALUE...: checks and adds the paths of -d/--data or --copy-back,
+# from WHERE.
+hpc_opt_set_multi() {
+  local name=$1 where=$2 value
+  shift 2
+  if [[ $name == -d/--data ]]; then
+    (($#)) || hpc_die_usage "$name" "needs at least one path relative to \${SCRATCH}/\${project_name}"
+  else
+    (($#)) || hpc_die_usage "$name" "needs at least one path relative to \${SLURM_TMPDIR}"
+    for value in "$@"; do hpc_opt_check_relative "$name" "$value" "\${SLURM_TMPDIR}"; done
+  fi
+  if [[ $name == -d/--data ]]; then hpc_opt_data+=("$@"); else hpc_opt_copy_back+=("$@"); fi
+  for value in "$@"; do hpc_opt_seen_add "$name" "$where" "$value"; done
+}
+
+# hpc_opt_check_relative NAME PATH BASE: PATH must be a relative path that stays inside BASE.
+hpc_opt_check_relative() {
+  case /$2/ in
+    //) hpc_die_usage "$1" "'' is not accepted; accepted: a path relative to $3" ;;
+    //*) hpc_die_usage "$1" "'$2' is absolute; accepted: a path relative to $3" ;;
+    */../*) hpc_die_usage "$1" "'$2' leaves $3 (..); accepted: a path inside it" ;;
+  esac
+  # Only . and / (., ./, ./.): the folder itself, which is not something to copy into itself.
+  [[ $2 == *[!./]* ]] || hpc_die_usage "$1" "'$2' is $3 itself; accepted: a path inside it"
+  [[ $2 != *$'\n'* ]] || hpc_die_usage "$1" "a path with a newline is not accepted"
+}
+
+# hpc_opt_f_is_set: (after hpc_opt_fields) true when that option's value is not its built-in one.
+hpc_opt_f_is_set() {
+  local ref=hpc_opt_$hpc_opt_f_var
+  [[ ${!ref} != "$hpc_opt_f_default" ]]
 }

@@ -1,18 +1,7 @@
 # shellcheck shell=bash
 # hpc_pending.bash: submissions in progress, recorded before their first sbatch, so that no job
-# outlives its submitter's knowledge: whatever moment the submitter dies at (SIGKILL included,
-# which no trap sees), every job that reached SLURM can be found and removed with the toolkit's
-# own commands. A submission writes OUTPUTS/submissions/TOKEN (its experiment, host and process;
-# OUTPUTS is the project's hpc_outputs folder) before its first sbatch (hpc_pending_open), tags
-# every job with --comment=hpc-toolkit:TOKEN (hpc_slurm_sbatch_exec), and marks the record 'ended'
-# once each job it submitted is recorded and released, or removes it once they are cancelled
-# (hpc_pending_close). A record left as it was written names a submission that stopped on the way:
-# 'status' lists the jobs SLURM still has with its tag (those without a manifest too), 'cancel
-# EXP' cancels them, and the next submission of EXP warns of them. SLURM is asked (one squeue)
-# only where such a record is left. Marking starts no process (a submission forks only what it
-# must); the ended records are removed in batches (hpc_pending_sweep). What is done with a record
-# that did not end is in hpc_pending_stopped.bash, loaded only then (hpc_pending_stopped_load).
-# Functions are prefixed hpc_pending_.
+# outlives its submitter's knowledge (how: at the end of this file). Functions are prefixed
+# hpc_pending_.
 
 # shellcheck disable=SC2034 # read by hpc_slurm.bash (the jobs' tag) and hpc_pending_stopped.bash
 hpc_pending_tag=hpc-toolkit:
@@ -27,8 +16,8 @@ hpc_pending_settle_s=${hpc_pending_settle_s:-600}
 
 # What this file reads, set by the others: declared here, not set, so that the linter knows each
 # name. hpc_common.bash: the text hpc_trusted_read read; hpc_pending_stopped.bash: the jobs a
-# stopped submission left (hpc_pending_left).
-declare -g hpc_trusted_text
+# stopped submission left (hpc_pending_left); hpc_facts.bash: the digits.
+declare -g hpc_trusted_text hpc_facts_digits
 declare -ga hpc_pending_left
 
 # hpc_pending_start_time PID VAR: sets VAR to the start time of process PID (field 22 of
@@ -36,12 +25,15 @@ declare -ga hpc_pending_left
 # False when there is no such process. No process started.
 hpc_pending_start_time() {
   local -n _hpc_pending_out=$1
-  local stat
+  local stat head
   local -a fields
   { IFS= read -r stat <"/proc/$2/stat"; } 2>/dev/null || return 1
-  # The command's name, in parentheses, may hold spaces: the fields after its last ')'.
-  read -r -a fields <<<"${stat##*) }"
-  [[ ${fields[19]-} =~ ^[0-9]+$ ]] || return 1
+  # The command's name, in parentheses, may hold spaces: the fields after its last ') ', found
+  # as the shortest suffix (a longest prefix, ##*') ', costs Bash a match at every length).
+  head=${stat%') '*}
+  [[ $head != "$stat" ]] || return 1
+  read -r -a fields <<<"${stat:${#head}+2}"
+  [[ -n ${fields[19]-} && ${fields[19]} != *[!"$hpc_facts_digits"]* ]] || return 1
   _hpc_pending_out=${fields[19]}
 }
 
@@ -214,3 +206,22 @@ hpc_pending_warn() {
   done
   hpc_pending_prune
 }
+
+return 0
+# The long comments of this file, after its last command, where Bash never reads them (it parses
+# every comment it reads, and every submission reads this file).
+
+# Submissions in progress (see the top of this file): no job
+# outlives its submitter's knowledge: whatever moment the submitter dies at (SIGKILL included,
+# which no trap sees), every job that reached SLURM can be found and removed with the toolkit's
+# own commands. A submission writes OUTPUTS/submissions/TOKEN (its experiment, host and process;
+# OUTPUTS is the project's hpc_outputs folder) before its first sbatch (hpc_pending_open), tags
+# every job with --comment=hpc-toolkit:TOKEN (hpc_slurm_sbatch_exec), and marks the record 'ended'
+# once each job it submitted is recorded and released, or removes it once they are cancelled
+# (hpc_pending_close). A record left as it was written names a submission that stopped on the way:
+# 'status' lists the jobs SLURM still has with its tag (those without a manifest too), 'cancel
+# EXP' cancels them, and the next submission of EXP warns of them. SLURM is asked (one squeue)
+# only where such a record is left. Marking starts no process (a submission forks only what it
+# must); the ended records are removed in batches (hpc_pending_sweep). What is done with a record
+# that did not end is in hpc_pending_stopped.bash, loaded only then (hpc_pending_stopped_load).
+# Functions are prefixed hpc_pending_.

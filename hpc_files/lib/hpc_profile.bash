@@ -6,8 +6,9 @@
 
 # What this library reads, set by the others: declared here, not set (values already there are
 # kept), so that the linter knows each name and catches a misspelt one.
-# hpc_python_helpers_dir: hpc_submit_locate; hpc_profile_name: the compiled profile.
-declare -g hpc_python_helpers_dir hpc_profile_name
+# hpc_python_helpers_dir: hpc_submit_locate; hpc_profile_name: the compiled profile; hpc_facts.bash:
+# the digits.
+declare -g hpc_python_helpers_dir hpc_profile_name hpc_facts_digits
 
 # The Python of the helpers, and the cache made private again (hpc_profile_python.bash, loaded at the
 # first call: a submission whose profile is compiled already runs none of them).
@@ -155,7 +156,7 @@ hpc_profile_slurm_facts() {
     {
       IFS= read -r stamp && IFS= read -r conf && { IFS= read -r -d '' rest || true; }
     } <"$hpc_slurm_cache" || stamp=
-    if [[ $stamp =~ ^[0-9]+$ && $conf == "SLURM_CONF=${SLURM_CONF:-}" ]] &&
+    if [[ -n $stamp && $stamp != *[!"$hpc_facts_digits"]* && $conf == "SLURM_CONF=${SLURM_CONF:-}" ]] &&
       ((now >= stamp && now - stamp < hpc_slurm_ttl)); then
       hpc_slurm_text=${rest%$'\n'}
       return 0

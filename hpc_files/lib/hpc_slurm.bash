@@ -11,8 +11,6 @@
 declare -gA hpc_submit_env_set
 declare -ga hpc_submit_env_unset hpc_environ
 declare -g hpc_submit_unsure hpc_pending_tag hpc_pending_token
-# hpc_facts.bash (sourced by hpc_common.bash): what a job id looks like.
-declare -g hpc_facts_job_id_re
 
 # hpc_slurm [-t SECONDS] COMMAND ARGS...: runs SLURM's COMMAND with ARGS, at most SECONDS with -t
 # (a controller that does not answer must not hang the caller); in a command substitution or a
@@ -57,7 +55,7 @@ hpc_slurm_sbatch() {
   }
   hpc_slurm_id=${hpc_slurm_answer##*$'\n'}
   hpc_slurm_id=${hpc_slurm_id%%;*}
-  [[ ! $hpc_slurm_id =~ $hpc_facts_job_id_re ]] || return 0
+  ! hpc_facts_job_id "$hpc_slurm_id" || return 0
   hpc_slurm_id='' hpc_slurm_error="sbatch gave no job id${what:+ for $what}: ${hpc_slurm_answer//$'\n'/ }"
   hpc_submit_unsure=1
   return 1
