@@ -280,8 +280,9 @@ hpc_opt_set() {
       ;;
     -G/--gpu-type) [[ $value =~ ^[A-Za-z0-9_.-]+$ ]] || problem="'$value' is not a GPU type name" ;;
     -e/--exp-name)
-      # Not starting with '-': status, logs and cancel take the name as a word.
-      [[ -n $value && $value != *[!"$hpc_facts_alnum"_.+-]* && $value != [.-]* ]] ||
+      # Not starting with '-': status, logs and cancel take the name as a word. The same regular
+      # expression as theirs (hpc_manage.bash), so that what the locale calls a letter is one here.
+      [[ $value =~ ^[A-Za-z0-9_.+-]+$ && $value != [.-]* ]] ||
         accepted="letters, digits and _ . + - (it names folders and files), not starting with '.' or '-'"
       ;;
     -n/--num-nodes) hpc_opt_count_check 1 'a whole number of nodes' hpc_opt_num_nodes_given ;;
