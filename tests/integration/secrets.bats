@@ -9,6 +9,8 @@
 # expected) and in the program's own output (the user's: `logs` masks it).
 # shellcheck disable=SC2016 # configs lines and expected $NAME texts are single-quoted on purpose
 
+# Values no other test uses: the sampler reads every process of the machine, and unit tests run
+# beside this one (tests/unit/secrets.bats has sentinels of its own).
 SENTINEL_KEY=sentinel-9f8e7d
 SENTINEL_PASS=sentinel-db-5a4b3c
 

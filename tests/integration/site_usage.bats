@@ -54,8 +54,10 @@ sacct_figures() {
   local line ours
   hpc_configs "$PROJECT" 'python hold.py'
   # 200 MB held for 12 s (both samplers see it), busy for the first 6 CPU-s only, then idle
-  # (HOLD_UNTIL names a file never made): a busy loop's every CPU-s is one of the suite's.
-  HOLD_MB=200 HOLD_SECONDS=12 HOLD_BUSY=6 HOLD_UNTIL=$BATS_TEST_TMPDIR/never \
+  # (HOLD_UNTIL names a file never made): a busy loop's every CPU-s is one of the suite's. All 6
+  # CPU-s, however long they take (HOLD_BUSY_ALL): starved to 1.3 CPU-s in 12 s (a loaded run of
+  # the suite), the program's CPU no longer outweighed the batch shell's, which sacct counts too.
+  HOLD_MB=200 HOLD_SECONDS=12 HOLD_BUSY=6 HOLD_BUSY_ALL=1 HOLD_UNTIL=$BATS_TEST_TMPDIR/never \
     hpc_run_job "$PROJECT" -g 0 -t 00:10:00 -e hold
   assert_equal "$job_state" "COMPLETED 0:0"
   sacct_figures "$job_id"

@@ -21,7 +21,7 @@ setup() {
   hpc_test_submitter_project "$(hpc_test_tmp)/cache" "$(hpc_test_tmp)/scratch"
   hpc_test_venv_built "$project"
   configs=$project/hpc_files/experiment_configurations.txt
-  sentinel='sentinel-9f8e7d6c'
+  sentinel='sentinel-unit-4d3c2b6c'
 }
 
 # advice NAME: the line that names the secret variable NAME on the command line.

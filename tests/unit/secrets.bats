@@ -13,7 +13,7 @@ setup() {
   export HOME="$TMP/home"
   mkdir -p "$HOME"
   # The sentinels: a W&B key, a password, and a password inside a URL of a harmless name.
-  export WANDB_API_KEY=sentinel-9f8e7d DB_PASS='pa$$ w0rd!' DB_URL='postgres://u:pa$$ w0rd!@db/x'
+  export WANDB_API_KEY=sentinel-unit-4d3c2b DB_PASS='pa$$ w0rd!' DB_URL='postgres://u:pa$$ w0rd!@db/x'
   export SHORT_TOKEN=abc
 }
 
@@ -39,10 +39,10 @@ lib() {
 }
 
 @test "mask: every occurrence of every secret (longest first) in strings and arrays; short or unexported values stay" {
-  export LONG_KEY=sentinel-9f8e7d-and-more
+  export LONG_KEY=sentinel-unit-4d3c2b-and-more
   lib 'NOT_EXPORTED_SECRET=sentinel-not-exported
-    s="k=sentinel-9f8e7d,sentinel-9f8e7d; p=pa\$\$ w0rd!; long=sentinel-9f8e7d-and-more; abc; sentinel-not-exported"
-    a=("x sentinel-9f8e7d y" "" "pa\$\$ w0rd!" "plain")
+    s="k=sentinel-unit-4d3c2b,sentinel-unit-4d3c2b; p=pa\$\$ w0rd!; long=sentinel-unit-4d3c2b-and-more; abc; sentinel-not-exported"
+    a=("x sentinel-unit-4d3c2b y" "" "pa\$\$ w0rd!" "plain")
     hpc_mask_vars s a
     printf "%s\n" "$s" "${a[@]}"'
   assert_success
@@ -91,7 +91,7 @@ plain'
   mkdir -p "$TMP/bin"
   printf '#!/bin/bash\nprintf "%%s\\n" "$*" >>"%s/awk.args"\nexec /usr/bin/awk "$@"\n' "$TMP" >"$TMP/bin/awk"
   chmod +x "$TMP/bin/awk"
-  printf 'one sentinel-9f8e7d two\n\tpa$$ w0rd! pa$$ w0rd!\nno secret \xc3\xa9 \\ $HOME\nlast without newline sentinel-9f8e7d' >"$TMP/in"
+  printf 'one sentinel-unit-4d3c2b two\n\tpa$$ w0rd! pa$$ w0rd!\nno secret \xc3\xa9 \\ $HOME\nlast without newline sentinel-unit-4d3c2b' >"$TMP/in"
   PATH="$TMP/bin:$PATH" lib 'hpc_mask_stream <"$1"' "$TMP/in"
   assert_success
   assert_output $'one (masked) two\n\t(masked) (masked)\nno secret \xc3\xa9 \\ $HOME\nlast without newline (masked)'
@@ -157,7 +157,7 @@ plain'
     hpc_plan_cpus_per_task=1 hpc_plan_gpus=0 hpc_plan_mem=1G hpc_plan_time=00:10:00
     hpc_plan_output="$PWD/o_%j.out" hpc_plan_job_name=p-ex
     hpc_plan_sbatch_args=(--job-name=p-ex --output="$PWD/o_%j.out")
-    hpc_plan_command=(python a.py --key sentinel-9f8e7d "\${DB_PASS}")
+    hpc_plan_command=(python a.py --key sentinel-unit-4d3c2b "\${DB_PASS}")
     hpc_submit_argv=(-y -e ex --comment "pa\$\$ w0rd!")
     hpc_manifest_write 7 "$PWD/kept.sh"
     cat "$PWD/s/hpc_outputs/manifests/ex_7.manifest"'
@@ -175,7 +175,7 @@ plain'
   : >"$TMP/out"
   # A growing log: one line, then nothing more until the test has looked (at most 20 s).
   # shellcheck disable=SC2016 # the inner shell's own $1
-  bash -c 'printf "step 1 loss 0.5 sentinel-9f8e7d\n"; for _ in {1..200}; do [[ -e $1 ]] && break; sleep 0.1; done' _ "$go" |
+  bash -c 'printf "step 1 loss 0.5 sentinel-unit-4d3c2b\n"; for _ in {1..200}; do [[ -e $1 ]] && break; sleep 0.1; done' _ "$go" |
     bash -c 'source "$HPC_ROOT/hpc_files/lib/hpc_common.bash"; hpc_mask_stream' >"$TMP/out" &
   for ((i = 0; i < 150; i++)); do
     [[ $(<"$TMP/out") == "step 1 loss 0.5 (masked)" ]] && seen=$i && break
