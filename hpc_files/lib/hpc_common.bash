@@ -525,7 +525,7 @@ hpc_module_load() {
   return 1
 }
 
-return 0
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
 # The long comments of this file, after its last command, where Bash never reads them (it parses
 # every comment it reads, and every submission reads this file).
 

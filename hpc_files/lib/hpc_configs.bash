@@ -505,7 +505,7 @@ hpc_configs_reference_names() {
   _hpc_configs_reference_names "$@"
 }
 
-return 0
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
 # The configs file (see the top of this file).
 #
 # The file holds ONE command, written as in a POSIX shell:

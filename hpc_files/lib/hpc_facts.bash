@@ -11,12 +11,6 @@ hpc_facts_ended_states=' COMPLETED CANCELLED FAILED TIMEOUT NODE_FAIL BOOT_FAIL 
 # shellcheck disable=SC2034 # read by hpc_manage.bash
 hpc_facts_failed_states=' FAILED TIMEOUT NODE_FAIL CANCELLED '
 
-# A SLURM job id as the toolkit takes one (sbatch's answer, a manifest's, a row of the manifests'
-# index): digits without a leading zero (bash's arithmetic reads one as octal: 0089 an error, 0042
-# another job) and at most 18 of them (beyond, its arithmetic overflows).
-# shellcheck disable=SC2034 # read by hpc_slurm.bash, hpc_manifest.bash, hpc_manage.bash
-hpc_facts_job_id_re='^[1-9][0-9]{0,17}$'
-
 # Lowercase letters, digits, letters and digits, spelt out for [...] patterns (quoted there: ASCII
 # in every locale). Hot paths test words with globs: Bash compiles a regular expression at every
 # use (about 0.2 million instructions).
@@ -24,8 +18,10 @@ hpc_facts_lower=abcdefghijklmnopqrstuvwxyz hpc_facts_digits=0123456789
 # shellcheck disable=SC2034 # read by hpc_options.bash
 hpc_facts_alnum=ABCDEFGHIJKLMNOPQRSTUVWXYZ$hpc_facts_lower$hpc_facts_digits
 
-# hpc_facts_job_id WORD: true when WORD is a job id as hpc_facts_job_id_re takes one, tested with
-# globs (sbatch's answer, at every submission).
+# hpc_facts_job_id WORD: true when WORD is a SLURM job id as the toolkit takes one (sbatch's answer,
+# a manifest's, a row of the manifests' index): digits without a leading zero (bash's arithmetic
+# reads one as octal: 0089 an error, 0042 another job) and at most 18 of them (beyond, its
+# arithmetic overflows). Globs: it runs at every submission.
 hpc_facts_job_id() {
   [[ $1 == [123456789]* && ${#1} -le 18 && $1 != *[!"$hpc_facts_digits"]* ]]
 }

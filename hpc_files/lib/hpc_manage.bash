@@ -173,7 +173,7 @@ hpc_manage_index_check() {
             if (bytes > max) break
             lines++
             n = split(line, f, "\037")
-            # A job id (hpc_facts_job_id_re, without its interval: mawk has none).
+            # A job id (the form hpc_facts_job_id takes; the length apart: mawk has no interval).
             if (n == 11 && f[11] == "." && length(f[3]) <= 18 && f[3] ~ /^[1-9][0-9]*$/) {
               row[f[1]] = line; at[f[1]] = f[2]
             }

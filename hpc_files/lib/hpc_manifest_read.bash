@@ -5,9 +5,8 @@
 # (their stubs in hpc_manifest.bash, hpc_lib_load). The format is described in hpc_manifest.bash.
 
 # What it reads, set by the others (declared, not set): hpc_common.bash: the descriptor
-# hpc_trusted_open opened; hpc_facts.bash: a job id's form; hpc_profile.bash: how long SLURM's
-# answers are kept.
-declare -g hpc_trusted_fd hpc_facts_job_id_re hpc_slurm_ttl
+# hpc_trusted_open opened; hpc_profile.bash: how long SLURM's answers are kept.
+declare -g hpc_trusted_fd hpc_slurm_ttl
 
 # hpc_manifest_copy OLD_FILE NEW_ID ARRAY HOW [OUTPUT [PLAN]]: (resubmit) records job NEW_ID,
 # submitted again from the manifest OLD_FILE, in a manifest of its own beside it: OLD_FILE's lines
@@ -82,7 +81,7 @@ hpc_manifest_read() {
     esac
   done <&"$fd"
   exec {fd}<&-
-  ((complete)) && [[ ${hpc_mf[format]-} == 1 && ${hpc_mf[job_id]-} =~ $hpc_facts_job_id_re ]]
+  ((complete)) && [[ ${hpc_mf[format]-} == 1 ]] && hpc_facts_job_id "${hpc_mf[job_id]-}"
 }
 
 # hpc_manifest_expand_array SPEC: sets hpc_manifest_indices to the indices of the array SPEC

@@ -436,12 +436,11 @@ hpc_opt_check_combinations() {
     }
 }
 
-return 0
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
 # The long comments of this file, after its last command, where Bash never reads them (it parses
 # every comment it reads, and every submission reads this file).
 
-# The table of settings (hpc_opt_table).
-# The table of settings: every option of a submission, once, as one row
+# The table of settings (hpc_opt_table): every option of a submission, once, as one row
 #   'VARIABLE=DEFAULT|NAME|KIND|SCOPES| SPELLING...'
 # VARIABLE: hpc_opt_VARIABLE holds its value; DEFAULT: its built-in value (the option is set when
 # its variable differs from it; '()' for a multi's empty list); NAME: as messages write it
